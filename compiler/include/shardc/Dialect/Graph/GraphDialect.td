@@ -1,0 +1,40 @@
+//===- GraphDialect.td - the graph dialect ----------------------------------------------===//
+//
+// The graph dialect holds a model as imported from ONNX: one op per ONNX operator, with the
+// operator's attributes normalised (axes non-negative, optional forms resolved) and every
+// tensor statically shaped. It describes the *global* computation; sharding never changes it.
+//
+//===-------------------------------------------------------------------------------------===//
+
+#ifndef SHARDC_DIALECT_GRAPH_GRAPHDIALECT_TD
+#define SHARDC_DIALECT_GRAPH_GRAPHDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Graph_Dialect : Dialect {
+  let name = "graph";
+  let summary = "Tensor-level model graph imported from ONNX";
+  let description = [{
+    Ops mirror ONNX operators (opset 13 to 20) on statically shaped tensors of f32, i64, i32
+    and i1 (bool). Attributes are stored in a normalised form so that later passes and the
+    lowering never re-derive ONNX's many attribute/input variants.
+
+    Function arguments and results of `@forward` carry their ONNX names:
+    `graph.input = "NAME"` (a graph input), `graph.param = "NAME"` (an initializer, i.e. a
+    named model parameter) and, on results, `graph.output = "NAME"`.
+  }];
+  let cppNamespace = "::shardc::graph";
+  let hasConstantMaterializer = 1;
+  let usePropertiesForAttributes = 1;
+}
+
+class Graph_Op<string mnemonic, list<Trait> traits = []> :
+    Op<Graph_Dialect, mnemonic, traits>;
+
+// The element types the runtime supports.
+def Graph_Tensor : RankedTensorOf<[F32, I64, I32, I1]>;
+def Graph_FloatTensor : RankedTensorOf<[F32]>;
+def Graph_IndexTensor : RankedTensorOf<[I64, I32]>;
+def Graph_BoolTensor : RankedTensorOf<[I1]>;
+
+#endif // SHARDC_DIALECT_GRAPH_GRAPHDIALECT_TD

@@ -1,0 +1,17 @@
+//===- GraphOps.h - graph dialect operations --------------------------------------------===//
+#ifndef SHARDC_DIALECT_GRAPH_GRAPHOPS_H
+#define SHARDC_DIALECT_GRAPH_GRAPHOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "shardc/Dialect/Graph/GraphDialect.h"
+
+#define GET_OP_CLASSES
+#include "shardc/Dialect/Graph/GraphOps.h.inc"
+
+#endif

@@ -1,0 +1,311 @@
+//===- GraphOps.td - graph dialect operations -------------------------------------------===//
+//
+// Result shapes are inferred (InferTypeOpInterface) wherever the operands and attributes
+// determine them, so the generated verifier rejects any op whose declared result type
+// disagrees with ONNX semantics. Ops whose result shape comes from a tensor's *values*
+// (Reshape, Expand, ConstantOfShape, Range) carry the static result type and verify it.
+//
+//===-------------------------------------------------------------------------------------===//
+
+#ifndef SHARDC_DIALECT_GRAPH_GRAPHOPS_TD
+#define SHARDC_DIALECT_GRAPH_GRAPHOPS_TD
+
+include "shardc/Dialect/Graph/GraphDialect.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===-------------------------------------------------------------------------------------===//
+// Constants
+//===-------------------------------------------------------------------------------------===//
+
+def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Constant; also the result of every compile-time folded op";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===-------------------------------------------------------------------------------------===//
+// Elementwise
+//===-------------------------------------------------------------------------------------===//
+
+class Graph_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []> :
+    Graph_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+def Graph_NegOp : Graph_UnaryOp<"neg", Graph_Tensor> { let summary = "ONNX Neg"; }
+def Graph_AbsOp : Graph_UnaryOp<"abs", Graph_Tensor> { let summary = "ONNX Abs"; }
+def Graph_ReluOp : Graph_UnaryOp<"relu", Graph_Tensor> { let summary = "ONNX Relu"; }
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", Graph_FloatTensor> { let summary = "ONNX Sqrt"; }
+def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", Graph_FloatTensor> {
+  let summary = "ONNX Reciprocal";
+}
+def Graph_ExpOp : Graph_UnaryOp<"exp", Graph_FloatTensor> { let summary = "ONNX Exp"; }
+def Graph_LogOp : Graph_UnaryOp<"log", Graph_FloatTensor> { let summary = "ONNX Log"; }
+def Graph_TanhOp : Graph_UnaryOp<"tanh", Graph_FloatTensor> { let summary = "ONNX Tanh"; }
+def Graph_ErfOp : Graph_UnaryOp<"erf", Graph_FloatTensor> { let summary = "ONNX Erf"; }
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", Graph_FloatTensor> {
+  let summary = "ONNX Sigmoid";
+}
+def Graph_NotOp : Graph_UnaryOp<"not", Graph_BoolTensor> { let summary = "ONNX Not"; }
+def Graph_IdentityOp : Graph_UnaryOp<"identity", Graph_Tensor> {
+  let summary = "ONNX Identity (and inference-mode Dropout)";
+  let hasFolder = 1;
+}
+
+def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "ONNX Gelu (opset 20); approximate is \"none\" (erf) or \"tanh\"";
+  let arguments = (ins Graph_FloatTensor:$input, StrAttr:$approximate);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+// Binary ops broadcast their operands NumPy-style; the result shape is the broadcast shape.
+class Graph_BinaryOp<string mnemonic, list<Trait> traits = []> :
+    Graph_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_AddOp : Graph_BinaryOp<"add"> { let summary = "ONNX Add"; }
+def Graph_SubOp : Graph_BinaryOp<"sub"> { let summary = "ONNX Sub"; }
+def Graph_MulOp : Graph_BinaryOp<"mul"> { let summary = "ONNX Mul"; }
+def Graph_DivOp : Graph_BinaryOp<"div"> { let summary = "ONNX Div (integer: truncating)"; }
+def Graph_PowOp : Graph_BinaryOp<"pow"> {
+  let summary = "ONNX Pow; the exponent may have another numeric type than the base";
+}
+def Graph_MaxOp : Graph_BinaryOp<"max"> { let summary = "ONNX Max (variadic form chained)"; }
+def Graph_MinOp : Graph_BinaryOp<"min"> { let summary = "ONNX Min (variadic form chained)"; }
+def Graph_EqualOp : Graph_BinaryOp<"equal"> { let summary = "ONNX Equal"; }
+def Graph_LessOp : Graph_BinaryOp<"less"> { let summary = "ONNX Less"; }
+def Graph_GreaterOp : Graph_BinaryOp<"greater"> { let summary = "ONNX Greater"; }
+def Graph_AndOp : Graph_BinaryOp<"and"> { let summary = "ONNX And"; }
+def Graph_OrOp : Graph_BinaryOp<"or"> { let summary = "ONNX Or"; }
+
+def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Where";
+  let arguments = (ins Graph_BoolTensor:$condition, Graph_Tensor:$x, Graph_Tensor:$y);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = [{
+    $condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_ClipOp : Graph_Op<"clip", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Clip; absent bounds are materialised as the type's extremes";
+  let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$min, Graph_Tensor:$max);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = [{
+    $input `,` $min `,` $max attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Cast";
+  let arguments = (ins Graph_Tensor:$input, TypeAttr:$to);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===-------------------------------------------------------------------------------------===//
+// Linear algebra, normalisation, softmax
+//===-------------------------------------------------------------------------------------===//
+
+def Graph_MatMulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX MatMul (numpy.matmul: 1-D promotion, broadcast batch dimensions)";
+  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_GemmOp : Graph_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Gemm: alpha * op(a) * op(b) + beta * c";
+  let arguments = (ins Graph_FloatTensor:$a, Graph_FloatTensor:$b,
+                   Optional<Graph_FloatTensor>:$c,
+                   F32Attr:$alpha, F32Attr:$beta, BoolAttr:$trans_a, BoolAttr:$trans_b);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX LayerNormalization over dimensions [axis, rank)";
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
+                   Optional<Graph_FloatTensor>:$bias,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$axis, F32Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$output, Graph_FloatTensor:$mean,
+                  Graph_FloatTensor:$inv_std_dev);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+class Graph_SoftmaxLikeOp<string mnemonic> :
+    Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let arguments = (ins Graph_FloatTensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+def Graph_SoftmaxOp : Graph_SoftmaxLikeOp<"softmax"> { let summary = "ONNX Softmax (opset 13)"; }
+def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax"> {
+  let summary = "ONNX LogSoftmax (opset 13)";
+}
+
+//===-------------------------------------------------------------------------------------===//
+// Reductions
+//===-------------------------------------------------------------------------------------===//
+
+// `axes` is sorted, non-negative and non-empty: the importer resolves ONNX's "empty axes"
+// forms (reduce everything, or noop_with_empty_axes) before creating the op.
+class Graph_ReduceOp<string mnemonic> : Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$axes, BoolAttr:$keepdims);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum"> { let summary = "ONNX ReduceSum"; }
+def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean"> { let summary = "ONNX ReduceMean"; }
+def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max"> { let summary = "ONNX ReduceMax"; }
+
+//===-------------------------------------------------------------------------------------===//
+// Shapes and data movement
+//===-------------------------------------------------------------------------------------===//
+
+// Reshape-like ops only reinterpret the element order; the result type says the new shape.
+class Graph_ReshapeLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure]> {
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+def Graph_ReshapeOp : Graph_ReshapeLikeOp<"reshape"> {
+  let summary = "ONNX Reshape (the shape operand is folded into the result type)";
+}
+def Graph_FlattenOp : Graph_ReshapeLikeOp<"flatten"> { let summary = "ONNX Flatten"; }
+def Graph_SqueezeOp : Graph_ReshapeLikeOp<"squeeze"> { let summary = "ONNX Squeeze"; }
+def Graph_UnsqueezeOp : Graph_ReshapeLikeOp<"unsqueeze"> { let summary = "ONNX Unsqueeze"; }
+
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Transpose";
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Concat";
+  let arguments = (ins Variadic<Graph_Tensor>:$inputs,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Split; `sizes` has one entry per result";
+  let arguments = (ins Graph_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                   DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Graph_Tensor>:$outputs);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+// Fully normalised slice: one (start, end, step) per dimension, with ONNX's clamping already
+// applied, so element i of dimension d reads index starts[d] + i * steps[d].
+def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Slice";
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Gather";
+  let arguments = (ins Graph_Tensor:$data, Graph_IndexTensor:$indices,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_ExpandOp : Graph_Op<"expand", [Pure]> {
+  let summary = "ONNX Expand (the shape operand is folded into the result type)";
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_TriluOp : Graph_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+  let summary = "ONNX Trilu; k is folded into an attribute";
+  let arguments = (ins Graph_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_ShapeOp : Graph_Op<"shape", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Shape (opset 15 start/end normalised); always folds to a constant";
+  let arguments = (ins Graph_Tensor:$input, I64Attr:$start, I64Attr:$end);
+  let results = (outs RankedTensorOf<[I64]>:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape", [Pure]> {
+  let summary = "ONNX ConstantOfShape; the shape is the (static) result type";
+  let arguments = (ins Graph_Tensor:$shape, ElementsAttr:$value);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_RangeOp : Graph_Op<"range", [Pure]> {
+  let summary = "ONNX Range; the element count is the (static) result type";
+  let arguments = (ins Graph_Tensor:$start, Graph_Tensor:$limit, Graph_Tensor:$delta);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_DropoutOp : Graph_Op<"dropout", [Pure]> {
+  let summary = "ONNX Dropout in inference mode: the identity, and an all-true mask";
+  let arguments = (ins Graph_Tensor:$input, F32Attr:$ratio);
+  let results = (outs Graph_Tensor:$output, Graph_BoolTensor:$mask);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===-------------------------------------------------------------------------------------===//
+// Losses
+//===-------------------------------------------------------------------------------------===//
+
+// `reduction` is "mean", "sum" or "none"; `ignore_index` is absent when ONNX's is.
+def Graph_SoftmaxCrossEntropyLossOp : Graph_Op<"softmax_cross_entropy_loss",
+                                               [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX SoftmaxCrossEntropyLoss";
+  let arguments = (ins Graph_FloatTensor:$scores, Graph_IndexTensor:$labels,
+                   Optional<Graph_FloatTensor>:$weights, StrAttr:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Graph_FloatTensor:$loss, Graph_FloatTensor:$log_prob);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_NegativeLogLikelihoodLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX NegativeLogLikelihoodLoss";
+  let arguments = (ins Graph_FloatTensor:$input, Graph_IndexTensor:$target,
+                   Optional<Graph_FloatTensor>:$weight, StrAttr:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Graph_FloatTensor:$loss);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // SHARDC_DIALECT_GRAPH_GRAPHOPS_TD

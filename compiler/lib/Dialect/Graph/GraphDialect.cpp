@@ -1,0 +1,23 @@
+//===- GraphDialect.cpp -----------------------------------------------------------------===//
+#include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace shardc::graph;
+
+#include "shardc/Dialect/Graph/GraphDialect.cpp.inc"
+
+void GraphDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "shardc/Dialect/Graph/GraphOps.cpp.inc"
+      >();
+}
+
+Operation *GraphDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                             Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return builder.create<ConstantOp>(loc, elements);
+}
