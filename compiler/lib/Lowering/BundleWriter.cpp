@@ -1,0 +1,60 @@
+//===- BundleWriter.cpp -----------------------------------------------------------------===//
+#include "shardc/Lowering/Bundle.h"
+
+#include "runtime/support/file_io.h"
+#include "runtime/support/fnv1a.h"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace shardc {
+
+namespace {
+bool makeDirectory(const std::string &dir, std::string &error) {
+  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      return true;
+    error = dir + ": exists and is not a directory";
+    return false;
+  }
+  error = dir + ": cannot create directory: " + std::strerror(errno);
+  return false;
+}
+
+bool writeFile(const std::string &path, const void *data, size_t size, std::string &error) {
+  runtime::Status status = runtime::writeFileAtomically(path, data, size);
+  if (!status.isOk())
+    error = status.message();
+  return status.isOk();
+}
+} // namespace
+
+bool writeBundle(const std::string &dir, program::Bundle bundle,
+                 const std::vector<char> *weights, std::string &error) {
+  if (!makeDirectory(dir, error))
+    return false;
+  std::string weightsPath = dir + "/" + kWeightsFileName;
+  if (weights) {
+    bundle.set_weights_file(kWeightsFileName);
+    bundle.set_weights_checksum(runtime::fnv1a64(weights->data(), weights->size()));
+    if (!writeFile(weightsPath, weights->data(), weights->size(), error))
+      return false;
+  } else {
+    bundle.clear_weights_file();
+    // A stale weights file from an earlier compile must not look like it belongs here.
+    std::remove(weightsPath.c_str());
+  }
+  std::string serialized;
+  if (!bundle.SerializeToString(&serialized)) {
+    error = dir + ": cannot serialise the program";
+    return false;
+  }
+  if (!writeFile(dir + "/" + kProgramFileName, serialized.data(), serialized.size(), error))
+    return false;
+  std::string plan = formatPlan(bundle);
+  return writeFile(dir + "/" + kPlanFileName, plan.data(), plan.size(), error);
+}
+
+} // namespace shardc

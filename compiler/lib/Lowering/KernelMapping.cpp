@@ -1,0 +1,202 @@
+//===- KernelMapping.cpp - graph op -> runtime kernel call (docs/kernels.md) ------------===//
+#include "shardc/Lowering/KernelMapping.h"
+
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace shardc::graph;
+
+namespace shardc {
+
+program::DType toProgramDType(Type elementType) {
+  if (elementType.isF32())
+    return program::F32;
+  if (elementType.isInteger(64))
+    return program::I64;
+  if (elementType.isInteger(32))
+    return program::I32;
+  if (elementType.isInteger(1))
+    return program::BOOL;
+  return program::DTYPE_UNSPECIFIED;
+}
+
+namespace {
+
+program::Attribute intAttr(int64_t v) {
+  program::Attribute a;
+  a.set_i(v);
+  return a;
+}
+program::Attribute floatAttr(float v) {
+  program::Attribute a;
+  a.set_f(v);
+  return a;
+}
+program::Attribute stringAttr(llvm::StringRef v) {
+  program::Attribute a;
+  a.set_s(v.str());
+  return a;
+}
+program::Attribute intsAttr(llvm::ArrayRef<int64_t> v) {
+  program::Attribute a;
+  for (int64_t x : v)
+    a.mutable_ints()->add_values(x);
+  return a;
+}
+
+// A call whose operands and results are the op's own, in order.
+KernelCall direct(Operation *op, llvm::StringRef kernel) {
+  KernelCall call;
+  call.kernel = kernel.str();
+  call.inputs.assign(op->operand_begin(), op->operand_end());
+  call.outputs.assign(op->result_begin(), op->result_end());
+  return call;
+}
+
+// The attributes both loss kernels share.
+template <typename LossOp> void addLossAttrs(LossOp op, KernelCall &call) {
+  call.attrs["reduction"] = stringAttr(op.getReduction());
+  call.attrs["has_ignore_index"] = intAttr(op.getIgnoreIndex().has_value() ? 1 : 0);
+  call.attrs["ignore_index"] =
+      intAttr(static_cast<int64_t>(op.getIgnoreIndex().value_or(0)));
+}
+
+} // namespace
+
+FailureOr<KernelCall> mapToKernel(Operation *op) {
+  std::optional<KernelCall> call =
+      llvm::TypeSwitch<Operation *, std::optional<KernelCall>>(op)
+          // Element order is unchanged by these; the runtime copies the bytes.
+          .Case<IdentityOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(
+              [&](Operation *o) { return direct(o, "copy"); })
+          .Case([&](NegOp o) { return direct(o, "neg"); })
+          .Case([&](AbsOp o) { return direct(o, "abs"); })
+          .Case([&](ReluOp o) { return direct(o, "relu"); })
+          .Case([&](SqrtOp o) { return direct(o, "sqrt"); })
+          .Case([&](ReciprocalOp o) { return direct(o, "reciprocal"); })
+          .Case([&](ExpOp o) { return direct(o, "exp"); })
+          .Case([&](LogOp o) { return direct(o, "log"); })
+          .Case([&](TanhOp o) { return direct(o, "tanh"); })
+          .Case([&](ErfOp o) { return direct(o, "erf"); })
+          .Case([&](SigmoidOp o) { return direct(o, "sigmoid"); })
+          .Case([&](NotOp o) { return direct(o, "not"); })
+          .Case([&](GeluOp o) {
+            KernelCall c = direct(o, "gelu");
+            c.attrs["approximate"] = stringAttr(o.getApproximate());
+            return c;
+          })
+          .Case([&](AddOp o) { return direct(o, "add"); })
+          .Case([&](SubOp o) { return direct(o, "sub"); })
+          .Case([&](MulOp o) { return direct(o, "mul"); })
+          .Case([&](DivOp o) { return direct(o, "div"); })
+          .Case([&](PowOp o) { return direct(o, "pow"); })
+          .Case([&](MaxOp o) { return direct(o, "max"); })
+          .Case([&](MinOp o) { return direct(o, "min"); })
+          .Case([&](EqualOp o) { return direct(o, "equal"); })
+          .Case([&](LessOp o) { return direct(o, "less"); })
+          .Case([&](GreaterOp o) { return direct(o, "greater"); })
+          .Case([&](AndOp o) { return direct(o, "and"); })
+          .Case([&](OrOp o) { return direct(o, "or"); })
+          .Case([&](WhereOp o) { return direct(o, "where"); })
+          .Case([&](ClipOp o) { return direct(o, "clip"); })
+          .Case([&](CastOp o) {
+            KernelCall c = direct(o, "cast");
+            c.attrs["to"] = intAttr(toProgramDType(o.getTo()));
+            return c;
+          })
+          .Case([&](MatMulOp o) { return direct(o, "matmul"); })
+          .Case([&](GemmOp o) {
+            KernelCall c = direct(o, "gemm");
+            if (!o.getC())
+              c.inputs.push_back(Value());
+            c.attrs["alpha"] = floatAttr(o.getAlpha().convertToFloat());
+            c.attrs["beta"] = floatAttr(o.getBeta().convertToFloat());
+            c.attrs["trans_a"] = intAttr(o.getTransA());
+            c.attrs["trans_b"] = intAttr(o.getTransB());
+            return c;
+          })
+          .Case([&](LayerNormOp o) {
+            KernelCall c = direct(o, "layer_norm");
+            if (!o.getBias())
+              c.inputs.push_back(Value());
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            c.attrs["epsilon"] = floatAttr(o.getEpsilon().convertToFloat());
+            return c;
+          })
+          .Case([&](SoftmaxOp o) {
+            KernelCall c = direct(o, "softmax");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            return c;
+          })
+          .Case([&](LogSoftmaxOp o) {
+            KernelCall c = direct(o, "log_softmax");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            return c;
+          })
+          .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto o) {
+            llvm::StringRef name = isa<ReduceSumOp>(o)    ? "reduce_sum"
+                                   : isa<ReduceMeanOp>(o) ? "reduce_mean"
+                                                          : "reduce_max";
+            KernelCall c = direct(o, name);
+            c.attrs["axes"] = intsAttr(o.getAxes());
+            c.attrs["keepdims"] = intAttr(o.getKeepdims());
+            return c;
+          })
+          .Case([&](TransposeOp o) {
+            KernelCall c = direct(o, "transpose");
+            c.attrs["perm"] = intsAttr(o.getPerm());
+            return c;
+          })
+          .Case([&](ConcatOp o) {
+            KernelCall c = direct(o, "concat");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            return c;
+          })
+          .Case([&](SplitOp o) {
+            KernelCall c = direct(o, "split");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            c.attrs["sizes"] = intsAttr(o.getSizes());
+            return c;
+          })
+          .Case([&](SliceOp o) {
+            KernelCall c = direct(o, "slice");
+            c.attrs["starts"] = intsAttr(o.getStarts());
+            c.attrs["steps"] = intsAttr(o.getSteps());
+            return c;
+          })
+          .Case([&](GatherOp o) {
+            KernelCall c = direct(o, "gather");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            return c;
+          })
+          .Case([&](ExpandOp o) { return direct(o, "expand"); })
+          .Case([&](TriluOp o) {
+            KernelCall c = direct(o, "trilu");
+            c.attrs["upper"] = intAttr(o.getUpper());
+            c.attrs["k"] = intAttr(static_cast<int64_t>(o.getK()));
+            return c;
+          })
+          .Case([&](SoftmaxCrossEntropyLossOp o) {
+            KernelCall c = direct(o, "softmax_cross_entropy_loss");
+            if (!o.getWeights())
+              c.inputs.push_back(Value());
+            addLossAttrs(o, c);
+            return c;
+          })
+          .Case([&](NegativeLogLikelihoodLossOp o) {
+            KernelCall c = direct(o, "nll_loss");
+            if (!o.getWeight())
+              c.inputs.push_back(Value());
+            addLossAttrs(o, c);
+            return c;
+          })
+          .Default([](Operation *) { return std::nullopt; });
+  if (!call)
+    return op->emitOpError("has no runtime kernel (it must be folded to a constant before "
+                           "lowering)");
+  return *call;
+}
+
+} // namespace shardc

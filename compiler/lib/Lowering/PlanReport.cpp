@@ -1,0 +1,119 @@
+//===- PlanReport.cpp - plan.txt --------------------------------------------------------===//
+#include "shardc/Lowering/Bundle.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace shardc {
+
+namespace {
+
+const char *dtypeName(program::DType d) {
+  switch (d) {
+  case program::F32:
+    return "f32";
+  case program::I64:
+    return "i64";
+  case program::I32:
+    return "i32";
+  case program::BOOL:
+    return "bool";
+  default:
+    return "?";
+  }
+}
+
+std::string typeString(const program::Buffer &b) {
+  std::string s = dtypeName(b.dtype());
+  s += "[";
+  for (int i = 0; i < b.shape_size(); ++i)
+    s += (i ? "x" : "") + std::to_string(b.shape(i));
+  return s + "]";
+}
+
+std::string bytesString(uint64_t n) {
+  char buf[64];
+  if (n < 10 * 1024)
+    std::snprintf(buf, sizeof buf, "%" PRIu64 " B", n);
+  else if (n < 10ull * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", n / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", n / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string where(const program::Buffer &b) {
+  return std::string(b.region() == program::WEIGHTS ? "W@" : "A@") + std::to_string(b.offset());
+}
+
+std::string operand(const program::Program &p, int32_t id) {
+  if (id < 0)
+    return "-";
+  const program::Buffer &b = p.buffers(id);
+  std::string s = "%" + std::to_string(id) + " " + typeString(b) + " " + where(b);
+  return s;
+}
+
+void formatProgram(const program::Program &p, std::ostringstream &os) {
+  uint64_t paramBytes = 0, constBytes = 0, paramCount = 0, paramElems = 0;
+  for (const program::Buffer &b : p.buffers()) {
+    if (b.kind() == program::PARAMETER) {
+      paramBytes += b.size_bytes();
+      ++paramCount;
+      uint64_t n = 1;
+      for (int64_t d : b.shape())
+        n *= d;
+      paramElems += n;
+    } else if (b.kind() == program::CONSTANT) {
+      constBytes += b.size_bytes();
+    }
+  }
+  os << "== rank " << p.rank() << " of " << p.world_size() << "\n";
+  os << "memory: arena " << bytesString(p.arena_bytes()) << " (planned peak of activations "
+     << "and inputs), weights " << bytesString(p.weights_bytes()) << " (parameters "
+     << bytesString(paramBytes) << ", constants " << bytesString(constBytes) << ")\n";
+  os << "parameters: " << paramCount << " tensors, " << paramElems << " elements\n";
+  os << "inputs:\n";
+  for (const program::Binding &b : p.inputs())
+    os << "  " << b.name() << ": " << operand(p, b.buffer()) << "\n";
+  os << "outputs:\n";
+  for (const program::Binding &b : p.outputs())
+    os << "  " << b.name() << ": " << operand(p, b.buffer()) << "\n";
+
+  std::map<std::string, int> histogram;
+  for (const program::Op &op : p.ops())
+    ++histogram[op.kernel()];
+  os << "kernels: " << p.ops_size() << " calls:";
+  for (auto &[kernel, count] : histogram)
+    os << " " << kernel << "x" << count;
+  os << "\n\nprogram (A@ = arena offset, W@ = weights offset, in bytes):\n";
+  for (int i = 0; i < p.ops_size(); ++i) {
+    const program::Op &op = p.ops(i);
+    os << "  #" << i << " " << op.kernel() << " '" << op.name() << "'\n      in: ";
+    for (int j = 0; j < op.inputs_size(); ++j)
+      os << (j ? ", " : "") << operand(p, op.inputs(j));
+    os << "\n      out: ";
+    for (int j = 0; j < op.outputs_size(); ++j)
+      os << (j ? ", " : "") << operand(p, op.outputs(j));
+    os << "\n";
+  }
+}
+
+} // namespace
+
+std::string formatPlan(const program::Bundle &bundle) {
+  std::ostringstream os;
+  os << "shardc plan for " << bundle.source_model() << "\n";
+  os << "mode: " << bundle.mode() << ", world size: " << bundle.world_size()
+     << ", strategy: single rank (no sharding)\n";
+  if (bundle.weights_file().empty())
+    os << "weights: absent (planning only; this bundle cannot be run)\n";
+  os << "\n";
+  for (const program::Program &p : bundle.programs())
+    formatProgram(p, os);
+  return os.str();
+}
+
+} // namespace shardc

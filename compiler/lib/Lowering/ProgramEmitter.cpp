@@ -1,0 +1,162 @@
+//===- ProgramEmitter.cpp ---------------------------------------------------------------===//
+#include "shardc/Lowering/ProgramEmitter.h"
+
+#include "passes/Passes.h"
+#include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Lowering/KernelMapping.h"
+#include "shardc/Lowering/MemoryPlanner.h"
+#include "shardc/Lowering/TensorBytes.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace shardc {
+
+namespace {
+
+// The name a value is known by: the ONNX node that produced it plus the result number.
+std::string valueName(Value v) {
+  if (auto nameLoc = dyn_cast<NameLoc>(v.getLoc())) {
+    std::string name = nameLoc.getName().str();
+    if (auto result = dyn_cast<OpResult>(v); result && result.getOwner()->getNumResults() > 1)
+      name += ":" + std::to_string(result.getResultNumber());
+    return name;
+  }
+  return "";
+}
+
+std::string opName(Operation *op) {
+  if (auto nameLoc = dyn_cast<NameLoc>(op->getLoc()))
+    return nameLoc.getName().str();
+  return op->getName().getStringRef().str();
+}
+
+class Emitter {
+public:
+  Emitter(func::FuncOp func, const WeightStore &weights) : func_(func), weights_(weights) {}
+
+  FailureOr<EmittedProgram> run() {
+    auto arena = func_->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
+    if (!arena)
+      return func_.emitError("memory is not planned (run --shardc-plan-memory first)");
+    out_.program.set_rank(0);
+    out_.program.set_world_size(1);
+    out_.program.set_arena_bytes(arena.getInt());
+
+    Block &body = func_.getBody().front();
+    for (BlockArgument arg : body.getArguments())
+      if (failed(addArgument(arg)))
+        return failure();
+    for (Operation &op : body.without_terminator())
+      if (failed(addOp(op)))
+        return failure();
+    for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands())) {
+      program::Binding *binding = out_.program.add_outputs();
+      auto name = func_.getResultAttrOfType<StringAttr>(i, graph::kOutputAttr);
+      binding->set_name(name ? name.str() : "output" + std::to_string(i));
+      binding->set_buffer(buffers_.lookup(v));
+    }
+    out_.program.set_weights_bytes(out_.weights.size());
+    return std::move(out_);
+  }
+
+private:
+  program::Buffer *newBuffer(Value v, std::string name, program::BufferKind kind) {
+    auto type = cast<RankedTensorType>(v.getType());
+    buffers_[v] = out_.program.buffers_size();
+    program::Buffer *buf = out_.program.add_buffers();
+    buf->set_name(std::move(name));
+    buf->set_dtype(toProgramDType(type.getElementType()));
+    for (int64_t d : type.getShape())
+      buf->add_shape(d);
+    buf->set_kind(kind);
+    buf->set_size_bytes(type.getNumElements() * runtimeElementSize(type.getElementType()));
+    return buf;
+  }
+
+  void placeInWeights(program::Buffer *buf, llvm::ArrayRef<char> bytes) {
+    out_.weights.resize(alignUp(out_.weights.size()), 0);
+    buf->set_region(program::WEIGHTS);
+    buf->set_offset(out_.weights.size());
+    out_.weights.insert(out_.weights.end(), bytes.begin(), bytes.end());
+  }
+
+  LogicalResult addArgument(BlockArgument arg) {
+    unsigned i = arg.getArgNumber();
+    if (auto input = func_.getArgAttrOfType<StringAttr>(i, graph::kInputAttr)) {
+      auto offset = func_.getArgAttrOfType<IntegerAttr>(i, kArgOffsetAttr);
+      if (!offset)
+        return func_.emitError("graph input '") << input.getValue() << "' has no planned offset";
+      program::Buffer *buf = newBuffer(arg, input.str(), program::INPUT);
+      buf->set_region(program::ARENA);
+      buf->set_offset(offset.getInt());
+      program::Binding *binding = out_.program.add_inputs();
+      binding->set_name(input.str());
+      binding->set_buffer(buffers_.lookup(arg));
+      return success();
+    }
+    auto param = func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
+    if (!param)
+      return func_.emitError("argument ") << i << " is neither a graph input nor a parameter";
+    program::Buffer *buf = newBuffer(arg, param.str(), program::PARAMETER);
+    const WeightTensor *w = weights_.find(param.str());
+    if (!w || !w->present) {
+      // Planning only: reserve the space so the memory plan is still complete.
+      out_.weightsComplete = false;
+      placeInWeights(buf, std::vector<char>(buf->size_bytes(), 0));
+      return success();
+    }
+    if (w->bytes.size() != buf->size_bytes())
+      return func_.emitError("parameter '") << param.getValue() << "' holds " << w->bytes.size()
+                                            << " bytes, its type needs " << buf->size_bytes();
+    placeInWeights(buf, w->bytes);
+    return success();
+  }
+
+  LogicalResult addOp(Operation &op) {
+    if (auto constant = dyn_cast<graph::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense)
+        return op.emitOpError("constant value is not dense");
+      program::Buffer *buf = newBuffer(constant, valueName(constant), program::CONSTANT);
+      placeInWeights(buf, toRuntimeBytes(dense));
+      return success();
+    }
+    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
+    if (!offsets || offsets.size() != static_cast<int64_t>(op.getNumResults()))
+      return op.emitOpError("has no planned offsets (run --shardc-plan-memory first)");
+    for (auto [r, offset] : llvm::zip(op.getResults(), offsets.asArrayRef())) {
+      program::Buffer *buf = newBuffer(r, valueName(r), program::ACTIVATION);
+      buf->set_region(program::ARENA);
+      buf->set_offset(offset);
+    }
+    FailureOr<KernelCall> call = mapToKernel(&op);
+    if (failed(call))
+      return failure();
+    program::Op *emitted = out_.program.add_ops();
+    emitted->set_kernel(call->kernel);
+    emitted->set_name(opName(&op));
+    for (Value v : call->inputs)
+      emitted->add_inputs(v ? buffers_.lookup(v) : -1);
+    for (Value v : call->outputs)
+      emitted->add_outputs(buffers_.lookup(v));
+    for (auto &[name, attr] : call->attrs)
+      (*emitted->mutable_attrs())[name] = attr;
+    return success();
+  }
+
+  func::FuncOp func_;
+  const WeightStore &weights_;
+  EmittedProgram out_;
+  llvm::DenseMap<Value, int32_t> buffers_;
+};
+
+} // namespace
+
+FailureOr<EmittedProgram> emitProgram(func::FuncOp func, const WeightStore &weights) {
+  return Emitter(func, weights).run();
+}
+
+} // namespace shardc

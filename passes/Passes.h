@@ -1,0 +1,25 @@
+//===- Passes.h - shardc passes ----------------------------------------------------------===//
+#ifndef SHARDC_PASSES_PASSES_H
+#define SHARDC_PASSES_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "shardc/Dialect/Graph/GraphDialect.h"
+
+namespace shardc {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+// Attribute names written by the plan-memory pass and read by the program emitter.
+inline constexpr llvm::StringLiteral kOffsetsAttr = "shardc.offsets";
+inline constexpr llvm::StringLiteral kArgOffsetAttr = "shardc.offset";
+inline constexpr llvm::StringLiteral kArenaBytesAttr = "shardc.arena_bytes";
+
+} // namespace shardc
+
+#endif

@@ -1,0 +1,140 @@
+//===- CommandLine.cpp ------------------------------------------------------------------===//
+#include "CommandLine.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+namespace shardc::driver {
+
+namespace {
+
+const char *kUsage = R"(usage: shardc MODEL.onnx [options]
+
+Compiles an ONNX model into a shardc bundle (a directory with program.pb, weights.bin and
+plan.txt) that shardrun executes.
+
+options:
+  -o, --output DIR          bundle directory to write (required unless --emit is given)
+  --mode forward|train      compile the forward pass, or the training step (default: train;
+                            training is not implemented yet)
+  --input-shape NAME=DIMS   sizes of a graph input's dimensions, e.g. input_ids=8x128;
+                            needed for every symbolic dimension (repeatable)
+  --emit=mlir               print the imported graph IR to stdout instead of compiling
+  --dump-ir-after-all DIR   write the IR after import and after every pass into DIR
+  --no-weights              plan without reading the weights (external data may be absent);
+                            the bundle can be inspected but not run
+  -h, --help                show this help
+  --version                 show the version
+)";
+
+ParseResult usageError(const std::string &message) {
+  std::fprintf(stderr, "shardc: error: %s\nTry 'shardc --help' for usage.\n", message.c_str());
+  return ParseResult::UsageError;
+}
+
+bool parseDims(std::string_view text, std::vector<int64_t> &dims) {
+  dims.clear();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t next = text.find_first_of("x,", pos);
+    std::string part(text.substr(pos, next == std::string_view::npos ? std::string_view::npos
+                                                                       : next - pos));
+    if (part.empty() || part.size() > 12 ||
+        part.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    dims.push_back(std::strtoll(part.c_str(), nullptr, 10));
+    if (next == std::string_view::npos)
+      break;
+    pos = next + 1;
+  }
+  return !dims.empty();
+}
+
+} // namespace
+
+ParseResult parseCommandLine(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool hasInlineValue = false;
+    if (arg.rfind("--", 0) == 0) {
+      if (size_t eq = arg.find('='); eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        hasInlineValue = true;
+      }
+    }
+    // Takes the flag's value from "--flag=value" or the next argument.
+    auto takeValue = [&](const char *flag) -> bool {
+      if (hasInlineValue)
+        return true;
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+      (void)flag;
+      return true;
+    };
+
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return ParseResult::ExitSuccess;
+    }
+    if (arg == "--version") {
+      std::puts("shardc 0.1.0");
+      return ParseResult::ExitSuccess;
+    }
+    if (arg == "-o" || arg == "--output") {
+      if (!takeValue("-o") || value.empty())
+        return usageError("-o needs a directory");
+      options.output = value;
+    } else if (arg == "--mode") {
+      if (!takeValue("--mode"))
+        return usageError("--mode needs a value (forward or train)");
+      if (value == "forward")
+        options.mode = Mode::Forward;
+      else if (value == "train")
+        options.mode = Mode::Train;
+      else
+        return usageError("--mode '" + value + "': expected forward or train");
+    } else if (arg == "--emit") {
+      if (!takeValue("--emit"))
+        return usageError("--emit needs a value (mlir)");
+      if (value != "mlir")
+        return usageError("--emit '" + value + "': only --emit=mlir is supported");
+      options.emitMlir = true;
+    } else if (arg == "--dump-ir-after-all") {
+      if (!takeValue("--dump-ir-after-all") || value.empty())
+        return usageError("--dump-ir-after-all needs a directory");
+      options.dumpIrDir = value;
+    } else if (arg == "--input-shape") {
+      if (!takeValue("--input-shape"))
+        return usageError("--input-shape needs NAME=DIMS, e.g. input_ids=8x128");
+      size_t eq = value.rfind('=');
+      std::vector<int64_t> dims;
+      if (eq == std::string::npos || eq == 0 || !parseDims(std::string_view(value).substr(eq + 1), dims))
+        return usageError("--input-shape '" + value +
+                          "': expected NAME=DIMS with positive sizes, e.g. input_ids=8x128");
+      std::string name = value.substr(0, eq);
+      if (options.inputShapes.count(name))
+        return usageError("--input-shape given twice for '" + name + "'");
+      options.inputShapes[name] = dims;
+    } else if (arg == "--no-weights") {
+      options.withoutWeights = true;
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      return usageError("unknown option '" + std::string(argv[i]) + "'");
+    } else {
+      if (!options.model.empty())
+        return usageError("more than one model given ('" + options.model + "' and '" + arg +
+                          "')");
+      options.model = arg;
+    }
+  }
+  if (options.model.empty())
+    return usageError("no model given");
+  if (!options.emitMlir && options.output.empty())
+    return usageError("no output bundle given (-o OUT.shard)");
+  return ParseResult::Ok;
+}
+
+} // namespace shardc::driver

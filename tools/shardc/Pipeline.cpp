@@ -1,0 +1,64 @@
+//===- Pipeline.cpp ---------------------------------------------------------------------===//
+#include "Pipeline.h"
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+namespace shardc::driver {
+
+namespace {
+
+// Writes the module after each pass as DIR/NN-<pass argument>.mlir.
+class DumpAfterEachPass : public mlir::PassInstrumentation {
+public:
+  DumpAfterEachPass(std::string dir, int firstIndex) : dir_(std::move(dir)), next_(firstIndex) {}
+
+  void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
+    auto module = op->getParentOfType<mlir::ModuleOp>();
+    if (!module)
+      module = mlir::dyn_cast<mlir::ModuleOp>(op);
+    char prefix[16];
+    std::snprintf(prefix, sizeof prefix, "%02d-", next_++);
+    (void)writeModule(module, dir_ + "/" + prefix + pass->getArgument().str() + ".mlir");
+  }
+
+private:
+  std::string dir_;
+  int next_;
+};
+
+} // namespace
+
+mlir::LogicalResult writeModule(mlir::ModuleOp module, const std::string &path) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return mlir::emitError(module.getLoc(), "cannot write '") << path << "': " << ec.message();
+  module.print(os, mlir::OpPrintingFlags().elideLargeElementsAttrs(1024));
+  return mlir::success();
+}
+
+mlir::LogicalResult runForwardPipeline(mlir::ModuleOp module, const std::string &dumpDir) {
+  mlir::PassManager pm(module->getContext());
+  pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldConstants());
+  pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory());
+  if (!dumpDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
+      return mlir::emitError(module.getLoc(), "--dump-ir-after-all: cannot create '")
+             << dumpDir << "': " << ec.message();
+    if (failed(writeModule(module, dumpDir + "/00-import.mlir")))
+      return mlir::failure();
+    pm.addInstrumentation(std::make_unique<DumpAfterEachPass>(dumpDir, 1));
+  }
+  return pm.run(module);
+}
+
+} // namespace shardc::driver
