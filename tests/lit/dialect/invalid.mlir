@@ -1,0 +1,96 @@
+// Verifiers and shape inference reject inconsistent ops with a clear message.
+// RUN: shardc-opt %s -split-input-file -verify-diagnostics
+
+func.func @bad_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @wrong_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.mul %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @mixed_types(%a: tensor<2xf32>, %b: tensor<2xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{operand element types differ}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.sub %a, %b : (tensor<2xf32>, tensor<2xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+2 {{contraction dimensions differ}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x3xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{cannot reshape 2x3 (6 elements) to 5 (5 elements)}}
+  %0 = graph.reshape %a : (tensor<2x3xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+func.func @reduce_axes(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{axes must be sorted and unique}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.reduce_mean %a {axes = array<i64: 1, 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @slice_oob(%a: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{slice of dimension 0 reads outside [0, 4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.slice %a {starts = array<i64: 3>, ends = array<i64: 7>, steps = array<i64: 2>} : (tensor<4xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @split_sum(%a: tensor<4xf32>) -> tensor<1xf32> {
+  // expected-error @+2 {{split sizes sum to 3 but dimension 0 has 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0, %1 = graph.split %a {axis = 0 : i64, sizes = array<i64: 1, 2>} : (tensor<4xf32>) -> (tensor<1xf32>, tensor<2xf32>)
+  return %0 : tensor<1xf32>
+}
+
+// -----
+
+func.func @gelu_mode(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{approximate must be "none" or "tanh"}}
+  %0 = graph.gelu %a {approximate = "fast"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @loss_labels(%s: tensor<8x10xf32>, %l: tensor<4xi64>) -> tensor<f32> {
+  // expected-error @+2 {{labels shape 4 does not match scores 8x10}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0, %1 = graph.softmax_cross_entropy_loss %s, %l {reduction = "mean"} : (tensor<8x10xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<8x10xf32>)
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @expand_bad(%a: tensor<3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{cannot broadcast 3 to 2x4}}
+  %0 = graph.expand %a : (tensor<3xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}

@@ -1,0 +1,58 @@
+// Round-trip of the graph dialect's assembly, and result-shape inference in the builders.
+// RUN: shardc-opt %s -split-input-file | shardc-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<2x3xi1>) -> tensor<2x3xf32> {
+  // CHECK: graph.add %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %0 = graph.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK: graph.gelu %{{.*}} {approximate = "tanh"} : tensor<2x3xf32>
+  %1 = graph.gelu %0 {approximate = "tanh"} : tensor<2x3xf32>
+  // CHECK: graph.less {{.*}} -> tensor<2x3xi1>
+  %2 = graph.less %1, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %3 = graph.and %2, %c : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
+  // CHECK: graph.where
+  %4 = graph.where %3, %1, %a : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %4 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @linalg
+func.func @linalg(%a: tensor<4x2x8xf32>, %w: tensor<8x16xf32>, %s: tensor<16xf32>) -> tensor<4x2x16xf32> {
+  // CHECK: graph.matmul {{.*}} -> tensor<4x2x16xf32>
+  %0 = graph.matmul %a, %w : (tensor<4x2x8xf32>, tensor<8x16xf32>) -> tensor<4x2x16xf32>
+  // CHECK: graph.layer_norm {{.*}} -> (tensor<4x2x16xf32>, tensor<4x2x1xf32>, tensor<4x2x1xf32>)
+  %y, %mean, %inv = graph.layer_norm %0, %s, %s {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x2x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x2x16xf32>, tensor<4x2x1xf32>, tensor<4x2x1xf32>)
+  %1 = graph.softmax %y {axis = 2 : i64} : tensor<4x2x16xf32>
+  return %1 : tensor<4x2x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @movement
+func.func @movement(%x: tensor<2x3x4xf32>, %i: tensor<5xi64>) -> (tensor<4x5xf32>, tensor<2x1x4xf32>, tensor<3x2xf32>) {
+  // CHECK: graph.transpose {{.*}} -> tensor<4x3x2xf32>
+  %t = graph.transpose %x {perm = array<i64: 2, 1, 0>} : (tensor<2x3x4xf32>) -> tensor<4x3x2xf32>
+  // CHECK: graph.gather {{.*}} -> tensor<4x5x2xf32>
+  %g = graph.gather %t, %i {axis = 1 : i64} : (tensor<4x3x2xf32>, tensor<5xi64>) -> tensor<4x5x2xf32>
+  %r = graph.reduce_sum %g {axes = array<i64: 2>, keepdims = false} : (tensor<4x5x2xf32>) -> tensor<4x5xf32>
+  // CHECK: graph.split {{.*}} -> (tensor<2x1x4xf32>, tensor<2x2x4xf32>)
+  %a, %b = graph.split %x {axis = 1 : i64, sizes = array<i64: 1, 2>} : (tensor<2x3x4xf32>) -> (tensor<2x1x4xf32>, tensor<2x2x4xf32>)
+  // CHECK: graph.slice {{.*}} -> tensor<3x3x1xf32>
+  %s = graph.slice %t {starts = array<i64: 3, 0, 1>, ends = array<i64: 0, 3, 0>, steps = array<i64: -1, 1, -1>} : (tensor<4x3x2xf32>) -> tensor<3x3x1xf32>
+  %s2 = graph.reshape %s : (tensor<3x3x1xf32>) -> tensor<9xf32>
+  %s3 = graph.slice %s2 {starts = array<i64: 0>, ends = array<i64: 6>, steps = array<i64: 1>} : (tensor<9xf32>) -> tensor<6xf32>
+  %s4 = graph.reshape %s3 : (tensor<6xf32>) -> tensor<3x2xf32>
+  return %r, %a, %s4 : tensor<4x5xf32>, tensor<2x1x4xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @losses
+func.func @losses(%scores: tensor<8x10xf32>, %labels: tensor<8xi64>) -> (tensor<f32>, tensor<8xf32>) {
+  // CHECK: graph.softmax_cross_entropy_loss {{.*}} -> (tensor<f32>, tensor<8x10xf32>)
+  %loss, %logp = graph.softmax_cross_entropy_loss %scores, %labels {ignore_index = -100 : i64, reduction = "mean"} : (tensor<8x10xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<8x10xf32>)
+  // CHECK: graph.nll_loss {{.*}} -> tensor<8xf32>
+  %nll = graph.nll_loss %logp, %labels {reduction = "none"} : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<8xf32>
+  return %loss, %nll : tensor<f32>, tensor<8xf32>
+}
