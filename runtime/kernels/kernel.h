@@ -52,6 +52,9 @@ KernelFn findCpuKernel(const std::string &name);
 // All CPU kernel names, sorted (for diagnostics and docs checks).
 std::vector<std::string> cpuKernelNames();
 
+// Number of threads the CPU kernels may use (today: OpenBLAS's GEMM threads).
+void setCpuKernelThreads(int threads);
+
 // Attribute accessors: a missing or mistyped attribute is an error naming the attribute.
 Status getIntAttr(const KernelArgs &args, const char *name, int64_t *out);
 Status getFloatAttr(const KernelArgs &args, const char *name, float *out);

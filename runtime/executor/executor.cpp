@@ -1,0 +1,165 @@
+#include "runtime/executor/executor.h"
+
+#include "runtime/program/program_validation.h"
+#include "runtime/support/quote.h"
+
+#include <cstring>
+#include <exception>
+#include <utility>
+
+namespace shardc::runtime {
+
+namespace {
+
+// Copies `src` into `dst` reusing dst's shape storage: no allocation once capacities settled.
+void refreshTensor(const Tensor &src, Tensor *dst) {
+  dst->dtype = src.dtype;
+  dst->shape.assign(src.shape.begin(), src.shape.end());
+  dst->data = src.data;
+}
+
+const Tensor &absentTensor() {
+  static const Tensor absent;
+  return absent;
+}
+
+} // namespace
+
+Status Executor::create(const program::Program &program,
+                        std::shared_ptr<const AlignedBuffer> weights,
+                        std::unique_ptr<Executor> *out) {
+  SHARDC_RETURN_IF_ERROR(validateProgram(program));
+  std::unique_ptr<Executor> executor(new Executor());
+  executor->program_ = program;
+  const program::Program &prog = executor->program_;
+  SHARDC_RETURN_IF_ERROR(Arena::create(prog.arena_bytes(), std::move(weights), prog.weights_bytes(),
+                                       &executor->arena_));
+
+  executor->bufferViews_.reserve(prog.buffers_size());
+  for (const program::Buffer &buffer : prog.buffers()) {
+    Tensor view;
+    view.dtype = buffer.dtype();
+    view.shape.assign(buffer.shape().begin(), buffer.shape().end());
+    view.data = executor->arena_.base(buffer.region()) + buffer.offset();
+    executor->bufferViews_.push_back(std::move(view));
+  }
+
+  executor->ops_.resize(prog.ops_size());
+  for (int i = 0; i < prog.ops_size(); ++i) {
+    const program::Op &op = prog.ops(i);
+    PreparedOp &prepared = executor->ops_[i];
+    prepared.kernel = findCpuKernel(op.kernel());
+    prepared.args.attrs = &op.attrs();
+    for (int index : op.inputs())
+      prepared.args.inputs.push_back(index < 0 ? absentTensor() : executor->bufferViews_[index]);
+    for (int index : op.outputs())
+      prepared.args.outputs.push_back(executor->bufferViews_[index]);
+  }
+
+  for (int i = 0; i < prog.inputs_size(); ++i)
+    executor->inputIndex_[prog.inputs(i).name()] = i;
+  *out = std::move(executor);
+  return Status::ok();
+}
+
+const program::Buffer &Executor::inputBuffer(const program::Binding &binding) const {
+  return program_.buffers(binding.buffer());
+}
+
+Status Executor::checkInput(const std::string &name, const HostTensor &tensor) const {
+  auto it = inputIndex_.find(name);
+  if (it == inputIndex_.end()) {
+    std::string known;
+    for (const program::Binding &binding : program_.inputs())
+      known += (known.empty() ? "" : ", ") + quoteForMessage(binding.name());
+    return Status::error("unexpected input " + quoteForMessage(name) +
+                         " (the program's inputs are: " + (known.empty() ? "none" : known) + ")");
+  }
+  const program::Buffer &buffer = inputBuffer(program_.inputs(it->second));
+  bool sameShape = static_cast<int>(tensor.shape.size()) == buffer.shape_size();
+  for (size_t d = 0; sameShape && d < tensor.shape.size(); ++d)
+    sameShape = tensor.shape[d] == buffer.shape(static_cast<int>(d));
+  if (tensor.dtype != buffer.dtype() || !sameShape)
+    return Status::error("input " + quoteForMessage(name) + ": expected " +
+                         describeTensorType(buffer.dtype(), buffer.shape()) + ", got " +
+                         tensor.describe());
+  if (tensor.bytes.size() != buffer.size_bytes())
+    return Status::error("input " + quoteForMessage(name) + ": holds " +
+                         std::to_string(tensor.bytes.size()) + " bytes, but " + tensor.describe() +
+                         " is " + std::to_string(buffer.size_bytes()) + " bytes");
+  return Status::ok();
+}
+
+Status Executor::run(const std::map<std::string, HostTensor> &inputs,
+                     std::map<std::string, HostTensor> *outputs) {
+  // Check everything before touching the arena.
+  for (const auto &[name, tensor] : inputs)
+    SHARDC_RETURN_IF_ERROR(checkInput(name, tensor));
+  for (const program::Binding &binding : program_.inputs())
+    if (inputs.find(binding.name()) == inputs.end())
+      return Status::error(
+          "missing input " + quoteForMessage(binding.name()) + " (" +
+          describeTensorType(inputBuffer(binding).dtype(), inputBuffer(binding).shape()) + ")");
+
+  for (const program::Binding &binding : program_.inputs()) {
+    const HostTensor &tensor = inputs.at(binding.name());
+    const program::Buffer &buffer = inputBuffer(binding);
+    if (!tensor.bytes.empty())
+      std::memcpy(arena_.base(buffer.region()) + buffer.offset(), tensor.bytes.data(),
+                  tensor.bytes.size());
+  }
+
+  SHARDC_RETURN_IF_ERROR(runOps());
+
+  outputs->clear();
+  for (const program::Binding &binding : program_.outputs()) {
+    const program::Buffer &buffer = program_.buffers(binding.buffer());
+    HostTensor tensor;
+    tensor.dtype = buffer.dtype();
+    tensor.shape.assign(buffer.shape().begin(), buffer.shape().end());
+    const uint8_t *src = arena_.base(buffer.region()) + buffer.offset();
+    tensor.bytes.assign(src, src + buffer.size_bytes());
+    (*outputs)[binding.name()] = std::move(tensor);
+  }
+  return Status::ok();
+}
+
+Status Executor::runOps() {
+  size_t current = 0;
+  auto opError = [&](const std::string &cause) {
+    const program::Op &op = program_.ops(static_cast<int>(current));
+    std::string opName =
+        op.name().empty() ? "#" + std::to_string(current) : quoteForMessage(op.name());
+    // The kernel name is not quoted: validation guarantees it is one of the known names.
+    return Status::error("rank " + std::to_string(program_.rank()) + ", op " + opName +
+                         " (kernel " + op.kernel() + "): " + cause);
+  };
+  // Kernels report errors through Status; this only keeps a stray exception (e.g. bad_alloc
+  // inside a library) from crossing the runtime API.
+  try {
+    for (; current < ops_.size(); ++current) {
+      PreparedOp &prepared = ops_[current];
+      const program::Op &op = program_.ops(static_cast<int>(current));
+      KernelArgs &args = prepared.args;
+      args.inputs.resize(op.inputs_size());
+      for (int i = 0; i < op.inputs_size(); ++i)
+        refreshTensor(op.inputs(i) < 0 ? absentTensor() : bufferViews_[op.inputs(i)],
+                      &args.inputs[i]);
+      args.outputs.resize(op.outputs_size());
+      for (int i = 0; i < op.outputs_size(); ++i)
+        refreshTensor(bufferViews_[op.outputs(i)], &args.outputs[i]);
+      args.attrs = &op.attrs();
+
+      Status status = prepared.kernel(args);
+      if (!status.isOk())
+        return opError(status.message());
+    }
+  } catch (const std::exception &e) {
+    return opError(std::string("internal error: ") + e.what());
+  } catch (...) {
+    return opError("internal error: unknown exception");
+  }
+  return Status::ok();
+}
+
+} // namespace shardc::runtime

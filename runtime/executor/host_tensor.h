@@ -1,0 +1,39 @@
+// A tensor that owns its bytes on the host: what callers hand to the executor as graph inputs,
+// what they get back as outputs, and what .npy files are read into and written from.
+#pragma once
+
+#include "runtime/kernels/kernel.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardc::runtime {
+
+struct HostTensor {
+  DType dtype = program::DTYPE_UNSPECIFIED;
+  std::vector<int64_t> shape; // empty for a scalar
+  std::vector<uint8_t> bytes; // row-major, numel() * dtypeSize(dtype) bytes
+
+  int64_t numel() const;
+  // "f32[2x3]" for messages.
+  std::string describe() const;
+  // A kernel-facing view of the bytes (valid while this tensor is alive and not resized).
+  Tensor view();
+
+  template <typename T> T *as() { return reinterpret_cast<T *>(bytes.data()); }
+  template <typename T> const T *as() const { return reinterpret_cast<const T *>(bytes.data()); }
+};
+
+// A zero-filled tensor. The shape must be valid (dims >= 0, byte size representable).
+HostTensor makeHostTensor(DType dtype, std::vector<int64_t> shape);
+
+// "f32[2x3]" for a dtype and shape that are not (yet) a tensor.
+template <typename Dims> std::string describeTensorType(DType dtype, const Dims &dims) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape.assign(dims.begin(), dims.end());
+  return t.describe();
+}
+
+} // namespace shardc::runtime

@@ -1,0 +1,157 @@
+// concat, split and gather: kernels that move whole contiguous blocks along one axis. Viewed
+// around the axis, every tensor is [outer, dim, inner], and each block is dim' * inner elements.
+#include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/dtype_dispatch.h"
+
+#include <cstring>
+
+namespace shardc::runtime::cpu {
+
+namespace {
+
+// Checks that `part` matches `whole` in dtype, rank and every dim except `axis`.
+Status expectSameExceptAxis(const char *kernel, const char *role, size_t index, const Tensor &part,
+                            const Tensor &whole, const char *wholeRole, size_t axis) {
+  const std::string name = std::string(role) + " " + std::to_string(index);
+  SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, name.c_str(), part, wholeRole, whole));
+  bool same = part.shape.size() == whole.shape.size();
+  for (size_t d = 0; same && d < part.shape.size(); ++d)
+    same = d == axis || part.shape[d] == whole.shape[d];
+  if (!same)
+    return Status::error(std::string(kernel) + ": " + name + " " + part.describe() +
+                         " does not match " + wholeRole + " " + whole.describe() +
+                         " outside axis " + std::to_string(axis));
+  return Status::ok();
+}
+
+} // namespace
+
+Status concatKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("concat", args, Arity::atLeast(1), Arity::exactly(1)));
+  const Tensor &y = args.outputs[0];
+  int64_t axis = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(expectAxis("concat", "axis", axis, y.rank()));
+  const size_t ax = static_cast<size_t>(axis);
+  int64_t total = 0;
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    SHARDC_RETURN_IF_ERROR(expectSameExceptAxis("concat", "input", i, args.inputs[i], y, "y", ax));
+    total += args.inputs[i].shape[ax];
+  }
+  if (total != y.shape[ax])
+    return Status::error("concat: inputs add up to " + std::to_string(total) + " along axis " +
+                         std::to_string(axis) + ", but y " + y.describe() + " has " +
+                         std::to_string(y.shape[ax]));
+  const int64_t outer = dimsProduct(y.shape, 0, ax);
+  const size_t innerBytes =
+      static_cast<size_t>(dimsProduct(y.shape, ax + 1, y.shape.size())) * dtypeSize(y.dtype);
+  char *dst = static_cast<char *>(y.data);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor &x : args.inputs) {
+      const size_t block = static_cast<size_t>(x.shape[ax]) * innerBytes;
+      if (block == 0)
+        continue;
+      std::memcpy(dst, static_cast<const char *>(x.data) + o * block, block);
+      dst += block;
+    }
+  }
+  return Status::ok();
+}
+
+Status splitKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("split", args, Arity::exactly(1), Arity::atLeast(1)));
+  const Tensor &x = args.inputs[0];
+  int64_t axis = 0;
+  std::vector<int64_t> sizes;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "sizes", &sizes));
+  SHARDC_RETURN_IF_ERROR(expectAxis("split", "axis", axis, x.rank()));
+  const size_t ax = static_cast<size_t>(axis);
+  if (sizes.size() != args.outputs.size())
+    return Status::error("split: attribute 'sizes' has " + std::to_string(sizes.size()) +
+                         " entries for " + std::to_string(args.outputs.size()) + " outputs");
+  int64_t total = 0;
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    const Tensor &yi = args.outputs[i];
+    SHARDC_RETURN_IF_ERROR(expectSameExceptAxis("split", "output", i, yi, x, "x", ax));
+    if (sizes[i] != yi.shape[ax])
+      return Status::error("split: output " + std::to_string(i) + " " + yi.describe() +
+                           " does not have size " + std::to_string(sizes[i]) + " along axis " +
+                           std::to_string(axis));
+    total += sizes[i];
+  }
+  if (total != x.shape[ax])
+    return Status::error("split: attribute 'sizes' " + intsString(sizes) + " adds up to " +
+                         std::to_string(total) + ", but x " + x.describe() + " has " +
+                         std::to_string(x.shape[ax]) + " along axis " + std::to_string(axis));
+  const int64_t outer = dimsProduct(x.shape, 0, ax);
+  const size_t innerBytes =
+      static_cast<size_t>(dimsProduct(x.shape, ax + 1, x.shape.size())) * dtypeSize(x.dtype);
+  const char *src = static_cast<const char *>(x.data);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor &yi : args.outputs) {
+      const size_t block = static_cast<size_t>(yi.shape[ax]) * innerBytes;
+      if (block == 0)
+        continue;
+      std::memcpy(static_cast<char *>(yi.data) + o * block, src, block);
+      src += block;
+    }
+  }
+  return Status::ok();
+}
+
+Status gatherKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("gather", args, Arity::exactly(2), Arity::exactly(1)));
+  const Tensor &data = args.inputs[0], &indices = args.inputs[1], &y = args.outputs[0];
+  int64_t axis = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype("gather", "data", data, "y", y));
+  if (indices.dtype != program::I64 && indices.dtype != program::I32)
+    return Status::error(std::string("gather: indices are ") + dtypeName(indices.dtype) +
+                         ", expected i64 or i32");
+  SHARDC_RETURN_IF_ERROR(expectAxis("gather", "axis", axis, data.rank()));
+  const size_t ax = static_cast<size_t>(axis);
+  // y = data.shape[:axis] + indices.shape + data.shape[axis+1:]
+  std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + axis);
+  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
+  expected.insert(expected.end(), data.shape.begin() + axis + 1, data.shape.end());
+  SHARDC_RETURN_IF_ERROR(expectShape("gather", "y", y, expected));
+
+  // Normalise and range-check every index before moving anything.
+  const int64_t dim = data.shape[ax];
+  const int64_t count = indices.numel();
+  std::vector<int64_t> rows(static_cast<size_t>(count));
+  SHARDC_RETURN_IF_ERROR(visitIndex(indices.dtype, [&](auto tag) {
+    using I = decltype(tag);
+    const I *pi = indices.as<I>();
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t index = static_cast<int64_t>(pi[j]);
+      const int64_t row = index < 0 ? index + dim : index;
+      if (row < 0 || row >= dim)
+        return Status::error("gather: index " + std::to_string(index) + " is out of range for " +
+                             "axis " + std::to_string(axis) + " of size " + std::to_string(dim));
+      rows[static_cast<size_t>(j)] = row;
+    }
+    return Status::ok();
+  }));
+
+  const int64_t outer = dimsProduct(data.shape, 0, ax);
+  const size_t innerBytes =
+      static_cast<size_t>(dimsProduct(data.shape, ax + 1, data.shape.size())) *
+      dtypeSize(data.dtype);
+  if (innerBytes == 0)
+    return Status::ok();
+  const char *src = static_cast<const char *>(data.data);
+  char *dst = static_cast<char *>(y.data);
+  for (int64_t o = 0; o < outer; ++o) {
+    const char *slab = src + static_cast<size_t>(o * dim) * innerBytes;
+    for (int64_t row : rows) {
+      std::memcpy(dst, slab + static_cast<size_t>(row) * innerBytes, innerBytes);
+      dst += innerBytes;
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace shardc::runtime::cpu

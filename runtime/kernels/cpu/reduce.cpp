@@ -1,0 +1,162 @@
+// reduce_sum, reduce_mean and reduce_max over a sorted, non-empty list of axes.
+#include "runtime/kernels/cpu/broadcast.h"
+#include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/convert.h"
+#include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/dtype_dispatch.h"
+
+#include <limits>
+#include <type_traits>
+
+namespace shardc::runtime::cpu {
+
+namespace {
+
+enum class Reduction { Sum, Mean, Max };
+
+// Checks the operands and attributes, and returns the number of input elements folded into
+// each output element.
+Status checkReduce(const char *kernel, const KernelArgs &args, std::vector<bool> *reduced,
+                   int64_t *groupSize) {
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(1), Arity::exactly(1)));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  std::vector<int64_t> axes;
+  int64_t keepdims = 0;
+  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "axes", &axes));
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "keepdims", &keepdims));
+  SHARDC_RETURN_IF_ERROR(expectNumeric(kernel, "x", x));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, "x", x, "y", y));
+  if (axes.empty())
+    return Status::error(std::string(kernel) + ": attribute 'axes' is empty");
+  reduced->assign(x.shape.size(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axes", axes[i], x.rank()));
+    if (i > 0 && axes[i] <= axes[i - 1])
+      return Status::error(std::string(kernel) +
+                           ": attribute 'axes' must be sorted and without duplicates");
+    (*reduced)[static_cast<size_t>(axes[i])] = true;
+  }
+  std::vector<int64_t> expected;
+  *groupSize = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (!(*reduced)[d])
+      expected.push_back(x.shape[d]);
+    else if (keepdims)
+      expected.push_back(1);
+    if ((*reduced)[d])
+      *groupSize *= x.shape[d];
+  }
+  return expectShape(kernel, "y", y, expected);
+}
+
+// The accumulator: double for float sums (precision), int64 for integer sums (wrapping, as the
+// final conversion to the output type does), the element type itself for max.
+template <typename T, Reduction R> struct Accumulator {
+  using type = std::conditional_t<R == Reduction::Max, T,
+                                  std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
+};
+
+template <typename T, Reduction R>
+Status reduceTyped(const char *kernel, const Tensor &x, const Tensor &y,
+                   const std::vector<bool> &reduced, int64_t groupSize) {
+  using Acc = typename Accumulator<T, R>::type;
+  const int64_t outCount = y.numel();
+  if constexpr (R == Reduction::Mean && std::is_integral_v<T>) {
+    if (groupSize == 0 && outCount > 0)
+      return Status::error(std::string(kernel) + ": integer mean over zero elements");
+  }
+  // Max over an empty set is -inf (or the type's lowest value), as ONNX defines it.
+  Acc init = Acc(0);
+  if constexpr (R == Reduction::Max)
+    init = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity()
+                                       : std::numeric_limits<T>::lowest();
+  std::vector<Acc> acc(static_cast<size_t>(outCount), init);
+
+  // Walk x in memory order; the single operand is the accumulator index, whose stride is 0
+  // along reduced dims and the (keepdims-free) output's contiguous stride elsewhere.
+  StridedLoop loop;
+  loop.numOperands = 1;
+  loop.dims = x.shape;
+  loop.strides[0].assign(x.shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = x.shape.size(); d-- > 0;) {
+    if (reduced[d])
+      continue;
+    loop.strides[0][d] = stride;
+    stride *= x.shape[d];
+  }
+  loop.coalesce();
+
+  const T *px = x.as<T>();
+  Acc *pacc = acc.data();
+  auto fold = [](Acc a, T v) -> Acc {
+    if constexpr (R == Reduction::Max) {
+      return (v > a || v != v) ? v : a; // NaN propagates
+    } else if constexpr (std::is_integral_v<T>) {
+      return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(v));
+    } else {
+      return a + static_cast<Acc>(v);
+    }
+  };
+  forEachRow(loop, [&](int64_t xOffset, const int64_t *accOffset, const int64_t *accStride,
+                       int64_t count) {
+    const T *in = px + xOffset;
+    if (accStride[0] == 0) {
+      // The innermost dim is reduced: fold the whole row into one accumulator.
+      Acc a = pacc[accOffset[0]];
+      for (int64_t i = 0; i < count; ++i)
+        a = fold(a, in[i]);
+      pacc[accOffset[0]] = a;
+    } else if (accStride[0] == 1) {
+      // The innermost dim is kept (e.g. summing over the batch): a contiguous row update.
+      Acc *out = pacc + accOffset[0];
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = fold(out[i], in[i]);
+    } else {
+      Acc *out = pacc + accOffset[0];
+      for (int64_t i = 0; i < count; ++i)
+        out[i * accStride[0]] = fold(out[i * accStride[0]], in[i]);
+    }
+  });
+
+  T *py = y.as<T>();
+  for (int64_t i = 0; i < outCount; ++i) {
+    if constexpr (R == Reduction::Max) {
+      py[i] = acc[i];
+    } else if constexpr (R == Reduction::Mean && std::is_integral_v<T>) {
+      // Integer mean truncates toward zero (NumPy's mean cast back to the integer type).
+      py[i] = convertElement<T>(static_cast<int64_t>(acc[i] / groupSize));
+    } else if constexpr (R == Reduction::Mean) {
+      py[i] = static_cast<T>(acc[i] / static_cast<double>(groupSize));
+    } else {
+      py[i] = convertElement<T>(acc[i]);
+    }
+  }
+  return Status::ok();
+}
+
+template <Reduction R> Status reduceCommon(const char *kernel, KernelArgs &args) {
+  std::vector<bool> reduced;
+  int64_t groupSize = 0;
+  SHARDC_RETURN_IF_ERROR(checkReduce(kernel, args, &reduced, &groupSize));
+  return visitNumeric(args.inputs[0].dtype, [&](auto tag) {
+    return reduceTyped<decltype(tag), R>(kernel, args.inputs[0], args.outputs[0], reduced,
+                                         groupSize);
+  });
+}
+
+} // namespace
+
+Status reduceSumKernel(KernelArgs &args) {
+  return reduceCommon<Reduction::Sum>("reduce_sum", args);
+}
+
+Status reduceMeanKernel(KernelArgs &args) {
+  return reduceCommon<Reduction::Mean>("reduce_mean", args);
+}
+
+Status reduceMaxKernel(KernelArgs &args) {
+  return reduceCommon<Reduction::Max>("reduce_max", args);
+}
+
+} // namespace shardc::runtime::cpu

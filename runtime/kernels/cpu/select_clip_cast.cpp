@@ -1,0 +1,96 @@
+// where (select between two broadcast inputs), clip (bound to optional scalars) and cast.
+#include "runtime/kernels/cpu/broadcast.h"
+#include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/convert.h"
+#include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/dtype_dispatch.h"
+
+namespace shardc::runtime::cpu {
+
+Status whereKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("where", args, Arity::exactly(3), Arity::exactly(1)));
+  const Tensor &cond = args.inputs[0], &x = args.inputs[1], &y = args.inputs[2];
+  const Tensor &z = args.outputs[0];
+  SHARDC_RETURN_IF_ERROR(expectDtype("where", "cond", cond, program::BOOL));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype("where", "x", x, "y", y));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype("where", "x", x, "z", z));
+  StridedLoop loop;
+  SHARDC_RETURN_IF_ERROR(planElementwise("where", {&cond, &x, &y}, z, &loop));
+  return visitElementSize(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const uint8_t *pc = cond.as<uint8_t>();
+    const T *px = x.as<T>();
+    const T *py = y.as<T>();
+    T *pz = z.as<T>();
+    forEachRow(loop,
+               [&](int64_t outOffset, const int64_t *in, const int64_t *stride, int64_t count) {
+                 for (int64_t i = 0; i < count; ++i)
+                   pz[outOffset + i] = pc[in[0] + i * stride[0]] ? px[in[1] + i * stride[1]]
+                                                                 : py[in[2] + i * stride[2]];
+               });
+    return Status::ok();
+  });
+}
+
+Status clipKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("clip", args, Arity::withOptional(1, 2), Arity::exactly(1)));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  const Tensor noBound;
+  const Tensor &lo = args.inputs.size() > 1 ? args.inputs[1] : noBound;
+  const Tensor &hi = args.inputs.size() > 2 ? args.inputs[2] : noBound;
+  SHARDC_RETURN_IF_ERROR(expectNumeric("clip", "x", x));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype("clip", "x", x, "y", y));
+  SHARDC_RETURN_IF_ERROR(expectShape("clip", "y", y, x.shape));
+  for (const auto &[bound, role] : {std::pair<const Tensor *, const char *>{&lo, "min"},
+                                    std::pair<const Tensor *, const char *>{&hi, "max"}}) {
+    if (!bound->present())
+      continue;
+    SHARDC_RETURN_IF_ERROR(expectSameDtype("clip", "x", x, role, *bound));
+    SHARDC_RETURN_IF_ERROR(expectSingleElement("clip", role, *bound));
+  }
+  return visitNumeric(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    const int64_t n = x.numel();
+    // min(max(x, lo), hi) as in ONNX: when lo > hi every element becomes hi. The comparisons
+    // are written so that a NaN element stays NaN.
+    const bool hasLo = lo.present(), hasHi = hi.present();
+    const T vlo = hasLo ? lo.as<T>()[0] : T(0);
+    const T vhi = hasHi ? hi.as<T>()[0] : T(0);
+    for (int64_t i = 0; i < n; ++i) {
+      T v = in[i];
+      if (hasLo && v < vlo)
+        v = vlo;
+      if (hasHi && v > vhi)
+        v = vhi;
+      out[i] = v;
+    }
+    return Status::ok();
+  });
+}
+
+Status castKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("cast", args, Arity::exactly(1), Arity::exactly(1)));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  int64_t to = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "to", &to));
+  if (to != static_cast<int64_t>(y.dtype))
+    return Status::error("cast: attribute 'to' = " + std::to_string(to) +
+                         " does not match the output dtype " + dtypeName(y.dtype));
+  SHARDC_RETURN_IF_ERROR(expectShape("cast", "y", y, x.shape));
+  return visitAnyDtype(x.dtype, [&](auto fromTag) {
+    return visitAnyDtype(y.dtype, [&](auto toTag) {
+      using From = decltype(fromTag);
+      using To = decltype(toTag);
+      const From *in = x.as<From>();
+      To *out = y.as<To>();
+      const int64_t n = x.numel();
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = convertElement<To>(in[i]);
+      return Status::ok();
+    });
+  });
+}
+
+} // namespace shardc::runtime::cpu

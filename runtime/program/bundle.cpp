@@ -1,0 +1,158 @@
+#include "runtime/program/bundle.h"
+
+#include "runtime/program/program_validation.h"
+#include "runtime/support/file_io.h"
+#include "runtime/support/fnv1a.h"
+#include "runtime/support/quote.h"
+
+#include <google/protobuf/stubs/common.h>
+#if GOOGLE_PROTOBUF_VERSION < 4022000
+#include <google/protobuf/stubs/logging.h>
+#endif
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <sys/stat.h>
+#include <utility>
+#include <vector>
+
+namespace shardc::runtime {
+
+namespace {
+
+constexpr const char *kProgramFile = "program.pb";
+
+// A weights file name must stay inside the bundle directory.
+bool isPlainFileName(const std::string &name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+Status checkIsBundleDirectory(const std::string &dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT)
+      return Status::error(dir + ": no such bundle directory");
+    return Status::error(dir + ": cannot open: " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode))
+    return Status::error(dir + ": not a directory (a shardc bundle is a directory)");
+  return Status::ok();
+}
+
+} // namespace
+
+std::string joinPath(const std::string &dir, const std::string &name) {
+  if (dir.empty())
+    return name;
+  if (dir.back() == '/')
+    return dir + name;
+  return dir + "/" + name;
+}
+
+Status readBundleProgram(const std::string &dir, LoadedBundle *out) {
+  out->dir = dir;
+  out->bundle.Clear();
+  out->weights.reset();
+  SHARDC_RETURN_IF_ERROR(checkIsBundleDirectory(dir));
+
+  std::string path = joinPath(dir, kProgramFile);
+  if (!pathExists(path))
+    return Status::error(dir + ": missing " + kProgramFile + " (not a shardc bundle)");
+  std::vector<uint8_t> bytes;
+  SHARDC_RETURN_IF_ERROR(readFile(path, &bytes));
+  return parseBundleProgram(bytes.data(), bytes.size(), path, &out->bundle);
+}
+
+Status parseBundleProgram(const void *data, size_t size, const std::string &path,
+                          program::Bundle *out) {
+  out->Clear();
+  if (size > static_cast<size_t>(INT_MAX))
+    return Status::error(path + ": too large for a program (" + std::to_string(size) + " bytes)");
+  bool parsed;
+  {
+#if GOOGLE_PROTOBUF_VERSION < 4022000
+    // A corrupt file must give one error line, not protobuf's own log lines (e.g. about
+    // invalid UTF-8 in a string field) in front of it.
+    google::protobuf::LogSilencer silenceProtobufLogs;
+#endif
+    parsed = out->ParseFromArray(data, static_cast<int>(size));
+  }
+  // An empty or foreign protobuf can parse "successfully" into defaults; format_version == 0
+  // catches those.
+  if (!parsed || out->format_version() == 0)
+    return Status::error(path + ": truncated or not a shardc program");
+  if (out->format_version() != kBundleFormatVersion)
+    return Status::error(path + ": format version " + std::to_string(out->format_version()) +
+                         " is not supported (this runtime reads version " +
+                         std::to_string(kBundleFormatVersion) + "); recompile the model");
+  const std::string &mode = out->mode();
+  if (mode != "forward" && mode != "train")
+    return Status::error(path + ": unknown mode " + quoteForMessage(mode) +
+                         " (expected 'forward' or 'train')");
+  return Status::ok();
+}
+
+Status validateBundlePrograms(const program::Bundle &bundle, const std::string &path) {
+  auto fail = [&](const std::string &message) { return Status::error(path + ": " + message); };
+  if (bundle.world_size() < 1)
+    return fail("world_size is " + std::to_string(bundle.world_size()) + " (must be at least 1)");
+  if (bundle.programs_size() != bundle.world_size())
+    return fail("world_size is " + std::to_string(bundle.world_size()) + " but the bundle has " +
+                std::to_string(bundle.programs_size()) + " programs");
+  for (int r = 0; r < bundle.programs_size(); ++r) {
+    const program::Program &program = bundle.programs(r);
+    if (program.rank() != r)
+      return fail("program " + std::to_string(r) + " has rank " + std::to_string(program.rank()) +
+                  " (expected " + std::to_string(r) + ")");
+    if (program.world_size() != bundle.world_size())
+      return fail("program " + std::to_string(r) + " has world_size " +
+                  std::to_string(program.world_size()) + " but the bundle has " +
+                  std::to_string(bundle.world_size()));
+    Status status = validateProgram(program);
+    if (!status.isOk())
+      return fail((bundle.world_size() > 1 ? "rank " + std::to_string(r) + ": " : "") +
+                  status.message());
+  }
+  return Status::ok();
+}
+
+Status validateBundleAndLoadWeights(LoadedBundle *loaded) {
+  const program::Bundle &bundle = loaded->bundle;
+  const std::string programPath = joinPath(loaded->dir, kProgramFile);
+  auto fail = [&](const std::string &message) {
+    return Status::error(programPath + ": " + message);
+  };
+  SHARDC_RETURN_IF_ERROR(validateBundlePrograms(bundle, programPath));
+
+  if (bundle.weights_file().empty())
+    return Status::error(loaded->dir +
+                         ": compiled without weights (planning only); recompile with the "
+                         "model's weights to run it");
+  if (!isPlainFileName(bundle.weights_file()))
+    return fail("weights_file " + quoteForMessage(bundle.weights_file()) +
+                " is not a file name inside the bundle");
+
+  const std::string weightsPath = joinPath(loaded->dir, bundle.weights_file());
+  auto weights = std::make_shared<AlignedBuffer>();
+  SHARDC_RETURN_IF_ERROR(readFile(weightsPath, weights.get()));
+  if (fnv1a64(weights->data(), weights->size()) != bundle.weights_checksum())
+    return Status::error(weightsPath + ": checksum mismatch (file damaged)");
+  for (int r = 0; r < bundle.programs_size(); ++r) {
+    uint64_t needed = bundle.programs(r).weights_bytes();
+    if (needed > weights->size())
+      return fail((bundle.world_size() > 1 ? "rank " + std::to_string(r) + ": " : "") +
+                  "weights_bytes is " + std::to_string(needed) + " but " + weightsPath + " has " +
+                  std::to_string(weights->size()) + " bytes");
+  }
+  loaded->weights = std::move(weights);
+  return Status::ok();
+}
+
+Status loadBundle(const std::string &dir, LoadedBundle *out) {
+  SHARDC_RETURN_IF_ERROR(readBundleProgram(dir, out));
+  return validateBundleAndLoadWeights(out);
+}
+
+} // namespace shardc::runtime

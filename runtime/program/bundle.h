@@ -1,0 +1,51 @@
+// Loading a compiled bundle: a directory holding program.pb (a binary shardc.program.Bundle)
+// and, unless it was compiled for planning only, the weights file it names.
+#pragma once
+
+#include "runtime/program/program.pb.h"
+#include "runtime/support/aligned_buffer.h"
+#include "runtime/support/status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace shardc::runtime {
+
+constexpr uint32_t kBundleFormatVersion = 1;
+
+struct LoadedBundle {
+  std::string dir; // as the user spelled it, for messages
+  program::Bundle bundle;
+  // The weights file, shared read-only by the executors of every rank. Null until
+  // validateBundleAndLoadWeights succeeds.
+  std::shared_ptr<const AlignedBuffer> weights;
+};
+
+// Reads and parses DIR/program.pb and checks only what identifies it: a shardc bundle of a
+// supported format version and a known mode. Lets a caller decide by mode (training bundles
+// are not executable yet) before the full validation, whose errors would be less helpful.
+Status readBundleProgram(const std::string &dir, LoadedBundle *out);
+
+// Validates every rank's program (see validateProgram), then reads the weights file and checks
+// its checksum and that it covers each program's weights region. A bundle compiled without
+// weights is an error: it cannot be executed.
+Status validateBundleAndLoadWeights(LoadedBundle *bundle);
+
+// readBundleProgram followed by validateBundleAndLoadWeights: a bundle ready to execute.
+Status loadBundle(const std::string &dir, LoadedBundle *out);
+
+// The in-memory steps of the functions above, for callers (and fuzzers) that hold the bytes
+// themselves; `path` names program.pb in messages.
+//
+// Parses a program.pb image and checks format version and mode (readBundleProgram's checks).
+Status parseBundleProgram(const void *data, size_t size, const std::string &path,
+                          program::Bundle *out);
+// Checks world size, ranks and every rank's program (validateProgram), not the weights.
+Status validateBundlePrograms(const program::Bundle &bundle, const std::string &path);
+
+// DIR/NAME, without doubling a trailing slash of DIR.
+std::string joinPath(const std::string &dir, const std::string &name);
+
+} // namespace shardc::runtime

@@ -1,0 +1,171 @@
+#include "runtime/program/program_validation.h"
+
+#include "runtime/kernels/kernel.h"
+#include "runtime/support/aligned_buffer.h"
+#include "runtime/support/quote.h"
+
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace shardc::runtime {
+
+namespace {
+
+using program::Buffer;
+using program::Op;
+using program::Program;
+
+std::string describeBuffer(int index, const Buffer &buffer) {
+  return "buffer " + std::to_string(index) + " (" + quoteForMessage(buffer.name()) + ")";
+}
+
+std::string describeOp(int index, const Op &op) {
+  return "op " + std::to_string(index) + " (" + quoteForMessage(op.name()) + ")";
+}
+
+std::string shapeText(const Buffer &buffer) {
+  std::string s = "[";
+  for (int i = 0; i < buffer.shape_size(); ++i) {
+    if (i)
+      s += 'x';
+    s += std::to_string(buffer.shape(i));
+  }
+  return s + "]";
+}
+
+bool knownDtype(int dtype) { return dtypeSize(static_cast<DType>(dtype)) != 0; }
+
+const char *regionName(program::Region region) {
+  return region == program::WEIGHTS ? "WEIGHTS" : "ARENA";
+}
+
+Status validateBuffer(const Program &program, int index) {
+  const Buffer &buffer = program.buffers(index);
+  std::string what = describeBuffer(index, buffer);
+  if (!knownDtype(buffer.dtype()))
+    return Status::error(what + ": unknown dtype " + std::to_string(buffer.dtype()));
+  if (buffer.region() != program::ARENA && buffer.region() != program::WEIGHTS)
+    return Status::error(what + ": unknown region " + std::to_string(buffer.region()));
+
+  // numel * element size must fit in an int64 (the Tensor API computes it that way).
+  const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  uint64_t bytes = dtypeSize(buffer.dtype());
+  for (int64_t dim : buffer.shape()) {
+    if (dim < 0)
+      return Status::error(what + ": negative dimension " + std::to_string(dim) + " in shape " +
+                           shapeText(buffer));
+    if (dim != 0 && bytes > limit / static_cast<uint64_t>(dim))
+      return Status::error(what + ": shape " + shapeText(buffer) + " is too large");
+    bytes *= static_cast<uint64_t>(dim);
+  }
+  if (buffer.size_bytes() != bytes)
+    return Status::error(what + ": size_bytes is " + std::to_string(buffer.size_bytes()) + " but " +
+                         std::string(dtypeName(buffer.dtype())) + shapeText(buffer) + " needs " +
+                         std::to_string(bytes));
+  if (buffer.offset() % kBufferAlignment != 0)
+    return Status::error(what + ": offset " + std::to_string(buffer.offset()) + " is not " +
+                         std::to_string(kBufferAlignment) + "-byte aligned");
+
+  uint64_t regionBytes =
+      buffer.region() == program::WEIGHTS ? program.weights_bytes() : program.arena_bytes();
+  std::string regionText = std::string(regionName(buffer.region())) + " region (" +
+                           (buffer.region() == program::WEIGHTS ? "weights_bytes" : "arena_bytes") +
+                           " = " + std::to_string(regionBytes) + ")";
+  if (buffer.offset() > regionBytes)
+    return Status::error(what + ": offset " + std::to_string(buffer.offset()) +
+                         " lies outside the " + regionText);
+  if (buffer.size_bytes() > regionBytes - buffer.offset())
+    return Status::error(what + ": bytes [" + std::to_string(buffer.offset()) + ", " +
+                         std::to_string(buffer.offset() + buffer.size_bytes()) +
+                         ") lie outside the " + regionText);
+  return Status::ok();
+}
+
+// Byte ranges of two buffers share memory (zero-size buffers never do).
+bool overlaps(const Buffer &a, const Buffer &b) {
+  if (a.region() != b.region() || a.size_bytes() == 0 || b.size_bytes() == 0)
+    return false;
+  return a.offset() < b.offset() + b.size_bytes() && b.offset() < a.offset() + a.size_bytes();
+}
+
+Status validateOp(const Program &program, int index) {
+  const Op &op = program.ops(index);
+  std::string what = describeOp(index, op);
+  if (findCpuKernel(op.kernel()) == nullptr)
+    return Status::error(what + ": unknown kernel " + quoteForMessage(op.kernel()));
+
+  const int numBuffers = program.buffers_size();
+  auto checkIndex = [&](const char *role, int position, int buffer) -> Status {
+    if (buffer >= 0 && buffer < numBuffers)
+      return Status::ok();
+    std::string prefix = what + ": " + role + " " + std::to_string(position) + " is ";
+    if (buffer == -1 && std::string(role) == "output")
+      return Status::error(prefix + "-1, but only inputs may be absent");
+    return Status::error(prefix + "buffer " + std::to_string(buffer) + ", but the program has " +
+                         std::to_string(numBuffers) + " buffers");
+  };
+  for (int i = 0; i < op.inputs_size(); ++i)
+    if (op.inputs(i) != -1)
+      SHARDC_RETURN_IF_ERROR(checkIndex("input", i, op.inputs(i)));
+  for (int i = 0; i < op.outputs_size(); ++i)
+    SHARDC_RETURN_IF_ERROR(checkIndex("output", i, op.outputs(i)));
+
+  // Kernels write outputs while still reading inputs, and weights are shared read-only.
+  for (int i = 0; i < op.outputs_size(); ++i) {
+    const Buffer &out = program.buffers(op.outputs(i));
+    std::string outWhat =
+        what + ": output " + std::to_string(i) + " (" + describeBuffer(op.outputs(i), out) + ")";
+    if (out.region() != program::ARENA)
+      return Status::error(outWhat + " is in the read-only WEIGHTS region");
+    for (int j = 0; j < op.inputs_size(); ++j)
+      if (op.inputs(j) != -1 && overlaps(out, program.buffers(op.inputs(j))))
+        return Status::error(outWhat + " overlaps input " + std::to_string(j) + " (" +
+                             describeBuffer(op.inputs(j), program.buffers(op.inputs(j))) + ")");
+    for (int j = 0; j < i; ++j)
+      if (op.outputs(j) == op.outputs(i) || overlaps(out, program.buffers(op.outputs(j))))
+        return Status::error(outWhat + " overlaps output " + std::to_string(j) + " (" +
+                             describeBuffer(op.outputs(j), program.buffers(op.outputs(j))) + ")");
+  }
+  return Status::ok();
+}
+
+Status validateBindings(const Program &program, bool areInputs) {
+  const auto &bindings = areInputs ? program.inputs() : program.outputs();
+  const char *kind = areInputs ? "input" : "output";
+  std::set<std::string> seen;
+  for (const program::Binding &binding : bindings) {
+    std::string what = std::string(kind) + " binding " + quoteForMessage(binding.name());
+    if (binding.name().empty())
+      return Status::error(std::string(kind) + " binding with an empty name");
+    if (!seen.insert(binding.name()).second)
+      return Status::error("duplicate " + what);
+    if (binding.buffer() < 0 || binding.buffer() >= program.buffers_size())
+      return Status::error(what + ": buffer " + std::to_string(binding.buffer()) +
+                           " out of range (the program has " +
+                           std::to_string(program.buffers_size()) + " buffers)");
+    // Inputs are copied in before every run; copying into the shared weights would corrupt
+    // them for every other rank.
+    if (areInputs && program.buffers(binding.buffer()).region() != program::ARENA)
+      return Status::error(what + ": " +
+                           describeBuffer(binding.buffer(), program.buffers(binding.buffer())) +
+                           " is not in the ARENA region");
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status validateProgram(const Program &program) {
+  for (int i = 0; i < program.buffers_size(); ++i)
+    SHARDC_RETURN_IF_ERROR(validateBuffer(program, i));
+  for (int i = 0; i < program.ops_size(); ++i)
+    SHARDC_RETURN_IF_ERROR(validateOp(program, i));
+  SHARDC_RETURN_IF_ERROR(validateBindings(program, /*areInputs=*/true));
+  SHARDC_RETURN_IF_ERROR(validateBindings(program, /*areInputs=*/false));
+  return Status::ok();
+}
+
+} // namespace shardc::runtime

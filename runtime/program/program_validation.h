@@ -1,0 +1,17 @@
+// Structural checks of one rank's Program: everything the executor indexes or dereferences is
+// verified here once, so that running a corrupt or hand-edited program is an error message,
+// never an out-of-bounds access.
+#pragma once
+
+#include "runtime/program/program.pb.h"
+#include "runtime/support/status.h"
+
+namespace shardc::runtime {
+
+// Checks buffers (dtype, shape, size, alignment, region bounds), ops (known kernel, operand
+// indices, outputs in the writable arena and not overlapping their own operands) and bindings
+// (indices, unique names, inputs in the arena). Messages name the offending item, e.g.
+// "op 12 ('MatMul_3'): unknown kernel 'foo'"; the caller prepends the file.
+Status validateProgram(const program::Program &program);
+
+} // namespace shardc::runtime

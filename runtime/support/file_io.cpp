@@ -1,0 +1,141 @@
+#include "runtime/support/file_io.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace shardc::runtime {
+
+namespace {
+
+Status ioError(const std::string &path, const char *action, int err) {
+  return Status::error(path + ": " + action + ": " + std::strerror(err));
+}
+
+// Closes the descriptor on every return path.
+class FdCloser {
+public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  // Closes now and reports the error, for writes where close() can surface a failed flush.
+  int closeNow() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+private:
+  int fd_;
+};
+
+// Reads the file into memory obtained from `allocate(size)`, which returns nullptr (after
+// filling `allocStatus`) when it cannot provide that memory.
+Status readFileWith(const std::string &path,
+                    const std::function<uint8_t *(size_t, Status *)> &allocate) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    return ioError(path, "cannot open", errno);
+  FdCloser closer(fd);
+
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return ioError(path, "cannot stat", errno);
+  if (S_ISDIR(st.st_mode))
+    return Status::error(path + ": is a directory, expected a file");
+  if (!S_ISREG(st.st_mode))
+    return Status::error(path + ": not a regular file");
+
+  size_t size = static_cast<size_t>(st.st_size);
+  Status allocStatus;
+  uint8_t *dst = allocate(size, &allocStatus);
+  if (dst == nullptr)
+    return Status::error(path + ": " + allocStatus.message());
+
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, dst + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return ioError(path, "cannot read", errno);
+    }
+    if (n == 0)
+      return Status::error(path + ": file shrank while being read");
+    done += static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status readFile(const std::string &path, std::vector<uint8_t> *out) {
+  return readFileWith(path, [out](size_t size, Status *) {
+    out->resize(size);
+    // A non-null pointer even for an empty file: nullptr means "allocation failed".
+    static uint8_t emptyFile;
+    return size == 0 ? &emptyFile : out->data();
+  });
+}
+
+Status readFile(const std::string &path, AlignedBuffer *out) {
+  return readFileWith(path, [out](size_t size, Status *status) -> uint8_t * {
+    *status = AlignedBuffer::allocate(size, "file contents", out);
+    return status->isOk() ? out->data() : nullptr;
+  });
+}
+
+Status writeFileAtomically(const std::string &path, const void *data, size_t size) {
+  // Unique per process and call, so concurrent writers (ranks as threads) never share a temp.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  int fd;
+  do {
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    return ioError(path, "cannot create", errno);
+  FdCloser closer(fd);
+
+  const auto *src = static_cast<const uint8_t *>(data);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(fd, src + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      int err = errno;
+      ::unlink(tmp.c_str());
+      return ioError(path, "cannot write", err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (closer.closeNow() != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return ioError(path, "cannot write", err);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return ioError(path, "cannot write", err);
+  }
+  return Status::ok();
+}
+
+bool pathExists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 || errno != ENOENT;
+}
+
+} // namespace shardc::runtime

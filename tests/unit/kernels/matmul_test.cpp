@@ -1,0 +1,156 @@
+// matmul and gemm against naive triple loops in double.
+#include "tests/unit/kernels/test_support.h"
+
+namespace shardc::runtime::testing {
+namespace {
+
+// NumPy matmul written out: 1-D promotion, broadcast batch dims.
+std::vector<float> referenceMatmul(const std::vector<float> &a, std::vector<int64_t> aShape,
+                                   const std::vector<float> &b, std::vector<int64_t> bShape,
+                                   const std::vector<int64_t> &yShape) {
+  if (aShape.size() == 1)
+    aShape.insert(aShape.begin(), 1);
+  if (bShape.size() == 1)
+    bShape.push_back(1);
+  const int64_t m = aShape[aShape.size() - 2], k = aShape.back(), n = bShape.back();
+  const std::vector<int64_t> aBatch(aShape.begin(), aShape.end() - 2);
+  const std::vector<int64_t> bBatch(bShape.begin(), bShape.end() - 2);
+  const std::vector<int64_t> batch(yShape.begin(),
+                                   yShape.begin() + std::max(aBatch.size(), bBatch.size()));
+  std::vector<float> y;
+  for (int64_t bi = 0; bi < numelOf(batch); ++bi) {
+    const std::vector<int64_t> index = unravel(bi, batch);
+    const int64_t aMat = broadcastSource(index, aBatch), bMat = broadcastSource(index, bBatch);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += double(a[(aMat * m + i) * k + p]) * double(b[(bMat * k + p) * n + j]);
+        y.push_back(static_cast<float>(acc));
+      }
+  }
+  return y;
+}
+
+TEST(Matmul, ShapesPromotionAndBatchBroadcast) {
+  struct Case {
+    std::vector<int64_t> a, b, y;
+  };
+  const std::vector<Case> cases = {
+      {{3, 4}, {4, 5}, {3, 5}},
+      {{4}, {4, 5}, {5}},
+      {{3, 4}, {4}, {3}},
+      {{4}, {4}, {}},
+      {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}},
+      {{2, 3, 4}, {4, 5}, {2, 3, 5}},       // shared b: one tall sgemm
+      {{2, 2, 3, 4}, {4, 5}, {2, 2, 3, 5}}, // shared b, two batch dims
+      {{3, 4}, {2, 4, 5}, {2, 3, 5}},
+      {{1, 3, 4}, {2, 4, 5}, {2, 3, 5}},
+      {{2, 1, 3, 4}, {3, 4, 5}, {2, 3, 3, 5}},
+      {{4}, {2, 4, 5}, {2, 5}},
+      {{2, 3, 4}, {4}, {2, 3}},
+      {{1, 1, 3, 4}, {1, 4, 5}, {1, 1, 3, 5}},
+      {{0, 4}, {4, 5}, {0, 5}},
+      {{2, 0, 3, 4}, {4, 5}, {2, 0, 3, 5}},
+      {{3, 0}, {0, 5}, {3, 5}}, // K = 0: all zeros
+      {{33, 65}, {65, 17}, {33, 17}},
+  };
+  unsigned seed = 21;
+  for (const Case &c : cases) {
+    SCOPED_TRACE("case " + std::to_string(seed));
+    const auto va = randomFloats(numelOf(c.a), -1, 1, seed++);
+    const auto vb = randomFloats(numelOf(c.b), -1, 1, seed++);
+    HostTensor a = HostTensor::of<float>(c.a, va), b = HostTensor::of<float>(c.b, vb);
+    HostTensor y(program::F32, c.y);
+    ASSERT_KERNEL_OK(runKernel("matmul", {a, b}, {y}));
+    expectValuesNear(y.values<float>(), referenceMatmul(va, c.a, vb, c.b, c.y), 1e-5);
+  }
+}
+
+TEST(Gemm, TransposesAlphaBetaAndBiasBroadcast) {
+  const int64_t m = 3, n = 4, k = 5;
+  struct Case {
+    int64_t transA, transB;
+    float alpha, beta;
+    std::vector<int64_t> c; // empty-marker handled by hasC
+    bool hasC;
+  };
+  const std::vector<Case> cases = {
+      {0, 0, 1.0f, 1.0f, {m, n}, true},  {1, 0, 0.5f, 2.0f, {n}, true},
+      {0, 1, 2.0f, -1.0f, {m, 1}, true}, {1, 1, 1.0f, 0.5f, {}, true},
+      {0, 0, 1.5f, 0.0f, {m, n}, true},  {1, 1, -1.0f, 1.0f, {}, false},
+      {0, 0, 1.0f, 1.0f, {1, n}, true},
+  };
+  unsigned seed = 40;
+  for (const Case &g : cases) {
+    SCOPED_TRACE("case " + std::to_string(seed));
+    const std::vector<int64_t> aShape =
+        g.transA ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+    const std::vector<int64_t> bShape =
+        g.transB ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+    const auto va = randomFloats(m * k, -1, 1, seed++);
+    const auto vb = randomFloats(k * n, -1, 1, seed++);
+    const auto vc = randomFloats(numelOf(g.c), -1, 1, seed++);
+    HostTensor a = HostTensor::of<float>(aShape, va), b = HostTensor::of<float>(bShape, vb);
+    HostTensor c = HostTensor::of<float>(g.c, vc);
+    HostTensor y(program::F32, {m, n});
+    Attrs attrs;
+    attrs.f("alpha", g.alpha).f("beta", g.beta).i("trans_a", g.transA).i("trans_b", g.transB);
+    ASSERT_KERNEL_OK(runKernel("gemm", {a, b, g.hasC ? c.view() : absent()}, {y}, attrs));
+    std::vector<float> expected;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const float av = g.transA ? va[p * m + i] : va[i * k + p];
+          const float bv = g.transB ? vb[j * k + p] : vb[p * n + j];
+          acc += double(av) * double(bv);
+        }
+        double result = g.alpha * acc;
+        if (g.hasC)
+          result += g.beta * double(vc[broadcastSource({i, j}, g.c)]);
+        expected.push_back(static_cast<float>(result));
+      }
+    expectValuesNear(y.values<float>(), expected, 1e-5);
+  }
+}
+
+TEST(Gemm, EmptyInnerDimensionGivesBetaTimesC) {
+  HostTensor a(program::F32, {2, 0}), b(program::F32, {0, 3});
+  HostTensor c = HostTensor::of<float>({3}, {1.0f, 2.0f, 3.0f});
+  HostTensor y(program::F32, {2, 3});
+  Attrs attrs;
+  attrs.f("alpha", 1.0f).f("beta", 2.0f).i("trans_a", 0).i("trans_b", 0);
+  ASSERT_KERNEL_OK(runKernel("gemm", {a, b, c}, {y}, attrs));
+  expectValuesNear(y.values<float>(), {2, 4, 6, 2, 4, 6});
+  ASSERT_KERNEL_OK(runKernel("gemm", {a, b}, {y}, attrs));
+  expectValuesNear(y.values<float>(), {0, 0, 0, 0, 0, 0});
+}
+
+TEST(MatmulGemm, InconsistentOperandsAreErrors) {
+  HostTensor a34(program::F32, {3, 4}), b45(program::F32, {4, 5}), b35(program::F32, {3, 5});
+  HostTensor y35(program::F32, {3, 5}), y53(program::F32, {5, 3}), i34(program::I32, {3, 4});
+  HostTensor s(program::F32, {}), a234(program::F32, {2, 3, 4}), b345(program::F32, {3, 4, 5});
+  EXPECT_KERNEL_ERROR(runKernel("matmul", {a34, b35}, {y35}), "inner dimensions differ");
+  EXPECT_KERNEL_ERROR(runKernel("matmul", {a34, b45}, {y53}), "expected [3x5]");
+  EXPECT_KERNEL_ERROR(runKernel("matmul", {i34, b45}, {y35}), "a is i32, expected f32");
+  EXPECT_KERNEL_ERROR(runKernel("matmul", {s, b45}, {y35}), "rank >= 1");
+  EXPECT_KERNEL_ERROR(runKernel("matmul", {a234, b345}, {HostTensor(program::F32, {3, 3, 5})}),
+                      "batch dims");
+  Attrs attrs;
+  attrs.f("alpha", 1.0f).f("beta", 1.0f).i("trans_a", 0).i("trans_b", 0);
+  EXPECT_KERNEL_ERROR(runKernel("gemm", {a34, b35}, {y35}, attrs), "inner dimensions differ");
+  EXPECT_KERNEL_ERROR(runKernel("gemm", {a234, b45}, {y35}, attrs), "must be 2-D");
+  EXPECT_KERNEL_ERROR(runKernel("gemm", {a34, b45, HostTensor(program::F32, {4})}, {y35}, attrs),
+                      "cannot be broadcast to [3x5]");
+  EXPECT_KERNEL_ERROR(runKernel("gemm", {a34, b45}, {y53}, attrs), "expected [3x5]");
+  EXPECT_KERNEL_ERROR(runKernel("gemm", {a34, b45}, {y35}, Attrs().f("alpha", 1.0f)),
+                      "missing attribute 'beta'");
+  Attrs intAlpha;
+  intAlpha.i("alpha", 1).f("beta", 1.0f).i("trans_a", 0).i("trans_b", 0);
+  EXPECT_KERNEL_ERROR(runKernel("gemm", {a34, b45}, {y35}, intAlpha),
+                      "attribute 'alpha' is not a float");
+}
+
+} // namespace
+} // namespace shardc::runtime::testing

@@ -1,0 +1,134 @@
+#include "tests/unit/runtime/test_util.h"
+
+#include "runtime/kernels/kernel.h"
+#include "runtime/support/fnv1a.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <iterator>
+#include <system_error>
+
+namespace shardc::runtime::testing {
+
+TempDir::TempDir() {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "shardc-runtime-test-XXXXXX").string();
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed for " << pattern;
+    return;
+  }
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty())
+    std::filesystem::remove_all(path_, ec);
+}
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << "cannot write " << path;
+}
+
+std::string readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+int addBuffer(program::Program *program, const std::string &name, program::DType dtype,
+              std::vector<int64_t> shape, program::BufferKind kind, program::Region region,
+              uint64_t offset) {
+  program::Buffer *buffer = program->add_buffers();
+  buffer->set_name(name);
+  buffer->set_dtype(dtype);
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    buffer->add_shape(d);
+    numel *= d;
+  }
+  buffer->set_kind(kind);
+  buffer->set_region(region);
+  buffer->set_offset(offset);
+  buffer->set_size_bytes(static_cast<uint64_t>(numel) * dtypeSize(dtype));
+  return program->buffers_size() - 1;
+}
+
+int addOp(program::Program *program, const std::string &kernel, const std::string &name,
+          std::vector<int> inputs, std::vector<int> outputs) {
+  program::Op *op = program->add_ops();
+  op->set_kernel(kernel);
+  op->set_name(name);
+  for (int i : inputs)
+    op->add_inputs(i);
+  for (int o : outputs)
+    op->add_outputs(o);
+  return program->ops_size() - 1;
+}
+
+std::vector<float> addMatmulBias() { return {0.5f, -1.0f, 2.0f, 0.0f, 1.5f, -0.25f}; }
+std::vector<float> addMatmulWeight() { return {1.0f, 2.0f, -1.0f, 0.5f, 3.0f, -2.0f}; }
+
+program::Bundle addMatmulBundle() {
+  program::Bundle bundle;
+  bundle.set_format_version(1);
+  bundle.set_mode("forward");
+  bundle.set_source_model("model.onnx");
+  bundle.set_world_size(1);
+  bundle.set_weights_file("weights.bin");
+  program::Program *p = bundle.add_programs();
+  p->set_rank(0);
+  p->set_world_size(1);
+  int x = addBuffer(p, "x", program::F32, {2, 3}, program::INPUT, program::ARENA, 0);
+  int b = addBuffer(p, "b", program::F32, {2, 3}, program::PARAMETER, program::WEIGHTS, 0);
+  int w = addBuffer(p, "w", program::F32, {3, 2}, program::PARAMETER, program::WEIGHTS, 64);
+  int y = addBuffer(p, "y", program::F32, {2, 3}, program::ACTIVATION, program::ARENA, 64);
+  int z = addBuffer(p, "z", program::F32, {2, 2}, program::ACTIVATION, program::ARENA, 128);
+  addOp(p, "add", "Add_0", {x, b}, {y});
+  addOp(p, "matmul", "MatMul_3", {y, w}, {z});
+  program::Binding *in = p->add_inputs();
+  in->set_name("x");
+  in->set_buffer(x);
+  program::Binding *out = p->add_outputs();
+  out->set_name("z");
+  out->set_buffer(z);
+  p->set_arena_bytes(192);
+  p->set_weights_bytes(128);
+  return bundle;
+}
+
+std::string addMatmulWeights() {
+  std::string weights(128, '\0');
+  std::vector<float> bias = addMatmulBias(), weight = addMatmulWeight();
+  std::memcpy(&weights[0], bias.data(), bias.size() * sizeof(float));
+  std::memcpy(&weights[64], weight.data(), weight.size() * sizeof(float));
+  return weights;
+}
+
+std::vector<float> expectedAddMatmul(const std::vector<float> &x) {
+  std::vector<float> bias = addMatmulBias(), weight = addMatmulWeight();
+  std::vector<float> z(4, 0.0f);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 3; ++k)
+        z[i * 2 + j] += (x[i * 3 + k] + bias[i * 3 + k]) * weight[k * 2 + j];
+  return z;
+}
+
+void writeBundle(const TempDir &dir, program::Bundle bundle, const std::string &weights,
+                 bool fixChecksum) {
+  if (fixChecksum)
+    bundle.set_weights_checksum(fnv1a64(weights.data(), weights.size()));
+  writeBytes(dir.file("program.pb"), bundle.SerializeAsString());
+  // A weights_file that escapes the bundle is left for the loader to reject.
+  if (!bundle.weights_file().empty() && bundle.weights_file().find('/') == std::string::npos)
+    writeBytes(dir.file(bundle.weights_file()), weights);
+}
+
+} // namespace shardc::runtime::testing

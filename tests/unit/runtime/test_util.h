@@ -1,0 +1,56 @@
+// Helpers shared by the runtime unit tests.
+#pragma once
+
+#include "runtime/program/program.pb.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardc::runtime::testing {
+
+// A fresh directory under the system temp dir, removed with everything in it on destruction.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+
+  const std::string &path() const { return path_; }
+  // path()/name
+  std::string file(const std::string &name) const { return path_ + "/" + name; }
+
+private:
+  std::string path_;
+};
+
+// Writes bytes to a file, failing the current test on error.
+void writeBytes(const std::string &path, const std::string &bytes);
+std::string readBytes(const std::string &path);
+
+// Appends a buffer to `program` and returns its index.
+int addBuffer(program::Program *program, const std::string &name, program::DType dtype,
+              std::vector<int64_t> shape, program::BufferKind kind, program::Region region,
+              uint64_t offset);
+
+// Appends an op and returns its index.
+int addOp(program::Program *program, const std::string &kernel, const std::string &name,
+          std::vector<int> inputs, std::vector<int> outputs);
+
+// A one-rank forward bundle computing z = (x + b) @ w: graph input x f32[2x3] in the arena,
+// parameters b f32[2x3] and w f32[3x2] at weights offsets 0 and 64, graph output z f32[2x2].
+program::Bundle addMatmulBundle();
+// Its 128-byte weights file: addMatmulBias() at offset 0, addMatmulWeight() at offset 64.
+std::string addMatmulWeights();
+std::vector<float> addMatmulBias();   // b: [2, 3]
+std::vector<float> addMatmulWeight(); // w: [3, 2]
+// z = (x + b) @ w computed directly.
+std::vector<float> expectedAddMatmul(const std::vector<float> &x);
+
+// Writes program.pb and the weights file into `dir`; unless told otherwise the bundle's
+// checksum is set to match `weights`.
+void writeBundle(const TempDir &dir, program::Bundle bundle, const std::string &weights,
+                 bool fixChecksum = true);
+
+} // namespace shardc::runtime::testing
