@@ -29,7 +29,8 @@ options:
 )";
 
 ParseResult usageError(const std::string &message) {
-  std::fprintf(stderr, "shardc: error: %s\nTry 'shardc --help' for usage.\n", message.c_str());
+  // One line, like every other error, so scripts can rely on it; the hint rides along.
+  std::fprintf(stderr, "shardc: error: %s (see 'shardc --help')\n", message.c_str());
   return ParseResult::UsageError;
 }
 
@@ -114,7 +115,7 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
       std::vector<int64_t> dims;
       if (eq == std::string::npos || eq == 0 || !parseDims(std::string_view(value).substr(eq + 1), dims))
         return usageError("--input-shape '" + value +
-                          "': expected NAME=DIMS with positive sizes, e.g. input_ids=8x128");
+                          "': expected NAME=DIMS with sizes separated by 'x', e.g. input_ids=8x128");
       std::string name = value.substr(0, eq);
       if (options.inputShapes.count(name))
         return usageError("--input-shape given twice for '" + name + "'");

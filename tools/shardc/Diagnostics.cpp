@@ -1,6 +1,7 @@
 //===- Diagnostics.cpp ------------------------------------------------------------------===//
 #include "Diagnostics.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
 
 #include <cstdio>

@@ -266,9 +266,9 @@ std::optional<Failure> runShardrun(const Options &options) {
 }
 
 int report(const Failure &failure) {
-  std::fprintf(stderr, "shardrun: error: %s\n", failure.message.c_str());
-  if (failure.exitCode == kExitUsage)
-    std::fprintf(stderr, "shardrun: run 'shardrun --help' for usage\n");
+  // Always one line; usage errors carry the hint on the same line.
+  std::fprintf(stderr, "shardrun: error: %s%s\n", failure.message.c_str(),
+               failure.exitCode == kExitUsage ? " (see 'shardrun --help')" : "");
   return failure.exitCode;
 }
 

@@ -87,7 +87,7 @@ void formatProgram(const program::Program &p, std::ostringstream &os) {
     ++histogram[op.kernel()];
   os << "kernels: " << p.ops_size() << " calls:";
   for (auto &[kernel, count] : histogram)
-    os << " " << kernel << "x" << count;
+    os << " " << kernel << "(" << count << ")";
   os << "\n\nprogram (A@ = arena offset, W@ = weights offset, in bytes):\n";
   for (int i = 0; i < p.ops_size(); ++i) {
     const program::Op &op = p.ops(i);

@@ -85,3 +85,14 @@ func.func @gather_out_of_range() -> tensor<i64> {
   %g = graph.gather %s, %i {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
   return %g : tensor<i64>
 }
+
+// -----
+
+// A cast to the type its input already has disappears.
+// CHECK-LABEL: func.func @noop_cast
+// CHECK-NOT: graph.cast
+// CHECK: return %arg0
+func.func @noop_cast(%m: tensor<4xi1> {graph.input = "m"}) -> tensor<4xi1> {
+  %c = graph.cast %m {to = i1} : (tensor<4xi1>) -> tensor<4xi1>
+  return %c : tensor<4xi1>
+}

@@ -104,7 +104,7 @@ TEST(Shardrun, HelpAndUsageErrors) {
   EXPECT_EQ(help.exitCode, 0);
   EXPECT_THAT(help.out, StartsWith("usage: shardrun BUNDLE --data DIR --outputs DIR2"));
 
-  const std::string hint = "shardrun: run 'shardrun --help' for usage\n";
+  const std::string hint = " (see 'shardrun --help')\n";
   struct Case {
     std::vector<std::string> args;
     std::string message;
@@ -120,7 +120,7 @@ TEST(Shardrun, HelpAndUsageErrors) {
   for (const Case &c : cases) {
     RunResult r = runShardrun(scratch, c.args);
     EXPECT_EQ(r.exitCode, 2) << c.message;
-    EXPECT_EQ(r.err, "shardrun: error: " + c.message + "\n" + hint);
+    EXPECT_EQ(r.err, "shardrun: error: " + c.message + hint);
   }
 }
 

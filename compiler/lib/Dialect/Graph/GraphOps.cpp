@@ -193,6 +193,11 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   return success();
 }
 
+// A cast to the type the input already has (torch emits bool -> bool casts) is the identity.
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  return getInput().getType() == getType() ? getInput() : Value();
+}
+
 //===-------------------------------------------------------------------------------------===//
 // Linear algebra, normalisation, softmax
 //===-------------------------------------------------------------------------------------===//

@@ -114,6 +114,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Graph_Tensor:$input, TypeAttr:$to);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
 }
 
 //===-------------------------------------------------------------------------------------===//

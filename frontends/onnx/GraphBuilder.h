@@ -1,0 +1,91 @@
+//===- GraphBuilder.h - the @forward function being built -------------------------------===//
+//
+// Owns the module and @forward while the importer fills them: ONNX names -> SSA values,
+// arguments (graph inputs, then parameters), constants, results (graph outputs), and
+// locations (NameLoc(name, FileLineColLoc(model path, 0, 0))). It also compares the types
+// the dialect infers with ONNX's view of them.
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_FRONTENDS_ONNX_GRAPHBUILDER_H
+#define SHARDC_FRONTENDS_ONNX_GRAPHBUILDER_H
+
+#include "frontends/onnx/ErrorReporting.h"
+#include "frontends/onnx/Initializers.h"
+#include "frontends/onnx/ModelValidation.h"
+
+#include "onnx/onnx_pb.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+
+namespace shardc::onnx_import {
+
+class GraphBuilder {
+public:
+  // `declared`: the types the model declares, checked as each node is imported.
+  GraphBuilder(mlir::MLIRContext &ctx, ErrorReporter &errors, OnnxTypes declared);
+
+  // Creates the module and @forward: one argument per graph input (in order, graph.input)
+  // and per parameter (graph.param), then one graph.constant per constant initializer.
+  mlir::LogicalResult begin(const onnx::GraphProto &graph, const InitializerSet &initializers);
+  // Returns the graph outputs (graph.output), fixes the function type and verifies the module.
+  mlir::LogicalResult finish(const onnx::GraphProto &graph);
+  mlir::OwningOpRef<mlir::ModuleOp> takeModule() { return std::move(module_); }
+
+  // The value of an ONNX tensor name, or null when nothing defined it (yet).
+  mlir::Value lookup(llvm::StringRef name) const { return values_.lookup(name); }
+  // Binds `name`; fails (without recording an error) when it is already bound.
+  mlir::LogicalResult define(llvm::StringRef name, mlir::Value value);
+
+  // Compares `value`'s type with the declared type of `name`, if any. On a mismatch returns
+  // failure() and sets `why`.
+  mlir::LogicalResult checkOnnxType(llvm::StringRef name, mlir::Value value,
+                                    std::string &why) const {
+    return checkType(declared_, name, mlir::cast<mlir::RankedTensorType>(value.getType()), why);
+  }
+  // After finish(): compares every node output and graph output with the types libonnx's
+  // shape inference gave them; a mismatch is an importer bug, reported at the node.
+  mlir::LogicalResult checkInferredTypes(const onnx::GraphProto &graph, const OnnxTypes &inferred);
+  // Why `value` is not a compile-time constant: "it depends on graph input 'x'", ...
+  std::string describeDependency(mlir::Value value) const;
+
+  mlir::Location locationFor(llvm::StringRef name);
+  mlir::OpBuilder &builder() { return builder_; }
+  mlir::MLIRContext &context() { return ctx_; }
+  ErrorReporter &errors() { return errors_; }
+  DiagnosticCapture &diagnostics() { return diagnostics_; }
+
+private:
+  struct Argument {
+    std::string name;
+    mlir::RankedTensorType type;
+    llvm::StringRef attrName; // graph.input or graph.param
+  };
+  mlir::LogicalResult collectArguments(const onnx::GraphProto &graph,
+                                       const InitializerSet &initializers,
+                                       std::vector<Argument> &arguments);
+  mlir::FailureOr<mlir::RankedTensorType> inputType(const onnx::ValueInfoProto &input);
+  std::string argumentName(mlir::BlockArgument arg) const;
+  void eraseDeadConstants();
+  mlir::LogicalResult checkType(const OnnxTypes &types, llvm::StringRef name,
+                                mlir::RankedTensorType ours, std::string &why) const;
+
+  mlir::MLIRContext &ctx_;
+  ErrorReporter &errors_;
+  OnnxTypes declared_;
+  DiagnosticCapture diagnostics_;
+  mlir::OpBuilder builder_;
+  mlir::OwningOpRef<mlir::ModuleOp> module_;
+  mlir::func::FuncOp func_;
+  llvm::StringMap<mlir::Value> values_;           // cleared by finish(): folding erased some
+  llvm::StringMap<mlir::RankedTensorType> types_; // of every name ever bound
+};
+
+} // namespace shardc::onnx_import
+
+#endif

@@ -1,0 +1,246 @@
+//===- DataMovementOps.cpp - Transpose, Concat, Split, Slice, Gather, Trilu -------------===//
+#include "frontends/onnx/ops/OpImporters.h"
+
+#include "frontends/onnx/ImportLimits.h"
+#include "frontends/onnx/NodeContext.h"
+
+#include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Lowering/ConstantEvaluator.h"
+
+using namespace mlir;
+using namespace shardc::graph;
+
+namespace shardc::onnx_import {
+
+namespace {
+
+// Split sizes from the opset's forms: the `split` input (13+), `num_outputs` (18+: chunks of
+// ceil(dim / n), the last one smaller), or neither (equal parts, one per output).
+FailureOr<SmallVector<int64_t>> splitSizes(NodeContext &node, int64_t dim) {
+  int64_t outputs = node.numOutputs();
+  FailureOr<std::optional<int64_t>> numOutputs = node.optionalIntAttr("num_outputs");
+  if (failed(numOutputs))
+    return failure();
+  if (node.findAttr("split"))
+    return node.fail("attribute 'split' was replaced by input 'split' in opset 13");
+  if (*numOutputs && node.opset() < 18)
+    return node.fail("attribute 'num_outputs' needs opset 18");
+  if (node.hasInput(1)) {
+    if (*numOutputs)
+      return node.fail("input 'split' and attribute 'num_outputs' must not both be given");
+    FailureOr<SmallVector<int64_t>> sizes = node.constantInts(1, "split", outputs);
+    if (failed(sizes))
+      return failure();
+    if (static_cast<int64_t>(sizes->size()) != outputs)
+      return node.fail("input 'split' has " + std::to_string(sizes->size()) + " sizes for " +
+                       std::to_string(outputs) + " outputs");
+    return sizes;
+  }
+  if (*numOutputs) {
+    int64_t n = **numOutputs;
+    if (n != outputs)
+      return node.fail("num_outputs is " + std::to_string(n) + " but the node has " +
+                       std::to_string(outputs) + " outputs");
+    int64_t chunk = (dim + n - 1) / n;
+    int64_t last = dim - chunk * (n - 1);
+    if (last < 0)
+      return node.fail("cannot split dimension of size " + std::to_string(dim) + " into " +
+                       std::to_string(n) + " chunks of " + std::to_string(chunk));
+    SmallVector<int64_t> sizes(n - 1, chunk);
+    sizes.push_back(last);
+    return sizes;
+  }
+  if (dim % outputs != 0)
+    return node.fail("cannot split dimension of size " + std::to_string(dim) + " into " +
+                     std::to_string(outputs) + " equal parts");
+  return SmallVector<int64_t>(outputs, dim / outputs);
+}
+
+// One axis of ONNX Slice, clamped as the specification says: negative start/end count from
+// the end; with step > 0 start and end are clamped to [0, dim]; with step < 0 start to
+// [0, dim - 1] and end to [-1, dim - 1] (so INT64_MIN/INT64_MAX mean "to the very end").
+// |step| is capped at max(dim, 1): that selects the same elements and keeps the dialect's
+// length arithmetic far from overflow.
+void normalizeSliceAxis(int64_t dim, int64_t &start, int64_t &end, int64_t &step) {
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+  } else {
+    start = std::min<int64_t>(std::max<int64_t>(start, 0), dim - 1);
+    end = std::min<int64_t>(std::max<int64_t>(end, -1), dim - 1);
+  }
+  int64_t maxStep = std::max<int64_t>(dim, 1);
+  if (step > maxStep)
+    step = maxStep;
+  else if (step < -maxStep)
+    step = -maxStep;
+}
+
+// Constant indices are checked against the axis size here, so an out-of-range index is an
+// import error rather than a runtime one; negative indices stay (the kernel handles them).
+LogicalResult checkConstantIndices(NodeContext &node, Value indices, int64_t dim) {
+  std::optional<DenseElementsAttr> values = getConstantValue(indices);
+  if (!values || values->getNumElements() > (int64_t(1) << 20))
+    return success();
+  for (const APInt &v : values->getValues<APInt>()) {
+    int64_t i = v.getSExtValue();
+    if (i < -dim || i >= dim)
+      return node.fail("index " + std::to_string(i) + " is out of range for an axis of size " +
+                       std::to_string(dim));
+  }
+  return success();
+}
+
+} // namespace
+
+// perm defaults to reversing the dimensions.
+LogicalResult importTranspose(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "data");
+  FailureOr<std::optional<SmallVector<int64_t>>> perm = node.intsAttr("perm");
+  if (failed(x) || failed(perm))
+    return failure();
+  SmallVector<int64_t> order;
+  if (*perm)
+    order = **perm;
+  else
+    for (int64_t d = NodeContext::typeOf(*x).getRank() - 1; d >= 0; --d)
+      order.push_back(d);
+  return node.setOutput(
+      node.createInferred1<TransposeOp>(*x, node.builder().getDenseI64ArrayAttr(order)));
+}
+
+LogicalResult importConcat(NodeContext &node) {
+  FailureOr<std::optional<int64_t>> axis = node.optionalIntAttr("axis");
+  if (failed(axis))
+    return failure();
+  if (!*axis)
+    return node.fail("attribute 'axis' is required");
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < node.numInputs(); ++i) {
+    FailureOr<Value> v = node.requiredInput(i, "inputs");
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  FailureOr<int64_t> normalized =
+      node.normalizeAxis(**axis, NodeContext::typeOf(inputs[0]).getRank(), "axis");
+  if (failed(normalized))
+    return failure();
+  return node.setOutput(node.createInferred1<ConcatOp>(
+      ValueRange(inputs), node.builder().getI64IntegerAttr(*normalized)));
+}
+
+LogicalResult importSplit(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "input");
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  if (failed(x) || failed(axis))
+    return failure();
+  RankedTensorType type = NodeContext::typeOf(*x);
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, type.getRank(), "axis");
+  if (failed(normalized))
+    return failure();
+  FailureOr<SmallVector<int64_t>> sizes = splitSizes(node, type.getDimSize(*normalized));
+  if (failed(sizes))
+    return failure();
+  OpBuilder &builder = node.builder();
+  auto results =
+      node.createInferred<SplitOp>(sizes->size(), *x, builder.getI64IntegerAttr(*normalized),
+                                   builder.getDenseI64ArrayAttr(*sizes));
+  if (failed(results))
+    return failure();
+  return node.setOutputs(*results);
+}
+
+// Resolves starts/ends/axes/steps (inputs since opset 10) into graph.slice's full
+// per-dimension form.
+LogicalResult importSlice(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "data");
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> dims = NodeContext::typeOf(*x).getShape();
+  int64_t rank = static_cast<int64_t>(dims.size());
+  FailureOr<SmallVector<int64_t>> starts = node.constantInts(1, "starts", rank);
+  FailureOr<SmallVector<int64_t>> ends = failed(starts) ? FailureOr<SmallVector<int64_t>>(failure())
+                                                        : node.constantInts(2, "ends", rank);
+  if (failed(starts) || failed(ends))
+    return failure();
+  size_t n = starts->size();
+  SmallVector<int64_t> axes, steps(n, 1);
+  for (size_t k = 0; k < n; ++k)
+    axes.push_back(static_cast<int64_t>(k));
+  if (node.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> given = node.constantInts(3, "axes", rank);
+    if (failed(given))
+      return failure();
+    axes = *given;
+  }
+  if (node.hasInput(4)) {
+    FailureOr<SmallVector<int64_t>> given = node.constantInts(4, "steps", rank);
+    if (failed(given))
+      return failure();
+    steps = *given;
+  }
+  if (ends->size() != n || axes.size() != n || steps.size() != n)
+    return node.fail("starts, ends, axes and steps must have the same length");
+
+  SmallVector<int64_t> fullStarts(rank, 0), fullEnds(dims), fullSteps(rank, 1);
+  SmallVector<bool> seen(rank, false);
+  for (size_t k = 0; k < n; ++k) {
+    FailureOr<int64_t> axis = node.normalizeAxis(axes[k], rank, "axis");
+    if (failed(axis))
+      return failure();
+    if (seen[*axis])
+      return node.fail("axis " + std::to_string(*axis) + " is given twice");
+    seen[*axis] = true;
+    if (steps[k] == 0)
+      return node.fail("step must not be 0");
+    int64_t start = (*starts)[k], end = (*ends)[k], step = steps[k];
+    normalizeSliceAxis(dims[*axis], start, end, step);
+    fullStarts[*axis] = start;
+    fullEnds[*axis] = end;
+    fullSteps[*axis] = step;
+  }
+  OpBuilder &builder = node.builder();
+  return node.setOutput(node.createInferred1<SliceOp>(*x, builder.getDenseI64ArrayAttr(fullStarts),
+                                                      builder.getDenseI64ArrayAttr(fullEnds),
+                                                      builder.getDenseI64ArrayAttr(fullSteps)));
+}
+
+LogicalResult importGather(NodeContext &node) {
+  FailureOr<Value> data = node.requiredInput(0, "data");
+  FailureOr<Value> indices = node.requiredInput(1, "indices");
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  if (failed(data) || failed(indices) || failed(axis))
+    return failure();
+  RankedTensorType type = NodeContext::typeOf(*data);
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, type.getRank(), "axis");
+  if (failed(normalized) ||
+      failed(checkConstantIndices(node, *indices, type.getDimSize(*normalized))))
+    return failure();
+  return node.setOutput(node.createInferred1<GatherOp>(
+      *data, *indices, node.builder().getI64IntegerAttr(*normalized)));
+}
+
+// k (opset 14 input, default 0) must be a compile-time constant: it becomes an attribute.
+LogicalResult importTrilu(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "input");
+  FailureOr<int64_t> upper = node.intAttr("upper", 1);
+  if (failed(x) || failed(upper))
+    return failure();
+  int64_t k = 0;
+  if (node.hasInput(1)) {
+    FailureOr<int64_t> given = node.constantInt(1, "k");
+    if (failed(given))
+      return failure();
+    k = *given;
+  }
+  OpBuilder &builder = node.builder();
+  return node.setOutput(node.createTyped1<TriluOp>(
+      x->getType(), *x, builder.getBoolAttr(*upper != 0), builder.getI64IntegerAttr(k)));
+}
+
+} // namespace shardc::onnx_import

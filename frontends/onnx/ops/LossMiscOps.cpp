@@ -1,0 +1,145 @@
+//===- LossMiscOps.cpp - SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, Dropout, ----===//
+//                      Identity, Constant
+#include "frontends/onnx/ops/OpImporters.h"
+
+#include "frontends/onnx/ErrorReporting.h"
+#include "frontends/onnx/NodeContext.h"
+#include "frontends/onnx/TensorDecoding.h"
+
+#include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Lowering/ConstantEvaluator.h"
+
+using namespace mlir;
+using namespace shardc::graph;
+
+namespace shardc::onnx_import {
+
+namespace {
+
+struct LossAttributes {
+  StringAttr reduction;
+  IntegerAttr ignoreIndex; // null when ONNX's is absent
+};
+
+// reduction (default "mean", checked by the dialect) and the optional ignore_index.
+FailureOr<LossAttributes> lossAttributes(NodeContext &node) {
+  FailureOr<std::string> reduction = node.stringAttr("reduction", "mean");
+  FailureOr<std::optional<int64_t>> ignoreIndex = node.optionalIntAttr("ignore_index");
+  if (failed(reduction) || failed(ignoreIndex))
+    return failure();
+  OpBuilder &builder = node.builder();
+  LossAttributes attrs{builder.getStringAttr(*reduction), IntegerAttr()};
+  if (*ignoreIndex)
+    attrs.ignoreIndex = builder.getI64IntegerAttr(**ignoreIndex);
+  return attrs;
+}
+
+// Constant value for one of the forms value_float(s) / value_int(s).
+DenseElementsAttr listConstant(MLIRContext *ctx, const onnx::AttributeProto &attr) {
+  const std::string &name = attr.name();
+  if (name == "value_float")
+    return DenseElementsAttr::get(RankedTensorType::get({}, Float32Type::get(ctx)), attr.f());
+  if (name == "value_int")
+    return DenseElementsAttr::get(RankedTensorType::get({}, IntegerType::get(ctx, 64)),
+                                  static_cast<int64_t>(attr.i()));
+  if (name == "value_floats") {
+    SmallVector<float> values(attr.floats().begin(), attr.floats().end());
+    auto type = RankedTensorType::get({attr.floats_size()}, Float32Type::get(ctx));
+    return DenseElementsAttr::get(type, ArrayRef<float>(values));
+  }
+  SmallVector<int64_t> values(attr.ints().begin(), attr.ints().end());
+  auto type = RankedTensorType::get({attr.ints_size()}, IntegerType::get(ctx, 64));
+  return DenseElementsAttr::get(type, ArrayRef<int64_t>(values));
+}
+
+} // namespace
+
+LogicalResult importSoftmaxCrossEntropyLoss(NodeContext &node) {
+  FailureOr<Value> scores = node.requiredInput(0, "scores");
+  FailureOr<Value> labels = node.requiredInput(1, "labels");
+  FailureOr<LossAttributes> attrs = lossAttributes(node);
+  if (failed(scores) || failed(labels) || failed(attrs))
+    return failure();
+  // graph op results: loss and log_prob; the node binds log_prob only if it names it.
+  auto results = node.createInferred<SoftmaxCrossEntropyLossOp>(
+      2, *scores, *labels, node.input(2), attrs->reduction, attrs->ignoreIndex);
+  if (failed(results))
+    return failure();
+  return node.setOutputs(*results);
+}
+
+LogicalResult importNegativeLogLikelihoodLoss(NodeContext &node) {
+  FailureOr<Value> input = node.requiredInput(0, "input");
+  FailureOr<Value> target = node.requiredInput(1, "target");
+  FailureOr<LossAttributes> attrs = lossAttributes(node);
+  if (failed(input) || failed(target) || failed(attrs))
+    return failure();
+  return node.setOutput(node.createInferred1<NegativeLogLikelihoodLossOp>(
+      *input, *target, node.input(2), attrs->reduction, attrs->ignoreIndex));
+}
+
+// Forward compilation imports Dropout with inference semantics: graph.dropout, which folds to
+// the identity and an all-true mask. The ratio and training_mode inputs (and `seed`) are
+// ignored; a constant ratio is only recorded on the op (the ONNX default otherwise, 0.5).
+LogicalResult importDropout(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "data");
+  if (failed(x))
+    return failure();
+  float ratio = 0.5f;
+  if (node.hasInput(1))
+    if (std::optional<DenseElementsAttr> given = getConstantValue(node.input(1)))
+      if (given->getElementType().isF32() && given->getNumElements() == 1)
+        ratio = given->getValues<float>()[0];
+  RankedTensorType type = NodeContext::typeOf(*x);
+  Type mask = RankedTensorType::get(type.getShape(), IntegerType::get(node.context(), 1));
+  auto results =
+      node.createTyped<DropoutOp>(TypeRange{type, mask}, *x, node.builder().getF32FloatAttr(ratio));
+  if (failed(results))
+    return failure();
+  return node.setOutputs(*results);
+}
+
+LogicalResult importIdentity(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "input");
+  if (failed(x))
+    return failure();
+  return node.setOutput(node.createTyped1<IdentityOp>(x->getType(), *x));
+}
+
+// Exactly one of value, value_float(s), value_int(s); strings and sparse tensors are not
+// supported.
+LogicalResult importConstant(NodeContext &node) {
+  const onnx::AttributeProto *form = nullptr;
+  for (const onnx::AttributeProto &attr : node.proto().attribute()) {
+    if (form)
+      return node.fail("must have exactly one attribute, got '" + form->name() + "' and '" +
+                       attr.name() + "'");
+    form = &attr;
+  }
+  if (!form)
+    return node.fail("has no value attribute");
+  llvm::StringRef name = form->name();
+  DenseElementsAttr value;
+  if (name == "value") {
+    if (!form->has_t())
+      return node.fail("attribute 'value' must be a tensor");
+    DecodedTensor decoded;
+    std::string why;
+    // External data was inlined when the model was loaded (inlineConstantNodeData).
+    if (failed(decodeTensor(*node.context(), form->t(), "", decoded, why)))
+      return node.fail("value: " + why);
+    if (!decoded.present)
+      return node.fail("value refers to external data that was not loaded");
+    value = toElementsAttr(decoded);
+  } else if (name == "value_float" || name == "value_int" || name == "value_floats" ||
+             name == "value_ints") {
+    value = listConstant(node.context(), *form);
+  } else {
+    return node.fail("attribute " + quote(name) +
+                     " is not supported (value, value_float, "
+                     "value_floats, value_int and value_ints are)");
+  }
+  return node.setOutput(node.constant(value));
+}
+
+} // namespace shardc::onnx_import

@@ -1,0 +1,85 @@
+//===- OpImporters.h - one function per supported ONNX operator -------------------------===//
+//
+// Each function turns one ONNX node into graph-dialect ops through NodeContext, which has
+// already checked the node's input/output counts against SupportedOps' table. The functions
+// normalise every attribute/input form of opsets 13-20 into the dialect's single form.
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_FRONTENDS_ONNX_OPS_OPIMPORTERS_H
+#define SHARDC_FRONTENDS_ONNX_OPS_OPIMPORTERS_H
+
+#include "mlir/Support/LogicalResult.h"
+
+namespace shardc::onnx_import {
+
+class NodeContext;
+
+// ElementwiseOps.cpp
+mlir::LogicalResult importAdd(NodeContext &node);
+mlir::LogicalResult importSub(NodeContext &node);
+mlir::LogicalResult importMul(NodeContext &node);
+mlir::LogicalResult importDiv(NodeContext &node);
+mlir::LogicalResult importPow(NodeContext &node);
+mlir::LogicalResult importEqual(NodeContext &node);
+mlir::LogicalResult importLess(NodeContext &node);
+mlir::LogicalResult importGreater(NodeContext &node);
+mlir::LogicalResult importAnd(NodeContext &node);
+mlir::LogicalResult importOr(NodeContext &node);
+mlir::LogicalResult importNot(NodeContext &node);
+mlir::LogicalResult importSqrt(NodeContext &node);
+mlir::LogicalResult importReciprocal(NodeContext &node);
+mlir::LogicalResult importNeg(NodeContext &node);
+mlir::LogicalResult importExp(NodeContext &node);
+mlir::LogicalResult importLog(NodeContext &node);
+mlir::LogicalResult importTanh(NodeContext &node);
+mlir::LogicalResult importErf(NodeContext &node);
+mlir::LogicalResult importSigmoid(NodeContext &node);
+mlir::LogicalResult importRelu(NodeContext &node);
+mlir::LogicalResult importAbs(NodeContext &node);
+mlir::LogicalResult importGelu(NodeContext &node);
+mlir::LogicalResult importMax(NodeContext &node);
+mlir::LogicalResult importMin(NodeContext &node);
+mlir::LogicalResult importClip(NodeContext &node);
+mlir::LogicalResult importWhere(NodeContext &node);
+mlir::LogicalResult importCast(NodeContext &node);
+
+// LinalgNormOps.cpp
+mlir::LogicalResult importMatMul(NodeContext &node);
+mlir::LogicalResult importGemm(NodeContext &node);
+mlir::LogicalResult importLayerNormalization(NodeContext &node);
+mlir::LogicalResult importSoftmax(NodeContext &node);
+mlir::LogicalResult importLogSoftmax(NodeContext &node);
+
+// ReductionOps.cpp
+mlir::LogicalResult importReduceMean(NodeContext &node);
+mlir::LogicalResult importReduceSum(NodeContext &node);
+mlir::LogicalResult importReduceMax(NodeContext &node);
+
+// ShapeOps.cpp: ops whose result shape comes from operand values or attributes.
+mlir::LogicalResult importReshape(NodeContext &node);
+mlir::LogicalResult importUnsqueeze(NodeContext &node);
+mlir::LogicalResult importSqueeze(NodeContext &node);
+mlir::LogicalResult importFlatten(NodeContext &node);
+mlir::LogicalResult importExpand(NodeContext &node);
+mlir::LogicalResult importShape(NodeContext &node);
+mlir::LogicalResult importConstantOfShape(NodeContext &node);
+mlir::LogicalResult importRange(NodeContext &node);
+
+// DataMovementOps.cpp
+mlir::LogicalResult importTranspose(NodeContext &node);
+mlir::LogicalResult importConcat(NodeContext &node);
+mlir::LogicalResult importSplit(NodeContext &node);
+mlir::LogicalResult importSlice(NodeContext &node);
+mlir::LogicalResult importGather(NodeContext &node);
+mlir::LogicalResult importTrilu(NodeContext &node);
+
+// LossMiscOps.cpp
+mlir::LogicalResult importSoftmaxCrossEntropyLoss(NodeContext &node);
+mlir::LogicalResult importNegativeLogLikelihoodLoss(NodeContext &node);
+mlir::LogicalResult importDropout(NodeContext &node);
+mlir::LogicalResult importIdentity(NodeContext &node);
+mlir::LogicalResult importConstant(NodeContext &node);
+
+} // namespace shardc::onnx_import
+
+#endif

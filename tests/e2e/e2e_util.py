@@ -1,0 +1,145 @@
+"""Helpers shared by the end-to-end test scripts (node conformance, models, bad inputs)."""
+
+import os
+import re
+import signal
+import subprocess
+
+import numpy as np
+
+# ONNX ops (default domain) that shardc compiles.
+SUPPORTED_OPS = frozenset("""
+    Add Sub Mul Div Pow Sqrt Reciprocal Neg Exp Log Tanh Erf Sigmoid Relu Gelu Abs Max Min Clip
+    Where Equal Less Greater Not And Or Cast MatMul Gemm LayerNormalization Softmax LogSoftmax
+    ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat Split Slice
+    Gather Expand Shape ConstantOfShape Range Trilu Identity Constant SoftmaxCrossEntropyLoss
+    NegativeLogLikelihoodLoss Dropout
+""".split())
+
+# Default-domain opsets shardc accepts.
+MIN_OPSET = 13
+MAX_OPSET = 20
+
+# Element types shardc supports, by onnx.TensorProto enum value.
+SUPPORTED_DTYPES = {1: "float32", 7: "int64", 6: "int32", 9: "bool"}
+
+# Operand positions whose *values* shardc needs at compile time, per op type. Every tensor must
+# have a static shape, so operands that determine a shape must be constants (initializers,
+# Constant nodes, or computed from those and from static shapes). Dropout's ratio and
+# training_mode are included because they decide at compile time whether Dropout is a copy.
+COMPILE_TIME_OPERANDS = {
+    "Reshape": (1,),
+    "Expand": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Unsqueeze": (1,),
+    "Squeeze": (1,),
+    "ReduceMean": (1,),
+    "ReduceSum": (1,),
+    "ReduceMax": (1,),
+    "Split": (1,),
+    "Trilu": (1,),
+    "Range": (0, 1, 2),
+    "ConstantOfShape": (0,),
+    "Dropout": (1, 2),
+}
+
+
+def npy_name(tensor_name):
+    """File name (without .npy) shardrun uses for a tensor: characters outside [A-Za-z0-9._-]
+    become `_`."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", tensor_name)
+
+
+class ToolResult:
+    """Outcome of one shardc/shardrun invocation."""
+
+    def __init__(self, argv, returncode, stdout, stderr, timed_out=False):
+        self.argv = argv
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.timed_out = timed_out
+
+    @property
+    def ok(self):
+        return not self.timed_out and self.returncode == 0
+
+    def describe(self):
+        """One-paragraph description of a failed run for reports."""
+        tool = os.path.basename(self.argv[0])
+        if self.timed_out:
+            status = f"{tool} timed out"
+        elif self.returncode < 0:
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = str(-self.returncode)
+            status = f"{tool} killed by signal {name}"
+        else:
+            status = f"{tool} exited {self.returncode}"
+        text = self.stderr.strip() or self.stdout.strip()
+        if len(text) > 2000:
+            text = text[:2000] + " [...]"
+        return f"{status}: {text}" if text else status
+
+
+def run_tool(argv, timeout):
+    """Runs argv, capturing text output; never raises for a failing or hanging tool."""
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        return ToolResult(argv, None, _text(exc.stdout), _text(exc.stderr), timed_out=True)
+    return ToolResult(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr))
+
+
+def _text(data):
+    if data is None:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+def compare_output(name, actual, expected, rtol, atol):
+    """Compares one output with its reference.
+
+    Floats: np.allclose(rtol, atol, equal_nan=True); every other dtype exactly. Shape and dtype
+    must match exactly. Returns (error message or None, max abs error, max relative error); the
+    errors are None for non-float outputs.
+    """
+    if actual.dtype != expected.dtype:
+        return f"output {name}: dtype {actual.dtype} != expected {expected.dtype}", None, None
+    if actual.shape != expected.shape:
+        return (f"output {name}: shape {list(actual.shape)} != expected "
+                f"{list(expected.shape)}"), None, None
+    if expected.dtype.kind != "f":
+        if np.array_equal(actual, expected):
+            return None, None, None
+        bad = int(np.count_nonzero(actual != expected))
+        first = np.argwhere(actual != expected)[0] if expected.ndim else ()
+        idx = tuple(int(i) for i in first)
+        return (f"output {name}: {bad}/{expected.size} elements differ, e.g. at {list(idx)}: "
+                f"{actual[idx]!r} != expected {expected[idx]!r}"), None, None
+    max_abs, max_rel = float_errors(actual, expected)
+    if np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True):
+        return None, max_abs, max_rel
+    close = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    bad = int(np.count_nonzero(~close))
+    idx = tuple(int(i) for i in np.argwhere(~close)[0]) if expected.ndim else ()
+    return (f"output {name}: {bad}/{expected.size} elements outside rtol={rtol} atol={atol} "
+            f"(max abs err {max_abs:.3g}, max rel err {max_rel:.3g}), e.g. at {list(idx)}: "
+            f"{actual[idx]!r} vs expected {expected[idx]!r}"), max_abs, max_rel
+
+
+def float_errors(actual, expected):
+    """Max absolute and max relative error over the elements that are finite in both (NaN/inf
+    positions are judged by allclose's equal_nan/exact-inf rules instead)."""
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    finite = np.isfinite(a) & np.isfinite(e)
+    if not finite.any():
+        return 0.0, 0.0
+    diff = np.abs(a[finite] - e[finite])
+    ref = np.abs(e[finite])
+    nonzero = ref > 0
+    max_rel = float((diff[nonzero] / ref[nonzero]).max()) if nonzero.any() else 0.0
+    return float(diff.max()), max_rel
