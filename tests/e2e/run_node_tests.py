@@ -363,6 +363,27 @@ def run_case(case, args, work):
     return True, ""
 
 
+def per_op_table(cases, results):
+    """Cases per supported op: run, passed, and why the others were skipped.
+
+    A case counts for every supported op it uses, provided all its ops are supported (cases
+    with an unsupported op are listed under "By unsupported op" instead).
+    """
+    lines = ["## Per supported op", "",
+             "Cases whose ops are all supported, counted once for each op they use.", "",
+             "| op | run | passed | skipped | skip reasons |", "|---|---|---|---|---|"]
+    for op in sorted(e2e_util.SUPPORTED_OPS):
+        mine = [c for c in cases if op in c.ops and CAT_OP not in c.reasons]
+        run = [c for c in mine if c.selected and c.name in results]
+        passed = [c for c in run if results[c.name][0] is True]
+        skipped = [c for c in mine if not c.selected]
+        reasons = collections.Counter(d for c in skipped for ds in c.reasons.values() for d in ds)
+        text = ", ".join(f"{d} ({n})" for d, n in sorted(reasons.items())) or "-"
+        lines.append(f"| {op} | {len(run)} | {len(passed)} | {len(skipped)} | {text} |")
+    lines.append("")
+    return lines
+
+
 def format_report(cases, results, args, elapsed):
     selected = [c for c in cases if c.selected]
     skipped = [c for c in cases if not c.selected]
@@ -395,6 +416,8 @@ def format_report(cases, results, args, elapsed):
             msg = results[c.name][1].replace("\n", " | ")
             lines.append(f"- `{c.name}` ({', '.join(c.ops)}): {msg}")
         lines.append("")
+
+    lines += per_op_table(cases, results)
 
     bumped = [c for c in selected if c.bumped_from is not None]
     if bumped:
