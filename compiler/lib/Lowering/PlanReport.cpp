@@ -1,6 +1,8 @@
 //===- PlanReport.cpp - plan.txt --------------------------------------------------------===//
 #include "shardc/Lowering/Bundle.h"
 
+#include "runtime/kernels/kernel.h"
+
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -10,23 +12,8 @@ namespace shardc {
 
 namespace {
 
-const char *dtypeName(program::DType d) {
-  switch (d) {
-  case program::F32:
-    return "f32";
-  case program::I64:
-    return "i64";
-  case program::I32:
-    return "i32";
-  case program::BOOL:
-    return "bool";
-  default:
-    return "?";
-  }
-}
-
 std::string typeString(const program::Buffer &b) {
-  std::string s = dtypeName(b.dtype());
+  std::string s = runtime::dtypeName(b.dtype());
   s += "[";
   for (int i = 0; i < b.shape_size(); ++i)
     s += (i ? "x" : "") + std::to_string(b.shape(i));

@@ -59,6 +59,17 @@ LogicalResult inferBinary(std::optional<Location> loc, Value lhs, Value rhs, Bin
   return success();
 }
 
+// The ranked type of `v` when `axis` is one of its dimensions; otherwise an error.
+FailureOr<RankedTensorType> rankedWithAxis(std::optional<Location> loc, Value v,
+                                           uint64_t axis) {
+  auto t = rankedType(v);
+  if (!t)
+    return emitOptionalError(loc, "operands must be ranked tensors");
+  if (static_cast<int64_t>(axis) >= t.getRank())
+    return emitOptionalError(loc, "axis ", axis, " out of range for rank ", t.getRank());
+  return t;
+}
+
 LogicalResult checkAxes(std::optional<Location> loc, ArrayRef<int64_t> axes, int64_t rank,
                         bool allowEmpty) {
   if (axes.empty() && !allowEmpty)
@@ -240,12 +251,11 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &out) {
-  auto x = rankedType(adaptor.getInput());
-  if (!x)
-    return emitOptionalError(loc, "input must be a ranked tensor");
+  FailureOr<RankedTensorType> checked = rankedWithAxis(loc, adaptor.getInput(), adaptor.getAxis());
+  if (failed(checked))
+    return failure();
+  RankedTensorType x = *checked;
   int64_t axis = static_cast<int64_t>(adaptor.getAxis());
-  if (axis >= x.getRank())
-    return emitOptionalError(loc, "axis ", axis, " out of range for rank ", x.getRank());
   ArrayRef<int64_t> normalized = x.getShape().drop_front(axis);
   for (Value v : {adaptor.getScale(), adaptor.getBias()}) {
     auto t = rankedType(v);
@@ -392,12 +402,11 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &out) {
-  auto x = rankedType(adaptor.getInput());
-  if (!x)
-    return emitOptionalError(loc, "input must be a ranked tensor");
+  FailureOr<RankedTensorType> checked = rankedWithAxis(loc, adaptor.getInput(), adaptor.getAxis());
+  if (failed(checked))
+    return failure();
+  RankedTensorType x = *checked;
   int64_t axis = static_cast<int64_t>(adaptor.getAxis());
-  if (axis >= x.getRank())
-    return emitOptionalError(loc, "axis ", axis, " out of range for rank ", x.getRank());
   int64_t total = 0;
   for (int64_t s : adaptor.getSizes()) {
     if (s < 0)
@@ -442,12 +451,14 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &out) {
-  auto data = rankedType(adaptor.getData()), indices = rankedType(adaptor.getIndices());
-  if (!data || !indices)
-    return emitOptionalError(loc, "operands must be ranked tensors");
+  FailureOr<RankedTensorType> checked = rankedWithAxis(loc, adaptor.getData(), adaptor.getAxis());
+  if (failed(checked))
+    return failure();
+  RankedTensorType data = *checked;
+  auto indices = rankedType(adaptor.getIndices());
+  if (!indices)
+    return emitOptionalError(loc, "indices must be a ranked tensor");
   int64_t axis = static_cast<int64_t>(adaptor.getAxis());
-  if (axis >= data.getRank())
-    return emitOptionalError(loc, "axis ", axis, " out of range for rank ", data.getRank());
   SmallVector<int64_t> shape(data.getShape().take_front(axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));
