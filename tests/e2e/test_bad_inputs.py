@@ -264,6 +264,21 @@ def build_cases(args):
                       compile_argv(os.path.join(nodata, "model.onnx"), *bert_flags), "shardc",
                       ["model.weights"]))
 
+    # --- planning only: with --no-weights the same model compiles, and shardrun refuses the
+    # weightless bundle with a clear error instead of running on zeros.
+    planned = os.path.join(nodata, "planned.shard")
+    shutil.rmtree(planned, ignore_errors=True)
+    res = e2e_util.run_tool([shardc, os.path.join(nodata, "model.onnx"), "--mode", "forward",
+                             "-o", planned, "--no-weights", *bert_flags], args.timeout)
+    if not res.ok:
+        return cases, [f"--no-weights did not compile {nodata}/model.onnx: {res.describe()}"]
+    with open(os.path.join(planned, "plan.txt")) as f:
+        if "weights: absent" not in f.read():
+            return cases, [f"{planned}/plan.txt does not say that the weights are absent"]
+    cases.append(Case("run_planning_only_bundle",
+                      [shardrun, planned, "--data", nodata, "--outputs", planned + "_out"],
+                      "shardrun", ["planned.shard", "weights"]))
+
     # --- shardrun: bad data for a model that compiles
     rt_model = save(runtime_model(), os.path.join(work, "runtime", "model.onnx"))
     bundle = os.path.join(work, "runtime", "model.shard")
