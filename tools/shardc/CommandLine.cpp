@@ -133,6 +133,9 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   }
   if (options.model.empty())
     return usageError("no model given");
+  if (options.emitMlir && !options.dumpIrDir.empty())
+    return usageError("--dump-ir-after-all has no effect with --emit=mlir (no pass runs); "
+                      "give -o OUT.shard instead");
   if (!options.emitMlir && options.output.empty())
     return usageError("no output bundle given (-o OUT.shard)");
   return ParseResult::Ok;

@@ -22,6 +22,10 @@ public:
   DumpAfterEachPass(std::string dir, int firstIndex) : dir_(std::move(dir)), next_(firstIndex) {}
 
   void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
+    // The pass manager's own adaptors (which run nested pipelines) have no argument; the
+    // passes inside them are dumped individually.
+    if (pass->getArgument().empty())
+      return;
     auto module = op->getParentOfType<mlir::ModuleOp>();
     if (!module)
       module = mlir::dyn_cast<mlir::ModuleOp>(op);

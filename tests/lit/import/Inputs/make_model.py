@@ -1,0 +1,295 @@
+"""Builds the small ONNX models of the importer lit tests.
+
+    python3 make_model.py NAME OUT.onnx
+
+NAME selects one builder below (see MODELS). Models at opset <= 17 are run through onnx's
+checker first (full check, with shape inference), so that shardc is fed models that onnx
+accepts; only the models with an out-of-range opset skip it. onnx 1.12's checker does not know
+opsets 18-20, so those models are not checked.
+"""
+
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
+INT64_MAX = np.iinfo(np.int64).max
+INT64_MIN = np.iinfo(np.int64).min
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def const(name, values, dtype=np.int64):
+    return numpy_helper.from_array(np.asarray(values, dtype=dtype), name)
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17, check=True):
+    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers))
+    # IR 8 is the newest onnx 1.12 writes; it accepts every opset up to 17.
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    if check and opset <= 17:
+        onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+# ---- arguments: graph inputs, float initializers, int initializers --------------------------
+
+def params_and_constants():
+    """Graph inputs x (f32) and ids (i64); float initializers w and b (parameters, in
+    initializer order); int64 initializer `cols` used as Gather indices (a graph.constant);
+    int64 initializer `k` that is also listed as a graph input (a parameter); float
+    initializers r0/r1/rd read as Range's compile-time inputs (constants, folded)."""
+    w = const("w", np.linspace(-1, 1, 12).reshape(3, 4), np.float32)
+    b = const("b", np.ones(4), np.float32)
+    cols = const("cols", [3, 0])
+    k = const("k", [1, 2, 3, 4, 5])
+    ranges = [const("r0", 0.0, np.float32), const("r1", 1.5, np.float32),
+              const("rd", 0.5, np.float32)]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+        helper.make_node("Add", ["xw", "b"], ["y"], name="bias"),
+        helper.make_node("Gather", ["y", "cols"], ["picked"], name="pick", axis=1),
+        helper.make_node("Add", ["ids", "k"], ["ids_k"], name="add_k"),
+        helper.make_node("Range", ["r0", "r1", "rd"], ["steps"], name="range"),
+    ]
+    return model(nodes, [vi("x", F32, [2, 3]), vi("k", I64, [5]), vi("ids", I64, [5])],
+                 [vi("picked", F32, [2, 2]), vi("ids_k", I64, [5]), vi("steps", F32, [3])],
+                 [w, b, cols, k] + ranges)
+
+
+# ---- torch's shape subgraph -------------------------------------------------------------------
+
+def shape_chain():
+    """x.view(B, T, 4, 4) as torch exports it: Shape -> Gather -> Unsqueeze -> Concat ->
+    Reshape."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "i0"], ["b"], name="gather_b", axis=0),
+        helper.make_node("Gather", ["s", "i1"], ["t"], name="gather_t", axis=0),
+        helper.make_node("Unsqueeze", ["b", "ax0"], ["bu"], name="unsq_b"),
+        helper.make_node("Unsqueeze", ["t", "ax0"], ["tu"], name="unsq_t"),
+        helper.make_node("Concat", ["bu", "tu", "heads"], ["shape4"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "shape4"], ["y"], name="view"),
+    ]
+    inits = [const("i0", 0), const("i1", 1), const("ax0", [0]), const("heads", [4, 4])]
+    return model(nodes, [vi("x", F32, [2, 8, 16])], [vi("y", F32, [2, 8, 4, 4])], inits)
+
+
+# ---- negative axes ----------------------------------------------------------------------------
+
+def negative_axes():
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["sm"], name="softmax", axis=-1),
+        helper.make_node("Concat", ["x", "x"], ["cat"], name="concat", axis=-1),
+        helper.make_node("Gather", ["x", "idx"], ["g"], name="gather", axis=-1),
+        helper.make_node("Transpose", ["x"], ["t"], name="transpose"),
+    ]
+    return model(nodes, [vi("x", F32, [2, 3, 4])],
+                 [vi("sm", F32, [2, 3, 4]), vi("cat", F32, [2, 3, 8]), vi("g", F32, [2, 3, 2]),
+                  vi("t", F32, [4, 3, 2])], [const("idx", [-1, 1])])
+
+
+# ---- Slice ------------------------------------------------------------------------------------
+
+def slice_forms():
+    """x: [4, 6, 5].
+    s1: axes [-1, 0], starts [-1, 1], ends [INT64_MIN, INT64_MAX], steps [-2, 1]
+        -> dim 2 reversed every 2nd from 4 (4, 2, 0), dim 0 from 1 to the end.
+    s2: only starts/ends (axes default 0.., steps 1), ends beyond the dim and negative.
+    s3: whole-dim reversal, step -1 from INT64_MAX to INT64_MIN on axis 1."""
+    nodes = [
+        helper.make_node("Slice", ["x", "st1", "en1", "ax1", "sp1"], ["s1"], name="slice1"),
+        helper.make_node("Slice", ["x", "st2", "en2"], ["s2"], name="slice2"),
+        helper.make_node("Slice", ["x", "st3", "en3", "ax3", "sp3"], ["s3"], name="slice3"),
+    ]
+    inits = [
+        const("st1", [-1, 1]), const("en1", [INT64_MIN, INT64_MAX]), const("ax1", [-1, 0]),
+        const("sp1", [-2, 1]),
+        const("st2", [1, -4]), const("en2", [100, -1]),
+        const("st3", [INT64_MAX]), const("en3", [INT64_MIN]), const("ax3", [1]),
+        const("sp3", [-1]),
+    ]
+    return model(nodes, [vi("x", F32, [4, 6, 5])],
+                 [vi("s1", F32, [3, 6, 3]), vi("s2", F32, [3, 3, 5]), vi("s3", F32, [4, 6, 5])],
+                 inits)
+
+
+# ---- Reduce -----------------------------------------------------------------------------------
+
+def reduce_opset13():
+    """Opset 13: ReduceMean/ReduceMax take axes as an attribute, ReduceSum as an input."""
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], name="mean", axes=[-1, 0], keepdims=1),
+        helper.make_node("ReduceMax", ["x"], ["max"], name="max", axes=[1], keepdims=0),
+        helper.make_node("ReduceSum", ["x", "sum_axes"], ["sum"], name="sum", keepdims=0),
+        helper.make_node("ReduceMean", ["x"], ["mean_all"], name="mean_all"),
+        helper.make_node("ReduceSum", ["x"], ["sum_noop"], name="sum_noop",
+                         noop_with_empty_axes=1),
+        helper.make_node("ReduceSum", ["x", "no_axes"], ["sum_empty"], name="sum_empty",
+                         keepdims=0),
+    ]
+    inits = [const("sum_axes", [2, -3]), const("no_axes", np.zeros(0, np.int64))]
+    return model(nodes, [vi("x", F32, [2, 3, 4])],
+                 [vi("mean", F32, [1, 3, 1]), vi("max", F32, [2, 4]), vi("sum", F32, [3]),
+                  vi("mean_all", F32, [1, 1, 1]), vi("sum_noop", F32, [2, 3, 4]),
+                  vi("sum_empty", F32, [])], inits, opset=13)
+
+
+def reduce_opset18():
+    """Opset 18: ReduceMean/ReduceMax take axes as a (constant) input."""
+    nodes = [
+        helper.make_node("ReduceMean", ["x", "axes"], ["mean"], name="mean", keepdims=0),
+        helper.make_node("ReduceMax", ["x", "axes"], ["max"], name="max"),
+        helper.make_node("ReduceMax", ["x", "no_axes"], ["max_noop"], name="max_noop",
+                         noop_with_empty_axes=1),
+    ]
+    inits = [const("axes", [-1, 1]), const("no_axes", np.zeros(0, np.int64))]
+    return model(nodes, [vi("x", F32, [2, 3, 4])],
+                 [vi("mean", F32, [2]), vi("max", F32, [2, 1, 1]),
+                  vi("max_noop", F32, [2, 3, 4])], inits, opset=18)
+
+
+def reduce_attr_at_18():
+    """An opset-13 style axes attribute in an opset-18 model: must be refused."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["y"], name="old_mean", axes=[1])]
+    return model(nodes, [vi("x", F32, [2, 3])], [vi("y", F32, [2, 1])], opset=18)
+
+
+# ---- Clip, Gemm, Max, Dropout -----------------------------------------------------------------
+
+def clip_bounds():
+    """Clip with only max (min input empty), and with only min; f32 and i64."""
+    nodes = [
+        helper.make_node("Clip", ["x", "", "hi"], ["y"], name="clip_max"),
+        helper.make_node("Clip", ["n", "lo"], ["m"], name="clip_min"),
+    ]
+    inits = [const("hi", 6.0, np.float32), const("lo", 0)]
+    return model(nodes, [vi("x", F32, [2, 3]), vi("n", I64, [4])],
+                 [vi("y", F32, [2, 3]), vi("m", I64, [4])], inits)
+
+
+def gemm_forms():
+    """Gemm with transB, alpha, beta and C; and without C."""
+    nodes = [
+        helper.make_node("Gemm", ["a", "wt", "c"], ["y"], name="gemm_c", transB=1, alpha=0.5,
+                         beta=2.0),
+        helper.make_node("Gemm", ["at", "w"], ["z"], name="gemm_no_c", transA=1),
+    ]
+    inits = [const("wt", np.ones((5, 4)), np.float32), const("c", np.ones(5), np.float32),
+             const("w", np.ones((4, 5)), np.float32)]
+    return model(nodes, [vi("a", F32, [3, 4]), vi("at", F32, [4, 3])],
+                 [vi("y", F32, [3, 5]), vi("z", F32, [3, 5])], inits)
+
+
+def max3():
+    nodes = [helper.make_node("Max", ["a", "b", "c"], ["y"], name="max3")]
+    return model(nodes, [vi("a", F32, [2, 3]), vi("b", F32, [3]), vi("c", F32, [1, 1])],
+                 [vi("y", F32, [2, 3])])
+
+
+def dropout():
+    """Dropout with ratio and both outputs, feeding an Exp."""
+    nodes = [
+        helper.make_node("Dropout", ["x", "ratio"], ["d", "mask"], name="dropout"),
+        helper.make_node("Exp", ["d"], ["y"], name="exp"),
+    ]
+    return model(nodes, [vi("x", F32, [4])], [vi("y", F32, [4]), vi("mask", TensorProto.BOOL, [4])],
+                 [const("ratio", 0.25, np.float32)])
+
+
+def split_forms():
+    """Opset 18 Split on x: [7, 4]: num_outputs=3 (chunks of 3, last one smaller), sizes from
+    the `split` input, and no split information (equal parts, one per output) on axis -1."""
+    nodes = [
+        helper.make_node("Split", ["x"], ["a0", "a1", "a2"], name="split_num", num_outputs=3),
+        helper.make_node("Split", ["x", "sizes"], ["b0", "b1"], name="split_sizes", axis=0),
+        helper.make_node("Split", ["x"], ["c0", "c1"], name="split_equal", axis=-1),
+    ]
+    outs = [vi("a0", F32, [3, 4]), vi("a1", F32, [3, 4]), vi("a2", F32, [1, 4]),
+            vi("b0", F32, [2, 4]), vi("b1", F32, [5, 4]),
+            vi("c0", F32, [7, 2]), vi("c1", F32, [7, 2])]
+    return model(nodes, [vi("x", F32, [7, 4])], outs, [const("sizes", [2, 5])], opset=18)
+
+
+def gelu_forms():
+    """Opset 20 Gelu with the default approximate and with "tanh"."""
+    nodes = [
+        helper.make_node("Gelu", ["x"], ["exact"], name="gelu_default"),
+        helper.make_node("Gelu", ["x"], ["approx"], name="gelu_tanh", approximate="tanh"),
+    ]
+    return model(nodes, [vi("x", F32, [2, 3])], [vi("exact", F32, [2, 3]),
+                                                 vi("approx", F32, [2, 3])], opset=20)
+
+
+# ---- symbolic dimensions ----------------------------------------------------------------------
+
+def symbolic_dim():
+    """x: [batch, 3] with `batch` symbolic."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", F32, ["batch", 3])], [vi("y", F32, ["batch", 3])])
+
+
+# ---- error cases ------------------------------------------------------------------------------
+
+def unsupported_ops():
+    """Two Conv nodes and a Pad (none supported) around a supported Relu."""
+    w = const("w", np.ones((1, 1, 1, 1)), np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c1"], name="conv_a"),
+        helper.make_node("Relu", ["c1"], ["r"], name="relu"),
+        helper.make_node("Conv", ["r", "w"], ["c2"], name="conv_b"),
+        helper.make_node("Pad", ["c2", "pads"], ["y"], name="the_pad"),
+    ]
+    return model(nodes, [vi("x", F32, [1, 1, 3, 3])], [vi("y", F32, [1, 1, 5, 5])],
+                 [w, const("pads", [0, 0, 1, 1, 0, 0, 1, 1])])
+
+
+def relu_at(opset):
+    def build():
+        nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+        return model(nodes, [vi("x", F32, [2])], [vi("y", F32, [2])], opset=opset,
+                     check=False)
+    return build
+
+
+def dynamic_reshape():
+    """Reshape whose shape is a graph input: not a compile-time constant."""
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="dyn_reshape")]
+    return model(nodes, [vi("x", F32, [2, 6]), vi("shape", I64, [2])], [vi("y", F32, [3, 4])])
+
+
+MODELS = {
+    "params_and_constants": params_and_constants,
+    "shape_chain": shape_chain,
+    "negative_axes": negative_axes,
+    "slice_forms": slice_forms,
+    "reduce_opset13": reduce_opset13,
+    "reduce_opset18": reduce_opset18,
+    "reduce_attr_at_18": reduce_attr_at_18,
+    "clip_bounds": clip_bounds,
+    "gemm_forms": gemm_forms,
+    "max3": max3,
+    "dropout": dropout,
+    "split_forms": split_forms,
+    "gelu_forms": gelu_forms,
+    "symbolic_dim": symbolic_dim,
+    "unsupported_ops": unsupported_ops,
+    "opset12": relu_at(12),
+    "opset21": relu_at(21),
+    "dynamic_reshape": dynamic_reshape,
+}
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] not in MODELS:
+        sys.exit(f"usage: {argv[0]} {{{','.join(sorted(MODELS))}}} OUT.onnx")
+    onnx.save_model(MODELS[argv[1]](), argv[2])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
