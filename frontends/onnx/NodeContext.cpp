@@ -224,17 +224,6 @@ FailureOr<SmallVector<Value>> NodeContext::finish(Operation *op) {
 
 FailureOr<SmallVector<Value>> NodeContext::fold(Operation *op) {
   SmallVector<Value> results(op->getResults());
-  // The evaluator runs kernels on dense copies of the constant operands: one that is huge in
-  // bytes but tiny as an attribute (a splat from ConstantOfShape) must not reach it. Reshapes
-  // and the identity fold by reusing the attribute, so they stay foldable.
-  bool reusesOperand = isa<graph::ReshapeOp, graph::FlattenOp, graph::SqueezeOp, graph::UnsqueezeOp,
-                           graph::IdentityOp>(op);
-  for (Value operand : op->getOperands()) {
-    std::optional<DenseElementsAttr> c = getConstantValue(operand);
-    if (!reusesOperand && c &&
-        c->getNumElements() * elementByteSize(c->getElementType()) > kMaxFoldedConstantBytes)
-      return results;
-  }
   // tryFoldToConstants erases `op`; a temporary user learns what replaced its results.
   auto anchor = builder().create<UnrealizedConversionCastOp>(loc_, TypeRange(), results);
   bool folded = false;

@@ -71,14 +71,22 @@ runtime::Tensor viewOf(RankedTensorType type, std::vector<char> &bytes) {
 }
 
 // Runs the op's runtime kernel on its constant operands.
+int64_t runtimeBytes(Type type) {
+  auto ranked = cast<RankedTensorType>(type);
+  return ranked.getNumElements() * static_cast<int64_t>(runtimeElementSize(ranked.getElementType()));
+}
+
 LogicalResult evaluateWithKernel(Operation *op, bool &folded) {
+  // Kernels work on dense copies: an operand that is small as an attribute but huge once
+  // expanded (a splat from ConstantOfShape) must not be materialised, nor a huge result.
   int64_t outBytes = 0;
-  for (Type t : op->getResultTypes()) {
-    auto ranked = cast<RankedTensorType>(t);
-    outBytes += ranked.getNumElements() * runtimeElementSize(ranked.getElementType());
-  }
+  for (Type t : op->getResultTypes())
+    outBytes += runtimeBytes(t);
   if (outBytes > kMaxFoldedConstantBytes)
     return success();
+  for (Type t : op->getOperandTypes())
+    if (runtimeBytes(t) > kMaxFoldedConstantBytes)
+      return success();
   FailureOr<KernelCall> call = mapToKernel(op);
   if (failed(call))
     return failure();

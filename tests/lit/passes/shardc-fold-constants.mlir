@@ -96,3 +96,15 @@ func.func @noop_cast(%m: tensor<4xi1> {graph.input = "m"}) -> tensor<4xi1> {
   %c = graph.cast %m {to = i1} : (tensor<4xi1>) -> tensor<4xi1>
   return %c : tensor<4xi1>
 }
+
+// -----
+
+// A 32 MiB splat stays an attribute: ops that would expand it run at runtime instead.
+// CHECK-LABEL: func.func @large_splat
+// CHECK: %[[C:.*]] = graph.constant dense<1.000000e+00> : tensor<8388608xf32>
+// CHECK: graph.exp %[[C]]
+func.func @large_splat() -> tensor<8388608xf32> {
+  %c = graph.constant dense<1.0> : tensor<8388608xf32>
+  %e = graph.exp %c : tensor<8388608xf32>
+  return %e : tensor<8388608xf32>
+}

@@ -17,8 +17,9 @@
 
 namespace shardc {
 
-// Constants larger than this many bytes are not produced by folding (they would bloat the
-// weights file for no gain); the op then runs at runtime instead.
+// Ops whose results or operands exceed this many bytes are not evaluated (a large result
+// would bloat the weights file, a large splat operand would be expanded in memory); the op
+// then runs at runtime instead. Dialect folders that only reuse an attribute still apply.
 inline constexpr int64_t kMaxFoldedConstantBytes = 16 << 20;
 
 // If every operand of `op` is a constant and its results are statically shaped, evaluates it,
