@@ -143,3 +143,26 @@ def float_errors(actual, expected):
     nonzero = ref > 0
     max_rel = float((diff[nonzero] / ref[nonzero]).max()) if nonzero.any() else 0.0
     return float(diff.max()), max_rel
+
+
+def load_output(out_dir, name):
+    """Loads the .npy shardrun wrote for graph output `name`: (array, None) or (None, error)."""
+    path = os.path.join(out_dir, npy_name(name) + ".npy")
+    if not os.path.exists(path):
+        return None, f"output {name}: shardrun wrote no {os.path.basename(path)}"
+    try:
+        return np.load(path, allow_pickle=False), None
+    except Exception as exc:  # a damaged file is a failure of the tool, not of the harness
+        return None, f"output {name}: unreadable {os.path.basename(path)}: {exc}"
+
+
+def compare_outputs(out_dir, expected_outputs, rtol, atol):
+    """Compares every (name, expected array) with what shardrun wrote; returns the errors."""
+    errors = []
+    for name, expected in expected_outputs:
+        actual, err = load_output(out_dir, name)
+        if err is None:
+            err, _, _ = compare_output(name, actual, np.asarray(expected), rtol, atol)
+        if err:
+            errors.append(err)
+    return errors

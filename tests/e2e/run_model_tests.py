@@ -125,11 +125,10 @@ def test_model(model, args):
     for output in proto.graph.output:
         fname = npy_name(output.name) + ".npy"
         expected = np.load(os.path.join(out_dir, "expected", fname))
-        path = os.path.join(outputs_dir, fname)
-        if not os.path.exists(path):
-            errors.append(f"output {output.name}: shardrun wrote no {fname}")
+        actual, err = e2e_util.load_output(outputs_dir, output.name)
+        if err:
+            errors.append(err)
             continue
-        actual = np.load(path, allow_pickle=False)
         err, max_abs, max_rel = e2e_util.compare_output(output.name, actual, expected, RTOL,
                                                         ATOL)
         if err:

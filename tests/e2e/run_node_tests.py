@@ -344,20 +344,7 @@ def run_case(case, args, work):
         if not res.ok:
             return False, f"data set {ds_index}: {res.describe()}"
 
-        errors = []
-        for name, expected in zip(output_names, outputs):
-            path = os.path.join(out_dir, npy_name(name) + ".npy")
-            if not os.path.exists(path):
-                errors.append(f"output {name}: shardrun wrote no {os.path.basename(path)}")
-                continue
-            try:
-                actual = np.load(path, allow_pickle=False)
-            except Exception as exc:
-                errors.append(f"output {name}: unreadable {os.path.basename(path)}: {exc}")
-                continue
-            err, _, _ = e2e_util.compare_output(name, actual, expected, RTOL, ATOL)
-            if err:
-                errors.append(err)
+        errors = e2e_util.compare_outputs(out_dir, zip(output_names, outputs), RTOL, ATOL)
         if errors:
             return False, f"data set {ds_index}: " + "; ".join(errors)
     return True, ""

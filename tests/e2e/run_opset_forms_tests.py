@@ -389,20 +389,7 @@ def run_case(case, args):
     if not res.ok:
         return res.describe()
 
-    errors = []
-    for name, expected in case.outputs:
-        path = os.path.join(out_dir, npy_name(name) + ".npy")
-        if not os.path.exists(path):
-            errors.append(f"output {name}: shardrun wrote no {os.path.basename(path)}")
-            continue
-        try:
-            actual = np.load(path, allow_pickle=False)
-        except Exception as exc:
-            errors.append(f"output {name}: unreadable {os.path.basename(path)}: {exc}")
-            continue
-        err, _, _ = e2e_util.compare_output(name, actual, np.asarray(expected), RTOL, ATOL)
-        if err:
-            errors.append(err)
+    errors = e2e_util.compare_outputs(out_dir, case.outputs, RTOL, ATOL)
     return "; ".join(errors) or None
 
 

@@ -59,14 +59,18 @@ LogicalResult inferBinary(std::optional<Location> loc, Value lhs, Value rhs, Bin
   return success();
 }
 
-// The ranked type of `v` when `axis` is one of its dimensions; otherwise an error.
-FailureOr<RankedTensorType> rankedWithAxis(std::optional<Location> loc, Value v,
-                                           uint64_t axis) {
+// The ranked type of `v` when `axis` is one of its dimensions; otherwise emits an error and
+// returns a null type.
+RankedTensorType rankedWithAxis(std::optional<Location> loc, Value v, uint64_t axis) {
   auto t = rankedType(v);
-  if (!t)
-    return emitOptionalError(loc, "operands must be ranked tensors");
-  if (static_cast<int64_t>(axis) >= t.getRank())
-    return emitOptionalError(loc, "axis ", axis, " out of range for rank ", t.getRank());
+  if (!t) {
+    (void)emitOptionalError(loc, "operands must be ranked tensors");
+    return {};
+  }
+  if (static_cast<int64_t>(axis) >= t.getRank()) {
+    (void)emitOptionalError(loc, "axis ", axis, " out of range for rank ", t.getRank());
+    return {};
+  }
   return t;
 }
 
@@ -251,10 +255,9 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &out) {
-  FailureOr<RankedTensorType> checked = rankedWithAxis(loc, adaptor.getInput(), adaptor.getAxis());
-  if (failed(checked))
+  RankedTensorType x = rankedWithAxis(loc, adaptor.getInput(), adaptor.getAxis());
+  if (!x)
     return failure();
-  RankedTensorType x = *checked;
   int64_t axis = static_cast<int64_t>(adaptor.getAxis());
   ArrayRef<int64_t> normalized = x.getShape().drop_front(axis);
   for (Value v : {adaptor.getScale(), adaptor.getBias()}) {
@@ -402,10 +405,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &out) {
-  FailureOr<RankedTensorType> checked = rankedWithAxis(loc, adaptor.getInput(), adaptor.getAxis());
-  if (failed(checked))
+  RankedTensorType x = rankedWithAxis(loc, adaptor.getInput(), adaptor.getAxis());
+  if (!x)
     return failure();
-  RankedTensorType x = *checked;
   int64_t axis = static_cast<int64_t>(adaptor.getAxis());
   int64_t total = 0;
   for (int64_t s : adaptor.getSizes()) {
@@ -451,10 +453,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &out) {
-  FailureOr<RankedTensorType> checked = rankedWithAxis(loc, adaptor.getData(), adaptor.getAxis());
-  if (failed(checked))
+  RankedTensorType data = rankedWithAxis(loc, adaptor.getData(), adaptor.getAxis());
+  if (!data)
     return failure();
-  RankedTensorType data = *checked;
   auto indices = rankedType(adaptor.getIndices());
   if (!indices)
     return emitOptionalError(loc, "indices must be a ranked tensor");
