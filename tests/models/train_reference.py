@@ -1,0 +1,144 @@
+"""PyTorch reference training run for the test models: the numbers shardc's training must follow.
+
+    train_reference.py --model tiny_gpt --model-dir EXPORTED --out DIR [--make-data BATCHES]
+                       [--data DIR] [--steps 30] [--optimizer adamw|sgd] [optimizer flags]
+
+The module is rebuilt from the export script's class and loaded with the *ONNX model's*
+initializers (by name), so both sides start from the same bytes whatever the seeds. Training data
+follows shardrun's convention: DIR/<name>.npy per graph input, leading dimension a multiple of
+the model's batch B; step k (from 1) uses rows [(k-1)B, kB) modulo that dimension. With
+--make-data N the script first writes N batches of deterministic data into DIR/data.
+
+Writes DIR/losses.jsonl (one {"step": k, "loss": x} per step, x with 9 significant digits: the
+loss of the forward pass at step k, before its update) and DIR/params/<name>.npy (every
+parameter after the last step).
+"""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_util  # noqa: E402
+
+# Export script, module class and graph input names of each model.
+MODELS = {
+    "tiny_gpt": ("export_tiny_gpt", "TinyGPT", ["idx", "targets"]),
+    "mlp_classifier": ("export_mlp_classifier", "MLPClassifier", ["x", "y"]),
+    "bert_encoder": ("export_bert_encoder", "BertClassifier",
+                     ["input_ids", "token_type_ids", "attention_mask", "labels"]),
+}
+
+
+def make_data(name, module, batches, rng):
+    """`batches` batches of valid inputs for model `name` (token ids below the vocabulary...)."""
+    if name == "tiny_gpt":
+        n = module.BATCH * batches
+        tokens = rng.integers(0, module.VOCAB, size=(n, module.SEQ + 1))
+        return {"idx": tokens[:, :-1], "targets": tokens[:, 1:]}
+    if name == "mlp_classifier":
+        n = module.BATCH * batches
+        return {"x": rng.standard_normal((n, module.IN_FEATURES)).astype(np.float32),
+                "y": rng.integers(0, module.CLASSES, size=(n,))}
+    n = module.BATCH * batches
+    lengths = rng.integers(3, module.SEQ + 1, size=n)
+    mask = (np.arange(module.SEQ)[None, :] < lengths[:, None]).astype(np.int64)
+    segments = (np.arange(module.SEQ)[None, :] >= lengths[:, None] // 2).astype(np.int64)
+    labels = rng.integers(0, module.CLASSES, size=n)
+    labels[rng.random(n) < 0.2] = -100  # some ignored labels, like the export's sample batch
+    return {"input_ids": rng.integers(0, module.VOCAB, size=(n, module.SEQ)),
+            "token_type_ids": segments, "attention_mask": mask, "labels": labels}
+
+
+def load_onnx_weights(model, onnx_path):
+    """Copies every ONNX initializer into the parameter or buffer of the same name."""
+    proto = onnx.load_model(onnx_path)  # external data is loaded from beside the model
+    inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    state = model.state_dict()
+    missing = [name for name in state if name not in inits]
+    if missing:
+        raise SystemExit(f"{onnx_path}: no initializer for {', '.join(missing)}")
+    model.load_state_dict({name: torch.from_numpy(np.array(inits[name])) for name in state})
+
+
+def make_optimizer(args, params):
+    if args.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps,
+                                 weight_decay=args.weight_decay)
+    return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum, nesterov=args.nesterov,
+                           weight_decay=args.weight_decay)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, choices=sorted(MODELS))
+    p.add_argument("--model-dir", required=True, help="directory written by the export script")
+    p.add_argument("--out", required=True)
+    p.add_argument("--data", help="training data directory (default: OUT/data)")
+    p.add_argument("--make-data", type=int, metavar="BATCHES",
+                   help="first write this many batches of deterministic data")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.999)
+    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--weight-decay", type=float)
+    p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--nesterov", action="store_true")
+    p.add_argument("--grad-clip", type=float, help="clip the global gradient norm to this")
+    args = p.parse_args()
+    if args.weight_decay is None:  # PyTorch's defaults: AdamW 0.01, SGD 0
+        args.weight_decay = 0.01 if args.optimizer == "adamw" else 0.0
+
+    script, class_name, input_names = MODELS[args.model]
+    module = importlib.import_module(script)
+    torch.manual_seed(args.seed)
+    model = getattr(module, class_name)()
+    load_onnx_weights(model, os.path.join(args.model_dir, "model.onnx"))
+    model.train()
+
+    data_dir = args.data or os.path.join(args.out, "data")
+    if args.make_data:
+        os.makedirs(data_dir, exist_ok=True)
+        rng = np.random.default_rng(args.seed)
+        for name, value in make_data(args.model, module, args.make_data, rng).items():
+            np.save(os.path.join(data_dir, export_util.npy_name(name) + ".npy"), value)
+    data = {n: np.load(os.path.join(data_dir, export_util.npy_name(n) + ".npy"))
+            for n in input_names}
+    rows = {len(v) for v in data.values()}
+    batch = module.BATCH
+    if len(rows) != 1 or rows.pop() % batch:
+        raise SystemExit(f"{data_dir}: every input needs the same number of rows, a multiple of {batch}")
+    total = len(data[input_names[0]])
+
+    optimizer = make_optimizer(args, model.parameters())
+    os.makedirs(os.path.join(args.out, "params"), exist_ok=True)
+    with open(os.path.join(args.out, "losses.jsonl"), "w") as log:
+        for step in range(1, args.steps + 1):
+            rows_k = [(r % total) for r in range((step - 1) * batch, step * batch)]
+            inputs = [torch.from_numpy(np.ascontiguousarray(data[n][rows_k])) for n in input_names]
+            loss = model(*inputs)[0]
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if args.grad_clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+            optimizer.step()
+            log.write(json.dumps({"step": step, "loss": float(f"{loss.item():.9g}")}) + "\n")
+    for name, value in model.named_parameters():
+        np.save(os.path.join(args.out, "params", export_util.npy_name(name) + ".npy"),
+                value.detach().numpy())
+    print(f"{args.model}: {args.steps} {args.optimizer} steps, final loss "
+          f"{loss.item():.9g}, wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
