@@ -48,4 +48,46 @@ def PlanMemory : Pass<"shardc-plan-memory", "mlir::func::FuncOp"> {
   }];
 }
 
+def BuildTrainStep : Pass<"shardc-build-train-step", "mlir::ModuleOp"> {
+  let summary = "Replace @forward by @train_step: forward, gradients, clipping, optimizer update";
+  let description = [{
+    The loss is @forward's first scalar f32 result. Reverse-mode gradients are built from each
+    op's DifferentiableOpInterface rule (fan-out is summed, broadcasting is undone by sums);
+    trained parameters are the f32 parameters the loss depends on that pass the name filters.
+    The step is functional: parameters, optimizer state (`graph.state`), the step count
+    (`graph.step`, i64) and the learning rate (`graph.lr`, a runtime input so schedules can
+    change it) come in; the loss, updated parameters and state and step + 1 come out.
+
+    Before:
+    ```mlir
+    func.func @forward(%x: tensor<4x3xf32> {graph.input = "x"},
+                       %w: tensor<3x2xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"})
+    ```
+    After (AdamW):
+    ```mlir
+    func.func @train_step(%x: ..., %w: ..., %m: tensor<3x2xf32> {graph.state = "w.exp_avg"},
+                          %v: tensor<3x2xf32> {graph.state = "w.exp_avg_sq"},
+                          %step: tensor<i64> {graph.step}, %lr: tensor<f32> {graph.lr})
+        -> (tensor<f32> {graph.output = "loss"}, tensor<3x2xf32> {graph.param = "w"},
+            tensor<3x2xf32> {graph.state = "w.exp_avg"}, ..., tensor<i64> {graph.step})
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "adamw or sgd">,
+    Option<"beta1", "beta1", "float", "0.9f", "AdamW beta1">,
+    Option<"beta2", "beta2", "float", "0.999f", "AdamW beta2">,
+    Option<"eps", "eps", "float", "1e-8f", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "float", "-1.0f",
+           "weight decay (default: 0.01 for adamw, 0 for sgd, as in PyTorch)">,
+    Option<"momentum", "momentum", "float", "0.0f", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"gradClip", "grad-clip", "float", "0.0f",
+           "clip the global gradient norm to this value (0: no clipping)">,
+    Option<"freeze", "freeze", "std::string", "\"\"", "regex: parameters not to train">,
+    Option<"trainable", "trainable", "std::string", "\"\"",
+           "regex: train only the matching parameters">,
+  ];
+  let dependentDialects = ["shardc::graph::GraphDialect", "mlir::func::FuncDialect"];
+}
+
 #endif

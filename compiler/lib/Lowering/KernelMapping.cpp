@@ -192,6 +192,81 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             addLossAttrs(o, c);
             return c;
           })
+          // Backward ops.
+          .Case([&](LayerNormGradOp o) {
+            KernelCall c = direct(o, "layer_norm_grad");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            return c;
+          })
+          .Case([&](SoftmaxGradOp o) {
+            KernelCall c = direct(o, "softmax_grad");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            return c;
+          })
+          .Case([&](LogSoftmaxGradOp o) {
+            KernelCall c = direct(o, "log_softmax_grad");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            return c;
+          })
+          .Case([&](GeluGradOp o) {
+            KernelCall c = direct(o, "gelu_grad");
+            c.attrs["approximate"] = stringAttr(o.getApproximate());
+            return c;
+          })
+          .Case([&](SoftmaxCrossEntropyLossGradOp o) {
+            KernelCall c = direct(o, "softmax_cross_entropy_loss_grad");
+            if (!o.getWeights())
+              c.inputs.push_back(Value());
+            addLossAttrs(o, c);
+            return c;
+          })
+          .Case([&](NegativeLogLikelihoodLossGradOp o) {
+            KernelCall c = direct(o, "nll_loss_grad");
+            if (!o.getWeight())
+              c.inputs.push_back(Value());
+            addLossAttrs(o, c);
+            return c;
+          })
+          .Case([&](GatherGradOp o) {
+            KernelCall c = direct(o, "gather_grad");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            return c;
+          })
+          .Case([&](ReduceMaxGradOp o) {
+            KernelCall c = direct(o, "reduce_max_grad");
+            c.attrs["axes"] = intsAttr(o.getAxes());
+            c.attrs["keepdims"] = intAttr(o.getKeepdims());
+            return c;
+          })
+          .Case([&](SliceGradOp o) {
+            KernelCall c = direct(o, "pad_for_slice");
+            c.attrs["starts"] = intsAttr(o.getStarts());
+            c.attrs["steps"] = intsAttr(o.getSteps());
+            return c;
+          })
+          // Optimizer updates.
+          .Case([&](AdamWUpdateOp o) {
+            KernelCall c = direct(o, "adamw_update");
+            c.attrs["beta1"] = floatAttr(o.getBeta1().convertToFloat());
+            c.attrs["beta2"] = floatAttr(o.getBeta2().convertToFloat());
+            c.attrs["eps"] = floatAttr(o.getEps().convertToFloat());
+            c.attrs["weight_decay"] = floatAttr(o.getWeightDecay().convertToFloat());
+            return c;
+          })
+          .Case([&](SGDUpdateOp o) {
+            KernelCall c = direct(o, "sgd_update");
+            c.attrs["momentum"] = floatAttr(o.getMomentum().convertToFloat());
+            c.attrs["dampening"] = floatAttr(o.getDampening().convertToFloat());
+            c.attrs["weight_decay"] = floatAttr(o.getWeightDecay().convertToFloat());
+            c.attrs["nesterov"] = intAttr(o.getNesterov());
+            return c;
+          })
+          .Case([&](GlobalNormOp o) { return direct(o, "global_norm"); })
+          .Case([&](ScaleByClipOp o) {
+            KernelCall c = direct(o, "scale_by_clip");
+            c.attrs["max_norm"] = floatAttr(o.getMaxNorm().convertToFloat());
+            return c;
+          })
           .Default([](Operation *) { return std::nullopt; });
   if (!call)
     return op->emitOpError("has no runtime kernel (it must be folded to a constant before "

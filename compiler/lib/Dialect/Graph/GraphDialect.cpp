@@ -6,6 +6,7 @@ using namespace mlir;
 using namespace shardc::graph;
 
 #include "shardc/Dialect/Graph/GraphDialect.cpp.inc"
+#include "shardc/Dialect/Graph/GradientInterface.cpp.inc"
 
 void GraphDialect::initialize() {
   addOperations<

@@ -11,6 +11,8 @@
 
 #include "shardc/Dialect/Graph/GraphDialect.h"
 
+#include "shardc/Dialect/Graph/GradientInterface.h.inc"
+
 #define GET_OP_CLASSES
 #include "shardc/Dialect/Graph/GraphOps.h.inc"
 

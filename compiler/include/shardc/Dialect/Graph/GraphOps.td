@@ -11,6 +11,7 @@
 #define SHARDC_DIALECT_GRAPH_GRAPHOPS_TD
 
 include "shardc/Dialect/Graph/GraphDialect.td"
+include "shardc/Dialect/Graph/GradientInterface.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -32,7 +33,8 @@ def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure, InferTypeOpAdap
 //===-------------------------------------------------------------------------------------===//
 
 class Graph_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []> :
-    Graph_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+    Graph_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                            Graph_Differentiable])> {
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
@@ -58,7 +60,7 @@ def Graph_IdentityOp : Graph_UnaryOp<"identity", Graph_Tensor> {
   let hasFolder = 1;
 }
 
-def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let summary = "ONNX Gelu (opset 20); approximate is \"none\" (erf) or \"tanh\"";
   let arguments = (ins Graph_FloatTensor:$input, StrAttr:$approximate);
   let results = (outs Graph_FloatTensor:$output);
@@ -68,7 +70,7 @@ def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
 
 // Binary ops broadcast their operands NumPy-style; the result shape is the broadcast shape.
 class Graph_BinaryOp<string mnemonic, list<Trait> traits = []> :
-    Graph_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    Graph_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor, Graph_Differentiable])> {
   let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = [{
@@ -91,7 +93,7 @@ def Graph_GreaterOp : Graph_BinaryOp<"greater"> { let summary = "ONNX Greater"; 
 def Graph_AndOp : Graph_BinaryOp<"and"> { let summary = "ONNX And"; }
 def Graph_OrOp : Graph_BinaryOp<"or"> { let summary = "ONNX Or"; }
 
-def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Where";
   let arguments = (ins Graph_BoolTensor:$condition, Graph_Tensor:$x, Graph_Tensor:$y);
   let results = (outs Graph_Tensor:$output);
@@ -100,7 +102,7 @@ def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Graph_ClipOp : Graph_Op<"clip", [Pure, InferTypeOpAdaptor]> {
+def Graph_ClipOp : Graph_Op<"clip", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Clip; absent bounds are materialised as the type's extremes";
   let arguments = (ins Graph_Tensor:$input, Graph_Tensor:$min, Graph_Tensor:$max);
   let results = (outs Graph_Tensor:$output);
@@ -109,7 +111,7 @@ def Graph_ClipOp : Graph_Op<"clip", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor]> {
+def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Cast";
   let arguments = (ins Graph_Tensor:$input, TypeAttr:$to);
   let results = (outs Graph_Tensor:$output);
@@ -121,14 +123,14 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor]> {
 // Linear algebra, normalisation, softmax
 //===-------------------------------------------------------------------------------------===//
 
-def Graph_MatMulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Graph_MatMulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX MatMul (numpy.matmul: 1-D promotion, broadcast batch dimensions)";
   let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs);
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_GemmOp : Graph_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+def Graph_GemmOp : Graph_Op<"gemm", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Gemm: alpha * op(a) * op(b) + beta * c";
   let arguments = (ins Graph_FloatTensor:$a, Graph_FloatTensor:$b,
                    Optional<Graph_FloatTensor>:$c,
@@ -137,7 +139,8 @@ def Graph_GemmOp : Graph_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor,
+                                                 Graph_Differentiable]> {
   let summary = "ONNX LayerNormalization over dimensions [axis, rank)";
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
                    Optional<Graph_FloatTensor>:$bias,
@@ -148,7 +151,7 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
 }
 
 class Graph_SoftmaxLikeOp<string mnemonic> :
-    Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let arguments = (ins Graph_FloatTensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
@@ -165,7 +168,8 @@ def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax"> {
 
 // `axes` is sorted, non-negative and non-empty: the importer resolves ONNX's "empty axes"
 // forms (reduce everything, or noop_with_empty_axes) before creating the op.
-class Graph_ReduceOp<string mnemonic> : Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+class Graph_ReduceOp<string mnemonic> :
+    Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$axes, BoolAttr:$keepdims);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -179,7 +183,7 @@ def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max"> { let summary = "ONNX Reduc
 //===-------------------------------------------------------------------------------------===//
 
 // Reshape-like ops only reinterpret the element order; the result type says the new shape.
-class Graph_ReshapeLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure]> {
+class Graph_ReshapeLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure, Graph_Differentiable]> {
   let arguments = (ins Graph_Tensor:$input);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -193,14 +197,15 @@ def Graph_FlattenOp : Graph_ReshapeLikeOp<"flatten"> { let summary = "ONNX Flatt
 def Graph_SqueezeOp : Graph_ReshapeLikeOp<"squeeze"> { let summary = "ONNX Squeeze"; }
 def Graph_UnsqueezeOp : Graph_ReshapeLikeOp<"unsqueeze"> { let summary = "ONNX Unsqueeze"; }
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor,
+                                               Graph_Differentiable]> {
   let summary = "ONNX Transpose";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Concat";
   let arguments = (ins Variadic<Graph_Tensor>:$inputs,
                    ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
@@ -208,7 +213,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor]> {
+def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Split; `sizes` has one entry per result";
   let arguments = (ins Graph_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
                    DenseI64ArrayAttr:$sizes);
@@ -218,7 +223,7 @@ def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor]> {
 
 // Fully normalised slice: one (start, end, step) per dimension, with ONNX's clamping already
 // applied, so element i of dimension d reads index starts[d] + i * steps[d].
-def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Slice";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$starts,
                    DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
@@ -226,7 +231,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Gather";
   let arguments = (ins Graph_Tensor:$data, Graph_IndexTensor:$indices,
                    ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
@@ -234,7 +239,7 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_ExpandOp : Graph_Op<"expand", [Pure]> {
+def Graph_ExpandOp : Graph_Op<"expand", [Pure, Graph_Differentiable]> {
   let summary = "ONNX Expand (the shape operand is folded into the result type)";
   let arguments = (ins Graph_Tensor:$input);
   let results = (outs Graph_Tensor:$output);
@@ -242,7 +247,7 @@ def Graph_ExpandOp : Graph_Op<"expand", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_TriluOp : Graph_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+def Graph_TriluOp : Graph_Op<"trilu", [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let summary = "ONNX Trilu; k is folded into an attribute";
   let arguments = (ins Graph_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
   let results = (outs Graph_Tensor:$output);
@@ -291,7 +296,7 @@ def Graph_DropoutOp : Graph_Op<"dropout", [Pure]> {
 
 // `reduction` is "mean", "sum" or "none"; `ignore_index` is absent when ONNX's is.
 def Graph_SoftmaxCrossEntropyLossOp : Graph_Op<"softmax_cross_entropy_loss",
-                                               [Pure, InferTypeOpAdaptor]> {
+                                               [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX SoftmaxCrossEntropyLoss";
   let arguments = (ins Graph_FloatTensor:$scores, Graph_IndexTensor:$labels,
                    Optional<Graph_FloatTensor>:$weights, StrAttr:$reduction,
@@ -300,7 +305,8 @@ def Graph_SoftmaxCrossEntropyLossOp : Graph_Op<"softmax_cross_entropy_loss",
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_NegativeLogLikelihoodLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpAdaptor]> {
+def Graph_NegativeLogLikelihoodLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpAdaptor,
+                                                               Graph_Differentiable]> {
   let summary = "ONNX NegativeLogLikelihoodLoss";
   let arguments = (ins Graph_FloatTensor:$input, Graph_IndexTensor:$target,
                    Optional<Graph_FloatTensor>:$weight, StrAttr:$reduction,
@@ -308,5 +314,7 @@ def Graph_NegativeLogLikelihoodLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpA
   let results = (outs Graph_FloatTensor:$loss);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
+
+include "shardc/Dialect/Graph/GraphTrainingOps.td"
 
 #endif // SHARDC_DIALECT_GRAPH_GRAPHOPS_TD

@@ -1,0 +1,36 @@
+//===- TrainStep.h - @forward -> @train_step --------------------------------------------===//
+#ifndef SHARDC_AUTODIFF_TRAINSTEP_H
+#define SHARDC_AUTODIFF_TRAINSTEP_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+
+namespace shardc {
+
+struct TrainStepOptions {
+  std::string optimizer = "adamw"; // "adamw" or "sgd"
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float weightDecay = 0.01f; // PyTorch's defaults: AdamW 0.01, SGD 0
+  float momentum = 0.0f, dampening = 0.0f;
+  bool nesterov = false;
+  float gradClip = 0.0f;  // max global gradient norm; 0 disables clipping
+  std::string freeze;     // regex: matching parameters are not trained
+  std::string trainable;  // regex: when set, only matching parameters are trained
+};
+
+// Attribute names of @train_step's extra arguments and results.
+inline constexpr llvm::StringLiteral kStateAttr = "graph.state"; // "NAME.exp_avg", ...
+inline constexpr llvm::StringLiteral kStepAttr = "graph.step";
+inline constexpr llvm::StringLiteral kLrAttr = "graph.lr";
+
+// Replaces @forward in its module by
+//   @train_step(graph inputs, parameters, optimizer state, step: i64, lr: f32)
+//       -> (loss, updated trainable parameters, updated state, step + 1)
+// Parameters are trained when they are f32, pass the name filters and the loss depends on
+// them; the others stay plain inputs. Errors are emitted at the function or op.
+mlir::LogicalResult buildTrainStep(mlir::func::FuncOp forward, const TrainStepOptions &options);
+
+} // namespace shardc
+
+#endif

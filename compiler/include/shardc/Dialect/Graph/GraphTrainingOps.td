@@ -1,0 +1,133 @@
+//===- GraphTrainingOps.td - backward and optimizer ops ---------------------------------===//
+//
+// Ops that only appear in a training step: fused backward computations whose VJP is not a
+// short composition of forward ops, and the optimizer updates. Each maps 1:1 to a runtime
+// kernel of the same name (docs/kernels.md). Updated values are new SSA values: training
+// state is functional in the IR.
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_DIALECT_GRAPH_GRAPHTRAININGOPS_TD
+#define SHARDC_DIALECT_GRAPH_GRAPHTRAININGOPS_TD
+
+//===-------------------------------------------------------------------------------------===//
+// Backward ops
+//===-------------------------------------------------------------------------------------===//
+
+def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure]> {
+  let summary = "Gradients of layer_norm w.r.t. its input, scale and bias";
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$input,
+                   Graph_FloatTensor:$scale, Graph_FloatTensor:$mean,
+                   Graph_FloatTensor:$inv_std_dev, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs Graph_FloatTensor:$dinput, Graph_FloatTensor:$dscale,
+                  Graph_FloatTensor:$dbias);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class Graph_SoftmaxGradLikeOp<string mnemonic> :
+    Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$output,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs Graph_FloatTensor:$dinput);
+  let assemblyFormat = "$dy `,` $output attr-dict `:` type($dinput)";
+}
+def Graph_SoftmaxGradOp : Graph_SoftmaxGradLikeOp<"softmax_grad"> {
+  let summary = "dx = y * (dy - sum(dy * y, axis)) from softmax's output y";
+}
+def Graph_LogSoftmaxGradOp : Graph_SoftmaxGradLikeOp<"log_softmax_grad"> {
+  let summary = "dx = dy - exp(y) * sum(dy, axis) from log_softmax's output y";
+}
+
+def Graph_GeluGradOp : Graph_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gradient of gelu w.r.t. its input";
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$input, StrAttr:$approximate);
+  let results = (outs Graph_FloatTensor:$dinput);
+  let assemblyFormat = "$dy `,` $input attr-dict `:` type($dinput)";
+}
+
+def Graph_SoftmaxCrossEntropyLossGradOp : Graph_Op<"softmax_cross_entropy_loss_grad", [Pure]> {
+  let summary = "Gradient of softmax_cross_entropy_loss w.r.t. the scores";
+  let arguments = (ins Graph_FloatTensor:$dloss, Graph_FloatTensor:$log_prob,
+                   Graph_IndexTensor:$labels, Optional<Graph_FloatTensor>:$weights,
+                   StrAttr:$reduction, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Graph_FloatTensor:$dscores);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_NegativeLogLikelihoodLossGradOp : Graph_Op<"nll_loss_grad", [Pure]> {
+  let summary = "Gradient of nll_loss w.r.t. its input (the result type gives the shape)";
+  let arguments = (ins Graph_FloatTensor:$dloss, Graph_IndexTensor:$target,
+                   Optional<Graph_FloatTensor>:$weight, StrAttr:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Graph_FloatTensor:$dinput);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_GatherGradOp : Graph_Op<"gather_grad", [Pure]> {
+  let summary = "Scatter-add of dy into zeros shaped like gather's data (the result type)";
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_IndexTensor:$indices,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+  let results = (outs Graph_FloatTensor:$ddata);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_ReduceMaxGradOp : Graph_Op<"reduce_max_grad", [Pure]> {
+  let summary = "Routes dy to the maxima of x (ties share equally); result shaped like x";
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$input,
+                   Graph_FloatTensor:$output, DenseI64ArrayAttr:$axes, BoolAttr:$keepdims);
+  let results = (outs Graph_FloatTensor:$dinput);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_SliceGradOp : Graph_Op<"slice_grad", [Pure]> {
+  let summary = "Scatters dy into zeros shaped like the slice's input (the result type)";
+  let arguments = (ins Graph_FloatTensor:$dy, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$steps);
+  let results = (outs Graph_FloatTensor:$dinput);
+  let assemblyFormat = "$dy attr-dict `:` functional-type(operands, results)";
+}
+
+//===-------------------------------------------------------------------------------------===//
+// Optimizer updates (PyTorch semantics, fp32 state)
+//===-------------------------------------------------------------------------------------===//
+
+def Graph_AdamWUpdateOp : Graph_Op<"adamw_update", [Pure]> {
+  let summary = "torch.optim.AdamW step for one parameter; `step` counts from 1";
+  let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
+                   Graph_FloatTensor:$exp_avg, Graph_FloatTensor:$exp_avg_sq,
+                   RankedTensorOf<[I64]>:$step, Graph_FloatTensor:$lr,
+                   F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps, F32Attr:$weight_decay);
+  let results = (outs Graph_FloatTensor:$new_param, Graph_FloatTensor:$new_exp_avg,
+                  Graph_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
+  let summary = "torch.optim.SGD step for one parameter; `step` counts from 1";
+  let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
+                   Graph_FloatTensor:$momentum_buffer, RankedTensorOf<[I64]>:$step,
+                   Graph_FloatTensor:$lr, F32Attr:$momentum, F32Attr:$dampening,
+                   F32Attr:$weight_decay, BoolAttr:$nesterov);
+  let results = (outs Graph_FloatTensor:$new_param, Graph_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure]> {
+  let summary = "The 2-norm of all operands together (as torch's clip_grad_norm_)";
+  let arguments = (ins Variadic<Graph_FloatTensor>:$inputs);
+  let results = (outs Graph_FloatTensor:$norm);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_ScaleByClipOp : Graph_Op<"scale_by_clip", [Pure]> {
+  let summary = "grad * min(max_norm / (total_norm + 1e-6), 1)";
+  let arguments = (ins Graph_FloatTensor:$grad, Graph_FloatTensor:$total_norm,
+                   F32Attr:$max_norm);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+#endif

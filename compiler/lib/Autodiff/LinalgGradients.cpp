@@ -1,0 +1,110 @@
+//===- LinalgGradients.cpp - VJPs of matmul, gemm, layer norm and softmax ---------------===//
+#include "shardc/Dialect/Graph/GradientUtils.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+using namespace mlir;
+
+namespace shardc::graph {
+
+namespace {
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+// v with a unit dimension inserted at `pos` (numpy.matmul's promotion of 1-D operands).
+Value promote(OpBuilder &b, Location l, Value v, int64_t pos) {
+  SmallVector<int64_t> shape(typeOf(v).getShape());
+  shape.insert(shape.begin() + pos, 1);
+  return reshapeTo(b, l, v, RankedTensorType::get(shape, typeOf(v).getElementType()));
+}
+} // namespace
+
+LogicalResult MatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  Value a = getLhs(), c = getRhs(), dy = dys[0];
+  // Work on the >= 2-D forms numpy.matmul uses, then undo the promotion.
+  bool vecA = typeOf(a).getRank() == 1, vecB = typeOf(c).getRank() == 1;
+  Value a2 = vecA ? promote(b, l, a, 0) : a;
+  Value b2 = vecB ? promote(b, l, c, 1) : c;
+  Value dy2 = dy;
+  if (vecA)
+    dy2 = promote(b, l, dy2, typeOf(dy2).getRank() - (vecB ? 0 : 1));
+  if (vecB)
+    dy2 = promote(b, l, dy2, typeOf(dy2).getRank());
+  // dA = dY @ B^T and dB = A^T @ dY, summed over broadcast batch dimensions.
+  Value da = b.create<MatMulOp>(l, dy2, transposeLastTwo(b, l, b2));
+  Value db = b.create<MatMulOp>(l, transposeLastTwo(b, l, a2), dy2);
+  g.push_back(reshapeTo(b, l, unbroadcast(b, l, da, typeOf(a2)), typeOf(a)));
+  g.push_back(reshapeTo(b, l, unbroadcast(b, l, db, typeOf(b2)), typeOf(c)));
+  return success();
+}
+
+LogicalResult GemmOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  Value dy = dys[0];
+  float alpha = getAlpha().convertToFloat(), beta = getBeta().convertToFloat();
+  Value scaled = alpha == 1.0f ? dy : Value(b.create<MulOp>(l, dy, scalarF32(b, l, alpha)));
+  Value opA = getTransA() ? transposeLastTwo(b, l, getA()) : getA();
+  Value opB = getTransB() ? transposeLastTwo(b, l, getB()) : getB();
+  // d op(A) = alpha dY op(B)^T, d op(B) = alpha op(A)^T dY; transpose back where transposed.
+  Value dOpA = b.create<MatMulOp>(l, scaled, transposeLastTwo(b, l, opB));
+  Value dOpB = b.create<MatMulOp>(l, transposeLastTwo(b, l, opA), scaled);
+  g.push_back(getTransA() ? transposeLastTwo(b, l, dOpA) : dOpA);
+  g.push_back(getTransB() ? transposeLastTwo(b, l, dOpB) : dOpB);
+  if (Value c = getC()) {
+    Value dc = beta == 1.0f ? dy : Value(b.create<MulOp>(l, dy, scalarF32(b, l, beta)));
+    g.push_back(unbroadcast(b, l, dc, typeOf(c)));
+  }
+  return success();
+}
+
+LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &g) {
+  if (dys[1] || dys[2])
+    return emitOpError("gradients through the mean/inv_std_dev outputs are not supported");
+  Location l = gradLoc(*this);
+  Value scale = getScale();
+  auto grads = b.create<LayerNormGradOp>(
+      l, TypeRange{getInput().getType(), scale.getType(), scale.getType()}, dys[0], getInput(),
+      scale, getMean(), getInvStdDev(), getAxisAttr());
+  g.push_back(grads.getDinput());
+  g.push_back(grads.getDscale());
+  if (Value bias = getBias())
+    g.push_back(unbroadcast(b, l, grads.getDbias(), typeOf(bias)));
+  return success();
+}
+
+LogicalResult SoftmaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  g.push_back(b.create<SoftmaxGradOp>(gradLoc(*this), dys[0], getOutput(), getAxisAttr()));
+  return success();
+}
+
+LogicalResult LogSoftmaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &g) {
+  g.push_back(b.create<LogSoftmaxGradOp>(gradLoc(*this), dys[0], getOutput(), getAxisAttr()));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyLossOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                                  SmallVectorImpl<Value> &g) {
+  if (dys[1])
+    return emitOpError("gradients through the log_prob output are not supported");
+  g.push_back(b.create<SoftmaxCrossEntropyLossGradOp>(
+      gradLoc(*this), getScores().getType(), dys[0], getLogProb(), getLabels(), getWeights(),
+      getReductionAttr(), getIgnoreIndexAttr()));
+  g.push_back(Value());
+  if (getWeights())
+    g.push_back(Value()); // class weights are constants; training them is not supported
+  return success();
+}
+
+LogicalResult NegativeLogLikelihoodLossOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                                    SmallVectorImpl<Value> &g) {
+  g.push_back(b.create<NegativeLogLikelihoodLossGradOp>(
+      gradLoc(*this), getInput().getType(), dys[0], getTarget(), getWeight(),
+      getReductionAttr(), getIgnoreIndexAttr()));
+  g.push_back(Value());
+  if (getWeight())
+    g.push_back(Value());
+  return success();
+}
+
+} // namespace shardc::graph

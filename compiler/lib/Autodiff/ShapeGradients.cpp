@@ -1,0 +1,122 @@
+//===- ShapeGradients.cpp - VJPs of reductions and data movement ------------------------===//
+#include "shardc/Dialect/Graph/GradientUtils.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+using namespace mlir;
+
+namespace shardc::graph {
+
+namespace {
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+// dy of a reduction, broadcast back over the reduced axes of `input`.
+Value expandReduced(OpBuilder &b, Location l, Value dy, Value input, ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> kept(typeOf(input).getShape());
+  for (int64_t axis : axes)
+    kept[axis] = 1;
+  Value shaped = reshapeTo(b, l, dy, RankedTensorType::get(kept, typeOf(dy).getElementType()));
+  return b.create<ExpandOp>(l, typeOf(input), shaped);
+}
+} // namespace
+
+LogicalResult ReduceSumOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &g) {
+  g.push_back(expandReduced(b, gradLoc(*this), dys[0], getInput(), getAxes()));
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  int64_t count = 1;
+  for (int64_t axis : getAxes())
+    count *= typeOf(getInput()).getDimSize(axis);
+  Value spread = expandReduced(b, l, dys[0], getInput(), getAxes());
+  g.push_back(b.create<DivOp>(l, spread, scalarF32(b, l, static_cast<float>(count))));
+  return success();
+}
+
+LogicalResult ReduceMaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &g) {
+  g.push_back(b.create<ReduceMaxGradOp>(gradLoc(*this), getInput().getType(), dys[0],
+                                        getInput(), getOutput(), getAxesAttr(),
+                                        getKeepdimsAttr()));
+  return success();
+}
+
+#define GRAPH_RESHAPE_VJP(OP)                                                                  \
+  LogicalResult OP::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {   \
+    g.push_back(reshapeTo(b, gradLoc(*this), dys[0], typeOf(getInput())));                     \
+    return success();                                                                          \
+  }
+GRAPH_RESHAPE_VJP(ReshapeOp)
+GRAPH_RESHAPE_VJP(FlattenOp)
+GRAPH_RESHAPE_VJP(SqueezeOp)
+GRAPH_RESHAPE_VJP(UnsqueezeOp)
+#undef GRAPH_RESHAPE_VJP
+
+LogicalResult TransposeOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &g) {
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = static_cast<int64_t>(i);
+  g.push_back(b.create<TransposeOp>(gradLoc(*this), dys[0], b.getDenseI64ArrayAttr(inverse)));
+  return success();
+}
+
+LogicalResult ConcatOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  int64_t axis = static_cast<int64_t>(getAxis()), offset = 0;
+  auto full = typeOf(getOutput());
+  for (Value input : getInputs()) {
+    int64_t size = typeOf(input).getDimSize(axis);
+    SmallVector<int64_t> starts(full.getRank(), 0), ends(full.getShape()), steps(full.getRank(), 1);
+    starts[axis] = offset;
+    ends[axis] = offset + size;
+    offset += size;
+    if (!isDifferentiable(input)) {
+      g.push_back(Value());
+      continue;
+    }
+    g.push_back(b.create<SliceOp>(l, dys[0], b.getDenseI64ArrayAttr(starts),
+                                  b.getDenseI64ArrayAttr(ends), b.getDenseI64ArrayAttr(steps)));
+  }
+  return success();
+}
+
+LogicalResult SplitOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  SmallVector<Value> parts;
+  for (auto [dy, result] : llvm::zip(dys, getOutputs()))
+    parts.push_back(dy ? dy : zerosOf(b, l, typeOf(result)));
+  g.push_back(b.create<ConcatOp>(l, parts, getAxisAttr()));
+  return success();
+}
+
+LogicalResult SliceOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  g.push_back(b.create<SliceGradOp>(gradLoc(*this), getInput().getType(), dys[0],
+                                    getStartsAttr(), getStepsAttr()));
+  return success();
+}
+
+LogicalResult GatherOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  g.push_back(isDifferentiable(getData())
+                  ? Value(b.create<GatherGradOp>(gradLoc(*this), getData().getType(), dys[0],
+                                                 getIndices(), getAxisAttr()))
+                  : Value());
+  g.push_back(Value());
+  return success();
+}
+
+LogicalResult ExpandOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  g.push_back(unbroadcast(b, gradLoc(*this), dys[0], typeOf(getInput())));
+  return success();
+}
+
+LogicalResult TriluOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  g.push_back(b.create<TriluOp>(gradLoc(*this), dys[0], getUpperAttr(), getKAttr()));
+  return success();
+}
+
+} // namespace shardc::graph

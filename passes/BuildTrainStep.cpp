@@ -1,0 +1,41 @@
+//===- BuildTrainStep.cpp - @forward -> @train_step -------------------------------------===//
+#include "passes/Passes.h"
+
+#include "shardc/Autodiff/TrainStep.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace shardc {
+#define GEN_PASS_DEF_BUILDTRAINSTEP
+#include "passes/Passes.h.inc"
+
+namespace {
+
+struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
+  using BuildTrainStepBase::BuildTrainStepBase;
+
+  void runOnOperation() override {
+    auto forward = getOperation().lookupSymbol<mlir::func::FuncOp>("forward");
+    if (!forward) {
+      getOperation().emitError("no @forward function to build a training step from");
+      return signalPassFailure();
+    }
+    TrainStepOptions options;
+    options.optimizer = optimizer;
+    options.beta1 = beta1;
+    options.beta2 = beta2;
+    options.eps = eps;
+    options.weightDecay = weightDecay >= 0.0f ? float(weightDecay)
+                                              : (optimizer == "adamw" ? 0.01f : 0.0f);
+    options.momentum = momentum;
+    options.nesterov = nesterov;
+    options.gradClip = gradClip;
+    options.freeze = freeze;
+    options.trainable = trainable;
+    if (mlir::failed(buildTrainStep(forward, options)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace shardc
