@@ -25,8 +25,8 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
     options.beta1 = beta1;
     options.beta2 = beta2;
     options.eps = eps;
-    options.weightDecay = weightDecay >= 0.0f ? float(weightDecay)
-                                              : (optimizer == "adamw" ? 0.01f : 0.0f);
+    options.weightDecay = weightDecay >= 0.0 ? double(weightDecay)
+                                             : (optimizer == "adamw" ? 0.01 : 0.0);
     options.momentum = momentum;
     options.nesterov = nesterov;
     options.gradClip = gradClip;

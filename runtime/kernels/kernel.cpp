@@ -89,6 +89,18 @@ Status getFloatAttr(const KernelArgs &args, const char *name, float *out) {
   return Status::ok();
 }
 
+Status getDoubleAttr(const KernelArgs &args, const char *name, double *out) {
+  const program::Attribute *attr = nullptr;
+  SHARDC_RETURN_IF_ERROR(findAttr(args, name, &attr));
+  if (attr->value_case() == program::Attribute::kD)
+    *out = attr->d();
+  else if (attr->value_case() == program::Attribute::kF)
+    *out = attr->f();
+  else
+    return wrongKind(name, "a double");
+  return Status::ok();
+}
+
 Status getStringAttr(const KernelArgs &args, const char *name, std::string *out) {
   const program::Attribute *attr = nullptr;
   SHARDC_RETURN_IF_ERROR(findAttr(args, name, &attr));

@@ -58,6 +58,8 @@ void setCpuKernelThreads(int threads);
 // Attribute accessors: a missing or mistyped attribute is an error naming the attribute.
 Status getIntAttr(const KernelArgs &args, const char *name, int64_t *out);
 Status getFloatAttr(const KernelArgs &args, const char *name, float *out);
+// A double attribute; a float one is accepted too (widened exactly).
+Status getDoubleAttr(const KernelArgs &args, const char *name, double *out);
 Status getStringAttr(const KernelArgs &args, const char *name, std::string *out);
 Status getIntsAttr(const KernelArgs &args, const char *name, std::vector<int64_t> *out);
 

@@ -126,14 +126,14 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   Value nextStep = b.create<AddOp>(
       loc, stepArg, b.create<ConstantOp>(loc, DenseElementsAttr::get(i64Scalar, int64_t{1})));
 
-  if (opt.gradClip > 0.0f) {
+  if (opt.gradClip > 0.0) {
     SmallVector<Value> all;
     for (Trainee &t : trained)
       all.push_back(t.grad);
     Value norm = b.create<GlobalNormOp>(loc, f32Scalar, all);
     for (Trainee &t : trained)
       t.grad = b.create<ScaleByClipOp>(loc, t.grad.getType(), t.grad, norm,
-                                       b.getF32FloatAttr(opt.gradClip));
+                                       b.getF32FloatAttr(static_cast<float>(opt.gradClip)));
   }
 
   SmallVector<Value> results{loss};
@@ -148,15 +148,15 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
     if (opt.optimizer == "adamw") {
       auto u = b.create<AdamWUpdateOp>(
           ploc, TypeRange{t.param.getType(), t.param.getType(), t.param.getType()}, t.param,
-          t.grad, t.state[0], t.state[1], nextStep, lrArg, b.getF32FloatAttr(opt.beta1),
-          b.getF32FloatAttr(opt.beta2), b.getF32FloatAttr(opt.eps),
-          b.getF32FloatAttr(opt.weightDecay));
+          t.grad, t.state[0], t.state[1], nextStep, lrArg, b.getF64FloatAttr(opt.beta1),
+          b.getF64FloatAttr(opt.beta2), b.getF64FloatAttr(opt.eps),
+          b.getF64FloatAttr(opt.weightDecay));
       updated.assign(u->result_begin(), u->result_end());
     } else {
       auto u = b.create<SGDUpdateOp>(
           ploc, TypeRange{t.param.getType(), t.param.getType()}, t.param, t.grad, t.state[0],
-          nextStep, lrArg, b.getF32FloatAttr(opt.momentum), b.getF32FloatAttr(opt.dampening),
-          b.getF32FloatAttr(opt.weightDecay), b.getBoolAttr(opt.nesterov));
+          nextStep, lrArg, b.getF64FloatAttr(opt.momentum), b.getF64FloatAttr(opt.dampening),
+          b.getF64FloatAttr(opt.weightDecay), b.getBoolAttr(opt.nesterov));
       updated.assign(u->result_begin(), u->result_end());
     }
     results.push_back(updated[0]);

@@ -34,6 +34,11 @@ program::Attribute floatAttr(float v) {
   a.set_f(v);
   return a;
 }
+program::Attribute doubleAttr(double v) {
+  program::Attribute a;
+  a.set_d(v);
+  return a;
+}
 program::Attribute stringAttr(llvm::StringRef v) {
   program::Attribute a;
   a.set_s(v.str());
@@ -247,17 +252,17 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
           // Optimizer updates.
           .Case([&](AdamWUpdateOp o) {
             KernelCall c = direct(o, "adamw_update");
-            c.attrs["beta1"] = floatAttr(o.getBeta1().convertToFloat());
-            c.attrs["beta2"] = floatAttr(o.getBeta2().convertToFloat());
-            c.attrs["eps"] = floatAttr(o.getEps().convertToFloat());
-            c.attrs["weight_decay"] = floatAttr(o.getWeightDecay().convertToFloat());
+            c.attrs["beta1"] = doubleAttr(o.getBeta1().convertToDouble());
+            c.attrs["beta2"] = doubleAttr(o.getBeta2().convertToDouble());
+            c.attrs["eps"] = doubleAttr(o.getEps().convertToDouble());
+            c.attrs["weight_decay"] = doubleAttr(o.getWeightDecay().convertToDouble());
             return c;
           })
           .Case([&](SGDUpdateOp o) {
             KernelCall c = direct(o, "sgd_update");
-            c.attrs["momentum"] = floatAttr(o.getMomentum().convertToFloat());
-            c.attrs["dampening"] = floatAttr(o.getDampening().convertToFloat());
-            c.attrs["weight_decay"] = floatAttr(o.getWeightDecay().convertToFloat());
+            c.attrs["momentum"] = doubleAttr(o.getMomentum().convertToDouble());
+            c.attrs["dampening"] = doubleAttr(o.getDampening().convertToDouble());
+            c.attrs["weight_decay"] = doubleAttr(o.getWeightDecay().convertToDouble());
             c.attrs["nesterov"] = intAttr(o.getNesterov());
             return c;
           })

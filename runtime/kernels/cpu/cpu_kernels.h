@@ -71,4 +71,33 @@ Status gatherKernel(KernelArgs &args);
 Status softmaxCrossEntropyLossKernel(KernelArgs &args);
 Status nllLossKernel(KernelArgs &args);
 
+// optimizers.cpp (PyTorch-exact optimizer steps for training)
+Status adamwUpdateKernel(KernelArgs &args);
+Status sgdUpdateKernel(KernelArgs &args);
+
+// grad_clip.cpp
+Status globalNormKernel(KernelArgs &args);
+Status scaleByClipKernel(KernelArgs &args);
+
+// gradients_layer_norm.cpp (fused backward kernels for training)
+Status layerNormGradKernel(KernelArgs &args);
+
+// gradients_softmax.cpp
+Status softmaxGradKernel(KernelArgs &args);
+Status logSoftmaxGradKernel(KernelArgs &args);
+
+// gradients_gelu.cpp
+Status geluGradKernel(KernelArgs &args);
+
+// gradients_losses.cpp
+Status softmaxCrossEntropyLossGradKernel(KernelArgs &args);
+Status nllLossGradKernel(KernelArgs &args);
+
+// gradients_scatter.cpp
+Status gatherGradKernel(KernelArgs &args);
+Status padForSliceKernel(KernelArgs &args);
+
+// gradients_reduce.cpp
+Status reduceMaxGradKernel(KernelArgs &args);
+
 } // namespace shardc::runtime::cpu

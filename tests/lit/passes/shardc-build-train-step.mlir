@@ -27,7 +27,7 @@
 // CHECK: %[[XT:.*]] = graph.transpose %[[X]] {perm = array<i64: 1, 0>}
 // CHECK: %[[DW:.*]] = graph.matmul %[[XT]], %[[DZ]]
 // CHECK: %[[NEXT:.*]] = graph.add %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i64>
-// CHECK: graph.adamw_update %[[W]], %[[DW]], %[[WM]], %[[WV]], %[[NEXT]], %[[LR]] {{{.*}}weight_decay = 0.00999999977 : f32}
+// CHECK: graph.adamw_update %[[W]], %[[DW]], %[[WM]], %[[WV]], %[[NEXT]], %[[LR]] {{{.*}}weight_decay = 1.000000e-02 : f64}
 // CHECK: graph.adamw_update %[[B]], %[[DB]]
 // CHECK-NOT: graph.adamw_update
 // CHECK: return %[[LOSS]], {{.*}}, %[[NEXT]]
@@ -38,7 +38,7 @@
 // SGD-NOT: b.momentum_buffer
 // SGD: %[[NORM:.*]] = graph.global_norm %[[DW:.*]] : (tensor<3x5xf32>) -> tensor<f32>
 // SGD: %[[CLIPPED:.*]] = graph.scale_by_clip %[[DW]], %[[NORM]] {max_norm = 1.000000e+00 : f32}
-// SGD: graph.sgd_update %{{.*}}, %[[CLIPPED]], {{.*}} {dampening = 0.000000e+00 : f32, momentum = 0.899999976 : f32, nesterov = true, weight_decay = 0.000000e+00 : f32}
+// SGD: graph.sgd_update %{{.*}}, %[[CLIPPED]], {{.*}} {dampening = 0.000000e+00 : f64, momentum = 9.000000e-01 : f64, nesterov = true, weight_decay = 0.000000e+00 : f64}
 // SGD-NOT: graph.sgd_update
 // SGD: return
 func.func @forward(%x: tensor<4x3xf32> {graph.input = "x"}, %y: tensor<4xi64> {graph.input = "y"},

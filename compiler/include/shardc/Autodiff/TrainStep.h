@@ -10,11 +10,11 @@ namespace shardc {
 
 struct TrainStepOptions {
   std::string optimizer = "adamw"; // "adamw" or "sgd"
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-  float weightDecay = 0.01f; // PyTorch's defaults: AdamW 0.01, SGD 0
-  float momentum = 0.0f, dampening = 0.0f;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weightDecay = 0.01; // PyTorch's defaults: AdamW 0.01, SGD 0
+  double momentum = 0.0, dampening = 0.0;
   bool nesterov = false;
-  float gradClip = 0.0f;  // max global gradient norm; 0 disables clipping
+  double gradClip = 0.0; // max global gradient norm; 0 disables clipping
   std::string freeze;     // regex: matching parameters are not trained
   std::string trainable;  // regex: when set, only matching parameters are trained
 };

@@ -89,7 +89,8 @@ def Graph_SliceGradOp : Graph_Op<"slice_grad", [Pure]> {
 }
 
 //===-------------------------------------------------------------------------------------===//
-// Optimizer updates (PyTorch semantics, fp32 state)
+// Optimizer updates (PyTorch semantics, fp32 state). Hyperparameters are f64 because PyTorch
+// keeps them as Python floats: 1 - 0.999 in double differs from 1 - float(0.999).
 //===-------------------------------------------------------------------------------------===//
 
 def Graph_AdamWUpdateOp : Graph_Op<"adamw_update", [Pure]> {
@@ -97,7 +98,7 @@ def Graph_AdamWUpdateOp : Graph_Op<"adamw_update", [Pure]> {
   let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
                    Graph_FloatTensor:$exp_avg, Graph_FloatTensor:$exp_avg_sq,
                    RankedTensorOf<[I64]>:$step, Graph_FloatTensor:$lr,
-                   F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps, F32Attr:$weight_decay);
+                   F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
   let results = (outs Graph_FloatTensor:$new_param, Graph_FloatTensor:$new_exp_avg,
                   Graph_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -108,8 +109,8 @@ def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
   let summary = "torch.optim.SGD step for one parameter; `step` counts from 1";
   let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
                    Graph_FloatTensor:$momentum_buffer, RankedTensorOf<[I64]>:$step,
-                   Graph_FloatTensor:$lr, F32Attr:$momentum, F32Attr:$dampening,
-                   F32Attr:$weight_decay, BoolAttr:$nesterov);
+                   Graph_FloatTensor:$lr, F64Attr:$momentum, F64Attr:$dampening,
+                   F64Attr:$weight_decay, BoolAttr:$nesterov);
   let results = (outs Graph_FloatTensor:$new_param, Graph_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -1,0 +1,291 @@
+#include "runtime/checkpoint/checkpoint.h"
+
+#include "runtime/support/file_io.h"
+#include "runtime/support/fnv1a.h"
+#include "runtime/support/json.h"
+#include "runtime/support/quote.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <vector>
+
+namespace shardc::runtime {
+
+namespace {
+
+constexpr const char *kFormatName = "shardc-checkpoint";
+
+// The two data files, in manifest order.
+struct DataFileKind {
+  const char *key;    // manifest "files" key
+  const char *prefix; // file name prefix
+};
+constexpr DataFileKind kParamsFile = {"params", "params-"};
+constexpr DataFileKind kOptimizerFile = {"optimizer", "optimizer-"};
+constexpr const char *kDataFileSuffix = ".safetensors";
+
+struct ManifestFile {
+  std::string name;
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+};
+
+struct Manifest {
+  int64_t step = 0;
+  uint64_t rngSeed = 0;
+  uint64_t rngCounter = 0;
+  int64_t dataPosition = 0;
+  ManifestFile params;
+  ManifestFile optimizer;
+};
+
+std::string joinPath(const std::string &dir, const std::string &name) {
+  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+std::string hex64(uint64_t value) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
+  return buf;
+}
+
+bool parseHex64(const std::string &text, uint64_t *out) {
+  if (text.size() != 16)
+    return false;
+  uint64_t value = 0;
+  for (char c : text) {
+    int digit;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else
+      return false;
+    value = value << 4 | static_cast<uint64_t>(digit);
+  }
+  *out = value;
+  return true;
+}
+
+// A data file name must stay inside the checkpoint directory and look like one we write.
+bool isDataFileName(const std::string &name, const DataFileKind &kind) {
+  const std::string prefix = kind.prefix, suffix = kDataFileSuffix;
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return false;
+  for (char c : name)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '.'))
+      return false;
+  return true;
+}
+
+JsonValue manifestFileJson(const ManifestFile &file) {
+  JsonValue v = JsonValue::object();
+  v.add("name", JsonValue::string(file.name));
+  v.add("size", JsonValue::unsignedInteger(file.size));
+  v.add("fnv1a64", JsonValue::string(hex64(file.checksum)));
+  return v;
+}
+
+std::string encodeManifest(const Manifest &m) {
+  JsonValue root = JsonValue::object();
+  root.add("format", JsonValue::string(kFormatName));
+  root.add("format_version", JsonValue::integer(kCheckpointFormatVersion));
+  root.add("step", JsonValue::integer(m.step));
+  root.add("rng_seed", JsonValue::unsignedInteger(m.rngSeed));
+  root.add("rng_counter", JsonValue::unsignedInteger(m.rngCounter));
+  root.add("data_position", JsonValue::integer(m.dataPosition));
+  JsonValue &files = root.add("files", JsonValue::object());
+  files.add(kParamsFile.key, manifestFileJson(m.params));
+  files.add(kOptimizerFile.key, manifestFileJson(m.optimizer));
+  return writeJsonPretty(root);
+}
+
+Status parseManifestFile(const std::string &source, const JsonValue &files,
+                         const DataFileKind &kind, ManifestFile *out) {
+  std::string what = source + ": files." + kind.key;
+  const JsonValue *entry = files.find(kind.key);
+  if (entry == nullptr || !entry->isObject())
+    return Status::error(what + " is missing or not an object");
+  const JsonValue *name = entry->find("name");
+  const JsonValue *size = entry->find("size");
+  const JsonValue *checksum = entry->find("fnv1a64");
+  if (name == nullptr || !name->isString() || !isDataFileName(name->stringValue(), kind))
+    return Status::error(what + ".name is missing or not a valid data file name (" + kind.prefix +
+                         "....safetensors)");
+  if (size == nullptr || !size->asUint64(&out->size))
+    return Status::error(what + ".size is missing or not a non-negative integer");
+  if (checksum == nullptr || !checksum->isString() ||
+      !parseHex64(checksum->stringValue(), &out->checksum))
+    return Status::error(what + ".fnv1a64 is missing or not 16 lowercase hex digits");
+  out->name = name->stringValue();
+  return Status::ok();
+}
+
+Status parseManifest(const std::string &source, const std::vector<uint8_t> &bytes, Manifest *out) {
+  JsonValue root;
+  Status status = parseJson(reinterpret_cast<const char *>(bytes.data()), bytes.size(), &root);
+  if (!status.isOk())
+    return Status::error(source + ": " + status.message());
+  if (!root.isObject())
+    return Status::error(source + ": not a JSON object");
+  const JsonValue *format = root.find("format");
+  if (format == nullptr || !format->isString() || format->stringValue() != kFormatName)
+    return Status::error(source + ": not a shardc checkpoint manifest (\"format\" is not \"" +
+                         kFormatName + "\")");
+  int64_t version = 0;
+  const JsonValue *versionValue = root.find("format_version");
+  if (versionValue == nullptr || !versionValue->asInt64(&version))
+    return Status::error(source + ": format_version is missing or not an integer");
+  if (version != kCheckpointFormatVersion)
+    return Status::error(source + ": unsupported checkpoint format version " +
+                         std::to_string(version) +
+                         " (supported: " + std::to_string(kCheckpointFormatVersion) + ")");
+  auto getInt = [&](const char *key, int64_t *value) -> Status {
+    const JsonValue *v = root.find(key);
+    if (v == nullptr || !v->asInt64(value) || *value < 0)
+      return Status::error(source + ": " + key + " is missing or not a non-negative integer");
+    return Status::ok();
+  };
+  auto getUint = [&](const char *key, uint64_t *value) -> Status {
+    const JsonValue *v = root.find(key);
+    if (v == nullptr || !v->asUint64(value))
+      return Status::error(source + ": " + key + " is missing or not a non-negative integer");
+    return Status::ok();
+  };
+  SHARDC_RETURN_IF_ERROR(getInt("step", &out->step));
+  SHARDC_RETURN_IF_ERROR(getUint("rng_seed", &out->rngSeed));
+  SHARDC_RETURN_IF_ERROR(getUint("rng_counter", &out->rngCounter));
+  SHARDC_RETURN_IF_ERROR(getInt("data_position", &out->dataPosition));
+  const JsonValue *files = root.find("files");
+  if (files == nullptr || !files->isObject())
+    return Status::error(source + ": files is missing or not an object");
+  SHARDC_RETURN_IF_ERROR(parseManifestFile(source, *files, kParamsFile, &out->params));
+  SHARDC_RETURN_IF_ERROR(parseManifestFile(source, *files, kOptimizerFile, &out->optimizer));
+  return Status::ok();
+}
+
+// "params-00000010.safetensors", or with ".N" before the suffix when the current manifest
+// already names that file (re-saving a step must not overwrite the committed checkpoint).
+std::string freshDataFileName(const DataFileKind &kind, int64_t step,
+                              const std::set<std::string> &committed) {
+  char stepText[32];
+  std::snprintf(stepText, sizeof stepText, "%08lld", static_cast<long long>(step));
+  std::string base = std::string(kind.prefix) + stepText;
+  std::string name = base + kDataFileSuffix;
+  for (int n = 1; committed.count(name) != 0; ++n)
+    name = base + "." + std::to_string(n) + kDataFileSuffix;
+  return name;
+}
+
+Status writeDataFile(const std::string &dir, const DataFileKind &kind, int64_t step,
+                     const std::map<std::string, HostTensor> &tensors,
+                     const std::set<std::string> &committed, ManifestFile *out) {
+  out->name = freshDataFileName(kind, step, committed);
+  std::string path = joinPath(dir, out->name);
+  std::vector<NamedTensorRef> refs;
+  for (const auto &named : tensors)
+    refs.push_back({named.first, &named.second});
+  std::vector<uint8_t> image;
+  SHARDC_RETURN_IF_ERROR(encodeSafetensors(
+      refs, {{"format", kFormatName}, {"step", std::to_string(step)}}, path, &image));
+  out->size = image.size();
+  out->checksum = fnv1a64(image.data(), image.size());
+  return writeFileAtomically(path, image.data(), image.size());
+}
+
+bool endsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Data files the manifest does not name, and temp files of interrupted writes.
+bool isStaleFile(const std::string &name, const Manifest &manifest) {
+  if (name == manifest.params.name || name == manifest.optimizer.name)
+    return false;
+  bool dataFileName =
+      name.rfind(kParamsFile.prefix, 0) == 0 || name.rfind(kOptimizerFile.prefix, 0) == 0;
+  if (dataFileName && (endsWith(name, kDataFileSuffix) ||
+                       name.find(std::string(kDataFileSuffix) + ".tmp.") != std::string::npos))
+    return true;
+  return name.rfind(std::string(kCheckpointManifestName) + ".tmp.", 0) == 0;
+}
+
+Status loadDataFile(const std::string &dir, const ManifestFile &file,
+                    std::map<std::string, HostTensor> *tensors) {
+  std::string path = joinPath(dir, file.name);
+  std::vector<uint8_t> bytes;
+  SHARDC_RETURN_IF_ERROR(readFile(path, &bytes));
+  if (bytes.size() != file.size)
+    return Status::error(path + ": size is " + std::to_string(bytes.size()) + " bytes, " +
+                         kCheckpointManifestName + " says " + std::to_string(file.size) +
+                         " (file truncated or altered)");
+  if (fnv1a64(bytes.data(), bytes.size()) != file.checksum)
+    return Status::error(path + ": checksum mismatch (file damaged or altered)");
+  return parseSafetensors(bytes.data(), bytes.size(), path, tensors, nullptr);
+}
+
+} // namespace
+
+Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents) {
+  if (contents.step < 0 || contents.dataPosition < 0)
+    return Status::error(dir + ": cannot save a checkpoint with a negative step or data position");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status::error(dir + ": cannot create the checkpoint directory: " + ec.message());
+
+  // Names the current manifest commits to must survive until the new manifest replaces it.
+  std::set<std::string> committed;
+  std::vector<uint8_t> previousBytes;
+  Manifest previous;
+  std::string manifestPath = joinPath(dir, kCheckpointManifestName);
+  if (pathExists(manifestPath) && readFile(manifestPath, &previousBytes).isOk() &&
+      parseManifest(manifestPath, previousBytes, &previous).isOk())
+    committed = {previous.params.name, previous.optimizer.name};
+
+  Manifest manifest;
+  manifest.step = contents.step;
+  manifest.rngSeed = contents.rngSeed;
+  manifest.rngCounter = contents.rngCounter;
+  manifest.dataPosition = contents.dataPosition;
+  SHARDC_RETURN_IF_ERROR(
+      writeDataFile(dir, kParamsFile, contents.step, contents.params, committed, &manifest.params));
+  SHARDC_RETURN_IF_ERROR(writeDataFile(dir, kOptimizerFile, contents.step, contents.optimizerState,
+                                       committed, &manifest.optimizer));
+  std::string text = encodeManifest(manifest);
+  SHARDC_RETURN_IF_ERROR(writeFileAtomically(manifestPath, text.data(), text.size()));
+
+  // The save is committed; cleanup is best effort (a leftover file is only disk space, and the
+  // next save retries it).
+  // Explicit increment(ec): the range-for form would throw on a directory read error.
+  std::filesystem::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (isStaleFile(it->path().filename().string(), manifest)) {
+      std::error_code removeError;
+      std::filesystem::remove(it->path(), removeError);
+    }
+  }
+  return Status::ok();
+}
+
+Status loadCheckpoint(const std::string &dir, CheckpointContents *contents) {
+  std::string manifestPath = joinPath(dir, kCheckpointManifestName);
+  std::vector<uint8_t> bytes;
+  SHARDC_RETURN_IF_ERROR(readFile(manifestPath, &bytes));
+  Manifest manifest;
+  SHARDC_RETURN_IF_ERROR(parseManifest(manifestPath, bytes, &manifest));
+  CheckpointContents loaded;
+  SHARDC_RETURN_IF_ERROR(loadDataFile(dir, manifest.params, &loaded.params));
+  SHARDC_RETURN_IF_ERROR(loadDataFile(dir, manifest.optimizer, &loaded.optimizerState));
+  loaded.step = manifest.step;
+  loaded.rngSeed = manifest.rngSeed;
+  loaded.rngCounter = manifest.rngCounter;
+  loaded.dataPosition = manifest.dataPosition;
+  *contents = std::move(loaded);
+  return Status::ok();
+}
+
+} // namespace shardc::runtime

@@ -1,0 +1,139 @@
+// layer_norm_grad: the backward of layer_norm, from the statistics the forward kernel saved.
+// With xhat = (x - mean) * inv_std_dev and g = dy * scale, per normalised row of N elements:
+//   dx     = inv_std_dev / N * (N * g - sum(g) - xhat * sum(g * xhat))
+//   dscale = sum over rows of dy * xhat   (then summed onto scale's broadcast shape)
+//   dbias  = sum over rows of dy          (then summed onto bias's broadcast shape)
+// This is exact for the forward's inv_std_dev = 1 / sqrt(var + epsilon): epsilon only enters
+// through inv_std_dev, so the kernel does not need it.
+#include "runtime/kernels/cpu/broadcast.h"
+#include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/cpu_kernels.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace shardc::runtime::cpu {
+
+namespace {
+
+constexpr const char *kKernel = "layer_norm_grad";
+
+// Plans the walk of the normalised dims that reads `param` (scale, or a parameter gradient of
+// the same broadcast shape) at each position, so that dense per-position values can be read
+// from or summed onto it.
+Status planParam(const char *role, const Tensor &param, const std::vector<int64_t> &normShape,
+                 StridedLoop *loop) {
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, role, param, program::F32));
+  Status s = planBroadcast({&param.shape}, normShape, loop);
+  if (!s)
+    return Status::error(std::string(kKernel) + ": " + role + ": " + s.message());
+  return Status::ok();
+}
+
+// Writes the dense per-position sums `dense` into `out`, adding together the positions that
+// share one element of `out` (its broadcast dims).
+void sumOntoParam(const std::vector<double> &dense, const StridedLoop &loop, const Tensor &out) {
+  std::vector<double> acc(static_cast<size_t>(out.numel()), 0.0);
+  forEachRow(loop, [&](int64_t denseOffset, const int64_t *paramOffsets,
+                       const int64_t *paramStrides, int64_t count) {
+    for (int64_t i = 0; i < count; ++i)
+      acc[static_cast<size_t>(paramOffsets[0] + i * paramStrides[0])] +=
+          dense[static_cast<size_t>(denseOffset + i)];
+  });
+  float *p = out.as<float>();
+  for (size_t i = 0; i < acc.size(); ++i)
+    p[i] = static_cast<float>(acc[i]);
+}
+
+} // namespace
+
+Status layerNormGradKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(
+      checkOperands(kKernel, args, Arity::exactly(5), Arity::withOptional(0, 3)));
+  const Tensor &dy = args.inputs[0], &x = args.inputs[1], &scale = args.inputs[2];
+  const Tensor &mean = args.inputs[3], &invStd = args.inputs[4];
+  const Tensor absent;
+  const Tensor &dx = args.outputs.size() > 0 ? args.outputs[0] : absent;
+  const Tensor &dscale = args.outputs.size() > 1 ? args.outputs[1] : absent;
+  const Tensor &dbias = args.outputs.size() > 2 ? args.outputs[2] : absent;
+  int64_t axis = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "x", x, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectAxis(kKernel, "axis", axis, x.rank()));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dy", dy, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dy", dy, x.shape));
+  std::vector<int64_t> statsShape = x.shape;
+  std::fill(statsShape.begin() + axis, statsShape.end(), 1);
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "mean", mean, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "mean", mean, statsShape));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "inv_std_dev", invStd, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "inv_std_dev", invStd, statsShape));
+
+  const std::vector<int64_t> normShape(x.shape.begin() + axis, x.shape.end());
+  const int64_t normSize = dimsProduct(x.shape, static_cast<size_t>(axis), x.shape.size());
+  const int64_t rows = dimsProduct(x.shape, 0, static_cast<size_t>(axis));
+  StridedLoop scaleLoop, dbiasLoop;
+  SHARDC_RETURN_IF_ERROR(planParam("scale", scale, normShape, &scaleLoop));
+  if (dx.present()) {
+    SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dx", dx, program::F32));
+    SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dx", dx, x.shape));
+  }
+  if (dscale.present()) {
+    SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dscale", dscale, program::F32));
+    SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dscale", dscale, scale.shape));
+  }
+  // The forward bias may broadcast differently from scale, so dbias takes its shape from the
+  // output tensor (anything that broadcasts to the normalised dims).
+  if (dbias.present())
+    SHARDC_RETURN_IF_ERROR(planParam("dbias", dbias, normShape, &dbiasLoop));
+
+  // scale densely over the normalised dims (a dense scale is read in place).
+  std::vector<float> scaleStorage;
+  const float *scaleData = scale.as<float>();
+  if (scale.numel() != normSize) {
+    scaleStorage.resize(static_cast<size_t>(normSize));
+    copyStrided(scale.as<float>(), scaleStorage.data(), scaleLoop);
+    scaleData = scaleStorage.data();
+  }
+
+  std::vector<double> dscaleDense(dscale.present() ? static_cast<size_t>(normSize) : 0, 0.0);
+  std::vector<double> dbiasDense(dbias.present() ? static_cast<size_t>(normSize) : 0, 0.0);
+  std::vector<double> xhat(static_cast<size_t>(normSize));
+  const float *pdy = dy.as<float>(), *px = x.as<float>();
+  const double invN = normSize > 0 ? 1.0 / static_cast<double>(normSize) : 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *dyRow = pdy + r * normSize;
+    const float *xRow = px + r * normSize;
+    const double m = mean.as<float>()[r];
+    const double inv = invStd.as<float>()[r];
+    // The two row sums, in double: they cancel to nearly zero for well-scaled inputs, and the
+    // difference of large float sums would lose the result.
+    double sumG = 0.0, sumGXhat = 0.0;
+    for (int64_t i = 0; i < normSize; ++i) {
+      const double h = (static_cast<double>(xRow[i]) - m) * inv;
+      const double g = static_cast<double>(dyRow[i]) * scaleData[i];
+      xhat[static_cast<size_t>(i)] = h;
+      sumG += g;
+      sumGXhat += g * h;
+    }
+    if (dx.present()) {
+      float *dxRow = dx.as<float>() + r * normSize;
+      const double meanG = sumG * invN, meanGXhat = sumGXhat * invN;
+      for (int64_t i = 0; i < normSize; ++i) {
+        const double g = static_cast<double>(dyRow[i]) * scaleData[i];
+        dxRow[i] = static_cast<float>(inv * (g - meanG - xhat[static_cast<size_t>(i)] * meanGXhat));
+      }
+    }
+    for (size_t i = 0; i < dscaleDense.size(); ++i)
+      dscaleDense[i] += static_cast<double>(dyRow[i]) * xhat[i];
+    for (size_t i = 0; i < dbiasDense.size(); ++i)
+      dbiasDense[i] += dyRow[i];
+  }
+  if (dscale.present())
+    sumOntoParam(dscaleDense, scaleLoop, dscale);
+  if (dbias.present())
+    sumOntoParam(dbiasDense, dbiasLoop, dbias);
+  return Status::ok();
+}
+
+} // namespace shardc::runtime::cpu

@@ -1,0 +1,185 @@
+// softmax_cross_entropy_loss_grad and nll_loss_grad: the backwards of the loss kernels in
+// losses.cpp, with the same attributes and the same reading of them. Per target position
+// (n, d) with class t = target[n, d] and weight w = weight[t] (1 without weights):
+//   ignored position:  zero gradient for every class
+//   otherwise:         coeff = w * g, where g is dloss[n, d] (`none`), dloss (`sum`), or
+//                      dloss / W (`mean`, W = summed weights of the non-ignored positions, the
+//                      forward's denominator, recomputed here from target and weight)
+//   nll_loss:                    dinput[n, c, d]  = -coeff for c == t, else 0
+//   softmax_cross_entropy_loss:  dscores[n, c, d] = (exp(log_prob[n, c, d]) - [c == t]) * coeff
+// With `mean` and every position ignored the forward is 0/0 = NaN; no position contributes, so
+// the gradient is all zeros.
+//
+// The attribute and shape checks mirror checkLoss in losses.cpp, with the gradient operands in
+// place of the forward's input and loss.
+#include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/dtype_dispatch.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace shardc::runtime::cpu {
+
+namespace {
+
+enum class LossReduction { None, Sum, Mean };
+
+struct LossGradSpec {
+  LossReduction reduction = LossReduction::Mean;
+  bool hasIgnoreIndex = false;
+  int64_t ignoreIndex = 0;
+  // The gradient (and log_prob) viewed as [n, c, d], target as [n, d].
+  int64_t n = 0, c = 0, d = 0;
+};
+
+// Reads the attributes and checks dloss, the [N, C, d1..] gradient output (`grad`, whose shape
+// is the forward input's), the [N, d1..] target and the optional [C] weight.
+Status checkLossGrad(const char *kernel, const KernelArgs &args, const Tensor &dloss,
+                     const Tensor &target, const Tensor &weight, const Tensor &grad,
+                     LossGradSpec *spec) {
+  std::string reduction;
+  int64_t hasIgnoreIndex = 0;
+  SHARDC_RETURN_IF_ERROR(getStringAttr(args, "reduction", &reduction));
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "has_ignore_index", &hasIgnoreIndex));
+  spec->hasIgnoreIndex = hasIgnoreIndex != 0;
+  if (spec->hasIgnoreIndex)
+    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "ignore_index", &spec->ignoreIndex));
+  if (reduction == "none")
+    spec->reduction = LossReduction::None;
+  else if (reduction == "sum")
+    spec->reduction = LossReduction::Sum;
+  else if (reduction == "mean")
+    spec->reduction = LossReduction::Mean;
+  else
+    return Status::error(std::string(kernel) + ": attribute 'reduction' must be \"mean\", " +
+                         "\"sum\" or \"none\", got \"" + reduction + "\"");
+
+  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "gradient output", grad, program::F32));
+  if (grad.rank() < 2)
+    return Status::error(std::string(kernel) + ": gradient output must be [N, C, d1..], got " +
+                         grad.describe());
+  if (target.dtype != program::I64 && target.dtype != program::I32)
+    return Status::error(std::string(kernel) + ": target is " + dtypeName(target.dtype) +
+                         ", expected i64 or i32");
+  std::vector<int64_t> targetShape = grad.shape;
+  targetShape.erase(targetShape.begin() + 1);
+  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "target", target, targetShape));
+  spec->n = grad.shape[0];
+  spec->c = grad.shape[1];
+  spec->d = dimsProduct(grad.shape, 2, grad.shape.size());
+  if (weight.present()) {
+    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "weight", weight, program::F32));
+    SHARDC_RETURN_IF_ERROR(expectShape(kernel, "weight", weight, {spec->c}));
+  }
+  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "dloss", dloss, program::F32));
+  return expectShape(kernel, "dloss", dloss,
+                     spec->reduction == LossReduction::None ? targetShape : std::vector<int64_t>{});
+}
+
+// The class of each target position, or -1 where it is ignored; range-checked like the forward
+// before any output is written. Also returns the mean's denominator.
+Status readTargets(const char *kernel, const Tensor &target, const Tensor &weight,
+                   const LossGradSpec &spec, std::vector<int64_t> *classes, double *weightSum) {
+  const float *pw = weight.present() ? weight.as<float>() : nullptr;
+  const int64_t count = spec.n * spec.d;
+  classes->resize(static_cast<size_t>(count));
+  *weightSum = 0.0;
+  return visitIndex(target.dtype, [&](auto tag) {
+    using I = decltype(tag);
+    const I *pt = target.as<I>();
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t t = static_cast<int64_t>(pt[k]);
+      if (spec.hasIgnoreIndex && t == spec.ignoreIndex) {
+        (*classes)[static_cast<size_t>(k)] = -1;
+        continue;
+      }
+      if (t < 0 || t >= spec.c)
+        return Status::error(std::string(kernel) + ": target " + std::to_string(t) +
+                             " is out of range for " + std::to_string(spec.c) + " classes");
+      (*classes)[static_cast<size_t>(k)] = t;
+      *weightSum += pw ? pw[t] : 1.0f;
+    }
+    return Status::ok();
+  });
+}
+
+// Calls `position(n, d, t, coeff)` for every non-ignored target position, with coeff the
+// derivative of the reduced loss with respect to that position's -log_prob[n, t, d].
+template <typename Fn>
+Status forEachTarget(const char *kernel, const Tensor &dloss, const Tensor &target,
+                     const Tensor &weight, const LossGradSpec &spec, Fn position) {
+  std::vector<int64_t> classes;
+  double weightSum = 0.0;
+  SHARDC_RETURN_IF_ERROR(readTargets(kernel, target, weight, spec, &classes, &weightSum));
+  const float *pw = weight.present() ? weight.as<float>() : nullptr;
+  const float *pg = dloss.as<float>();
+  double scalar = 0.0;
+  if (spec.reduction == LossReduction::Sum)
+    scalar = pg[0];
+  else if (spec.reduction == LossReduction::Mean)
+    scalar = static_cast<double>(pg[0]) / weightSum; // unused when weightSum is 0
+  for (int64_t n = 0; n < spec.n; ++n) {
+    for (int64_t d = 0; d < spec.d; ++d) {
+      const int64_t k = n * spec.d + d;
+      const int64_t t = classes[static_cast<size_t>(k)];
+      if (t < 0)
+        continue;
+      const double g = spec.reduction == LossReduction::None ? pg[k] : scalar;
+      const double w = pw ? pw[t] : 1.0;
+      position(n, d, t, w * g);
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
+  const char *kernel = "softmax_cross_entropy_loss_grad";
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(3, 1), Arity::exactly(1)));
+  const Tensor absent;
+  const Tensor &dloss = args.inputs[0], &logProb = args.inputs[1], &labels = args.inputs[2];
+  const Tensor &weights = args.inputs.size() > 3 ? args.inputs[3] : absent;
+  const Tensor &dscores = args.outputs[0];
+  LossGradSpec spec;
+  SHARDC_RETURN_IF_ERROR(checkLossGrad(kernel, args, dloss, labels, weights, dscores, &spec));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", logProb, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", logProb, dscores.shape));
+  // Ignored positions keep zeros, so the output starts zeroed and only non-ignored positions
+  // are filled in.
+  float *out = dscores.as<float>();
+  const float *lp = logProb.as<float>();
+  if (dscores.sizeBytes() > 0)
+    std::memset(out, 0, dscores.sizeBytes());
+  return forEachTarget(kernel, dloss, labels, weights, spec,
+                       [&](int64_t n, int64_t d, int64_t t, double coeff) {
+                         for (int64_t c = 0; c < spec.c; ++c) {
+                           const int64_t at = (n * spec.c + c) * spec.d + d;
+                           const double p = std::exp(static_cast<double>(lp[at]));
+                           out[at] = static_cast<float>((p - (c == t ? 1.0 : 0.0)) * coeff);
+                         }
+                       });
+}
+
+Status nllLossGradKernel(KernelArgs &args) {
+  const char *kernel = "nll_loss_grad";
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(2, 1), Arity::exactly(1)));
+  const Tensor absent;
+  const Tensor &dloss = args.inputs[0], &target = args.inputs[1];
+  const Tensor &weight = args.inputs.size() > 2 ? args.inputs[2] : absent;
+  const Tensor &dinput = args.outputs[0];
+  LossGradSpec spec;
+  SHARDC_RETURN_IF_ERROR(checkLossGrad(kernel, args, dloss, target, weight, dinput, &spec));
+  float *out = dinput.as<float>();
+  if (dinput.sizeBytes() > 0)
+    std::memset(out, 0, dinput.sizeBytes());
+  return forEachTarget(kernel, dloss, target, weight, spec,
+                       [&](int64_t n, int64_t d, int64_t t, double coeff) {
+                         out[(n * spec.c + t) * spec.d + d] = static_cast<float>(-coeff);
+                       });
+}
+
+} // namespace shardc::runtime::cpu

@@ -1,0 +1,98 @@
+// reduce_max_grad: the backward of reduce_max. dy reaches the positions of x that equal the
+// reduced maximum y; when several positions tie, dy is split equally among them (dy / count to
+// each), as PyTorch's amax/amin backward does. Splitting keeps the gradient a valid subgradient
+// and symmetric in the tied inputs, where routing everything to the first tie would depend on
+// the memory order. A NaN maximum (reduce_max propagates NaN) is shared the same way among the
+// NaN inputs that produced it.
+#include "runtime/kernels/cpu/broadcast.h"
+#include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/cpu_kernels.h"
+
+#include <string>
+#include <vector>
+
+namespace shardc::runtime::cpu {
+
+namespace {
+
+constexpr const char *kKernel = "reduce_max_grad";
+
+// True where x attains the maximum y (both NaN counts as attaining it).
+inline bool isMax(float x, float y) { return x == y || (x != x && y != y); }
+
+} // namespace
+
+Status reduceMaxGradKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands(kKernel, args, Arity::exactly(3), Arity::exactly(1)));
+  const Tensor &dy = args.inputs[0], &x = args.inputs[1], &y = args.inputs[2];
+  const Tensor &dx = args.outputs[0];
+  std::vector<int64_t> axes;
+  int64_t keepdims = 0;
+  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "axes", &axes));
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "keepdims", &keepdims));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "x", x, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "y", y, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dy", dy, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dx", dx, program::F32));
+  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dx", dx, x.shape));
+  // The axes rules and the keepdims-adjusted shape of y are reduce_max's.
+  if (axes.empty())
+    return Status::error(std::string(kKernel) + ": attribute 'axes' is empty");
+  std::vector<bool> reduced(x.shape.size(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    SHARDC_RETURN_IF_ERROR(expectAxis(kKernel, "axes", axes[i], x.rank()));
+    if (i > 0 && axes[i] <= axes[i - 1])
+      return Status::error(std::string(kKernel) +
+                           ": attribute 'axes' must be sorted and without duplicates");
+    reduced[static_cast<size_t>(axes[i])] = true;
+  }
+  std::vector<int64_t> yShape;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (!reduced[d])
+      yShape.push_back(x.shape[d]);
+    else if (keepdims)
+      yShape.push_back(1);
+  }
+  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "y", y, yShape));
+  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dy", dy, yShape));
+
+  // Walk x in memory order with operand 0 indexing y (and dy, which has y's layout): stride 0
+  // along reduced dims, y's contiguous stride elsewhere (keepdims does not change the layout).
+  StridedLoop loop;
+  loop.numOperands = 1;
+  loop.dims = x.shape;
+  loop.strides[0].assign(x.shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = x.shape.size(); d-- > 0;) {
+    if (reduced[d])
+      continue;
+    loop.strides[0][d] = stride;
+    stride *= x.shape[d];
+  }
+  loop.coalesce();
+
+  const float *px = x.as<float>(), *py = y.as<float>(), *pdy = dy.as<float>();
+  float *pdx = dx.as<float>();
+  // First pass: how many positions tie for each maximum.
+  std::vector<int64_t> ties(static_cast<size_t>(y.numel()), 0);
+  forEachRow(loop,
+             [&](int64_t xOffset, const int64_t *yOffsets, const int64_t *yStrides, int64_t count) {
+               for (int64_t i = 0; i < count; ++i) {
+                 const int64_t k = yOffsets[0] + i * yStrides[0];
+                 ties[static_cast<size_t>(k)] += isMax(px[xOffset + i], py[k]) ? 1 : 0;
+               }
+             });
+  // Second pass: each tied position gets its share of dy, every other position 0.
+  forEachRow(loop,
+             [&](int64_t xOffset, const int64_t *yOffsets, const int64_t *yStrides, int64_t count) {
+               for (int64_t i = 0; i < count; ++i) {
+                 const int64_t k = yOffsets[0] + i * yStrides[0];
+                 pdx[xOffset + i] = isMax(px[xOffset + i], py[k])
+                                        ? pdy[k] / static_cast<float>(ties[static_cast<size_t>(k)])
+                                        : 0.0f;
+               }
+             });
+  return Status::ok();
+}
+
+} // namespace shardc::runtime::cpu

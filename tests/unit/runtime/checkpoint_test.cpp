@@ -1,0 +1,286 @@
+// Checkpoint directories: round trips, detection of truncated or altered files, and the
+// crash-safety property of the manifest-last save scheme.
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/support/json.h"
+#include "tests/unit/runtime/test_util.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+namespace shardc::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::TempDir;
+
+HostTensor floats(std::vector<int64_t> shape, float start) {
+  HostTensor t = makeHostTensor(program::F32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.as<float>()[i] = start + static_cast<float>(i);
+  return t;
+}
+
+CheckpointContents sampleContents(int64_t step, float base) {
+  CheckpointContents c;
+  c.step = step;
+  c.rngSeed = 0xfedcba9876543210ULL;
+  c.rngCounter = 77;
+  c.dataPosition = step + 1;
+  c.params["layer.w"] = floats({3, 4}, base);
+  c.params["layer.b"] = floats({4}, base + 100);
+  HostTensor count = makeHostTensor(program::I64, {});
+  count.as<int64_t>()[0] = step;
+  c.optimizerState["adam.step"] = count;
+  c.optimizerState["adam.m.layer.w"] = floats({3, 4}, -base);
+  c.optimizerState["adam.v.empty"] = floats({0}, 0);
+  return c;
+}
+
+void expectSameContents(const CheckpointContents &a, const CheckpointContents &b) {
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.rngSeed, b.rngSeed);
+  EXPECT_EQ(a.rngCounter, b.rngCounter);
+  EXPECT_EQ(a.dataPosition, b.dataPosition);
+  for (const auto *pair : {&a.params, &a.optimizerState}) {
+    const auto &other = pair == &a.params ? b.params : b.optimizerState;
+    ASSERT_EQ(pair->size(), other.size());
+    for (const auto &named : *pair) {
+      ASSERT_EQ(other.count(named.first), 1u) << named.first;
+      EXPECT_EQ(other.at(named.first).dtype, named.second.dtype);
+      EXPECT_EQ(other.at(named.first).shape, named.second.shape);
+      EXPECT_EQ(other.at(named.first).bytes, named.second.bytes) << named.first;
+    }
+  }
+}
+
+std::vector<std::string> listDir(const std::string &dir) {
+  std::vector<std::string> names;
+  for (const auto &entry : std::filesystem::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string loadError(const std::string &dir) {
+  CheckpointContents c;
+  Status status = loadCheckpoint(dir, &c);
+  EXPECT_FALSE(status.isOk());
+  return status.message();
+}
+
+TEST(Checkpoint, RoundTrip) {
+  TempDir dir;
+  CheckpointContents saved = sampleContents(10, 1.0f);
+  ASSERT_TRUE(saveCheckpoint(dir.path(), saved).isOk());
+  EXPECT_EQ(listDir(dir.path()),
+            (std::vector<std::string>{"manifest.json", "optimizer-00000010.safetensors",
+                                      "params-00000010.safetensors"}));
+  CheckpointContents loaded;
+  Status status = loadCheckpoint(dir.path(), &loaded);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  expectSameContents(saved, loaded);
+
+  // The data files are plain safetensors files any safetensors reader can open.
+  std::map<std::string, HostTensor> params;
+  SafetensorsMetadata metadata;
+  ASSERT_TRUE(readSafetensors(dir.file("params-00000010.safetensors"), &params, &metadata).isOk());
+  EXPECT_EQ(params.size(), 2u);
+  EXPECT_EQ(metadata.at("step"), "10");
+}
+
+TEST(Checkpoint, ManifestRecordsSizesAndChecksums) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(3, 2.0f)).isOk());
+  JsonValue manifest;
+  ASSERT_TRUE(parseJson(testing::readBytes(dir.file("manifest.json")), &manifest).isOk());
+  int64_t version = 0, step = 0;
+  uint64_t seed = 0, size = 0;
+  ASSERT_TRUE(manifest.find("format_version")->asInt64(&version));
+  ASSERT_TRUE(manifest.find("step")->asInt64(&step));
+  ASSERT_TRUE(manifest.find("rng_seed")->asUint64(&seed));
+  EXPECT_EQ(version, kCheckpointFormatVersion);
+  EXPECT_EQ(step, 3);
+  EXPECT_EQ(seed, 0xfedcba9876543210ULL);
+  const JsonValue *params = manifest.find("files")->find("params");
+  EXPECT_EQ(params->find("name")->stringValue(), "params-00000003.safetensors");
+  ASSERT_TRUE(params->find("size")->asUint64(&size));
+  EXPECT_EQ(size, testing::readBytes(dir.file("params-00000003.safetensors")).size());
+  EXPECT_EQ(params->find("fnv1a64")->stringValue().size(), 16u);
+}
+
+TEST(Checkpoint, LaterSaveReplacesEarlierAndCleansUp) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(10, 1.0f)).isOk());
+  testing::writeBytes(dir.file("notes.txt"), "kept");
+  CheckpointContents second = sampleContents(20, 5.0f);
+  ASSERT_TRUE(saveCheckpoint(dir.path(), second).isOk());
+  EXPECT_EQ(listDir(dir.path()), (std::vector<std::string>{"manifest.json", "notes.txt",
+                                                           "optimizer-00000020.safetensors",
+                                                           "params-00000020.safetensors"}));
+  CheckpointContents loaded;
+  ASSERT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
+  expectSameContents(second, loaded);
+}
+
+TEST(Checkpoint, ResavingTheSameStepNeverOverwritesTheCommittedFiles) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(5, 1.0f)).isOk());
+  CheckpointContents again = sampleContents(5, 9.0f);
+  ASSERT_TRUE(saveCheckpoint(dir.path(), again).isOk());
+  EXPECT_EQ(listDir(dir.path()),
+            (std::vector<std::string>{"manifest.json", "optimizer-00000005.1.safetensors",
+                                      "params-00000005.1.safetensors"}));
+  ASSERT_TRUE(saveCheckpoint(dir.path(), again).isOk());
+  EXPECT_EQ(listDir(dir.path()),
+            (std::vector<std::string>{"manifest.json", "optimizer-00000005.safetensors",
+                                      "params-00000005.safetensors"}));
+  CheckpointContents loaded;
+  ASSERT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
+  expectSameContents(again, loaded);
+}
+
+// A crash after the new data files were written but before the manifest was replaced: the
+// previous manifest still names the previous, complete files.
+TEST(Checkpoint, CrashBeforeManifestLeavesThePreviousCheckpoint) {
+  TempDir dir;
+  CheckpointContents first = sampleContents(1, 1.0f);
+  ASSERT_TRUE(saveCheckpoint(dir.path(), first).isOk());
+  std::string manifestBefore = testing::readBytes(dir.file("manifest.json"));
+
+  // What an interrupted save of step 2 leaves behind: its complete data files, and a partial
+  // temp file of the manifest.
+  CheckpointContents second = sampleContents(2, 7.0f);
+  ASSERT_TRUE(writeSafetensors(dir.file("params-00000002.safetensors"), second.params, {}).isOk());
+  ASSERT_TRUE(
+      writeSafetensors(dir.file("optimizer-00000002.safetensors"), second.optimizerState, {})
+          .isOk());
+  testing::writeBytes(dir.file("manifest.json.tmp.1234.0"), "{\"format\": \"shardc-chec");
+  testing::writeBytes(dir.file("params-00000003.safetensors.tmp.1234.1"), "partial");
+
+  EXPECT_EQ(testing::readBytes(dir.file("manifest.json")), manifestBefore);
+  CheckpointContents loaded;
+  ASSERT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
+  expectSameContents(first, loaded);
+
+  // The next successful save commits and removes everything the interrupted one left.
+  ASSERT_TRUE(saveCheckpoint(dir.path(), second).isOk());
+  EXPECT_EQ(listDir(dir.path()),
+            (std::vector<std::string>{"manifest.json", "optimizer-00000002.safetensors",
+                                      "params-00000002.safetensors"}));
+  ASSERT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
+  expectSameContents(second, loaded);
+}
+
+TEST(Checkpoint, DetectsTruncatedFiles) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(10, 1.0f)).isOk());
+  std::string path = dir.file("params-00000010.safetensors");
+  std::string bytes = testing::readBytes(path);
+  testing::writeBytes(path, bytes.substr(0, bytes.size() - 3));
+  EXPECT_EQ(loadError(dir.path()),
+            path + ": size is " + std::to_string(bytes.size() - 3) + " bytes, manifest.json says " +
+                std::to_string(bytes.size()) + " (file truncated or altered)");
+}
+
+TEST(Checkpoint, DetectsAlteredFiles) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(10, 1.0f)).isOk());
+  for (const char *name : {"params-00000010.safetensors", "optimizer-00000010.safetensors"}) {
+    std::string path = dir.file(name);
+    std::string original = testing::readBytes(path);
+    for (size_t pos : {size_t{0}, size_t{9}, original.size() - 1}) {
+      std::string altered = original;
+      altered[pos] = static_cast<char>(altered[pos] ^ 0x01);
+      testing::writeBytes(path, altered);
+      EXPECT_EQ(loadError(dir.path()), path + ": checksum mismatch (file damaged or altered)");
+    }
+    testing::writeBytes(path, original);
+  }
+  CheckpointContents loaded;
+  EXPECT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
+}
+
+TEST(Checkpoint, DetectsSwappedFiles) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(10, 1.0f)).isOk());
+  std::string params = testing::readBytes(dir.file("params-00000010.safetensors"));
+  // A same-sized file with other contents (another run's parameters) is still caught.
+  TempDir other;
+  ASSERT_TRUE(saveCheckpoint(other.path(), sampleContents(10, 2.0f)).isOk());
+  std::string otherParams = testing::readBytes(other.file("params-00000010.safetensors"));
+  ASSERT_EQ(params.size(), otherParams.size());
+  testing::writeBytes(dir.file("params-00000010.safetensors"), otherParams);
+  EXPECT_THAT(loadError(dir.path()), HasSubstr("checksum mismatch"));
+}
+
+TEST(Checkpoint, MissingFilesAreErrors) {
+  TempDir dir;
+  EXPECT_EQ(loadError(dir.path()),
+            dir.file("manifest.json") + ": cannot open: No such file or directory");
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(4, 1.0f)).isOk());
+  std::filesystem::remove(dir.file("optimizer-00000004.safetensors"));
+  EXPECT_EQ(loadError(dir.path()), dir.file("optimizer-00000004.safetensors") +
+                                       ": cannot open: No such file or directory");
+}
+
+TEST(Checkpoint, RejectsBadManifests) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(4, 1.0f)).isOk());
+  std::string manifestPath = dir.file("manifest.json");
+  std::string good = testing::readBytes(manifestPath);
+  auto withReplaced = [&](const std::string &from, const std::string &to) {
+    std::string text = good;
+    size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return text.replace(pos, from.size(), to);
+  };
+  struct Case {
+    std::string manifest;
+    std::string error;
+  };
+  std::vector<Case> cases = {
+      {good.substr(0, good.size() / 2), manifestPath + ": malformed JSON at byte "},
+      {"[]", manifestPath + ": not a JSON object"},
+      {withReplaced("\"shardc-checkpoint\"", "\"other\""),
+       manifestPath + ": not a shardc checkpoint manifest"},
+      {withReplaced("\"format_version\": 1", "\"format_version\": 2"),
+       manifestPath + ": unsupported checkpoint format version 2 (supported: 1)"},
+      {withReplaced("\"step\": 4", "\"step\": -4"),
+       manifestPath + ": step is missing or not a non-negative integer"},
+      {withReplaced("\"params-00000004.safetensors\"", "\"../params-00000004.safetensors\""),
+       manifestPath + ": files.params.name is missing or not a valid data file name"},
+      {withReplaced("\"optimizer-00000004.safetensors\"", "\"params-00000004.safetensors\""),
+       manifestPath + ": files.optimizer.name is missing or not a valid data file name"},
+      {withReplaced("\"fnv1a64\": \"", "\"fnv1a64\": \"X"),
+       manifestPath + ": files.params.fnv1a64 is missing or not 16 lowercase hex digits"},
+  };
+  for (const Case &c : cases) {
+    testing::writeBytes(manifestPath, c.manifest);
+    EXPECT_THAT(loadError(dir.path()), StartsWith(c.error)) << c.manifest;
+  }
+}
+
+TEST(Checkpoint, RejectsNegativeStep) {
+  TempDir dir;
+  CheckpointContents c = sampleContents(1, 1.0f);
+  c.step = -1;
+  EXPECT_THAT(saveCheckpoint(dir.path(), c).message(), HasSubstr("negative step"));
+}
+
+TEST(Checkpoint, CreatesTheDirectory) {
+  TempDir dir;
+  std::string nested = dir.file("run/ckpt");
+  ASSERT_TRUE(saveCheckpoint(nested, sampleContents(0, 1.0f)).isOk());
+  CheckpointContents loaded;
+  ASSERT_TRUE(loadCheckpoint(nested, &loaded).isOk());
+  EXPECT_EQ(loaded.step, 0);
+}
+
+} // namespace
+} // namespace shardc::runtime
