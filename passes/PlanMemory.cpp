@@ -5,6 +5,7 @@
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/ShapeRules.h"
 #include "shardc/Lowering/MemoryPlanner.h"
+#include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
 
 #include "mlir/IR/Builders.h"
@@ -38,8 +39,9 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       return true;
     };
 
+    // Everything the runtime feeds by name is copied into the arena before the first op.
     for (mlir::BlockArgument arg : body.getArguments())
-      if (func.getArgAttr(arg.getArgNumber(), graph::kInputAttr))
+      if (runtimeInputName(func, arg.getArgNumber()))
         if (!addValue(arg, -1))
           return signalPassFailure();
 

@@ -10,8 +10,10 @@ the model's batch B; step k (from 1) uses rows [(k-1)B, kB) modulo that dimensio
 --make-data N the script first writes N batches of deterministic data into DIR/data.
 
 Writes DIR/losses.jsonl (one {"step": k, "loss": x} per step, x with 9 significant digits: the
-loss of the forward pass at step k, before its update) and DIR/params/<name>.npy (every
-parameter after the last step).
+loss of the forward pass at step k, before its update), DIR/params/<name>.npy (every
+parameter after the last step) and DIR/grad_absmax/<name>.npy (each element's largest
+|gradient| over the run, before clipping: it tells which elements only ever saw rounding noise,
+e.g. attention key biases, whose exact gradient is zero because softmax ignores a per-row shift).
 """
 
 import argparse
@@ -122,6 +124,8 @@ def main():
 
     optimizer = make_optimizer(args, model.parameters())
     os.makedirs(os.path.join(args.out, "params"), exist_ok=True)
+    os.makedirs(os.path.join(args.out, "grad_absmax"), exist_ok=True)
+    grad_absmax = {name: torch.zeros_like(p) for name, p in model.named_parameters()}
     with open(os.path.join(args.out, "losses.jsonl"), "w") as log:
         for step in range(1, args.steps + 1):
             rows_k = [(r % total) for r in range((step - 1) * batch, step * batch)]
@@ -129,6 +133,8 @@ def main():
             loss = model(*inputs)[0]
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            for name, p in model.named_parameters():
+                grad_absmax[name] = torch.maximum(grad_absmax[name], p.grad.abs())
             if args.grad_clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
             optimizer.step()
@@ -136,6 +142,8 @@ def main():
     for name, value in model.named_parameters():
         np.save(os.path.join(args.out, "params", export_util.npy_name(name) + ".npy"),
                 value.detach().numpy())
+        np.save(os.path.join(args.out, "grad_absmax", export_util.npy_name(name) + ".npy"),
+                grad_absmax[name].numpy())
     print(f"{args.model}: {args.steps} {args.optimizer} steps, final loss "
           f"{loss.item():.9g}, wrote {args.out}")
 

@@ -1,6 +1,7 @@
 //===- CommandLine.cpp ------------------------------------------------------------------===//
 #include "CommandLine.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -16,11 +17,20 @@ plan.txt) that shardrun executes.
 
 options:
   -o, --output DIR          bundle directory to write (required unless --emit is given)
-  --mode forward|train      compile the forward pass, or the training step (default: train;
-                            training is not implemented yet)
+  --mode forward|train      compile the forward pass, or the training step (default: train:
+                            forward, gradients and optimizer update as one step)
   --input-shape NAME=DIMS   sizes of a graph input's dimensions, e.g. input_ids=8x128;
                             needed for every symbolic dimension (repeatable)
   --emit=mlir               print the imported graph IR to stdout instead of compiling
+
+training (--mode train; PyTorch's semantics and defaults):
+  --optimizer adamw|sgd     default adamw
+  --beta1 B, --beta2 B, --eps E      AdamW (0.9, 0.999, 1e-8)
+  --weight-decay W          decoupled for AdamW (default 0.01), L2 for SGD (default 0)
+  --momentum M, --nesterov  SGD (default 0, off)
+  --grad-clip N             clip the global gradient norm to N (default: no clipping)
+  --freeze REGEX            do not train parameters whose name matches
+  --trainable REGEX         train only parameters whose name matches
   --dump-ir-after-all DIR   write the IR after import and after every pass into DIR
   --no-weights              plan without reading the weights (external data may be absent);
                             the bundle can be inspected but not run
@@ -50,6 +60,14 @@ bool parseDims(std::string_view text, std::vector<int64_t> &dims) {
     pos = next + 1;
   }
   return !dims.empty();
+}
+
+bool parseNumber(const std::string &text, double &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return end && *end == '\0' && std::isfinite(out);
 }
 
 } // namespace
@@ -120,6 +138,35 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
       if (options.inputShapes.count(name))
         return usageError("--input-shape given twice for '" + name + "'");
       options.inputShapes[name] = dims;
+    } else if (arg == "--optimizer") {
+      if (!takeValue("--optimizer") || (value != "adamw" && value != "sgd"))
+        return usageError("--optimizer needs adamw or sgd");
+      options.train.optimizer = value;
+    } else if (arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
+               arg == "--weight-decay" || arg == "--momentum" || arg == "--grad-clip") {
+      double number = 0;
+      if (!takeValue(arg.c_str()) || !parseNumber(value, number) || number < 0)
+        return usageError(arg + " needs a non-negative number");
+      if (arg == "--beta1")
+        options.train.beta1 = number;
+      else if (arg == "--beta2")
+        options.train.beta2 = number;
+      else if (arg == "--eps")
+        options.train.eps = number;
+      else if (arg == "--momentum")
+        options.train.momentum = number;
+      else if (arg == "--grad-clip")
+        options.train.gradClip = number;
+      else {
+        options.train.weightDecay = number;
+        options.weightDecayGiven = true;
+      }
+    } else if (arg == "--nesterov") {
+      options.train.nesterov = true;
+    } else if (arg == "--freeze" || arg == "--trainable") {
+      if (!takeValue(arg.c_str()) || value.empty())
+        return usageError(arg + " needs a regular expression over parameter names");
+      (arg == "--freeze" ? options.train.freeze : options.train.trainable) = value;
     } else if (arg == "--no-weights") {
       options.withoutWeights = true;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
@@ -133,6 +180,8 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   }
   if (options.model.empty())
     return usageError("no model given");
+  if (!options.weightDecayGiven)
+    options.train.weightDecay = options.train.optimizer == "adamw" ? 0.01 : 0.0;
   if (options.emitMlir && !options.dumpIrDir.empty())
     return usageError("--dump-ir-after-all has no effect with --emit=mlir (no pass runs); "
                       "give -o OUT.shard instead");

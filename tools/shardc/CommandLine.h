@@ -2,6 +2,8 @@
 #ifndef SHARDC_TOOLS_SHARDC_COMMANDLINE_H
 #define SHARDC_TOOLS_SHARDC_COMMANDLINE_H
 
+#include "shardc/Autodiff/TrainStep.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -19,6 +21,8 @@ struct Options {
   std::string dumpIrDir;
   bool withoutWeights = false;
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  TrainStepOptions train;
+  bool weightDecayGiven = false; // else PyTorch's default for the optimizer
 };
 
 enum class ParseResult { Ok, ExitSuccess, UsageError };

@@ -50,8 +50,23 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module, const std::string &path) 
   return mlir::success();
 }
 
-mlir::LogicalResult runForwardPipeline(mlir::ModuleOp module, const std::string &dumpDir) {
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &dumpDir,
+                                const TrainStepOptions *train) {
   mlir::PassManager pm(module->getContext());
+  if (train) {
+    BuildTrainStepOptions options;
+    options.optimizer = train->optimizer;
+    options.beta1 = train->beta1;
+    options.beta2 = train->beta2;
+    options.eps = train->eps;
+    options.weightDecay = train->weightDecay;
+    options.momentum = train->momentum;
+    options.nesterov = train->nesterov;
+    options.gradClip = train->gradClip;
+    options.freeze = train->freeze;
+    options.trainable = train->trainable;
+    pm.addPass(createBuildTrainStep(options));
+  }
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldConstants());
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory());
   if (!dumpDir.empty()) {

@@ -34,6 +34,8 @@ std::string baseName(const std::string &path) {
 
 // Training needs a loss: the first scalar floating-point output of the graph.
 std::string describeLossOutput(mlir::func::FuncOp func) {
+  if (!func)
+    return "";
   auto results = func.getFunctionType().getResults();
   for (auto [i, type] : llvm::enumerate(results)) {
     auto ranked = mlir::dyn_cast<mlir::RankedTensorType>(type);
@@ -72,25 +74,20 @@ int compile(const Options &opts) {
     return 0;
   }
 
-  auto func = module.lookupSymbol<mlir::func::FuncOp>("forward");
-  if (!func) {
-    printError(opts.model + ": the imported module has no @forward function");
+  bool training = opts.mode == Mode::Train;
+  if (training && describeLossOutput(module.lookupSymbol<mlir::func::FuncOp>("forward")).empty()) {
+    printError(opts.model + ": --mode train needs a scalar float output (the loss), and the "
+                            "model has none; use --mode forward to compile inference");
     return 1;
   }
-  if (opts.mode == Mode::Train) {
-    std::string loss = describeLossOutput(func);
-    if (loss.empty())
-      printError(opts.model + ": --mode train needs a scalar float output (the loss), and the "
-                              "model has none; use --mode forward to compile inference");
-    else
-      printError(opts.model + ": --mode train is not implemented yet (building the training "
-                              "step for loss '" + loss + "' needs autodiff and an optimizer); "
-                              "use --mode forward");
-    return 1;
-  }
-
-  if (mlir::failed(runForwardPipeline(module, opts.dumpIrDir))) {
+  if (mlir::failed(runPipeline(module, opts.dumpIrDir, training ? &opts.train : nullptr))) {
     printError(errors.hasError() ? errors.message() : opts.model + ": pass pipeline failed");
+    return 1;
+  }
+  auto func = module.lookupSymbol<mlir::func::FuncOp>(training ? "train_step" : "forward");
+  if (!func) {
+    printError(opts.model + ": the compiled module has no @" +
+               (training ? "train_step" : "forward") + " function");
     return 1;
   }
   mlir::FailureOr<EmittedProgram> emitted = emitProgram(func, imported->weights);
@@ -101,7 +98,7 @@ int compile(const Options &opts) {
 
   program::Bundle bundle;
   bundle.set_format_version(1);
-  bundle.set_mode("forward");
+  bundle.set_mode(training ? "train" : "forward");
   bundle.set_source_model(baseName(opts.model));
   bundle.set_world_size(1);
   *bundle.add_programs() = emitted->program;

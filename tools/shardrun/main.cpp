@@ -42,7 +42,9 @@ const char kUsage[] =
     "  --outputs DIR2  directory to write one .npy file per graph output (created if needed)\n"
     "  --threads N     threads for the CPU kernels' matrix products (default: OpenBLAS's own\n"
     "                  choice, usually one per core)\n"
-    "  --steps N       training steps (training bundles; training is not implemented yet)\n"
+    "  --steps N       training steps (the training loop is not implemented yet; a training\n"
+    "                  bundle without --steps runs one step, reading every input of the step,\n"
+    "                  parameters and optimizer state included, from DIR)\n"
     "  -h, --help      print this help and exit\n"
     "\n"
     "A tensor's file name is its name with every character outside [A-Za-z0-9._-] replaced by\n"
@@ -212,12 +214,13 @@ std::optional<Failure> runShardrun(const Options &options) {
   if (!status.isOk())
     return error(status.message());
 
-  if (bundle.bundle.mode() == "train") {
-    if (!options.steps)
-      return error(bundleDir + ": training bundles need --steps (training is not implemented yet)");
-    return error(bundleDir + ": training is not implemented yet");
-  }
-  if (options.steps)
+  // A training bundle runs one step on explicit state: every input (the batch, trained
+  // parameters, optimizer state, "step", "lr") comes from --data and every updated value is
+  // written to --outputs under the same name. The training loop itself is not built yet.
+  if (bundle.bundle.mode() == "train" && options.steps)
+    return error(bundleDir + ": the training loop (--steps) is not implemented yet; run one "
+                             "step at a time by giving every input of the step in --data");
+  if (bundle.bundle.mode() != "train" && options.steps)
     return usageError("--steps applies to training bundles; " + bundleDir + " is a forward bundle");
 
   status = validateBundleAndLoadWeights(&bundle);

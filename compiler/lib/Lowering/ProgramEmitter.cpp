@@ -6,6 +6,7 @@
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Lowering/KernelMapping.h"
 #include "shardc/Lowering/MemoryPlanner.h"
+#include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -54,8 +55,7 @@ public:
         return failure();
     for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands())) {
       program::Binding *binding = out_.program.add_outputs();
-      auto name = func_.getResultAttrOfType<StringAttr>(i, graph::kOutputAttr);
-      binding->set_name(name ? name.str() : "output" + std::to_string(i));
+      binding->set_name(resultName(func_, i));
       binding->set_buffer(buffers_.lookup(v));
     }
     out_.program.set_weights_bytes(out_.weights.size());
@@ -85,15 +85,15 @@ private:
 
   LogicalResult addArgument(BlockArgument arg) {
     unsigned i = arg.getArgNumber();
-    if (auto input = func_.getArgAttrOfType<StringAttr>(i, graph::kInputAttr)) {
+    if (std::optional<std::string> input = runtimeInputName(func_, i)) {
       auto offset = func_.getArgAttrOfType<IntegerAttr>(i, kArgOffsetAttr);
       if (!offset)
-        return func_.emitError("graph input '") << input.getValue() << "' has no planned offset";
-      program::Buffer *buf = newBuffer(arg, input.str(), program::INPUT);
+        return func_.emitError("input '") << *input << "' has no planned offset";
+      program::Buffer *buf = newBuffer(arg, *input, program::INPUT);
       buf->set_region(program::ARENA);
       buf->set_offset(offset.getInt());
       program::Binding *binding = out_.program.add_inputs();
-      binding->set_name(input.str());
+      binding->set_name(*input);
       binding->set_buffer(buffers_.lookup(arg));
       return success();
     }

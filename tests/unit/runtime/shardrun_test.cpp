@@ -145,10 +145,15 @@ TEST(Shardrun, TrainingAndPlanningOnlyBundles) {
   program::Bundle train = testing::addMatmulBundle();
   train.set_mode("train");
   Fixture t(train);
+  // Without --steps a training bundle runs one step on the inputs it is given.
   RunResult r = t.run();
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  // The loop is not there yet, and says so.
+  r = t.run({"--steps", "3"});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_EQ(r.err, "shardrun: error: " + t.bundle.path() +
-                       ": training bundles need --steps (training is not implemented yet)\n");
+                       ": the training loop (--steps) is not implemented yet; run one step at "
+                       "a time by giving every input of the step in --data\n");
 
   program::Bundle planning = testing::addMatmulBundle();
   planning.set_weights_file("");

@@ -1,0 +1,187 @@
+"""Training equivalence with PyTorch: shardc's training step, run step by step, must follow
+torch's loss curve and end at the same parameters.
+
+    run_training_tests.py --shardc PATH --shardrun PATH --work DIR [--steps 30]
+
+For each configuration the model is exported, PyTorch trains it (tests/models/train_reference.py,
+from the ONNX weights, on the same batches), and shardc compiles `--mode train`. shardrun then
+runs one step per call: this script feeds every input of the step (the batch, trained
+parameters, optimizer state, step, lr) and takes the updated values back from the outputs.
+Checks: at every step |loss - loss_torch| / |loss_torch| <= 1e-5, and after the last step
+every trained parameter's max |p - p_torch| / max |p_torch| <= 1e-4 over its elements with a
+real gradient. Elements whose PyTorch gradient never rose above float32 rounding noise
+(< 1e-7 of the model's largest gradient at every step; e.g. attention key biases, whose exact
+gradient is zero) are reported separately: Adam turns that noise into steps of up to lr in
+both implementations, so for them only |p - p_torch| <= 2 * steps * lr is checked.
+Prints one PASS/FAIL line per configuration and `N passed, M failed`.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, os.pardir, "models")
+sys.path.insert(0, HERE)
+import e2e_util  # noqa: E402
+
+PYTHON = sys.executable
+LOSS_RTOL = 1e-5
+PARAM_RTOL = 1e-4
+LR = 1e-3
+
+# name, model, extra flags for shardc and train_reference.py
+CONFIGS = [
+    ("mlp_adamw", "mlp_classifier", []),
+    ("mlp_sgd_nesterov", "mlp_classifier", ["--optimizer", "sgd", "--momentum", "0.9",
+                                             "--nesterov"]),
+    ("mlp_adamw_clip", "mlp_classifier", ["--grad-clip", "0.05"]),
+    ("tiny_gpt_adamw", "tiny_gpt", []),
+    ("bert_encoder_adamw", "bert_encoder", []),
+]
+
+
+def export(model, work):
+    out = os.path.join(work, model)
+    if not os.path.exists(os.path.join(out, "model.onnx")):
+        subprocess.run([PYTHON, os.path.join(MODELS, f"export_{model}.py"), "--out", out],
+                       check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def shape_flags(model_dir):
+    path = os.path.join(model_dir, "input_shapes.txt")
+    if not os.path.exists(path):
+        return []
+    flags = []
+    for line in open(path).read().split():
+        flags += ["--input-shape", line]
+    return flags
+
+
+def read_bindings(bundle):
+    """(input names, output names) from plan.txt's inputs:/outputs: sections."""
+    names = {"inputs:": [], "outputs:": []}
+    section = None
+    for line in open(os.path.join(bundle, "plan.txt")):
+        if line.strip() in names:
+            section = line.strip()
+        elif section and line.startswith("  ") and ": %" in line:
+            names[section].append(line.strip().split(": %")[0])
+        elif section and not line.startswith("  "):
+            section = None
+    return names["inputs:"], names["outputs:"]
+
+
+def run_config(name, model, flags, args):
+    work = os.path.join(args.work, name)
+    os.makedirs(work, exist_ok=True)
+    model_dir = export(model, args.work)
+    ref = os.path.join(work, "torch")
+    subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
+                    "--model-dir", model_dir, "--out", ref, "--make-data", "4",
+                    "--steps", str(args.steps), "--lr", str(LR), *flags],
+                   check=True, stdout=subprocess.DEVNULL)
+    bundle = os.path.join(work, "model.shard")
+    res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
+                             "train", "-o", bundle, *shape_flags(model_dir), *flags],
+                            args.timeout)
+    if not res.ok:
+        return f"compile: {res.describe()}"
+    inputs, outputs = read_bindings(bundle)
+
+    proto = onnx.load_model(os.path.join(model_dir, "model.onnx"))
+    params = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    data_dir = os.path.join(ref, "data")
+    data = {f[:-4]: np.load(os.path.join(data_dir, f)) for f in os.listdir(data_dir)}
+    batch = min(len(v) for v in data.values()) // 4
+    state = {}
+    for n in inputs:
+        if n in params:
+            state[n] = params[n].astype(np.float32)
+        elif n.endswith((".exp_avg", ".exp_avg_sq", ".momentum_buffer")):
+            state[n] = np.zeros_like(params[n.rsplit(".", 1)[0]], dtype=np.float32)
+    state["step"] = np.array(0, dtype=np.int64)
+
+    torch_losses = [json.loads(line)["loss"] for line in open(os.path.join(ref, "losses.jsonl"))]
+    worst_loss = 0.0
+    step_dir, out_dir = os.path.join(work, "step_in"), os.path.join(work, "step_out")
+    os.makedirs(step_dir, exist_ok=True)
+    for k in range(1, args.steps + 1):
+        rows = [r % len(next(iter(data.values()))) for r in range((k - 1) * batch, k * batch)]
+        feed = dict(state, lr=np.array(LR, dtype=np.float32))
+        for n in inputs:
+            if n not in feed:
+                feed[n] = data[e2e_util.npy_name(n)][rows]
+        for n in inputs:
+            np.save(os.path.join(step_dir, e2e_util.npy_name(n) + ".npy"), feed[n])
+        res = e2e_util.run_tool([args.shardrun, bundle, "--data", step_dir, "--outputs", out_dir],
+                                args.timeout)
+        if not res.ok:
+            return f"step {k}: {res.describe()}"
+        for n in outputs:
+            value, err = e2e_util.load_output(out_dir, n)
+            if err:
+                return f"step {k}: {err}"
+            if n == "loss":
+                loss = float(value)
+            else:
+                state[n] = value
+        rel = abs(loss - torch_losses[k - 1]) / abs(torch_losses[k - 1])
+        worst_loss = max(worst_loss, rel)
+        if rel > LOSS_RTOL:
+            return (f"step {k}: loss {loss:.9g} vs torch {torch_losses[k - 1]:.9g} "
+                    f"(relative difference {rel:.3g} > {LOSS_RTOL})")
+
+    absmax = {n: np.load(os.path.join(ref, "grad_absmax", e2e_util.npy_name(n) + ".npy"))
+              for n in outputs if n in params}
+    noise_level = 1e-7 * max(float(g.max()) for g in absmax.values())
+    worst_param, worst_name, noise_elems, worst_noise = 0.0, "", 0, 0.0
+    for n, g in absmax.items():
+        ref_value = np.load(os.path.join(ref, "params", e2e_util.npy_name(n) + ".npy"))
+        diff = np.abs(state[n] - ref_value)
+        real = g > noise_level
+        rel = float(np.max(diff[real], initial=0.0) / np.max(np.abs(ref_value)))
+        if rel > worst_param:
+            worst_param, worst_name = rel, n
+        noise_elems += int(np.count_nonzero(~real))
+        worst_noise = max(worst_noise, float(np.max(diff[~real], initial=0.0)))
+    summary = (f"{args.steps} steps, max loss rel diff {worst_loss:.3g}, "
+               f"max param rel diff {worst_param:.3g} ({worst_name}), final loss {loss:.9g}")
+    if noise_elems:
+        summary += (f"; {noise_elems} elements with noise-level gradients, max |diff| "
+                    f"{worst_noise:.3g}")
+    if worst_param > PARAM_RTOL:
+        return "parameters diverged: " + summary
+    if worst_noise > 2 * args.steps * LR:
+        return "noise-gradient elements moved more than Adam can: " + summary
+    print(f"  {name}: {summary}")
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--timeout", type=int, default=120)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    failed = 0
+    for name, model, flags in CONFIGS:
+        err = run_config(name, model, flags, args)
+        print(f"{'FAIL' if err else 'PASS'} {name}" + (f": {err}" if err else ""))
+        failed += bool(err)
+    print(f"{len(CONFIGS) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
