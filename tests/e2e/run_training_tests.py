@@ -43,6 +43,7 @@ CONFIGS = [
                                              "--nesterov"]),
     ("mlp_adamw_clip", "mlp_classifier", ["--grad-clip", "0.05"]),
     ("tiny_gpt_adamw", "tiny_gpt", []),
+    ("tied_gpt_adamw", "tied_gpt", []),
     ("bert_encoder_adamw", "bert_encoder", []),
 ]
 

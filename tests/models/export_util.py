@@ -111,7 +111,10 @@ def export_model(model, inputs, input_names, output_names, out_dir, dynamic_axes
     if graph_outputs != list(output_names):
         raise RuntimeError(f"exported graph outputs {graph_outputs} != {list(output_names)}")
     # Every parameter and buffer must stay its own initializer (no deduplication or folding).
-    missing = set(model.state_dict()) - {init.name for init in proto.graph.initializer}
+    # A parameter shared by two modules (tied embeddings) is one tensor: named_parameters()
+    # lists it once, under the name the export uses.
+    tensors = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
+    missing = set(tensors) - {init.name for init in proto.graph.initializer}
     if missing:
         raise RuntimeError(f"parameters missing from the export's initializers: {sorted(missing)}")
     if dynamic_axes and not keep_symbolic:

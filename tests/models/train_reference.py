@@ -33,6 +33,7 @@ import export_util  # noqa: E402
 # Export script, module class and graph input names of each model.
 MODELS = {
     "tiny_gpt": ("export_tiny_gpt", "TinyGPT", ["idx", "targets"]),
+    "tied_gpt": ("export_tied_gpt", "TiedGPT", ["idx", "targets"]),
     "mlp_classifier": ("export_mlp_classifier", "MLPClassifier", ["x", "y"]),
     "bert_encoder": ("export_bert_encoder", "BertClassifier",
                      ["input_ids", "token_type_ids", "attention_mask", "labels"]),
@@ -41,7 +42,7 @@ MODELS = {
 
 def make_data(name, module, batches, rng):
     """`batches` batches of valid inputs for model `name` (token ids below the vocabulary...)."""
-    if name == "tiny_gpt":
+    if name in ("tiny_gpt", "tied_gpt"):
         n = module.BATCH * batches
         tokens = rng.integers(0, module.VOCAB, size=(n, module.SEQ + 1))
         return {"idx": tokens[:, :-1], "targets": tokens[:, 1:]}
@@ -60,14 +61,20 @@ def make_data(name, module, batches, rng):
 
 
 def load_onnx_weights(model, onnx_path):
-    """Copies every ONNX initializer into the parameter or buffer of the same name."""
+    """Copies every ONNX initializer into the parameter or buffer of the same name.
+
+    Shared (tied) parameters are one tensor, listed once by named_parameters(), which is the
+    name the export gives them.
+    """
     proto = onnx.load_model(onnx_path)  # external data is loaded from beside the model
     inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
-    state = model.state_dict()
-    missing = [name for name in state if name not in inits]
+    tensors = list(model.named_parameters()) + list(model.named_buffers())
+    missing = [name for name, _ in tensors if name not in inits]
     if missing:
         raise SystemExit(f"{onnx_path}: no initializer for {', '.join(missing)}")
-    model.load_state_dict({name: torch.from_numpy(np.array(inits[name])) for name in state})
+    with torch.no_grad():
+        for name, tensor in tensors:
+            tensor.copy_(torch.from_numpy(np.array(inits[name])))
 
 
 def make_optimizer(args, params):

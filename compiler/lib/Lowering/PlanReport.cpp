@@ -65,6 +65,13 @@ void formatProgram(const program::Program &p, std::ostringstream &os) {
   os << "inputs:\n";
   for (const program::Binding &b : p.inputs())
     os << "  " << b.name() << ": " << operand(p, b.buffer()) << "\n";
+  if (p.state_init_size() > 0) {
+    uint64_t bytes = 0;
+    for (const program::StateInit &s : p.state_init())
+      bytes += s.size_bytes();
+    os << "training state: " << p.state_init_size() << " trained parameters fed back each "
+       << "step (initial values " << bytesString(bytes) << " in the weights)\n";
+  }
   os << "outputs:\n";
   for (const program::Binding &b : p.outputs())
     os << "  " << b.name() << ": " << operand(p, b.buffer()) << "\n";

@@ -95,6 +95,9 @@ private:
       program::Binding *binding = out_.program.add_inputs();
       binding->set_name(*input);
       binding->set_buffer(buffers_.lookup(arg));
+      // A trained parameter is fed step after step; its first value ships in the weights.
+      if (func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr))
+        return addStateInit(*input, buf->size_bytes());
       return success();
     }
     auto param = func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
@@ -112,6 +115,24 @@ private:
       return func_.emitError("parameter '") << param.getValue() << "' holds " << w->bytes.size()
                                             << " bytes, its type needs " << buf->size_bytes();
     placeInWeights(buf, w->bytes);
+    return success();
+  }
+
+  LogicalResult addStateInit(const std::string &name, uint64_t sizeBytes) {
+    const WeightTensor *w = weights_.find(name);
+    if (!w || !w->present) {
+      out_.weightsComplete = false;
+      return success();
+    }
+    if (w->bytes.size() != sizeBytes)
+      return func_.emitError("parameter '") << name << "' holds " << w->bytes.size()
+                                            << " bytes, its type needs " << sizeBytes;
+    out_.weights.resize(alignUp(out_.weights.size()), 0);
+    program::StateInit *init = out_.program.add_state_init();
+    init->set_name(name);
+    init->set_offset(out_.weights.size());
+    init->set_size_bytes(sizeBytes);
+    out_.weights.insert(out_.weights.end(), w->bytes.begin(), w->bytes.end());
     return success();
   }
 
