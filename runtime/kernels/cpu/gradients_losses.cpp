@@ -10,11 +10,12 @@
 // With `mean` and every position ignored the forward is 0/0 = NaN; no position contributes, so
 // the gradient is all zeros.
 //
-// The attribute and shape checks mirror checkLoss in losses.cpp, with the gradient operands in
-// place of the forward's input and loss.
+// The attribute and shape checks are the forward's (loss_operands.h), with the gradient
+// operands in place of the forward's input and loss.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/loss_operands.h"
 
 #include <cmath>
 #include <cstring>
@@ -25,64 +26,10 @@ namespace shardc::runtime::cpu {
 
 namespace {
 
-enum class LossReduction { None, Sum, Mean };
-
-struct LossGradSpec {
-  LossReduction reduction = LossReduction::Mean;
-  bool hasIgnoreIndex = false;
-  int64_t ignoreIndex = 0;
-  // The gradient (and log_prob) viewed as [n, c, d], target as [n, d].
-  int64_t n = 0, c = 0, d = 0;
-};
-
-// Reads the attributes and checks dloss, the [N, C, d1..] gradient output (`grad`, whose shape
-// is the forward input's), the [N, d1..] target and the optional [C] weight.
-Status checkLossGrad(const char *kernel, const KernelArgs &args, const Tensor &dloss,
-                     const Tensor &target, const Tensor &weight, const Tensor &grad,
-                     LossGradSpec *spec) {
-  std::string reduction;
-  int64_t hasIgnoreIndex = 0;
-  SHARDC_RETURN_IF_ERROR(getStringAttr(args, "reduction", &reduction));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "has_ignore_index", &hasIgnoreIndex));
-  spec->hasIgnoreIndex = hasIgnoreIndex != 0;
-  if (spec->hasIgnoreIndex)
-    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "ignore_index", &spec->ignoreIndex));
-  if (reduction == "none")
-    spec->reduction = LossReduction::None;
-  else if (reduction == "sum")
-    spec->reduction = LossReduction::Sum;
-  else if (reduction == "mean")
-    spec->reduction = LossReduction::Mean;
-  else
-    return Status::error(std::string(kernel) + ": attribute 'reduction' must be \"mean\", " +
-                         "\"sum\" or \"none\", got \"" + reduction + "\"");
-
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "gradient output", grad, program::F32));
-  if (grad.rank() < 2)
-    return Status::error(std::string(kernel) + ": gradient output must be [N, C, d1..], got " +
-                         grad.describe());
-  if (target.dtype != program::I64 && target.dtype != program::I32)
-    return Status::error(std::string(kernel) + ": target is " + dtypeName(target.dtype) +
-                         ", expected i64 or i32");
-  std::vector<int64_t> targetShape = grad.shape;
-  targetShape.erase(targetShape.begin() + 1);
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "target", target, targetShape));
-  spec->n = grad.shape[0];
-  spec->c = grad.shape[1];
-  spec->d = dimsProduct(grad.shape, 2, grad.shape.size());
-  if (weight.present()) {
-    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "weight", weight, program::F32));
-    SHARDC_RETURN_IF_ERROR(expectShape(kernel, "weight", weight, {spec->c}));
-  }
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "dloss", dloss, program::F32));
-  return expectShape(kernel, "dloss", dloss,
-                     spec->reduction == LossReduction::None ? targetShape : std::vector<int64_t>{});
-}
-
 // The class of each target position, or -1 where it is ignored; range-checked like the forward
 // before any output is written. Also returns the mean's denominator.
 Status readTargets(const char *kernel, const Tensor &target, const Tensor &weight,
-                   const LossGradSpec &spec, std::vector<int64_t> *classes, double *weightSum) {
+                   const LossSpec &spec, std::vector<int64_t> *classes, double *weightSum) {
   const float *pw = weight.present() ? weight.as<float>() : nullptr;
   const int64_t count = spec.n * spec.d;
   classes->resize(static_cast<size_t>(count));
@@ -110,7 +57,7 @@ Status readTargets(const char *kernel, const Tensor &target, const Tensor &weigh
 // derivative of the reduced loss with respect to that position's -log_prob[n, t, d].
 template <typename Fn>
 Status forEachTarget(const char *kernel, const Tensor &dloss, const Tensor &target,
-                     const Tensor &weight, const LossGradSpec &spec, Fn position) {
+                     const Tensor &weight, const LossSpec &spec, Fn position) {
   std::vector<int64_t> classes;
   double weightSum = 0.0;
   SHARDC_RETURN_IF_ERROR(readTargets(kernel, target, weight, spec, &classes, &weightSum));
@@ -144,8 +91,9 @@ Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
   const Tensor &dloss = args.inputs[0], &logProb = args.inputs[1], &labels = args.inputs[2];
   const Tensor &weights = args.inputs.size() > 3 ? args.inputs[3] : absent;
   const Tensor &dscores = args.outputs[0];
-  LossGradSpec spec;
-  SHARDC_RETURN_IF_ERROR(checkLossGrad(kernel, args, dloss, labels, weights, dscores, &spec));
+  LossSpec spec;
+  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, dscores, "gradient output", labels,
+                                           weights, dloss, "dloss", &spec));
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", logProb, program::F32));
   SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", logProb, dscores.shape));
   // Ignored positions keep zeros, so the output starts zeroed and only non-ignored positions
@@ -171,8 +119,9 @@ Status nllLossGradKernel(KernelArgs &args) {
   const Tensor &dloss = args.inputs[0], &target = args.inputs[1];
   const Tensor &weight = args.inputs.size() > 2 ? args.inputs[2] : absent;
   const Tensor &dinput = args.outputs[0];
-  LossGradSpec spec;
-  SHARDC_RETURN_IF_ERROR(checkLossGrad(kernel, args, dloss, target, weight, dinput, &spec));
+  LossSpec spec;
+  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, dinput, "gradient output", target, weight,
+                                           dloss, "dloss", &spec));
   float *out = dinput.as<float>();
   if (dinput.sizeBytes() > 0)
     std::memset(out, 0, dinput.sizeBytes());

@@ -5,6 +5,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/loss_operands.h"
 #include "runtime/kernels/cpu/softmax.h"
 
 #include <vector>
@@ -12,58 +13,6 @@
 namespace shardc::runtime::cpu {
 
 namespace {
-
-enum class LossReduction { None, Sum, Mean };
-
-struct LossSpec {
-  LossReduction reduction = LossReduction::Mean;
-  bool hasIgnoreIndex = false;
-  int64_t ignoreIndex = 0;
-  // log_prob / input viewed as [n, c, d], target as [n, d].
-  int64_t n = 0, c = 0, d = 0;
-};
-
-// Reads the attributes and checks input [N,C,d1..], target [N,d1..], weight [C] and loss.
-Status checkLoss(const char *kernel, const KernelArgs &args, const Tensor &input,
-                 const Tensor &target, const Tensor &weight, const Tensor &loss, LossSpec *spec) {
-  std::string reduction;
-  int64_t hasIgnoreIndex = 0;
-  SHARDC_RETURN_IF_ERROR(getStringAttr(args, "reduction", &reduction));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "has_ignore_index", &hasIgnoreIndex));
-  spec->hasIgnoreIndex = hasIgnoreIndex != 0;
-  if (spec->hasIgnoreIndex)
-    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "ignore_index", &spec->ignoreIndex));
-  if (reduction == "none")
-    spec->reduction = LossReduction::None;
-  else if (reduction == "sum")
-    spec->reduction = LossReduction::Sum;
-  else if (reduction == "mean")
-    spec->reduction = LossReduction::Mean;
-  else
-    return Status::error(std::string(kernel) + ": attribute 'reduction' must be \"mean\", " +
-                         "\"sum\" or \"none\", got \"" + reduction + "\"");
-
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "input", input, program::F32));
-  if (input.rank() < 2)
-    return Status::error(std::string(kernel) + ": input must be [N, C, d1..], got " +
-                         input.describe());
-  if (target.dtype != program::I64 && target.dtype != program::I32)
-    return Status::error(std::string(kernel) + ": target is " + dtypeName(target.dtype) +
-                         ", expected i64 or i32");
-  std::vector<int64_t> targetShape = input.shape;
-  targetShape.erase(targetShape.begin() + 1);
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "target", target, targetShape));
-  spec->n = input.shape[0];
-  spec->c = input.shape[1];
-  spec->d = dimsProduct(input.shape, 2, input.shape.size());
-  if (weight.present()) {
-    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "weight", weight, program::F32));
-    SHARDC_RETURN_IF_ERROR(expectShape(kernel, "weight", weight, {spec->c}));
-  }
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "loss", loss, program::F32));
-  return expectShape(kernel, "loss", loss,
-                     spec->reduction == LossReduction::None ? targetShape : std::vector<int64_t>{});
-}
 
 // Writes the (reduced) weighted negative log likelihood of `target` under `logProb`.
 Status weightedNll(const char *kernel, const float *logProb, const Tensor &target,
@@ -114,7 +63,8 @@ Status softmaxCrossEntropyLossKernel(KernelArgs &args) {
   const Tensor &loss = args.outputs[0];
   const Tensor &logProbOut = args.outputs.size() > 1 ? args.outputs[1] : absent;
   LossSpec spec;
-  SHARDC_RETURN_IF_ERROR(checkLoss(kernel, args, scores, labels, weights, loss, &spec));
+  SHARDC_RETURN_IF_ERROR(
+      checkLossOperands(kernel, args, scores, "input", labels, weights, loss, "loss", &spec));
   if (logProbOut.present()) {
     SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", logProbOut, program::F32));
     SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", logProbOut, scores.shape));
@@ -138,7 +88,8 @@ Status nllLossKernel(KernelArgs &args) {
   const Tensor &weight = args.inputs.size() > 2 ? args.inputs[2] : absent;
   const Tensor &loss = args.outputs[0];
   LossSpec spec;
-  SHARDC_RETURN_IF_ERROR(checkLoss(kernel, args, input, target, weight, loss, &spec));
+  SHARDC_RETURN_IF_ERROR(
+      checkLossOperands(kernel, args, input, "input", target, weight, loss, "loss", &spec));
   return weightedNll(kernel, input.as<float>(), target, weight, spec, loss);
 }
 

@@ -1,0 +1,27 @@
+// The operands and attributes the loss kernels and their backwards share: a [N, C, d1..]
+// class-scores-like tensor, targets [N, d1..], optional class weights [C], and a loss-shaped
+// tensor (scalar for mean/sum, [N, d1..] for none), read and checked in one place.
+#pragma once
+
+#include "runtime/kernels/kernel.h"
+
+namespace shardc::runtime::cpu {
+
+enum class LossReduction { None, Sum, Mean };
+
+struct LossSpec {
+  LossReduction reduction = LossReduction::Mean;
+  bool hasIgnoreIndex = false;
+  int64_t ignoreIndex = 0;
+  // The [N, C, d1..] operand viewed as [n, c, d], targets as [n, d].
+  int64_t n = 0, c = 0, d = 0;
+};
+
+// Reads `reduction`, `has_ignore_index` and `ignore_index`, and checks `classes` (named
+// `classesName` in messages: the forward's input, or the backward's gradient output), the
+// targets, the optional weights and `loss` (the forward's output, or the backward's dloss).
+Status checkLossOperands(const char *kernel, const KernelArgs &args, const Tensor &classes,
+                         const char *classesName, const Tensor &target, const Tensor &weight,
+                         const Tensor &loss, const char *lossName, LossSpec *spec);
+
+} // namespace shardc::runtime::cpu
