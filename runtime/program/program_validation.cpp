@@ -156,6 +156,39 @@ Status validateBindings(const Program &program, bool areInputs) {
   return Status::ok();
 }
 
+// A state_init entry gives the first value of a trained parameter, which the training loop copies
+// out of the weights into that input: the bytes must lie in the weights region and be exactly
+// the input's size, or the copy would read out of bounds or produce a tensor of the wrong size.
+Status validateStateInit(const Program &program) {
+  std::set<std::string> seen;
+  for (int i = 0; i < program.state_init_size(); ++i) {
+    const program::StateInit &init = program.state_init(i);
+    std::string what =
+        "state_init " + std::to_string(i) + " (" + quoteForMessage(init.name()) + ")";
+    if (!seen.insert(init.name()).second)
+      return Status::error(what + ": the input is initialised twice");
+    const Buffer *input = nullptr;
+    for (const program::Binding &binding : program.inputs())
+      if (binding.name() == init.name())
+        input = &program.buffers(binding.buffer());
+    if (input == nullptr)
+      return Status::error(what + ": no input binding has that name");
+    if (init.offset() % kBufferAlignment != 0)
+      return Status::error(what + ": offset " + std::to_string(init.offset()) + " is not " +
+                           std::to_string(kBufferAlignment) + "-byte aligned");
+    if (init.offset() > program.weights_bytes() ||
+        init.size_bytes() > program.weights_bytes() - init.offset())
+      return Status::error(what + ": bytes [" + std::to_string(init.offset()) + ", " +
+                           std::to_string(init.offset() + init.size_bytes()) +
+                           ") lie outside the WEIGHTS region (weights_bytes = " +
+                           std::to_string(program.weights_bytes()) + ")");
+    if (init.size_bytes() != input->size_bytes())
+      return Status::error(what + ": size_bytes is " + std::to_string(init.size_bytes()) +
+                           " but the input holds " + std::to_string(input->size_bytes()));
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 Status validateProgram(const Program &program) {
@@ -165,6 +198,7 @@ Status validateProgram(const Program &program) {
     SHARDC_RETURN_IF_ERROR(validateOp(program, i));
   SHARDC_RETURN_IF_ERROR(validateBindings(program, /*areInputs=*/true));
   SHARDC_RETURN_IF_ERROR(validateBindings(program, /*areInputs=*/false));
+  SHARDC_RETURN_IF_ERROR(validateStateInit(program));
   return Status::ok();
 }
 

@@ -1,10 +1,14 @@
 // shardrun: executes a compiled shardc bundle.
 //
 //   shardrun BUNDLE --data DIR --outputs DIR2 [--threads N]
+//   shardrun TRAIN_BUNDLE --steps K (--data DIR | --tokens FILE.bin) [loop options]
 //
 // Reads each graph input from DIR/<name>.npy, runs the program, writes each graph output to
-// DIR2/<name>.npy (names mapped to file names by tensorNpyFileName). Errors are one line,
+// DIR2/<name>.npy (names mapped to file names by tensorNpyFileName). With --steps, a training
+// bundle runs the training loop (runtime/training): K steps on batches from DIR or a token
+// file, with an lr schedule, metrics, checkpoints and resume. Errors are one line,
 // "shardrun: error: ...", exit 1; usage errors exit 2.
+#include "runtime/checkpoint/checkpoint.h"
 #include "runtime/data/npy.h"
 #include "runtime/data/tensor_file_name.h"
 #include "runtime/executor/executor.h"
@@ -13,8 +17,15 @@
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 #include "runtime/support/status.h"
+#include "runtime/training/batch_source.h"
+#include "runtime/training/lr_schedule.h"
+#include "runtime/training/metrics_log.h"
+#include "runtime/training/progress.h"
+#include "runtime/training/training_loop.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -25,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
 
 using namespace shardc::runtime;
@@ -34,6 +47,7 @@ constexpr int kExitUsage = 2;
 
 const char kUsage[] =
     "usage: shardrun BUNDLE --data DIR --outputs DIR2 [--threads N]\n"
+    "       shardrun TRAIN_BUNDLE --steps K (--data DIR | --tokens FILE.bin) [options]\n"
     "\n"
     "Runs a bundle compiled by shardc on inputs stored as NumPy .npy files.\n"
     "\n"
@@ -42,9 +56,25 @@ const char kUsage[] =
     "  --outputs DIR2  directory to write one .npy file per graph output (created if needed)\n"
     "  --threads N     threads for the CPU kernels' matrix products (default: OpenBLAS's own\n"
     "                  choice, usually one per core)\n"
-    "  --steps N       training steps (the training loop is not implemented yet; a training\n"
-    "                  bundle without --steps runs one step, reading every input of the step,\n"
-    "                  parameters and optimizer state included, from DIR)\n"
+    "\n"
+    "Training bundles (shardc --mode train). Without --steps: one step, every input of the\n"
+    "step (batch, parameters, optimizer state, step, lr) read from DIR. With --steps: the\n"
+    "training loop, starting from the parameters compiled into the bundle:\n"
+    "  --steps K          run until K steps are done\n"
+    "  --data DIR         batches: DIR/<batch input>.npy holds N rows (a multiple of the batch\n"
+    "                     size B); step k uses rows [(k-1)B, kB) modulo N\n"
+    "  --tokens FILE.bin  batches: random windows of a uint16 token file; the model's first\n"
+    "                     i64[B x T] batch input gets the tokens, the second the targets\n"
+    "  --seed S           seed of the token windows (default 0; kept in checkpoints)\n"
+    "  --lr X             peak learning rate (default 1e-3)\n"
+    "  --schedule constant|cosine  lr schedule (default constant); cosine decays to --min-lr\n"
+    "  --warmup-steps N   linear warmup from 0 to --lr over the first N steps (default 0)\n"
+    "  --min-lr X         final lr of the cosine schedule (default 0)\n"
+    "  --metrics FILE     write one JSON line per step: step, loss, lr, step_time_ms\n"
+    "  --save DIR         write a checkpoint to DIR at the end (and every --save-every N steps)\n"
+    "  --save-every N     checkpoint every N steps (needs --save)\n"
+    "  --resume DIR       continue from the checkpoint in DIR up to --steps\n"
+    "  --outputs DIR2     optional with --steps: write the final parameters as NAME.npy\n"
     "  -h, --help      print this help and exit\n"
     "\n"
     "A tensor's file name is its name with every character outside [A-Za-z0-9._-] replaced by\n"
@@ -66,8 +96,24 @@ struct Options {
   std::optional<std::string> outputsDir;
   std::optional<int> threads;
   std::optional<long long> steps;
+  // Training loop (only with --steps).
+  std::optional<std::string> tokensFile;
+  std::optional<uint64_t> seed;
+  std::optional<std::string> metricsFile;
+  std::optional<std::string> saveDir;
+  std::optional<long long> saveEvery;
+  std::optional<std::string> resumeDir;
+  std::optional<double> lr;
+  std::optional<std::string> schedule;
+  std::optional<long long> warmupSteps;
+  std::optional<double> minLr;
   bool help = false;
 };
+
+// Flags that only make sense for the training loop, for the "needs --steps" check.
+const char *const kLoopFlags[] = {"--tokens", "--seed",   "--metrics",      "--save",
+                                  "--save-every", "--resume", "--lr", "--schedule",
+                                  "--warmup-steps", "--min-lr"};
 
 // Parses a positive decimal integer no larger than `max`.
 bool parsePositive(const std::string &text, long long max, long long *out) {
@@ -83,6 +129,44 @@ bool parsePositive(const std::string &text, long long max, long long *out) {
     return false;
   *out = value;
   return true;
+}
+
+// Parses a non-negative decimal integer that fits in 64 bits unsigned.
+bool parseUnsigned(const std::string &text, uint64_t *out) {
+  if (text.empty() || text.size() > 20)
+    return false;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return false;
+    uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (UINT64_MAX - digit) / 10)
+      return false;
+    value = value * 10 + digit;
+  }
+  *out = value;
+  return true;
+}
+
+// Parses a finite, non-negative decimal or exponent number ("3e-4").
+bool parseRate(const std::string &text, double *out) {
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || value < 0)
+    return false;
+  *out = value;
+  return true;
+}
+
+// Combinations of the training-loop flags that cannot work, whatever the bundle.
+std::optional<Failure> checkLoopArgs(const Options &options) {
+  if (options.dataDir && options.tokensFile)
+    return usageError("give either --data DIR or --tokens FILE.bin, not both");
+  if (options.saveEvery && !options.saveDir)
+    return usageError("--save-every needs --save DIR");
+  if (options.minLr && options.schedule.value_or("constant") != "cosine")
+    return usageError("--min-lr applies to --schedule cosine");
+  return std::nullopt;
 }
 
 std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
@@ -104,11 +188,21 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
         value = arg.substr(eq + 1);
         hasValue = true;
       }
-      const char *expects = flag == "--data"      ? "a directory"
-                            : flag == "--outputs" ? "a directory"
-                            : flag == "--threads" ? "a thread count"
-                            : flag == "--steps"   ? "a step count"
-                                                  : nullptr;
+      const char *expects = flag == "--data"           ? "a directory"
+                            : flag == "--outputs"      ? "a directory"
+                            : flag == "--threads"      ? "a thread count"
+                            : flag == "--steps"        ? "a step count"
+                            : flag == "--tokens"       ? "a token file"
+                            : flag == "--seed"         ? "a seed"
+                            : flag == "--metrics"      ? "a file"
+                            : flag == "--save"         ? "a directory"
+                            : flag == "--save-every"   ? "a step count"
+                            : flag == "--resume"       ? "a checkpoint directory"
+                            : flag == "--lr"           ? "a learning rate"
+                            : flag == "--schedule"     ? "constant or cosine"
+                            : flag == "--warmup-steps" ? "a step count"
+                            : flag == "--min-lr"       ? "a learning rate"
+                                                       : nullptr;
       if (expects == nullptr)
         return usageError("unknown flag '" + flag + "'");
       if (!hasValue) {
@@ -118,12 +212,35 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
       }
       if (value.empty())
         return usageError(flag + " needs a value (" + expects + "), got an empty string");
-      if (flag == "--data" || flag == "--outputs") {
-        std::optional<std::string> &slot =
-            flag == "--data" ? options->dataDir : options->outputsDir;
-        if (slot)
+      std::optional<std::string> *textSlot = flag == "--data"       ? &options->dataDir
+                                              : flag == "--outputs"  ? &options->outputsDir
+                                              : flag == "--tokens"   ? &options->tokensFile
+                                              : flag == "--metrics"  ? &options->metricsFile
+                                              : flag == "--save"     ? &options->saveDir
+                                              : flag == "--resume"   ? &options->resumeDir
+                                              : flag == "--schedule" ? &options->schedule
+                                                                     : nullptr;
+      if (textSlot != nullptr) {
+        if (*textSlot)
           return usageError(flag + " given more than once");
-        slot = value;
+        if (flag == "--schedule" && value != "constant" && value != "cosine")
+          return usageError("--schedule: expected constant or cosine, got '" + value + "'");
+        *textSlot = value;
+      } else if (flag == "--lr" || flag == "--min-lr") {
+        double rate = 0;
+        if (!parseRate(value, &rate))
+          return usageError(flag + ": expected a non-negative number, got '" + value + "'");
+        (flag == "--lr" ? options->lr : options->minLr) = rate;
+      } else if (flag == "--seed") {
+        uint64_t seed = 0;
+        if (!parseUnsigned(value, &seed))
+          return usageError("--seed: expected an integer from 0 to 2^64-1, got '" + value + "'");
+        options->seed = seed;
+      } else if (flag == "--warmup-steps") {
+        uint64_t number = 0;
+        if (!parseUnsigned(value, &number) || number > 1000000000000ULL)
+          return usageError("--warmup-steps: expected a non-negative integer, got '" + value + "'");
+        options->warmupSteps = static_cast<long long>(number);
       } else {
         long long number = 0;
         long long max = flag == "--threads" ? 4096 : 1000000000000LL;
@@ -131,6 +248,8 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
           return usageError(flag + ": expected a positive integer, got '" + value + "'");
         if (flag == "--threads")
           options->threads = static_cast<int>(number);
+        else if (flag == "--save-every")
+          options->saveEvery = number;
         else
           options->steps = number;
       }
@@ -145,6 +264,12 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
     return std::nullopt;
   if (!bundleSeen)
     return usageError("missing BUNDLE (the directory written by shardc)");
+  if (options->steps)
+    return checkLoopArgs(*options);
+  for (const char *flag : kLoopFlags)
+    for (const std::string &arg : args)
+      if (arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0)
+        return usageError(std::string(flag) + " applies to the training loop; give --steps K");
   if (!options->outputsDir)
     return usageError("missing --outputs DIR2");
   return std::nullopt;
@@ -207,6 +332,165 @@ std::optional<Failure> writeOutputs(const Executor &executor, const std::string 
   return std::nullopt;
 }
 
+// Writes each trained parameter to DIR2/<name>.npy.
+std::optional<Failure> writeParams(const TrainingLoop &loop, const std::string &outputsDir) {
+  std::error_code ec;
+  std::filesystem::create_directories(outputsDir, ec);
+  if (ec)
+    return error(outputsDir + ": cannot create the output directory: " + ec.message());
+  for (const std::string &name : loop.signature().params) {
+    Status status = writeNpy(joinPath(outputsDir, tensorNpyFileName(name)), *loop.value(name));
+    if (!status.isOk())
+      return error(status.message());
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> saveLoopCheckpoint(const TrainingLoop &loop, const std::string &dir,
+                                          uint64_t seed) {
+  CheckpointContents contents;
+  loop.snapshot(&contents);
+  contents.rngSeed = seed;
+  // Batches are a pure function of the step, so the data source resumes at the step count.
+  contents.dataPosition = contents.step;
+  Status status = saveCheckpoint(dir, contents);
+  if (!status.isOk())
+    return error(status.message());
+  return std::nullopt;
+}
+
+// The training loop: --steps K from the bundle's initial parameters or a checkpoint.
+std::optional<Failure> runTrainingLoop(const Options &options, const LoadedBundle &bundle,
+                                       Executor *executor) {
+  const std::string &bundleDir = options.bundle;
+  std::unique_ptr<TrainingLoop> loop;
+  Status status = TrainingLoop::create(executor, bundle.weights.get(), &loop);
+  if (!status.isOk())
+    return error(bundleDir + ": " + status.message());
+  const TrainingSignature &signature = loop->signature();
+
+  uint64_t seed = options.seed.value_or(0);
+  if (options.resumeDir) {
+    CheckpointContents checkpoint;
+    status = loadCheckpoint(*options.resumeDir, &checkpoint);
+    if (!status.isOk())
+      return error(status.message());
+    if (options.seed && *options.seed != checkpoint.rngSeed)
+      return error(*options.resumeDir + ": the checkpoint was written with --seed " +
+                   std::to_string(checkpoint.rngSeed) + ", not " + std::to_string(*options.seed) +
+                   " (a resumed run must draw the same batches)");
+    if (checkpoint.dataPosition != checkpoint.step)
+      return error(*options.resumeDir + ": data position " +
+                   std::to_string(checkpoint.dataPosition) + " does not match step " +
+                   std::to_string(checkpoint.step) + " (not written by shardrun's training loop)");
+    if (checkpoint.step > *options.steps)
+      return error(*options.resumeDir + ": the checkpoint is at step " +
+                   std::to_string(checkpoint.step) + ", beyond --steps " +
+                   std::to_string(*options.steps));
+    status = loop->restore(checkpoint);
+    if (!status.isOk())
+      return error(*options.resumeDir + ": " + status.message());
+    seed = checkpoint.rngSeed;
+  }
+
+  std::unique_ptr<BatchSource> batches;
+  if (options.tokensFile) {
+    status = openTokenBatchSource(*options.tokensFile, signature.batchInputs, seed, &batches);
+  } else if (options.dataDir) {
+    status = openNpyBatchSource(*options.dataDir, signature.batchInputs, &batches);
+  } else if (!signature.batchInputs.empty()) {
+    return usageError("missing --data DIR or --tokens FILE.bin (the training step has " +
+                      std::to_string(signature.batchInputs.size()) + " batch input" +
+                      (signature.batchInputs.size() == 1 ? "" : "s") + ")");
+  } else {
+    status = openNpyBatchSource("", signature.batchInputs, &batches); // no batch inputs
+  }
+  if (!status.isOk())
+    return error(status.message());
+
+  LrSchedule schedule;
+  if (options.schedule) {
+    status = parseLrScheduleKind(*options.schedule, &schedule.kind);
+    if (!status.isOk())
+      return usageError("--schedule: " + status.message());
+  }
+  schedule.lr = options.lr.value_or(1e-3);
+  schedule.minLr = options.minLr.value_or(0.0);
+  schedule.warmupSteps = options.warmupSteps.value_or(0);
+  schedule.totalSteps = *options.steps;
+
+  MetricsLog metrics;
+  if (options.metricsFile) {
+    status = metrics.open(*options.metricsFile);
+    if (!status.isOk())
+      return error(status.message());
+  }
+
+  const int64_t firstStep = loop->step();
+  const int64_t totalSteps = *options.steps;
+  ProgressLine progress(stderr, isatty(fileno(stderr)) != 0, firstStep, totalSteps,
+                        batches->itemsPerStep(), batches->itemName());
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  float loss = NAN;
+  int64_t lastSaved = -1;
+  while (loop->step() < totalSteps) {
+    int64_t step = loop->step() + 1;
+    float lr = static_cast<float>(schedule.at(step));
+    Clock::time_point stepStart = Clock::now();
+    status = loop->runStep(batches.get(), lr, &loss);
+    double stepMs = std::chrono::duration<double, std::milli>(Clock::now() - stepStart).count();
+    if (!status.isOk()) {
+      progress.finish();
+      return error(bundleDir + ": " + status.message());
+    }
+    if (options.metricsFile) {
+      status = metrics.write(step, loss, lr, stepMs);
+      if (!status.isOk()) {
+        progress.finish();
+        return error(status.message());
+      }
+    }
+    progress.update(step, loss, lr, std::chrono::duration<double>(Clock::now() - start).count());
+    if (options.saveDir && options.saveEvery && step % *options.saveEvery == 0) {
+      if (auto failure = saveLoopCheckpoint(*loop, *options.saveDir, seed)) {
+        progress.finish();
+        return failure;
+      }
+      lastSaved = step;
+    }
+  }
+  progress.finish();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  status = metrics.close();
+  if (!status.isOk())
+    return error(status.message());
+  if (options.saveDir && lastSaved != loop->step())
+    if (auto failure = saveLoopCheckpoint(*loop, *options.saveDir, seed))
+      return failure;
+  if (options.outputsDir)
+    if (auto failure = writeParams(*loop, *options.outputsDir))
+      return failure;
+
+  int64_t ran = loop->step() - firstStep;
+  std::string summary = "shardrun: trained " + std::to_string(ran) + " step" +
+                        (ran == 1 ? "" : "s");
+  char text[160];
+  if (ran > 0) {
+    std::snprintf(text, sizeof text, " (%lld..%lld) in %.2f s, %.1f ms/step, final loss %.9g",
+                  static_cast<long long>(firstStep + 1), static_cast<long long>(loop->step()),
+                  seconds, seconds * 1000.0 / static_cast<double>(ran), static_cast<double>(loss));
+    summary += text;
+  }
+  if (options.saveDir)
+    summary += "; checkpoint at step " + std::to_string(loop->step()) + " in " + *options.saveDir;
+  if (options.outputsDir)
+    summary += "; wrote " + std::to_string(signature.params.size()) + " parameters to " +
+               *options.outputsDir;
+  std::fprintf(stderr, "%s\n", summary.c_str());
+  return std::nullopt;
+}
+
 std::optional<Failure> runShardrun(const Options &options) {
   const std::string &bundleDir = options.bundle;
   LoadedBundle bundle;
@@ -214,12 +498,10 @@ std::optional<Failure> runShardrun(const Options &options) {
   if (!status.isOk())
     return error(status.message());
 
-  // A training bundle runs one step on explicit state: every input (the batch, trained
-  // parameters, optimizer state, "step", "lr") comes from --data and every updated value is
-  // written to --outputs under the same name. The training loop itself is not built yet.
-  if (bundle.bundle.mode() == "train" && options.steps)
-    return error(bundleDir + ": the training loop (--steps) is not implemented yet; run one "
-                             "step at a time by giving every input of the step in --data");
+  // A training bundle without --steps runs one step on explicit state: every input (the batch,
+  // trained parameters, optimizer state, "step", "lr") comes from --data and every updated value
+  // is written to --outputs under the same name. With --steps it runs the training loop.
+  const bool trainingLoop = bundle.bundle.mode() == "train" && options.steps.has_value();
   if (bundle.bundle.mode() != "train" && options.steps)
     return usageError("--steps applies to training bundles; " + bundleDir + " is a forward bundle");
 
@@ -235,7 +517,7 @@ std::optional<Failure> runShardrun(const Options &options) {
     return failure;
   if (auto failure = checkDistinctFileNames(program.outputs(), "output", bundleDir))
     return failure;
-  if (!options.dataDir && program.inputs_size() > 0)
+  if (!trainingLoop && !options.dataDir && program.inputs_size() > 0)
     return usageError("missing --data DIR (the bundle has " +
                       std::to_string(program.inputs_size()) + " graph input" +
                       (program.inputs_size() == 1 ? "" : "s") + ")");
@@ -246,6 +528,8 @@ std::optional<Failure> runShardrun(const Options &options) {
   status = Executor::create(program, bundle.weights, &executor);
   if (!status.isOk())
     return error(bundleDir + ": " + status.message());
+  if (trainingLoop)
+    return runTrainingLoop(options, bundle, executor.get());
 
   std::map<std::string, HostTensor> inputs;
   if (options.dataDir)

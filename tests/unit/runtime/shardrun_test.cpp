@@ -116,6 +116,13 @@ TEST(Shardrun, HelpAndUsageErrors) {
        "--threads: expected a positive integer, got 'many'"},
       {{"B", "C", "--outputs", "O"}, "unexpected argument 'C' (only one BUNDLE can be run)"},
       {{"B", "--data", "D"}, "missing --outputs DIR2"},
+      {{"B", "--steps", "3", "--data", "D", "--tokens", "T"},
+       "give either --data DIR or --tokens FILE.bin, not both"},
+      {{"B", "--steps", "3", "--save-every", "2"}, "--save-every needs --save DIR"},
+      {{"B", "--steps", "3", "--min-lr", "0.1"}, "--min-lr applies to --schedule cosine"},
+      {{"B", "--steps", "3", "--schedule", "linear"},
+       "--schedule: expected constant or cosine, got 'linear'"},
+      {{"B", "--steps", "3", "--lr", "fast"}, "--lr: expected a non-negative number, got 'fast'"},
   };
   for (const Case &c : cases) {
     RunResult r = runShardrun(scratch, c.args);
@@ -148,12 +155,16 @@ TEST(Shardrun, TrainingAndPlanningOnlyBundles) {
   // Without --steps a training bundle runs one step on the inputs it is given.
   RunResult r = t.run();
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  // The loop is not there yet, and says so.
+  // The loop needs a real training step: this one has no trained parameters.
   r = t.run({"--steps", "3"});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_EQ(r.err, "shardrun: error: " + t.bundle.path() +
-                       ": the training loop (--steps) is not implemented yet; run one step at "
-                       "a time by giving every input of the step in --data\n");
+                       ": training program has no trained parameters (state_init is empty)\n");
+  // Loop flags without --steps are usage errors.
+  r = t.run({"--lr", "0.1"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.err, "shardrun: error: --lr applies to the training loop; give --steps K "
+                   "(see 'shardrun --help')\n");
 
   program::Bundle planning = testing::addMatmulBundle();
   planning.set_weights_file("");

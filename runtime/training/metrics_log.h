@@ -1,0 +1,38 @@
+// The per-step metrics file of a training run (--metrics FILE.jsonl): one JSON object per line,
+//   {"step": 12, "loss": 1.23456789, "lr": 0.001, "step_time_ms": 3.217}
+// loss and lr with 9 significant digits (%.9g: enough to round-trip an f32, so two runs'
+// losses are bit-identical exactly when the strings are equal); a non-finite loss is written
+// as null to keep every line valid JSON. Each line is flushed as it is written, so the file
+// is complete up to the last finished step even if the run is killed.
+#pragma once
+
+#include "runtime/support/status.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace shardc::runtime {
+
+class MetricsLog {
+public:
+  MetricsLog() = default;
+  ~MetricsLog();
+  MetricsLog(const MetricsLog &) = delete;
+  MetricsLog &operator=(const MetricsLog &) = delete;
+
+  // Creates (or truncates) `path`.
+  Status open(const std::string &path);
+  Status write(int64_t step, float loss, float lr, double stepTimeMs);
+  // Closes the file, reporting a failed final write.
+  Status close();
+
+  // One line without the newline; exposed for tests.
+  static std::string formatLine(int64_t step, float loss, float lr, double stepTimeMs);
+
+private:
+  std::FILE *file_ = nullptr;
+  std::string path_;
+};
+
+} // namespace shardc::runtime

@@ -1,0 +1,137 @@
+#include "runtime/training/training_loop.h"
+
+#include "runtime/support/quote.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace shardc::runtime {
+
+namespace {
+
+const program::Buffer &inputBuffer(const program::Program &program, const std::string &name) {
+  for (const program::Binding &b : program.inputs())
+    if (b.name() == name)
+      return program.buffers(b.buffer());
+  return program::Buffer::default_instance(); // unreachable: names come from the bindings
+}
+
+HostTensor zerosLike(const program::Buffer &buffer) {
+  return makeHostTensor(buffer.dtype(),
+                        std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()));
+}
+
+// Checks that `tensors` holds exactly `names`, each of the program's type for that input.
+Status checkCheckpointTensors(const program::Program &program,
+                              const std::vector<std::string> &names,
+                              const std::map<std::string, HostTensor> &tensors, const char *kind) {
+  for (const std::string &name : names) {
+    auto it = tensors.find(name);
+    if (it == tensors.end())
+      return Status::error(std::string("checkpoint ") + kind + " has no " + quoteForMessage(name) +
+                           " (saved from another model or optimizer?)");
+    const program::Buffer &buffer = inputBuffer(program, name);
+    std::string expected = describeTensorType(buffer.dtype(), buffer.shape());
+    if (it->second.describe() != expected)
+      return Status::error(std::string("checkpoint ") + kind + " " + quoteForMessage(name) +
+                           " is " + it->second.describe() + ", the program expects " + expected);
+  }
+  if (tensors.size() != names.size())
+    for (const auto &[name, tensor] : tensors)
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        return Status::error(std::string("checkpoint ") + kind + " has " + quoteForMessage(name) +
+                             ", which the program does not train (saved from another model?)");
+  return Status::ok();
+}
+
+} // namespace
+
+Status TrainingLoop::create(Executor *executor, const AlignedBuffer *weights,
+                            std::unique_ptr<TrainingLoop> *out) {
+  std::unique_ptr<TrainingLoop> loop(new TrainingLoop());
+  loop->executor_ = executor;
+  const program::Program &program = executor->program();
+  SHARDC_RETURN_IF_ERROR(deriveTrainingSignature(program, &loop->signature_));
+
+  for (const program::StateInit &init : program.state_init()) {
+    const program::Buffer &buffer = inputBuffer(program, init.name());
+    if (weights == nullptr || init.offset() > weights->size() ||
+        init.size_bytes() > weights->size() - init.offset())
+      return Status::error("initial value of " + quoteForMessage(init.name()) +
+                           " lies outside the weights");
+    HostTensor tensor = zerosLike(buffer);
+    if (tensor.bytes.size() != init.size_bytes())
+      return Status::error("initial value of " + quoteForMessage(init.name()) + " has " +
+                           std::to_string(init.size_bytes()) + " bytes, the input needs " +
+                           std::to_string(tensor.bytes.size()));
+    if (!tensor.bytes.empty())
+      std::memcpy(tensor.bytes.data(), weights->data() + init.offset(), tensor.bytes.size());
+    loop->inputs_[init.name()] = std::move(tensor);
+  }
+  for (const std::string &name : loop->signature_.optimizerState)
+    loop->inputs_[name] = zerosLike(inputBuffer(program, name));
+  loop->inputs_[kStepInputName] = makeHostTensor(program::I64, {});
+  loop->inputs_[kLrInputName] = makeHostTensor(program::F32, {});
+  // Batch inputs start as zeros of the right type so the map always holds every input.
+  for (const GraphInputSpec &spec : loop->signature_.batchInputs)
+    loop->inputs_[spec.name] = makeHostTensor(spec.dtype, spec.shape);
+  *out = std::move(loop);
+  return Status::ok();
+}
+
+const HostTensor *TrainingLoop::value(const std::string &name) const {
+  auto it = inputs_.find(name);
+  return it == inputs_.end() ? nullptr : &it->second;
+}
+
+Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
+  const program::Program &program = executor_->program();
+  SHARDC_RETURN_IF_ERROR(
+      checkCheckpointTensors(program, signature_.params, checkpoint.params, "parameters"));
+  SHARDC_RETURN_IF_ERROR(checkCheckpointTensors(program, signature_.optimizerState,
+                                                checkpoint.optimizerState, "optimizer state"));
+  for (const auto &[name, tensor] : checkpoint.params)
+    inputs_[name] = tensor;
+  for (const auto &[name, tensor] : checkpoint.optimizerState)
+    inputs_[name] = tensor;
+  step_ = checkpoint.step;
+  *inputs_[kStepInputName].as<int64_t>() = step_;
+  return Status::ok();
+}
+
+void TrainingLoop::snapshot(CheckpointContents *out) const {
+  out->params.clear();
+  out->optimizerState.clear();
+  for (const std::string &name : signature_.params)
+    out->params[name] = inputs_.at(name);
+  for (const std::string &name : signature_.optimizerState)
+    out->optimizerState[name] = inputs_.at(name);
+  out->step = step_;
+}
+
+Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss) {
+  int64_t next = step_ + 1;
+  SHARDC_RETURN_IF_ERROR(batches->fill(next, &inputs_));
+  *inputs_[kLrInputName].as<float>() = lr;
+  Status status = executor_->run(inputs_, &outputs_);
+  if (!status.isOk())
+    return Status::error("step " + std::to_string(next) + ": " + status.message());
+
+  // The program counts steps itself (torch's state['step']); a mismatch means the program is
+  // not the training step the loop assumes, and every later step would be wrong.
+  int64_t counted = *outputs_.at(kStepInputName).as<int64_t>();
+  if (counted != next)
+    return Status::error("step " + std::to_string(next) + ": the program returned step " +
+                         std::to_string(counted) + " (expected " + std::to_string(next) + ")");
+  *loss = *outputs_.at(kLossOutputName).as<float>();
+  for (const std::string &name : signature_.params)
+    std::swap(inputs_[name], outputs_[name]);
+  for (const std::string &name : signature_.optimizerState)
+    std::swap(inputs_[name], outputs_[name]);
+  std::swap(inputs_[kStepInputName], outputs_[kStepInputName]);
+  step_ = next;
+  return Status::ok();
+}
+
+} // namespace shardc::runtime

@@ -1,0 +1,254 @@
+"""The training loop inside shardrun, end to end on the MLP classifier.
+
+    test_training_loop.py --shardc PATH --shardrun PATH --work DIR
+
+Cases:
+  matches_torch     `shardrun --steps 30 --data D --metrics m.jsonl --outputs P`: every step's
+                    loss within 1e-5 (relative) of tests/models/train_reference.py's, final
+                    parameters within 1e-4 (max |diff| / max |ref| per parameter)
+  resume_identical  checkpoint at step 10 (--save-every 10), --resume to 30: the losses of
+                    steps 11..30 are string-equal (hence bit-identical) to the uninterrupted run's
+  damaged_checkpoint  a truncated and an altered checkpoint file are each rejected with one
+                    `shardrun: error:` line and exit code 1
+  cosine_schedule   --schedule cosine --warmup-steps 5 --min-lr 1e-4: the lr of every step in the
+                    metrics equals the formula of runtime/training/lr_schedule.h (computed here in
+                    double, rounded to f32)
+Prints PASS/FAIL per case and `N passed, M failed`.
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, os.pardir, "models")
+sys.path.insert(0, HERE)
+import e2e_util  # noqa: E402
+
+PYTHON = sys.executable
+STEPS = 30
+LR = 1e-3
+LOSS_RTOL = 1e-5
+PARAM_RTOL = 1e-4
+
+
+class Setup:
+    """The exported model, PyTorch's reference run and the compiled training bundle."""
+
+    def __init__(self, args):
+        self.args = args
+        self.work = args.work
+        model_dir = os.path.join(self.work, "mlp_classifier")
+        if not os.path.exists(os.path.join(model_dir, "model.onnx")):
+            subprocess.run([PYTHON, os.path.join(MODELS, "export_mlp_classifier.py"), "--out",
+                            model_dir], check=True, stdout=subprocess.DEVNULL)
+        self.ref = os.path.join(self.work, "torch")
+        subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model",
+                        "mlp_classifier", "--model-dir", model_dir, "--out", self.ref,
+                        "--make-data", "4", "--steps", str(STEPS), "--lr", str(LR)],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.data = os.path.join(self.ref, "data")
+        self.bundle = os.path.join(self.work, "model.shard")
+        res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
+                                 "train", "-o", self.bundle], args.timeout)
+        if not res.ok:
+            raise SystemExit(f"compile: {res.describe()}")
+        self.torch_losses = [json.loads(line)["loss"]
+                             for line in open(os.path.join(self.ref, "losses.jsonl"))]
+        self.full_metrics = None  # lines of the uninterrupted run, set by matches_torch
+
+    def shardrun(self, *flags):
+        return e2e_util.run_tool([self.args.shardrun, self.bundle, *flags], self.args.timeout)
+
+
+def metric_lines(path):
+    return [line.rstrip("\n") for line in open(path)]
+
+
+def field(line, name):
+    """The raw text of a field in a metrics line, so floats are compared as written."""
+    start = line.index(f'"{name}": ') + len(name) + 4
+    end = min(i for i in (line.find(",", start), line.find("}", start)) if i >= 0)
+    return line[start:end]
+
+
+def case_matches_torch(s):
+    out = os.path.join(s.work, "full")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    metrics = os.path.join(out, "m.jsonl")
+    res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--metrics", metrics,
+                     "--outputs", os.path.join(out, "params"))
+    if not res.ok:
+        return f"shardrun: {res.describe()}"
+    lines = metric_lines(metrics)
+    if len(lines) != STEPS:
+        return f"{len(lines)} metrics lines, expected {STEPS}"
+    worst = 0.0
+    for k, line in enumerate(lines, 1):
+        entry = json.loads(line)
+        if entry["step"] != k:
+            return f"line {k} has step {entry['step']}"
+        ref = s.torch_losses[k - 1]
+        rel = abs(entry["loss"] - ref) / abs(ref)
+        worst = max(worst, rel)
+        if rel > LOSS_RTOL:
+            return f"step {k}: loss {entry['loss']:.9g} vs torch {ref:.9g} (rel {rel:.3g})"
+    s.full_metrics = lines
+    worst_param, worst_name = 0.0, ""
+    ref_files = sorted(glob.glob(os.path.join(s.ref, "params", "*.npy")))
+    for ref_file in ref_files:
+        name = os.path.basename(ref_file)
+        mine = os.path.join(out, "params", name)
+        if not os.path.exists(mine):
+            return f"--outputs wrote no {name}"
+        ref_value, value = np.load(ref_file), np.load(mine)
+        rel = float(np.max(np.abs(value - ref_value)) / np.max(np.abs(ref_value)))
+        if rel > worst_param:
+            worst_param, worst_name = rel, name[:-4]
+    if worst_param > PARAM_RTOL:
+        return f"parameters diverged: max rel diff {worst_param:.3g} ({worst_name})"
+    summary = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ""
+    return (None, f"{STEPS} steps, max loss rel diff {worst:.3g}, max param rel diff "
+                  f"{worst_param:.3g} ({worst_name}), {len(ref_files)} params; {summary}")
+
+
+def case_resume_identical(s):
+    if s.full_metrics is None:
+        return "needs the uninterrupted run of matches_torch"
+    out = os.path.join(s.work, "resume")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    ckpt = os.path.join(out, "ckpt")
+    first = os.path.join(out, "first.jsonl")
+    res = s.shardrun("--steps", "10", "--data", s.data, "--metrics", first, "--save", ckpt,
+                     "--save-every", "10")
+    if not res.ok:
+        return f"first 10 steps: {res.describe()}"
+    manifest = json.load(open(os.path.join(ckpt, "manifest.json")))
+    if manifest.get("step") != 10:
+        return f"checkpoint manifest says step {manifest.get('step')}, expected 10"
+    # Keep a pristine copy for damaged_checkpoint.
+    shutil.copytree(ckpt, os.path.join(s.work, "ckpt10"), dirs_exist_ok=True)
+    second = os.path.join(out, "second.jsonl")
+    res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--metrics", second, "--resume",
+                     ckpt)
+    if not res.ok:
+        return f"resume: {res.describe()}"
+    lines = metric_lines(first) + metric_lines(second)
+    if len(lines) != STEPS:
+        return f"{len(lines)} metrics lines over both runs, expected {STEPS}"
+    for k, (a, b) in enumerate(zip(lines, s.full_metrics), 1):
+        if field(a, "step") != str(k) or field(a, "loss") != field(b, "loss"):
+            return f"step {k}: resumed {a} vs uninterrupted {b}"
+    return (None, f"steps 11..{STEPS} bit-identical to the uninterrupted run")
+
+
+def case_damaged_checkpoint(s):
+    pristine = os.path.join(s.work, "ckpt10")
+    if not os.path.isdir(pristine):
+        return "needs the checkpoint of resume_identical"
+    details = []
+    for how in ("truncated", "altered"):
+        ckpt = os.path.join(s.work, f"ckpt_{how}")
+        shutil.rmtree(ckpt, ignore_errors=True)
+        shutil.copytree(pristine, ckpt)
+        target = glob.glob(os.path.join(ckpt, "params-*.safetensors"))[0]
+        data = bytearray(open(target, "rb").read())
+        if how == "truncated":
+            data = data[:len(data) // 2]
+        else:
+            data[-5] ^= 0x40  # one bit of one parameter value
+        open(target, "wb").write(bytes(data))
+        res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--resume", ckpt)
+        lines = res.stderr.strip().splitlines()
+        if res.timed_out or res.returncode != 1:
+            return f"{how}: expected exit 1, {res.describe()}"
+        if len(lines) != 1 or not lines[0].startswith("shardrun: error: "):
+            return f"{how}: expected one 'shardrun: error:' line, got {res.stderr!r}"
+        expected = "truncated" if how == "truncated" else "checksum mismatch"
+        if expected not in lines[0] or os.path.basename(target) not in lines[0]:
+            return f"{how}: error does not name the file and the damage: {lines[0]}"
+        details.append(lines[0].split(": ", 2)[2])
+    return (None, "; ".join(details))
+
+
+def cosine_lr(k, lr, min_lr, warmup, total):
+    """runtime/training/lr_schedule.h's cosine schedule (nanoGPT's get_lr at it = k)."""
+    if warmup > 0 and k < warmup:
+        return lr * k / warmup
+    if total <= warmup:
+        return lr
+    if k >= total:
+        return min_lr
+    ratio = (k - warmup) / (total - warmup)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)
+
+
+def case_cosine_schedule(s):
+    out = os.path.join(s.work, "cosine")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    metrics = os.path.join(out, "m.jsonl")
+    lr, min_lr, warmup = 3e-3, 1e-4, 5
+    res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--metrics", metrics, "--lr",
+                     str(lr), "--schedule", "cosine", "--warmup-steps", str(warmup), "--min-lr",
+                     str(min_lr))
+    if not res.ok:
+        return f"shardrun: {res.describe()}"
+    lines = metric_lines(metrics)
+    if len(lines) != STEPS:
+        return f"{len(lines)} metrics lines, expected {STEPS}"
+    for k, line in enumerate(lines, 1):
+        got = np.float32(json.loads(line)["lr"])
+        want = np.float32(cosine_lr(k, lr, min_lr, warmup, STEPS))
+        if got != want and abs(float(got) - float(want)) > 1e-7 * float(want):
+            return f"step {k}: lr {got!r}, formula gives {want!r}"
+        if not math.isfinite(json.loads(line)["loss"]):
+            return f"step {k}: loss is not finite"
+    first, peak, last = (json.loads(lines[i])["lr"] for i in (0, warmup - 1, STEPS - 1))
+    return (None, f"lr step 1 {first:.4g}, step {warmup} {peak:.4g}, step {STEPS} {last:.4g}")
+
+
+CASES = [
+    ("matches_torch", case_matches_torch),
+    ("resume_identical", case_resume_identical),
+    ("damaged_checkpoint", case_damaged_checkpoint),
+    ("cosine_schedule", case_cosine_schedule),
+]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--timeout", type=int, default=120)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    setup = Setup(args)
+    failed = 0
+    for name, case in CASES:
+        try:
+            result = case(setup)
+        except Exception as exc:  # a harness error fails the case, not the whole run
+            result = f"{type(exc).__name__}: {exc}"
+        err, info = (result[0], result[1]) if isinstance(result, tuple) else (result, "")
+        if err:
+            print(f"FAIL {name}: {err}")
+            failed += 1
+        else:
+            print(f"PASS {name}" + (f": {info}" if info else ""))
+    print(f"{len(CASES) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

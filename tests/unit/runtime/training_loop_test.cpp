@@ -1,0 +1,291 @@
+// The training loop on a hand-built training-step program: state initialisation from
+// state_init, the roles of the inputs, steps with their loss and updated state, checkpoint
+// snapshot/restore, and the validation of state_init.
+//
+// The program trains w f32[2] with SGD (momentum 0) on loss = sum(w * x), x a batch input
+// f32[2] (B = 2 rows of one value each). d loss / d w = x, so w_k = w_{k-1} - lr * x_k:
+// every value below can be computed by hand.
+#include "runtime/data/npy.h"
+#include "runtime/executor/executor.h"
+#include "runtime/program/program_validation.h"
+#include "runtime/training/batch_source.h"
+#include "runtime/training/training_loop.h"
+#include "runtime/training/training_signature.h"
+#include "tests/unit/runtime/test_util.h"
+
+#include <cstring>
+#include <gtest/gtest.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shardc::runtime {
+namespace {
+
+using testing::addBuffer;
+using testing::addOp;
+
+void setDouble(program::Program *p, int op, const char *name, double value) {
+  (*p->mutable_ops(op)->mutable_attrs())[name].set_d(value);
+}
+
+// (Not named "bind": argument-dependent lookup would pick std::bind for a std::string argument.)
+void addBinding(google::protobuf::RepeatedPtrField<program::Binding> *bindings,
+                const std::string &name, int buffer) {
+  program::Binding *b = bindings->Add();
+  b->set_name(name);
+  b->set_buffer(buffer);
+}
+
+// Weights: w's initial value {1, -1} at 0, the i64 constant 1 at 64.
+program::Program sgdProgram() {
+  program::Program p;
+  p.set_rank(0);
+  p.set_world_size(1);
+  using program::ARENA;
+  using program::WEIGHTS;
+  int w = addBuffer(&p, "w", program::F32, {2}, program::INPUT, ARENA, 0);
+  int buf = addBuffer(&p, "w.momentum_buffer", program::F32, {2}, program::INPUT, ARENA, 64);
+  int step = addBuffer(&p, "step", program::I64, {}, program::INPUT, ARENA, 128);
+  int lr = addBuffer(&p, "lr", program::F32, {}, program::INPUT, ARENA, 192);
+  int x = addBuffer(&p, "x", program::F32, {2}, program::INPUT, ARENA, 256);
+  int one = addBuffer(&p, "one", program::I64, {}, program::CONSTANT, WEIGHTS, 64);
+  int wx = addBuffer(&p, "wx", program::F32, {2}, program::ACTIVATION, ARENA, 320);
+  int loss = addBuffer(&p, "loss", program::F32, {}, program::ACTIVATION, ARENA, 384);
+  int newStep = addBuffer(&p, "step_new", program::I64, {}, program::ACTIVATION, ARENA, 448);
+  int newW = addBuffer(&p, "w_new", program::F32, {2}, program::ACTIVATION, ARENA, 512);
+  int newBuf = addBuffer(&p, "buf_new", program::F32, {2}, program::ACTIVATION, ARENA, 576);
+  addOp(&p, "mul", "mul", {w, x}, {wx});
+  int sum = addOp(&p, "reduce_sum", "sum", {wx}, {loss});
+  (*p.mutable_ops(sum)->mutable_attrs())["axes"].mutable_ints()->add_values(0);
+  (*p.mutable_ops(sum)->mutable_attrs())["keepdims"].set_i(0);
+  addOp(&p, "add", "count", {step, one}, {newStep});
+  int sgd = addOp(&p, "sgd_update", "sgd", {w, x, buf, newStep, lr}, {newW, newBuf});
+  setDouble(&p, sgd, "momentum", 0.0);
+  setDouble(&p, sgd, "dampening", 0.0);
+  setDouble(&p, sgd, "weight_decay", 0.0);
+  (*p.mutable_ops(sgd)->mutable_attrs())["nesterov"].set_i(0);
+  for (auto [name, index] : std::vector<std::pair<std::string, int>>{
+           {"w", w}, {"w.momentum_buffer", buf}, {"step", step}, {"lr", lr}, {"x", x}})
+    addBinding(p.mutable_inputs(), name, index);
+  for (auto [name, index] : std::vector<std::pair<std::string, int>>{
+           {"loss", loss}, {"w", newW}, {"w.momentum_buffer", newBuf}, {"step", newStep}})
+    addBinding(p.mutable_outputs(), name, index);
+  program::StateInit *init = p.add_state_init();
+  init->set_name("w");
+  init->set_offset(0);
+  init->set_size_bytes(8);
+  p.set_arena_bytes(640);
+  p.set_weights_bytes(128);
+  return p;
+}
+
+std::shared_ptr<const AlignedBuffer> sgdWeights() {
+  auto weights = std::make_shared<AlignedBuffer>();
+  EXPECT_TRUE(AlignedBuffer::allocate(128, "weights", weights.get()).isOk());
+  float w0[2] = {1.0f, -1.0f};
+  int64_t one = 1;
+  std::memcpy(weights->data(), w0, sizeof w0);
+  std::memcpy(weights->data() + 64, &one, sizeof one);
+  return weights;
+}
+
+std::vector<float> values(const HostTensor *t) {
+  if (t == nullptr)
+    return {};
+  return std::vector<float>(t->as<float>(), t->as<float>() + 2);
+}
+
+class TrainingLoopTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    weights_ = sgdWeights();
+    Status status = Executor::create(sgdProgram(), weights_, &executor_);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    // Data set x = [1, 2, 3, 4]: step 1 gets {1, 2}, step 2 {3, 4}, step 3 {1, 2} again.
+    HostTensor x = makeHostTensor(program::F32, {4});
+    for (int i = 0; i < 4; ++i)
+      x.as<float>()[i] = static_cast<float>(i + 1);
+    ASSERT_TRUE(writeNpy(dir_.file("x.npy"), x).isOk());
+  }
+
+  std::unique_ptr<TrainingLoop> makeLoop() {
+    std::unique_ptr<TrainingLoop> loop;
+    Status status = TrainingLoop::create(executor_.get(), weights_.get(), &loop);
+    EXPECT_TRUE(status.isOk()) << status.message();
+    return loop;
+  }
+
+  std::unique_ptr<BatchSource> makeBatches(const TrainingLoop &loop) {
+    std::unique_ptr<BatchSource> batches;
+    Status status = openNpyBatchSource(dir_.path(), loop.signature().batchInputs, &batches);
+    EXPECT_TRUE(status.isOk()) << status.message();
+    return batches;
+  }
+
+  testing::TempDir dir_;
+  std::shared_ptr<const AlignedBuffer> weights_;
+  std::unique_ptr<Executor> executor_;
+};
+
+TEST(TrainingSignature, ClassifiesInputs) {
+  TrainingSignature signature;
+  Status status = deriveTrainingSignature(sgdProgram(), &signature);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(signature.params, std::vector<std::string>{"w"});
+  EXPECT_EQ(signature.optimizerState, std::vector<std::string>{"w.momentum_buffer"});
+  ASSERT_EQ(signature.batchInputs.size(), 1u);
+  EXPECT_EQ(signature.batchInputs[0].name, "x");
+  EXPECT_EQ(signature.batchInputs[0].shape, std::vector<int64_t>{2});
+}
+
+TEST(TrainingSignature, RejectsProgramsTheLoopCannotDrive) {
+  TrainingSignature signature;
+  program::Program noState = sgdProgram();
+  noState.clear_state_init();
+  Status status = deriveTrainingSignature(noState, &signature);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("state_init is empty"), std::string::npos) << status.message();
+
+  program::Program noLoss = sgdProgram();
+  noLoss.mutable_outputs(0)->set_name("total");
+  status = deriveTrainingSignature(noLoss, &signature);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("no output 'loss'"), std::string::npos) << status.message();
+
+  program::Program notFedBack = sgdProgram();
+  notFedBack.mutable_outputs()->RemoveLast(); // "step"
+  status = deriveTrainingSignature(notFedBack, &signature);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("'step' is carried from step to step but is not an output"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST_F(TrainingLoopTest, InitialStateComesFromStateInitAndZeros) {
+  std::unique_ptr<TrainingLoop> loop = makeLoop();
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->step(), 0);
+  EXPECT_EQ(values(loop->value("w")), (std::vector<float>{1.0f, -1.0f}));
+  EXPECT_EQ(values(loop->value("w.momentum_buffer")), (std::vector<float>{0.0f, 0.0f}));
+  ASSERT_NE(loop->value("step"), nullptr);
+  EXPECT_EQ(*loop->value("step")->as<int64_t>(), 0);
+}
+
+TEST_F(TrainingLoopTest, StepsFeedTheUpdatedStateBack) {
+  std::unique_ptr<TrainingLoop> loop = makeLoop();
+  ASSERT_NE(loop, nullptr);
+  std::unique_ptr<BatchSource> batches = makeBatches(*loop);
+  ASSERT_NE(batches, nullptr);
+  EXPECT_EQ(batches->itemsPerStep(), 2);
+  const float expectedLoss[] = {-1.0f, -6.5f, -9.0f};
+  for (int k = 1; k <= 3; ++k) {
+    float loss = 0;
+    Status status = loop->runStep(batches.get(), 0.5f, &loss);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    EXPECT_EQ(loss, expectedLoss[k - 1]) << "step " << k;
+    EXPECT_EQ(loop->step(), k);
+    EXPECT_EQ(*loop->value("step")->as<int64_t>(), k);
+  }
+  // w: {1,-1} - 0.5{1,2} - 0.5{3,4} - 0.5{1,2}
+  EXPECT_EQ(values(loop->value("w")), (std::vector<float>{-1.5f, -5.0f}));
+}
+
+TEST_F(TrainingLoopTest, RestoredSnapshotContinuesBitIdentically) {
+  std::unique_ptr<TrainingLoop> loop = makeLoop();
+  ASSERT_NE(loop, nullptr);
+  std::unique_ptr<BatchSource> batches = makeBatches(*loop);
+  float loss = 0;
+  ASSERT_TRUE(loop->runStep(batches.get(), 0.25f, &loss).isOk());
+  CheckpointContents checkpoint;
+  loop->snapshot(&checkpoint);
+  EXPECT_EQ(checkpoint.step, 1);
+  ASSERT_EQ(checkpoint.params.count("w"), 1u);
+  ASSERT_EQ(checkpoint.optimizerState.count("w.momentum_buffer"), 1u);
+  float uninterrupted = 0;
+  ASSERT_TRUE(loop->runStep(batches.get(), 0.25f, &uninterrupted).isOk());
+
+  std::unique_ptr<TrainingLoop> resumed = makeLoop();
+  ASSERT_NE(resumed, nullptr);
+  Status status = resumed->restore(checkpoint);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(resumed->step(), 1);
+  float again = 0;
+  ASSERT_TRUE(resumed->runStep(batches.get(), 0.25f, &again).isOk());
+  EXPECT_EQ(std::memcmp(&again, &uninterrupted, sizeof again), 0);
+  EXPECT_EQ(values(resumed->value("w")), values(loop->value("w")));
+}
+
+TEST_F(TrainingLoopTest, RestoreRejectsAnotherModelsCheckpoint) {
+  std::unique_ptr<TrainingLoop> loop = makeLoop();
+  ASSERT_NE(loop, nullptr);
+  CheckpointContents checkpoint;
+  loop->snapshot(&checkpoint);
+
+  CheckpointContents renamed = checkpoint;
+  renamed.params["v"] = renamed.params["w"];
+  renamed.params.erase("w");
+  Status status = loop->restore(renamed);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("checkpoint parameters has no 'w'"), std::string::npos)
+      << status.message();
+
+  CheckpointContents reshaped = checkpoint;
+  reshaped.optimizerState["w.momentum_buffer"] = makeHostTensor(program::F32, {3});
+  status = loop->restore(reshaped);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("is f32[3], the program expects f32[2]"), std::string::npos)
+      << status.message();
+
+  CheckpointContents extra = checkpoint;
+  extra.params["bias"] = makeHostTensor(program::F32, {1});
+  status = loop->restore(extra);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("'bias', which the program does not train"), std::string::npos)
+      << status.message();
+}
+
+TEST(TokenBatchSource, NeedsExactlyTwoI64BatchInputs) {
+  std::unique_ptr<BatchSource> batches;
+  Status status = openTokenBatchSource("unused.bin", {{"x", program::F32, {2}}}, 0, &batches);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("exactly two batch inputs"), std::string::npos)
+      << status.message();
+}
+
+TEST(StateInitValidation, AcceptsTheTrainingProgram) {
+  Status status = validateProgram(sgdProgram());
+  EXPECT_TRUE(status.isOk()) << status.message();
+}
+
+TEST(StateInitValidation, RejectsBadEntries) {
+  struct Case {
+    const char *what;
+    std::string name;
+    uint64_t offset, size;
+    const char *expected;
+  } cases[] = {
+      {"unknown name", "v", 0, 8, "no input binding has that name"},
+      {"unaligned", "w", 8, 8, "offset 8 is not 64-byte aligned"},
+      {"outside the weights", "w", 128, 8, "lie outside the WEIGHTS region (weights_bytes = 128)"},
+      {"wrong size", "w", 0, 4, "size_bytes is 4 but the input holds 8"},
+  };
+  for (const Case &c : cases) {
+    program::Program p = sgdProgram();
+    p.mutable_state_init(0)->set_name(c.name);
+    p.mutable_state_init(0)->set_offset(c.offset);
+    p.mutable_state_init(0)->set_size_bytes(c.size);
+    Status status = validateProgram(p);
+    ASSERT_FALSE(status.isOk()) << c.what;
+    EXPECT_NE(status.message().find(c.expected), std::string::npos)
+        << c.what << ": " << status.message();
+  }
+  program::Program twice = sgdProgram();
+  *twice.add_state_init() = twice.state_init(0);
+  Status status = validateProgram(twice);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("initialised twice"), std::string::npos) << status.message();
+}
+
+} // namespace
+} // namespace shardc::runtime
