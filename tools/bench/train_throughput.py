@@ -1,0 +1,119 @@
+"""Training-step throughput of shardc against PyTorch on CPU, side by side in one run.
+
+    /usr/bin/python3 tools/bench/train_throughput.py --shardc build/tools/shardc/shardc \
+        --shardrun build/tools/shardrun/shardrun --work /tmp/bench [--steps 20] [--threads 2]
+
+Model: the test GPT (tests/models/export_tiny_gpt.py) at d=256, 4 layers, 4 heads, T=128,
+B=8, vocabulary 2048; AdamW (PyTorch defaults, lr 1e-3); the same weights (read from the ONNX
+export) and the same batches on both sides. PyTorch runs in this process with
+torch.set_num_threads(THREADS); shardrun runs `--steps` with `--threads THREADS` and reports
+each step's time in its metrics. The first WARMUP steps are excluded; medians are reported,
+with the ratio ours/PyTorch in tokens per second (above 1: shardc is faster).
+Not a test: timings on a shared machine are noisy, run it on a quiet one.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, os.pardir, os.pardir, "tests", "models")
+sys.path.insert(0, MODELS)
+import export_tiny_gpt as gpt  # noqa: E402
+import export_util  # noqa: E402
+import train_reference  # noqa: E402
+
+WARMUP = 3
+LR = 1e-3
+
+
+def configure_model():
+    # The test GPT reads its sizes from module constants when it is built: set the
+    # benchmark's before building it.
+    gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL, gpt.N_LAYER, gpt.N_HEAD = 2048, 128, 256, 4, 4
+    gpt.BATCH, gpt.SEQ = 8, 128
+
+
+def export(out):
+    torch.manual_seed(0)
+    model = gpt.TinyGPT()
+    idx = torch.randint(0, gpt.VOCAB, (gpt.BATCH, gpt.SEQ), dtype=torch.long)
+    targets = torch.randint(0, gpt.VOCAB, (gpt.BATCH, gpt.SEQ), dtype=torch.long)
+    bt = {0: "batch", 1: "seq"}
+    export_util.export_model(model, (idx, targets), ["idx", "targets"], ["loss", "logits"], out,
+                             dynamic_axes={"idx": bt, "targets": bt, "logits": bt})
+
+
+def torch_step_times(model_dir, data, steps, threads):
+    torch.set_num_threads(threads)
+    model = gpt.TinyGPT()
+    train_reference.load_onnx_weights(model, os.path.join(model_dir, "model.onnx"))
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=LR)
+    times, losses = [], []
+    n = len(data["idx"])
+    for k in range(1, steps + 1):
+        rows = [r % n for r in range((k - 1) * gpt.BATCH, k * gpt.BATCH)]
+        idx, targets = torch.from_numpy(data["idx"][rows]), torch.from_numpy(data["targets"][rows])
+        start = time.perf_counter()
+        loss = model(idx, targets)[0]
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - start)
+        losses.append(loss.item())
+    return times, losses
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    args = p.parse_args()
+    configure_model()
+    model_dir = os.path.join(args.work, "model")
+    data_dir = os.path.join(args.work, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    export(model_dir)
+    data = train_reference.make_data("tiny_gpt", gpt, 4, np.random.default_rng(0))
+    for name, value in data.items():
+        np.save(os.path.join(data_dir, name + ".npy"), value)
+
+    bundle = os.path.join(args.work, "model.shard")
+    subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", "train",
+                    "-o", bundle], check=True)
+    metrics = os.path.join(args.work, "metrics.jsonl")
+    subprocess.run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data_dir,
+                    "--lr", str(LR), "--threads", str(args.threads), "--metrics", metrics],
+                   check=True)
+    ours = [json.loads(line) for line in open(metrics)]
+    our_times = [m["step_time_ms"] / 1000.0 for m in ours][WARMUP:]
+
+    torch_times, torch_losses = torch_step_times(model_dir, data, args.steps, args.threads)
+    torch_times = torch_times[WARMUP:]
+    tokens = gpt.BATCH * gpt.SEQ
+    ours_tps = tokens / statistics.median(our_times)
+    torch_tps = tokens / statistics.median(torch_times)
+    drift = max(abs(m["loss"] - t) / t for m, t in zip(ours, torch_losses))
+    print(f"GPT d=256 L=4 H=4 T=128 B=8 V=2048, AdamW, {args.steps} steps "
+          f"({WARMUP} warm-up excluded), {args.threads} threads")
+    print(f"  shardc : median step {statistics.median(our_times) * 1e3:8.1f} ms, "
+          f"{ours_tps:8.0f} tokens/s")
+    print(f"  PyTorch: median step {statistics.median(torch_times) * 1e3:8.1f} ms, "
+          f"{torch_tps:8.0f} tokens/s")
+    print(f"  ratio ours/PyTorch (tokens/s): {ours_tps / torch_tps:.3f}; "
+          f"max loss relative difference over the run: {drift:.2e}")
+
+
+if __name__ == "__main__":
+    main()
