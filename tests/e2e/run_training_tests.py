@@ -41,7 +41,9 @@ CONFIGS = [
     ("mlp_adamw", "mlp_classifier", []),
     ("mlp_sgd_nesterov", "mlp_classifier", ["--optimizer", "sgd", "--momentum", "0.9",
                                              "--nesterov"]),
-    ("mlp_adamw_clip", "mlp_classifier", ["--grad-clip", "0.05"]),
+    ("mlp_adamw_clip1", "mlp_classifier", ["--grad-clip", "1.0"]),
+    # 1.0 is above this MLP's gradient norms; 0.05 makes the clipping act at every step.
+    ("mlp_adamw_clip005", "mlp_classifier", ["--grad-clip", "0.05"]),
     ("tiny_gpt_adamw", "tiny_gpt", []),
     ("tied_gpt_adamw", "tied_gpt", []),
     ("bert_encoder_adamw", "bert_encoder", []),
