@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end: export the bundled tiny GPT with PyTorch, compile it with shardc,
-# run it with shardrun on CPU and compare against PyTorch's outputs.
+# run its forward pass with shardrun on CPU and compare against PyTorch's outputs; then compile
+# its training step, train it for 30 steps and compare the loss curve with PyTorch's.
 # Usage: tools/demo.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,4 +39,24 @@ for ref_file in sorted(expected.glob("*.npy")):
           f"max |diff| / max |ref| {diff / scale:.3g}, "
           f"allclose(rtol=1e-5, atol=1e-6): {'yes' if good else 'NO'}")
 sys.exit(0 if ok else 1)
+PY
+
+echo "== training: shardc model.onnx -o tiny_gpt_train.shard   (--mode train, AdamW by default)"
+"$build/tools/shardc/shardc" "$work/tiny_gpt/model.onnx" -o "$work/tiny_gpt_train.shard"
+echo "== PyTorch reference: 30 AdamW steps from the same weights on the same batches"
+"$python" tests/models/train_reference.py --model tiny_gpt --model-dir "$work/tiny_gpt" \
+  --out "$work/torch" --make-data 4 --steps 30
+echo "== shardrun tiny_gpt_train.shard --steps 30 --data data --metrics metrics.jsonl"
+"$build/tools/shardrun/shardrun" "$work/tiny_gpt_train.shard" --steps 30 \
+  --data "$work/torch/data" --metrics "$work/metrics.jsonl"
+"$python" - "$work/torch/losses.jsonl" "$work/metrics.jsonl" <<'PY'
+import json, sys
+torch_losses = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+ours = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+worst = max(abs(a - b) / abs(b) for a, b in zip(ours, torch_losses))
+for k in (0, 9, 19, 29):
+    print(f"  step {k + 1:2d}: shardc {ours[k]:.9g}  PyTorch {torch_losses[k]:.9g}")
+print(f"  largest relative loss difference over 30 steps: {worst:.3g}"
+      f" -> {'match' if worst <= 1e-5 else 'MISMATCH'}")
+sys.exit(0 if worst <= 1e-5 else 1)
 PY
