@@ -114,4 +114,20 @@ Status planElementwise(const char *kernel, std::initializer_list<const Tensor *>
   return Status::ok();
 }
 
+StridedLoop planReductionWalk(const std::vector<int64_t> &shape, const std::vector<bool> &reduced) {
+  StridedLoop loop;
+  loop.numOperands = 1;
+  loop.dims = shape;
+  loop.strides[0].assign(shape.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (reduced[d])
+      continue;
+    loop.strides[0][d] = stride;
+    stride *= shape[d];
+  }
+  loop.coalesce();
+  return loop;
+}
+
 } // namespace shardc::runtime::cpu

@@ -30,6 +30,11 @@ struct StridedLoop {
   void coalesce();
 };
 
+// A walk over `shape` in memory order whose single operand indexes the reduced tensor: stride 0
+// along the `reduced` dims, the reduced tensor's contiguous stride elsewhere (keepdims does not
+// change that layout). Used by the reductions and their backwards. Coalesced.
+StridedLoop planReductionWalk(const std::vector<int64_t> &shape, const std::vector<bool> &reduced);
+
 // The NumPy broadcast of two shapes, or an error when a dim pair is neither equal nor 1.
 Status broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
                        std::vector<int64_t> *out);

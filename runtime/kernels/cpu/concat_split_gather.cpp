@@ -3,6 +3,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/gather_indices.h"
 
 #include <cstring>
 
@@ -107,34 +108,10 @@ Status gatherKernel(KernelArgs &args) {
   int64_t axis = 0;
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
   SHARDC_RETURN_IF_ERROR(expectSameDtype("gather", "data", data, "y", y));
-  if (indices.dtype != program::I64 && indices.dtype != program::I32)
-    return Status::error(std::string("gather: indices are ") + dtypeName(indices.dtype) +
-                         ", expected i64 or i32");
-  SHARDC_RETURN_IF_ERROR(expectAxis("gather", "axis", axis, data.rank()));
+  std::vector<int64_t> rows;
+  SHARDC_RETURN_IF_ERROR(readGatherIndices("gather", data.shape, axis, indices, y, "y", &rows));
   const size_t ax = static_cast<size_t>(axis);
-  // y = data.shape[:axis] + indices.shape + data.shape[axis+1:]
-  std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + axis);
-  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
-  expected.insert(expected.end(), data.shape.begin() + axis + 1, data.shape.end());
-  SHARDC_RETURN_IF_ERROR(expectShape("gather", "y", y, expected));
-
-  // Normalise and range-check every index before moving anything.
   const int64_t dim = data.shape[ax];
-  const int64_t count = indices.numel();
-  std::vector<int64_t> rows(static_cast<size_t>(count));
-  SHARDC_RETURN_IF_ERROR(visitIndex(indices.dtype, [&](auto tag) {
-    using I = decltype(tag);
-    const I *pi = indices.as<I>();
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t index = static_cast<int64_t>(pi[j]);
-      const int64_t row = index < 0 ? index + dim : index;
-      if (row < 0 || row >= dim)
-        return Status::error("gather: index " + std::to_string(index) + " is out of range for " +
-                             "axis " + std::to_string(axis) + " of size " + std::to_string(dim));
-      rows[static_cast<size_t>(j)] = row;
-    }
-    return Status::ok();
-  }));
 
   const int64_t outer = dimsProduct(data.shape, 0, ax);
   const size_t innerBytes =

@@ -56,20 +56,8 @@ Status reduceMaxGradKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "y", y, yShape));
   SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dy", dy, yShape));
 
-  // Walk x in memory order with operand 0 indexing y (and dy, which has y's layout): stride 0
-  // along reduced dims, y's contiguous stride elsewhere (keepdims does not change the layout).
-  StridedLoop loop;
-  loop.numOperands = 1;
-  loop.dims = x.shape;
-  loop.strides[0].assign(x.shape.size(), 0);
-  int64_t stride = 1;
-  for (size_t d = x.shape.size(); d-- > 0;) {
-    if (reduced[d])
-      continue;
-    loop.strides[0][d] = stride;
-    stride *= x.shape[d];
-  }
-  loop.coalesce();
+  // Walk x in memory order; operand 0 indexes y (and dy, which has y's layout).
+  StridedLoop loop = planReductionWalk(x.shape, reduced);
 
   const float *px = x.as<float>(), *py = y.as<float>(), *pdy = dy.as<float>();
   float *pdx = dx.as<float>();

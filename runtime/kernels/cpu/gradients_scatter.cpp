@@ -6,6 +6,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/gather_indices.h"
 
 #include <cstring>
 #include <limits>
@@ -22,35 +23,10 @@ Status gatherGradKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "dy", dy, program::F32));
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "ddata", ddata, program::F32));
-  if (indices.dtype != program::I64 && indices.dtype != program::I32)
-    return Status::error(std::string(kernel) + ": indices are " + dtypeName(indices.dtype) +
-                         ", expected i64 or i32");
-  SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axis", axis, ddata.rank()));
+  std::vector<int64_t> rows;
+  SHARDC_RETURN_IF_ERROR(readGatherIndices(kernel, ddata.shape, axis, indices, dy, "dy", &rows));
   const size_t ax = static_cast<size_t>(axis);
-  // dy has the forward output's shape: data.shape[:axis] + indices.shape + data.shape[axis+1:].
-  std::vector<int64_t> expected(ddata.shape.begin(), ddata.shape.begin() + axis);
-  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
-  expected.insert(expected.end(), ddata.shape.begin() + axis + 1, ddata.shape.end());
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "dy", dy, expected));
-
-  // Normalise and range-check every index before writing anything, as gather does.
   const int64_t dim = ddata.shape[ax];
-  const int64_t count = indices.numel();
-  std::vector<int64_t> rows(static_cast<size_t>(count));
-  SHARDC_RETURN_IF_ERROR(visitIndex(indices.dtype, [&](auto tag) {
-    using I = decltype(tag);
-    const I *pi = indices.as<I>();
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t index = static_cast<int64_t>(pi[j]);
-      const int64_t row = index < 0 ? index + dim : index;
-      if (row < 0 || row >= dim)
-        return Status::error(std::string(kernel) + ": index " + std::to_string(index) +
-                             " is out of range for axis " + std::to_string(axis) + " of size " +
-                             std::to_string(dim));
-      rows[static_cast<size_t>(j)] = row;
-    }
-    return Status::ok();
-  }));
 
   float *out = ddata.as<float>();
   if (ddata.sizeBytes() > 0)

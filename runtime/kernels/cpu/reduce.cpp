@@ -72,20 +72,8 @@ Status reduceTyped(const char *kernel, const Tensor &x, const Tensor &y,
                                        : std::numeric_limits<T>::lowest();
   std::vector<Acc> acc(static_cast<size_t>(outCount), init);
 
-  // Walk x in memory order; the single operand is the accumulator index, whose stride is 0
-  // along reduced dims and the (keepdims-free) output's contiguous stride elsewhere.
-  StridedLoop loop;
-  loop.numOperands = 1;
-  loop.dims = x.shape;
-  loop.strides[0].assign(x.shape.size(), 0);
-  int64_t stride = 1;
-  for (size_t d = x.shape.size(); d-- > 0;) {
-    if (reduced[d])
-      continue;
-    loop.strides[0][d] = stride;
-    stride *= x.shape[d];
-  }
-  loop.coalesce();
+  // Walk x in memory order; operand 0 is the accumulator index.
+  StridedLoop loop = planReductionWalk(x.shape, reduced);
 
   const T *px = x.as<T>();
   Acc *pacc = acc.data();

@@ -1,0 +1,43 @@
+// Index checks shared by gather and gather_grad.
+#include "runtime/kernels/cpu/gather_indices.h"
+
+#include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/dtype_dispatch.h"
+
+#include <string>
+
+namespace shardc::runtime::cpu {
+
+Status readGatherIndices(const char *kernel, const std::vector<int64_t> &dataShape, int64_t axis,
+                         const Tensor &indices, const Tensor &sliced, const char *slicedName,
+                         std::vector<int64_t> *rows) {
+  if (indices.dtype != program::I64 && indices.dtype != program::I32)
+    return Status::error(std::string(kernel) + ": indices are " + dtypeName(indices.dtype) +
+                         ", expected i64 or i32");
+  SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axis", axis, static_cast<int64_t>(dataShape.size())));
+  const size_t ax = static_cast<size_t>(axis);
+  std::vector<int64_t> expected(dataShape.begin(), dataShape.begin() + ax);
+  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
+  expected.insert(expected.end(), dataShape.begin() + ax + 1, dataShape.end());
+  SHARDC_RETURN_IF_ERROR(expectShape(kernel, slicedName, sliced, expected));
+
+  const int64_t dim = dataShape[ax];
+  const int64_t count = indices.numel();
+  rows->resize(static_cast<size_t>(count));
+  return visitIndex(indices.dtype, [&](auto tag) {
+    using I = decltype(tag);
+    const I *pi = indices.as<I>();
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t index = static_cast<int64_t>(pi[j]);
+      const int64_t row = index < 0 ? index + dim : index;
+      if (row < 0 || row >= dim)
+        return Status::error(std::string(kernel) + ": index " + std::to_string(index) +
+                             " is out of range for axis " + std::to_string(axis) + " of size " +
+                             std::to_string(dim));
+      (*rows)[static_cast<size_t>(j)] = row;
+    }
+    return Status::ok();
+  });
+}
+
+} // namespace shardc::runtime::cpu
