@@ -93,16 +93,21 @@ class TinyGPT(nn.Module):
         return loss, logits
 
 
-def main():
-    args = export_util.parse_args(__doc__.splitlines()[0])
+def export_gpt(model_class, out):
+    """Builds `model_class` (TinyGPT or a variant) with seed 0 and exports it into `out`."""
     torch.manual_seed(0)
-    model = TinyGPT()
+    model = model_class()
     export_util.randomize_layer_norms(model)
     idx = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.long)
     targets = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.long)
     bt = {0: "batch", 1: "seq"}
     export_util.export_model(model, (idx, targets), ["idx", "targets"], ["loss", "logits"],
-                             args.out, dynamic_axes={"idx": bt, "targets": bt, "logits": bt})
+                             out, dynamic_axes={"idx": bt, "targets": bt, "logits": bt})
+
+
+def main():
+    args = export_util.parse_args(__doc__.splitlines()[0])
+    export_gpt(TinyGPT, args.out)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, os.pardir, os.pardir, "tests", "models")
 sys.path.insert(0, MODELS)
 import export_tiny_gpt as gpt  # noqa: E402
-import export_util  # noqa: E402
 import train_reference  # noqa: E402
 
 WARMUP = 3
@@ -39,16 +38,6 @@ def configure_model():
     # benchmark's before building it.
     gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL, gpt.N_LAYER, gpt.N_HEAD = 2048, 128, 256, 4, 4
     gpt.BATCH, gpt.SEQ = 8, 128
-
-
-def export(out):
-    torch.manual_seed(0)
-    model = gpt.TinyGPT()
-    idx = torch.randint(0, gpt.VOCAB, (gpt.BATCH, gpt.SEQ), dtype=torch.long)
-    targets = torch.randint(0, gpt.VOCAB, (gpt.BATCH, gpt.SEQ), dtype=torch.long)
-    bt = {0: "batch", 1: "seq"}
-    export_util.export_model(model, (idx, targets), ["idx", "targets"], ["loss", "logits"], out,
-                             dynamic_axes={"idx": bt, "targets": bt, "logits": bt})
 
 
 def torch_step_times(model_dir, data, steps, threads):
@@ -84,7 +73,7 @@ def main():
     model_dir = os.path.join(args.work, "model")
     data_dir = os.path.join(args.work, "data")
     os.makedirs(data_dir, exist_ok=True)
-    export(model_dir)
+    gpt.export_gpt(gpt.TinyGPT, model_dir)
     data = train_reference.make_data("tiny_gpt", gpt, 4, np.random.default_rng(0))
     for name, value in data.items():
         np.save(os.path.join(data_dir, name + ".npy"), value)
