@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <utility>
 
 namespace shardc::runtime {
@@ -111,15 +112,23 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
 
   SHARDC_RETURN_IF_ERROR(runOps());
 
-  outputs->clear();
+  // The caller's tensors are reused where they exist (assign keeps their capacity): a training
+  // loop hands last step's buffers back, so steady-state steps allocate nothing here.
+  auto isOutput = [&](const std::string &name) {
+    for (const program::Binding &binding : program_.outputs())
+      if (binding.name() == name)
+        return true;
+    return false;
+  };
+  for (auto it = outputs->begin(); it != outputs->end();)
+    it = isOutput(it->first) ? std::next(it) : outputs->erase(it);
   for (const program::Binding &binding : program_.outputs()) {
     const program::Buffer &buffer = program_.buffers(binding.buffer());
-    HostTensor tensor;
+    HostTensor &tensor = (*outputs)[binding.name()];
     tensor.dtype = buffer.dtype();
     tensor.shape.assign(buffer.shape().begin(), buffer.shape().end());
     const uint8_t *src = arena_.base(buffer.region()) + buffer.offset();
     tensor.bytes.assign(src, src + buffer.size_bytes());
-    (*outputs)[binding.name()] = std::move(tensor);
   }
   return Status::ok();
 }

@@ -31,7 +31,9 @@ public:
   Status checkInput(const std::string &name, const HostTensor &tensor) const;
 
   // Runs the program once. `inputs` must hold exactly the program's graph inputs; `outputs` is
-  // replaced by the graph outputs. Kernel errors read "rank R, op 'NAME' (kernel K): cause".
+  // replaced by the graph outputs (tensors already in it are overwritten in place, reusing their
+  // memory; entries that are not outputs are removed).
+  // Kernel errors read "rank R, op 'NAME' (kernel K): cause".
   // Not reentrant: one run at a time per executor (runs share the arena).
   Status run(const std::map<std::string, HostTensor> &inputs,
              std::map<std::string, HostTensor> *outputs);

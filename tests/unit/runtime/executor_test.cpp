@@ -193,5 +193,28 @@ TEST(Executor, RejectsInvalidProgramsAndShortWeights) {
             "the weights region needs 128 bytes but only 0 were loaded");
 }
 
+// A second run into the same output map overwrites the tensors in place (no reallocation when
+// the caller hands the same map back) and drops entries that are not outputs.
+TEST(Executor, ReusesTheCallersOutputTensors) {
+  std::unique_ptr<Executor> executor = makeAddMatmulExecutor();
+  ASSERT_NE(executor, nullptr);
+  std::map<std::string, HostTensor> inputs{{"x", f32Tensor({2, 3}, {1, 2, 3, 4, 5, 6})}};
+  std::map<std::string, HostTensor> outputs;
+  ASSERT_TRUE(executor->run(inputs, &outputs).isOk());
+  std::map<std::string, const uint8_t *> first;
+  for (const auto &[name, tensor] : outputs)
+    first[name] = tensor.bytes.data();
+  std::map<std::string, HostTensor> expected = outputs;
+  outputs["not_an_output"] = f32Tensor({1}, {0});
+  outputs.at("z").bytes.assign(outputs.at("z").bytes.size(), 0); // stale values to overwrite
+  ASSERT_TRUE(executor->run(inputs, &outputs).isOk());
+  EXPECT_EQ(outputs.count("not_an_output"), 0u);
+  ASSERT_EQ(outputs.size(), expected.size());
+  for (const auto &[name, tensor] : outputs) {
+    EXPECT_EQ(tensor.bytes.data(), first[name]) << name << " was reallocated";
+    EXPECT_EQ(tensor.bytes, expected[name].bytes) << name;
+  }
+}
+
 } // namespace
 } // namespace shardc::runtime
