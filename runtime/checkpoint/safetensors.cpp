@@ -282,9 +282,11 @@ Status encodeSafetensors(const std::vector<NamedTensorRef> &tensors,
   return Status::ok();
 }
 
-Status writeSafetensors(const std::string &path,
-                        const std::vector<std::pair<std::string, HostTensor>> &tensors,
-                        const SafetensorsMetadata &metadata) {
+namespace {
+// Both overloads: any container of (name, HostTensor) pairs.
+template <typename NamedTensors>
+Status writeNamedTensors(const std::string &path, const NamedTensors &tensors,
+                         const SafetensorsMetadata &metadata) {
   std::vector<NamedTensorRef> refs;
   refs.reserve(tensors.size());
   for (const auto &named : tensors)
@@ -293,16 +295,17 @@ Status writeSafetensors(const std::string &path,
   SHARDC_RETURN_IF_ERROR(encodeSafetensors(refs, metadata, path, &image));
   return writeFileAtomically(path, image.data(), image.size());
 }
+} // namespace
+
+Status writeSafetensors(const std::string &path,
+                        const std::vector<std::pair<std::string, HostTensor>> &tensors,
+                        const SafetensorsMetadata &metadata) {
+  return writeNamedTensors(path, tensors, metadata);
+}
 
 Status writeSafetensors(const std::string &path, const std::map<std::string, HostTensor> &tensors,
                         const SafetensorsMetadata &metadata) {
-  std::vector<NamedTensorRef> refs;
-  refs.reserve(tensors.size());
-  for (const auto &named : tensors)
-    refs.push_back({named.first, &named.second});
-  std::vector<uint8_t> image;
-  SHARDC_RETURN_IF_ERROR(encodeSafetensors(refs, metadata, path, &image));
-  return writeFileAtomically(path, image.data(), image.size());
+  return writeNamedTensors(path, tensors, metadata);
 }
 
 Status parseSafetensors(const uint8_t *data, size_t size, const std::string &source,

@@ -15,16 +15,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::makeTensor;
 using testing::TempDir;
-
-template <typename T>
-HostTensor makeTensor(DType dtype, std::vector<int64_t> shape, const std::vector<T> &values) {
-  HostTensor t = makeHostTensor(dtype, std::move(shape));
-  EXPECT_EQ(t.bytes.size(), values.size() * sizeof(T));
-  if (!values.empty())
-    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
-  return t;
-}
 
 // A .npy image with the given version and header text (no padding added).
 std::string npyImage(int major, const std::string &header, const std::string &data) {

@@ -15,16 +15,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::makeTensor;
 using testing::TempDir;
-
-template <typename T>
-HostTensor makeTensor(DType dtype, std::vector<int64_t> shape, const std::vector<T> &values) {
-  HostTensor t = makeHostTensor(dtype, std::move(shape));
-  EXPECT_EQ(t.bytes.size(), values.size() * sizeof(T));
-  if (!values.empty())
-    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
-  return t;
-}
 
 std::string littleEndian64(uint64_t n) {
   std::string s;

@@ -1,9 +1,13 @@
 // Helpers shared by the runtime unit tests.
 #pragma once
 
+#include "runtime/executor/host_tensor.h"
 #include "runtime/program/program.pb.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -52,5 +56,15 @@ std::vector<float> expectedAddMatmul(const std::vector<float> &x);
 // checksum is set to match `weights`.
 void writeBundle(const TempDir &dir, program::Bundle bundle, const std::string &weights,
                  bool fixChecksum = true);
+
+// A tensor of `dtype` and `shape` holding `values` (whose byte size must match).
+template <typename T>
+HostTensor makeTensor(DType dtype, std::vector<int64_t> shape, const std::vector<T> &values) {
+  HostTensor t = makeHostTensor(dtype, std::move(shape));
+  EXPECT_EQ(t.bytes.size(), values.size() * sizeof(T));
+  if (!values.empty())
+    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
 
 } // namespace shardc::runtime::testing
