@@ -55,6 +55,13 @@ public:
   std::string describeDependency(mlir::Value value) const;
 
   mlir::Location locationFor(llvm::StringRef name);
+
+  // Whether training-mode Dropout nodes keep their random mask (ImportOptions::trainingDropout).
+  void setTrainingDropout(bool enabled) { trainingDropout_ = enabled; }
+  bool trainingDropout() const { return trainingDropout_; }
+  // The random stream of the next Dropout node: its position among the model's Dropout nodes
+  // in graph order, so that a reference implementation can reproduce the masks.
+  int64_t nextDropoutStream() { return dropoutStreams_++; }
   mlir::OpBuilder &builder() { return builder_; }
   mlir::MLIRContext &context() { return ctx_; }
   ErrorReporter &errors() { return errors_; }
@@ -84,6 +91,8 @@ private:
   mlir::func::FuncOp func_;
   llvm::StringMap<mlir::Value> values_;           // cleared by finish(): folding erased some
   llvm::StringMap<mlir::RankedTensorType> types_; // of every name ever bound
+  bool trainingDropout_ = false;
+  int64_t dropoutStreams_ = 0;
 };
 
 } // namespace shardc::onnx_import

@@ -39,6 +39,7 @@ public:
   int64_t opset() const { return opset_; }
   mlir::Location loc() const { return loc_; }
   mlir::OpBuilder &builder() { return graph_.builder(); }
+  GraphBuilder &graph() { return graph_; }
   mlir::MLIRContext *context() { return &graph_.context(); }
 
   //===--- Inputs --------------------------------------------------------------------===//

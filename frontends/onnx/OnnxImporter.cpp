@@ -85,6 +85,7 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
   }
 
   GraphBuilder builder(ctx, errors, declaredTypes(graph));
+  builder.setTrainingDropout(opts.trainingDropout);
   if (failed(builder.begin(graph, initializers)) || failed(importNodes(builder, graph, *opset)) ||
       failed(builder.finish(graph)))
     return failure();

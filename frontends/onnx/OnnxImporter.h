@@ -36,6 +36,9 @@ struct ImportOptions {
   // false: external-data files may be absent (planning only); such parameters are recorded
   // with present == false. Values needed at compile time (shape operands) are still required.
   bool requireWeights = true;
+  // true when compiling a training step: a Dropout whose training_mode is true keeps its random
+  // mask (graph.dropout {training}). false: every Dropout has inference semantics (identity).
+  bool trainingDropout = false;
 };
 
 struct ImportedModel {

@@ -73,11 +73,18 @@ Status TrainingLoop::create(Executor *executor, const AlignedBuffer *weights,
     loop->inputs_[name] = zerosLike(inputBuffer(program, name));
   loop->inputs_[kStepInputName] = makeHostTensor(program::I64, {});
   loop->inputs_[kLrInputName] = makeHostTensor(program::F32, {});
+  if (loop->signature_.hasSeed)
+    loop->inputs_[kSeedInputName] = makeHostTensor(program::I64, {});
   // Batch inputs start as zeros of the right type so the map always holds every input.
   for (const GraphInputSpec &spec : loop->signature_.batchInputs)
     loop->inputs_[spec.name] = makeHostTensor(spec.dtype, spec.shape);
   *out = std::move(loop);
   return Status::ok();
+}
+
+void TrainingLoop::setSeed(uint64_t seed) {
+  if (signature_.hasSeed)
+    std::memcpy(inputs_[kSeedInputName].as<int64_t>(), &seed, sizeof seed);
 }
 
 const HostTensor *TrainingLoop::value(const std::string &name) const {

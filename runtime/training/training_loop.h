@@ -36,6 +36,10 @@ public:
   // The current value of a carried tensor (parameter, optimizer state, "step"); null if unknown.
   const HostTensor *value(const std::string &name) const;
 
+  // The seed training-mode dropout draws its masks from (the run's --seed; 0 until set). A
+  // no-op for a program without dropout.
+  void setSeed(uint64_t seed);
+
   // Replaces the state by a checkpoint's. Its parameters and optimizer state must be exactly
   // the program's (same names, dtypes, shapes): a checkpoint of another model or optimizer is
   // an error naming the first difference.

@@ -67,6 +67,10 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
   SHARDC_RETURN_IF_ERROR(requireScalar(inputs, "input", kStepInputName, program::I64));
   SHARDC_RETURN_IF_ERROR(requireScalar(inputs, "input", kLrInputName, program::F32));
   SHARDC_RETURN_IF_ERROR(requireScalar(outputs, "output", kLossOutputName, program::F32));
+  if (inputs.count(kSeedInputName)) {
+    SHARDC_RETURN_IF_ERROR(requireScalar(inputs, "input", kSeedInputName, program::I64));
+    signature.hasSeed = true;
+  }
 
   for (const program::Binding &b : program.inputs()) {
     const std::string &name = b.name();
@@ -78,7 +82,7 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
       carried = true;
     } else if (name == kStepInputName) {
       carried = true;
-    } else if (name != kLrInputName) {
+    } else if (name != kLrInputName && name != kSeedInputName) {
       const program::Buffer &buffer = program.buffers(b.buffer());
       std::vector<int64_t> shape(buffer.shape().begin(), buffer.shape().end());
       signature.batchInputs.push_back({name, buffer.dtype(), std::move(shape)});

@@ -5,6 +5,7 @@
 //   * optimizer state: inputs named <param>.exp_avg, <param>.exp_avg_sq (AdamW) or
 //     <param>.momentum_buffer (SGD) for a trained <param>,
 //   * "step" (i64 scalar, steps done so far) and "lr" (f32 scalar),
+//   * "seed" (i64 scalar, the run's seed), only when the model has training-mode dropout,
 //   * batch inputs: every other input binding, in program order,
 // and returns "loss" (f32 scalar) plus the updated parameters, optimizer state and step under
 // the same names as the inputs. The loop feeds those outputs back as the next step's inputs.
@@ -21,12 +22,14 @@ namespace shardc::runtime {
 
 constexpr const char *kStepInputName = "step";
 constexpr const char *kLrInputName = "lr";
+constexpr const char *kSeedInputName = "seed";
 constexpr const char *kLossOutputName = "loss";
 
 struct TrainingSignature {
   std::vector<std::string> params;          // state_init order
   std::vector<std::string> optimizerState;  // program input order
   std::vector<GraphInputSpec> batchInputs;  // program input order
+  bool hasSeed = false;                     // the step takes the run's seed
 };
 
 // Classifies `program`'s inputs as above and checks the loop can drive it: state_init is not

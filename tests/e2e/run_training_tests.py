@@ -35,6 +35,7 @@ PYTHON = sys.executable
 LOSS_RTOL = 1e-5
 PARAM_RTOL = 1e-4
 LR = 1e-3
+DROPOUT_SEED = 20261122  # shardrun's --seed for the masks of training-mode dropout
 
 # name, model, extra flags for shardc and train_reference.py
 CONFIGS = [
@@ -46,6 +47,8 @@ CONFIGS = [
     ("mlp_adamw_clip005", "mlp_classifier", ["--grad-clip", "0.05"]),
     ("tiny_gpt_adamw", "tiny_gpt", []),
     ("tied_gpt_adamw", "tied_gpt", []),
+    # 7 training-mode Dropout nodes (p = 0.1); the reference draws shardc's Philox masks.
+    ("dropout_gpt_adamw", "dropout_gpt", []),
     ("bert_encoder_adamw", "bert_encoder", []),
 ]
 
@@ -89,7 +92,8 @@ def run_config(name, model, flags, args):
     ref = os.path.join(work, "torch")
     subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
                     "--model-dir", model_dir, "--out", ref, "--make-data", "4",
-                    "--steps", str(args.steps), "--lr", str(LR), *flags],
+                    "--steps", str(args.steps), "--lr", str(LR),
+                    "--dropout-seed", str(DROPOUT_SEED), *flags],
                    check=True, stdout=subprocess.DEVNULL)
     bundle = os.path.join(work, "model.shard")
     res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
@@ -111,6 +115,8 @@ def run_config(name, model, flags, args):
         elif n.endswith((".exp_avg", ".exp_avg_sq", ".momentum_buffer")):
             state[n] = np.zeros_like(params[n.rsplit(".", 1)[0]], dtype=np.float32)
     state["step"] = np.array(0, dtype=np.int64)
+    if "seed" in inputs:
+        state["seed"] = np.array(DROPOUT_SEED, dtype=np.int64)
 
     torch_losses = [json.loads(line)["loss"] for line in open(os.path.join(ref, "losses.jsonl"))]
     worst_loss = 0.0

@@ -10,6 +10,10 @@ Cases:
                     steps 11..30 are string-equal (hence bit-identical) to the uninterrupted run's
   damaged_checkpoint  a truncated and an altered checkpoint file are each rejected with one
                     `shardrun: error:` line and exit code 1
+  dropout_seed      the tiny GPT with 7 training-mode Dropout nodes, `--seed 7`: 20 steps follow
+                    PyTorch drawing shardc's Philox masks (train_reference.py --dropout-seed 7)
+                    within 1e-5; saved at 10 and resumed to 20, the losses are bit-identical;
+                    `--seed 8` draws other masks (a different step-1 loss)
   cosine_schedule   --schedule cosine --warmup-steps 5 --min-lr 1e-4: the lr of every step in the
                     metrics equals the formula of runtime/training/lr_schedule.h (computed here in
                     double, rounded to f32)
@@ -217,10 +221,67 @@ def case_cosine_schedule(s):
     return (None, f"lr step 1 {first:.4g}, step {warmup} {peak:.4g}, step {STEPS} {last:.4g}")
 
 
+def case_dropout_seed(s):
+    steps, seed = 20, 7
+    work = os.path.join(s.work, "dropout")
+    shutil.rmtree(work, ignore_errors=True)
+    model_dir = os.path.join(work, "dropout_gpt")
+    subprocess.run([PYTHON, os.path.join(MODELS, "export_dropout_gpt.py"), "--out", model_dir],
+                   check=True, stdout=subprocess.DEVNULL)
+    ref = os.path.join(work, "torch")
+    subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", "dropout_gpt",
+                    "--model-dir", model_dir, "--out", ref, "--make-data", "4", "--steps",
+                    str(steps), "--lr", str(LR), "--dropout-seed", str(seed)],
+                   check=True, stdout=subprocess.DEVNULL)
+    torch_losses = [json.loads(line)["loss"] for line in open(os.path.join(ref, "losses.jsonl"))]
+    bundle = os.path.join(work, "model.shard")
+    res = e2e_util.run_tool([s.args.shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle],
+                            s.args.timeout)
+    if not res.ok:
+        return f"compile: {res.describe()}"
+
+    def run(*flags):
+        return e2e_util.run_tool([s.args.shardrun, bundle, "--data", os.path.join(ref, "data"),
+                                  *flags], s.args.timeout)
+
+    full = os.path.join(work, "full.jsonl")
+    res = run("--steps", str(steps), "--seed", str(seed), "--metrics", full)
+    if not res.ok:
+        return f"shardrun: {res.describe()}"
+    lines = metric_lines(full)
+    worst = 0.0
+    for k, line in enumerate(lines, 1):
+        loss, ref_loss = json.loads(line)["loss"], torch_losses[k - 1]
+        rel = abs(loss - ref_loss) / abs(ref_loss)
+        worst = max(worst, rel)
+        if rel > LOSS_RTOL:
+            return f"step {k}: loss {loss:.9g} vs torch {ref_loss:.9g} (rel {rel:.3g})"
+    ckpt = os.path.join(work, "ckpt")
+    first, second = os.path.join(work, "first.jsonl"), os.path.join(work, "second.jsonl")
+    res = run("--steps", "10", "--seed", str(seed), "--metrics", first, "--save", ckpt)
+    if not res.ok:
+        return f"first 10 steps: {res.describe()}"
+    res = run("--steps", str(steps), "--metrics", second, "--resume", ckpt)
+    if not res.ok:
+        return f"resume: {res.describe()}"
+    for k, (a, b) in enumerate(zip(metric_lines(first) + metric_lines(second), lines), 1):
+        if field(a, "loss") != field(b, "loss"):
+            return f"step {k}: resumed {a} vs uninterrupted {b}"
+    other = os.path.join(work, "other.jsonl")
+    res = run("--steps", "1", "--seed", str(seed + 1), "--metrics", other)
+    if not res.ok:
+        return f"--seed {seed + 1}: {res.describe()}"
+    if field(metric_lines(other)[0], "loss") == field(lines[0], "loss"):
+        return f"--seed {seed + 1} gave the same step-1 loss as --seed {seed}"
+    return (None, f"{steps} steps, max loss rel diff {worst:.3g}; resumed steps 11..{steps} "
+                  f"bit-identical; another seed, another loss")
+
+
 CASES = [
     ("matches_torch", case_matches_torch),
     ("resume_identical", case_resume_identical),
     ("damaged_checkpoint", case_damaged_checkpoint),
+    ("dropout_seed", case_dropout_seed),
     ("cosine_schedule", case_cosine_schedule),
 ]
 

@@ -31,8 +31,13 @@ BATCH = 2
 SEQ = 16
 
 
+def dropout(p):
+    """nn.Dropout(p), or nothing at all for p = 0 (so the plain GPT exports no Dropout nodes)."""
+    return nn.Dropout(p) if p else nn.Identity()
+
+
 class CausalSelfAttention(nn.Module):
-    def __init__(self):
+    def __init__(self, p_drop=0.0):
         super().__init__()
         self.n_head = N_HEAD
         self.n_embd = D_MODEL
@@ -40,6 +45,8 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(D_MODEL, D_MODEL)
         self.register_buffer(
             "mask", torch.tril(torch.ones(BLOCK, BLOCK)).view(1, 1, BLOCK, BLOCK))
+        self.attn_drop = dropout(p_drop)
+        self.resid_drop = dropout(p_drop)
 
     def forward(self, x):
         B, T, C = x.size()  # traced: these become Shape/Gather ops in the export
@@ -49,22 +56,23 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.n_embd // self.n_head))
         att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
+        att = self.attn_drop(F.softmax(att, dim=-1))
         y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
+        return self.resid_drop(self.c_proj(y))
 
 
 class Block(nn.Module):
-    def __init__(self):
+    def __init__(self, p_drop=0.0):
         super().__init__()
         self.ln_1 = nn.LayerNorm(D_MODEL)
-        self.attn = CausalSelfAttention()
+        self.attn = CausalSelfAttention(p_drop)
         self.ln_2 = nn.LayerNorm(D_MODEL)
         self.mlp = nn.Sequential(
             nn.Linear(D_MODEL, 4 * D_MODEL),
             nn.GELU(),  # exact (erf) GELU
             nn.Linear(4 * D_MODEL, D_MODEL),
+            dropout(p_drop),
         )
 
     def forward(self, x):
@@ -74,18 +82,19 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    def __init__(self):
+    def __init__(self, p_drop=0.0):
         super().__init__()
         self.wte = nn.Embedding(VOCAB, D_MODEL)
         self.wpe = nn.Embedding(BLOCK, D_MODEL)
-        self.blocks = nn.ModuleList([Block() for _ in range(N_LAYER)])
+        self.drop = dropout(p_drop)
+        self.blocks = nn.ModuleList([Block(p_drop) for _ in range(N_LAYER)])
         self.ln_f = nn.LayerNorm(D_MODEL)
         self.lm_head = nn.Linear(D_MODEL, VOCAB, bias=False)
 
     def forward(self, idx, targets):
         b, t = idx.size()
         pos = torch.arange(0, t, dtype=torch.long).unsqueeze(0)
-        x = self.wte(idx) + self.wpe(pos)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
         for block in self.blocks:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))

@@ -1,7 +1,8 @@
 """PyTorch reference training run for the test models: the numbers shardc's training must follow.
 
     train_reference.py --model tiny_gpt --model-dir EXPORTED --out DIR [--make-data BATCHES]
-                       [--data DIR] [--steps 30] [--optimizer adamw|sgd] [optimizer flags]
+                       [--data DIR] [--steps 30] [--dropout-seed S] [--optimizer adamw|sgd]
+                       [optimizer flags]
 
 The module is rebuilt from the export script's class and loaded with the *ONNX model's*
 initializers (by name), so both sides start from the same bytes whatever the seeds. Training data
@@ -14,6 +15,9 @@ loss of the forward pass at step k, before its update), DIR/params/<name>.npy (e
 parameter after the last step) and DIR/grad_absmax/<name>.npy (each element's largest
 |gradient| over the run, before clipping: it tells which elements only ever saw rounding noise,
 e.g. attention key biases, whose exact gradient is zero because softmax ignores a per-row shift).
+
+Dropout layers draw shardc's masks (philox_dropout.py) from --dropout-seed, the seed shardrun
+gets: PyTorch's own masks could not be compared step by step.
 """
 
 import argparse
@@ -29,11 +33,13 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_util  # noqa: E402
+import philox_dropout  # noqa: E402
 
 # Export script, module class and graph input names of each model.
 MODELS = {
     "tiny_gpt": ("export_tiny_gpt", "TinyGPT", ["idx", "targets"]),
     "tied_gpt": ("export_tied_gpt", "TiedGPT", ["idx", "targets"]),
+    "dropout_gpt": ("export_dropout_gpt", "DropoutGPT", ["idx", "targets"]),
     "mlp_classifier": ("export_mlp_classifier", "MLPClassifier", ["x", "y"]),
     "bert_encoder": ("export_bert_encoder", "BertClassifier",
                      ["input_ids", "token_type_ids", "attention_mask", "labels"]),
@@ -42,7 +48,7 @@ MODELS = {
 
 def make_data(name, module, batches, rng):
     """`batches` batches of valid inputs for model `name` (token ids below the vocabulary...)."""
-    if name in ("tiny_gpt", "tied_gpt"):
+    if name in ("tiny_gpt", "tied_gpt", "dropout_gpt"):
         n = module.BATCH * batches
         tokens = rng.integers(0, module.VOCAB, size=(n, module.SEQ + 1))
         return {"idx": tokens[:, :-1], "targets": tokens[:, 1:]}
@@ -95,6 +101,8 @@ def main():
                    help="first write this many batches of deterministic data")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--dropout-seed", type=int, default=0,
+                   help="seed of the dropout masks (shardrun --seed)")
     p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--beta1", type=float, default=0.9)
@@ -113,6 +121,8 @@ def main():
     torch.manual_seed(args.seed)
     model = getattr(module, class_name)()
     load_onnx_weights(model, os.path.join(args.model_dir, "model.onnx"))
+    dropout_key = philox_dropout.DropoutKey(args.dropout_seed)
+    philox_dropout.use_philox_dropout(model, dropout_key)
     model.train()
 
     data_dir = args.data or os.path.join(args.out, "data")
@@ -137,6 +147,7 @@ def main():
         for step in range(1, args.steps + 1):
             rows_k = [(r % total) for r in range((step - 1) * batch, step * batch)]
             inputs = [torch.from_numpy(np.ascontiguousarray(data[n][rows_k])) for n in input_names]
+            dropout_key.start_step(step)
             loss = model(*inputs)[0]
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

@@ -57,6 +57,7 @@ int compile(const Options &opts) {
   importOptions.modelPath = opts.model;
   importOptions.inputShapes = opts.inputShapes;
   importOptions.requireWeights = !opts.withoutWeights;
+  importOptions.trainingDropout = opts.mode == Mode::Train;
   std::string error;
   mlir::FailureOr<onnx_import::ImportedModel> imported =
       onnx_import::importOnnxModel(ctx, importOptions, error);

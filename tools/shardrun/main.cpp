@@ -65,7 +65,8 @@ const char kUsage[] =
     "                     size B); step k uses rows [(k-1)B, kB) modulo N\n"
     "  --tokens FILE.bin  batches: random windows of a uint16 token file; the model's first\n"
     "                     i64[B x T] batch input gets the tokens, the second the targets\n"
-    "  --seed S           seed of the token windows (default 0; kept in checkpoints)\n"
+    "  --seed S           seed of the token windows and dropout masks (default 0; kept in\n"
+    "                     checkpoints)\n"
     "  --lr X             peak learning rate (default 1e-3)\n"
     "  --schedule constant|cosine  lr schedule (default constant); cosine decays to --min-lr\n"
     "  --warmup-steps N   linear warmup from 0 to --lr over the first N steps (default 0)\n"
@@ -392,6 +393,7 @@ std::optional<Failure> runTrainingLoop(const Options &options, const LoadedBundl
       return error(*options.resumeDir + ": " + status.message());
     seed = checkpoint.rngSeed;
   }
+  loop->setSeed(seed);
 
   std::unique_ptr<BatchSource> batches;
   if (options.tokensFile) {

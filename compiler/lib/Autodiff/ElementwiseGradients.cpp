@@ -58,6 +58,22 @@ LogicalResult IdentityOp::buildVjp(OpBuilder &, ArrayRef<Value> dys,
   return success();
 }
 
+// Training dropout: y = x * (mask ? 1/(1-ratio) : 0), so dx = mask ? dy/(1-ratio) : 0, reusing
+// the forward's mask (the key operands have no gradient). Inference dropout is the identity.
+LogicalResult DropoutOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  g.assign((*this)->getNumOperands(), Value());
+  if (!dys[0])
+    return success();
+  if (!isRandom()) {
+    g[0] = dys[0];
+    return success();
+  }
+  Location l = gradLoc(*this);
+  float scale = 1.0f / (1.0f - getRatio().convertToFloat());
+  g[0] = where(b, l, getMask(), mul(b, l, dys[0], scalarF32(b, l, scale)), scalarF32(b, l, 0.0f));
+  return success();
+}
+
 LogicalResult AbsOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
   Location l = gradLoc(*this);
   Value x = getInput(), zero = scalarF32(b, l, 0.0f);

@@ -121,10 +121,24 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   Value stepArg = addArg(i64Scalar, kStepAttr, attrs.getUnitAttr());
   Value lrArg = addArg(f32Scalar, kLrAttr, attrs.getUnitAttr());
 
-  OpBuilder b(ret);
+  // The number of the step being taken (1-based), first in the body: the optimizer's bias
+  // correction and every training dropout's key use it.
   Location loc = NameLoc::get(attrs.getStringAttr("optimizer"), step.getLoc());
-  Value nextStep = b.create<AddOp>(
-      loc, stepArg, b.create<ConstantOp>(loc, DenseElementsAttr::get(i64Scalar, int64_t{1})));
+  OpBuilder top = OpBuilder::atBlockBegin(&body);
+  Value nextStep = top.create<AddOp>(
+      loc, stepArg, top.create<ConstantOp>(loc, DenseElementsAttr::get(i64Scalar, int64_t{1})));
+  SmallVector<DropoutOp> randomDropouts;
+  body.walk([&](DropoutOp d) {
+    if (d.isRandom())
+      randomDropouts.push_back(d);
+  });
+  if (!randomDropouts.empty()) {
+    Value seedArg = addArg(i64Scalar, kSeedAttr, attrs.getUnitAttr());
+    for (DropoutOp d : randomDropouts)
+      d.getKeyMutable().assign(ValueRange{seedArg, nextStep});
+  }
+
+  OpBuilder b(ret);
 
   if (opt.gradClip > 0.0) {
     SmallVector<Value> all;

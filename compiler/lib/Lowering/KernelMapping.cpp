@@ -71,6 +71,9 @@ template <typename LossOp> void addLossAttrs(LossOp op, KernelCall &call) {
 } // namespace
 
 FailureOr<KernelCall> mapToKernel(Operation *op) {
+  if (auto d = dyn_cast<DropoutOp>(op); d && d.isRandom() && d.getKey().empty())
+    return op->emitOpError("is a training dropout without its (seed, step) key: it can only "
+                           "run inside a training step");
   std::optional<KernelCall> call =
       llvm::TypeSwitch<Operation *, std::optional<KernelCall>>(op)
           // Element order is unchanged by these; the runtime copies the bytes.
@@ -247,6 +250,14 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             KernelCall c = direct(o, "pad_for_slice");
             c.attrs["starts"] = intsAttr(o.getStarts());
             c.attrs["steps"] = intsAttr(o.getSteps());
+            return c;
+          })
+          .Case([&](DropoutOp o) -> std::optional<KernelCall> {
+            if (!o.isRandom())
+              return std::nullopt; // the identity: folded before lowering
+            KernelCall c = direct(o, "dropout");
+            c.attrs["ratio"] = floatAttr(o.getRatio().convertToFloat());
+            c.attrs["stream"] = intAttr(o.getStream());
             return c;
           })
           // Optimizer updates.

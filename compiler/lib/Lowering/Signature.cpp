@@ -26,6 +26,8 @@ std::optional<std::string> runtimeInputName(func::FuncOp func, unsigned index) {
     return std::string("step");
   if (func.getArgAttr(index, kLrAttr))
     return std::string("lr");
+  if (func.getArgAttr(index, kSeedAttr))
+    return std::string("seed");
   if (auto name = func.getArgAttrOfType<StringAttr>(index, graph::kParamAttr))
     if (isUpdatedByAResult(func, name))
       return name.str();

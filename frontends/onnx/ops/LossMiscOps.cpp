@@ -78,22 +78,46 @@ LogicalResult importNegativeLogLikelihoodLoss(NodeContext &node) {
       *input, *target, node.input(2), attrs->reduction, attrs->ignoreIndex));
 }
 
-// Forward compilation imports Dropout with inference semantics: graph.dropout, which folds to
-// the identity and an all-true mask. The ratio and training_mode inputs (and `seed`) are
-// ignored; a constant ratio is only recorded on the op (the ONNX default otherwise, 0.5).
+// Dropout becomes graph.dropout with the constant ratio (ONNX default 0.5). It is a training
+// dropout (random keep-mask, see GraphOps.td) only when the importer compiles a training step
+// and the node's training_mode is true; otherwise it has inference semantics and folds to the
+// identity. The node's `seed` attribute is ignored: masks come from the run's seed (shardrun
+// --seed), the step and the node's stream, which keeps them reproducible across resumes and
+// shardings.
 LogicalResult importDropout(NodeContext &node) {
   FailureOr<Value> x = node.requiredInput(0, "data");
   if (failed(x))
     return failure();
+  int64_t stream = node.graph().nextDropoutStream();
   float ratio = 0.5f;
-  if (node.hasInput(1))
-    if (std::optional<DenseElementsAttr> given = getConstantValue(node.input(1)))
-      if (given->getElementType().isF32() && given->getNumElements() == 1)
-        ratio = given->getValues<float>()[0];
+  if (node.hasInput(1)) {
+    FailureOr<DenseElementsAttr> given = node.constantInput(1, "ratio");
+    if (failed(given))
+      return failure();
+    if (!given->getElementType().isF32() || given->getNumElements() != 1)
+      return node.fail("ratio must be an f32 scalar");
+    ratio = given->getValues<float>()[0];
+  }
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return node.fail("ratio must be in [0, 1), got " + std::to_string(ratio));
+  bool trainingMode = false;
+  if (node.hasInput(2)) {
+    FailureOr<DenseElementsAttr> given = node.constantInput(2, "training_mode");
+    if (failed(given))
+      return failure();
+    if (!given->getElementType().isInteger(1) || given->getNumElements() != 1)
+      return node.fail("training_mode must be a bool scalar");
+    trainingMode = given->getValues<bool>()[0];
+  }
+  bool training = trainingMode && node.graph().trainingDropout();
   RankedTensorType type = NodeContext::typeOf(*x);
+  if (training && !type.getElementType().isF32())
+    return node.fail("training-mode dropout needs f32 data");
   Type mask = RankedTensorType::get(type.getShape(), IntegerType::get(node.context(), 1));
-  auto results =
-      node.createTyped<DropoutOp>(TypeRange{type, mask}, *x, node.builder().getF32FloatAttr(ratio));
+  OpBuilder &b = node.builder();
+  auto results = node.createTyped<DropoutOp>(
+      TypeRange{type, mask}, *x, ValueRange{}, b.getF32FloatAttr(ratio),
+      training ? b.getUnitAttr() : UnitAttr(), b.getI64IntegerAttr(stream));
   if (failed(results))
     return failure();
   return node.setOutputs(*results);

@@ -39,6 +39,9 @@ Status whereKernel(KernelArgs &args);
 Status clipKernel(KernelArgs &args);
 Status castKernel(KernelArgs &args);
 
+// dropout.cpp
+Status dropoutKernel(KernelArgs &args);
+
 // matmul.cpp
 Status matmulKernel(KernelArgs &args);
 Status gemmKernel(KernelArgs &args);

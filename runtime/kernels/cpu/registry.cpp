@@ -27,6 +27,7 @@ constexpr KernelEntry kCpuKernels[] = {
     {"concat", cpu::concatKernel},
     {"copy", cpu::copyKernel},
     {"div", cpu::divKernel},
+    {"dropout", cpu::dropoutKernel},
     {"equal", cpu::equalKernel},
     {"erf", cpu::erfKernel},
     {"exp", cpu::expKernel},

@@ -94,3 +94,27 @@ func.func @expand_bad(%a: tensor<3xf32>) -> tensor<2x4xf32> {
   %0 = graph.expand %a : (tensor<3xf32>) -> tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+func.func @dropout_key_without_training(%a: tensor<4xf32>, %s: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{only a training dropout takes a key}}
+  %0, %1 = graph.dropout %a, %s, %s {ratio = 0.5 : f32} : (tensor<4xf32>, tensor<i64>, tensor<i64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @dropout_half_key(%a: tensor<4xf32>, %s: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{key must be (seed, step), got 1 operands}}
+  %0, %1 = graph.dropout %a, %s {ratio = 0.5 : f32, training} : (tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @dropout_ratio(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{ratio must be in [0, 1), got 1}}
+  %0, %1 = graph.dropout %a {ratio = 1.0 : f32, training} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
+  return %0 : tensor<4xf32>
+}

@@ -16,6 +16,8 @@
 // CHECK-SAME: %[[STEP:[a-z0-9]+]]: tensor<i64> {graph.step}
 // CHECK-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {graph.lr}
 // CHECK-SAME: -> (tensor<f32> {graph.output = "loss"}, tensor<3x5xf32> {graph.param = "w"}, tensor<5xf32> {graph.param = "b"}, tensor<3x5xf32> {graph.state = "w.exp_avg"}, tensor<3x5xf32> {graph.state = "w.exp_avg_sq"}, tensor<5xf32> {graph.state = "b.exp_avg"}, tensor<5xf32> {graph.state = "b.exp_avg_sq"}, tensor<i64> {graph.step})
+// The step being taken (1-based) is computed first: dropout keys and the optimizer use it.
+// CHECK: %[[NEXT:.*]] = graph.add %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i64>
 // CHECK: %[[LOSS:.*]], %[[LOGP:.*]] = graph.softmax_cross_entropy_loss
 // CHECK: %[[ONE:.*]] = graph.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[DS:.*]] = graph.softmax_cross_entropy_loss_grad %[[ONE]], %[[LOGP]]
@@ -26,7 +28,6 @@
 // CHECK: %[[DB:.*]] = graph.reshape %[[DBS]] : (tensor<1x5xf32>) -> tensor<5xf32>
 // CHECK: %[[XT:.*]] = graph.transpose %[[X]] {perm = array<i64: 1, 0>}
 // CHECK: %[[DW:.*]] = graph.matmul %[[XT]], %[[DZ]]
-// CHECK: %[[NEXT:.*]] = graph.add %[[STEP]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i64>
 // CHECK: graph.adamw_update %[[W]], %[[DW]], %[[WM]], %[[WV]], %[[NEXT]], %[[LR]] {{{.*}}weight_decay = 1.000000e-02 : f64}
 // CHECK: graph.adamw_update %[[B]], %[[DB]]
 // CHECK-NOT: graph.adamw_update
@@ -72,6 +73,30 @@ func.func @forward(%idx: tensor<2x3xi64> {graph.input = "idx"}, %t: tensor<2x3xi
   %logits = graph.matmul %e, %et : (tensor<2x3x4xf32>, tensor<4x7xf32>) -> tensor<2x3x7xf32>
   %l = graph.transpose %logits {perm = array<i64: 0, 2, 1>} : (tensor<2x3x7xf32>) -> tensor<2x7x3xf32>
   %loss, %lp = graph.softmax_cross_entropy_loss %l, %t {reduction = "mean"} : (tensor<2x7x3xf32>, tensor<2x3xi64>) -> (tensor<f32>, tensor<2x7x3xf32>)
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Training dropout: the step gets a seed argument, the dropout the key (seed, step + 1), and
+// its gradient reuses the forward's mask: where(mask, dy * 1/(1-ratio), 0). An inference
+// dropout (no `training`) gets no key and folds away later.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[STEP:[a-z0-9]+]]: tensor<i64> {graph.step}
+// CHECK-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {graph.lr}
+// CHECK-SAME: %[[SEED:[a-z0-9]+]]: tensor<i64> {graph.seed}
+// CHECK: %[[NEXT:.*]] = graph.add %[[STEP]]
+// CHECK: %[[Y:.*]], %[[MASK:.*]] = graph.dropout %{{.*}}, %[[SEED]], %[[NEXT]] {ratio = 2.500000e-01 : f32, stream = 3 : i64, training}
+// CHECK: graph.dropout %{{.*}} {ratio = 5.000000e-01 : f32, stream = 4 : i64} : (tensor<4xf32>) ->
+// CHECK: %[[SCALE:.*]] = graph.constant dense<1.33333337> : tensor<f32>
+// CHECK: %[[SCALED:.*]] = graph.mul %{{.*}}, %[[SCALE]]
+// CHECK: graph.where %[[MASK]], %[[SCALED]], %{{.*}}
+// CHECK: graph.adamw_update
+func.func @forward(%x: tensor<4xf32> {graph.input = "x"}, %w: tensor<4xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %h = graph.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %d, %m = graph.dropout %h {ratio = 0.25 : f32, stream = 3 : i64, training} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
+  %e, %m2 = graph.dropout %d {ratio = 0.5 : f32, stream = 4 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
+  %loss = graph.reduce_sum %e {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
   return %loss : tensor<f32>
 }
 

@@ -312,6 +312,12 @@ const GradCase kCases[] = {
        %w = graph.constant dense<[0.5, 2.0, 1.0]> : tensor<3xf32>
        %loss, %lp = graph.softmax_cross_entropy_loss %s, %l, %w {reduction = "none"} : (tensor<2x3x4xf32>, tensor<2x4xi64>, tensor<3xf32>) -> (tensor<2x4xf32>, tensor<2x3x4xf32>)
        return %loss : tensor<2x4xf32> })"},
+    // Training dropout with a fixed key: linear in x given the mask; the VJP reuses the mask.
+    {"dropout_training", R"(func.func @f(%a: tensor<3x5xf32>) -> tensor<3x5xf32> {
+       %seed = graph.constant dense<42> : tensor<i64>
+       %step = graph.constant dense<3> : tensor<i64>
+       %0, %m = graph.dropout %a, %seed, %step {ratio = 3.0e-01 : f32, stream = 1 : i64, training} : (tensor<3x5xf32>, tensor<i64>, tensor<i64>) -> (tensor<3x5xf32>, tensor<3x5xi1>)
+       return %0 : tensor<3x5xf32> })"},
     {"nll_weighted_sum", R"(func.func @f(%x: tensor<4x3xf32>) -> tensor<f32> {
        %t = graph.constant dense<[2, 0, 1, 1]> : tensor<4xi64>
        %w = graph.constant dense<[1.5, 0.5, 1.0]> : tensor<3xf32>

@@ -23,10 +23,14 @@ struct TrainStepOptions {
 inline constexpr llvm::StringLiteral kStateAttr = "graph.state"; // "NAME.exp_avg", ...
 inline constexpr llvm::StringLiteral kStepAttr = "graph.step";
 inline constexpr llvm::StringLiteral kLrAttr = "graph.lr";
+// The run's random seed (i64 scalar), an argument only when a training dropout needs it.
+inline constexpr llvm::StringLiteral kSeedAttr = "graph.seed";
 
 // Replaces @forward in its module by
-//   @train_step(graph inputs, parameters, optimizer state, step: i64, lr: f32)
+//   @train_step(graph inputs, parameters, optimizer state, step: i64, lr: f32[, seed: i64])
 //       -> (loss, updated trainable parameters, updated state, step + 1)
+// Training dropouts draw their masks from (seed, step + 1): the seed argument exists only
+// when the model has one.
 // Parameters are trained when they are f32, pass the name filters and the loss depends on
 // them; the others stay plain inputs. Errors are emitted at the function or op.
 mlir::LogicalResult buildTrainStep(mlir::func::FuncOp forward, const TrainStepOptions &options);

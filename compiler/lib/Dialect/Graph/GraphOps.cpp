@@ -564,14 +564,26 @@ OpFoldResult RangeOp::fold(FoldAdaptor adaptor) {
 LogicalResult DropoutOp::verify() {
   if (getMask().getType().getShape() != getOutput().getType().getShape())
     return emitOpError("mask must have the input's shape");
+  if (getOutput().getType() != getInput().getType())
+    return emitOpError("output must have the input's type");
   float ratio = getRatio().convertToFloat();
   if (!(ratio >= 0.0f && ratio < 1.0f))
     return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  if (!getKey().empty() && getKey().size() != 2)
+    return emitOpError("key must be (seed, step), got ") << getKey().size() << " operands";
+  if (!getKey().empty() && !getTraining())
+    return emitOpError("only a training dropout takes a key");
+  if (getTraining() && !getInput().getType().getElementType().isF32())
+    return emitOpError("training dropout needs an f32 input");
+  if (getStream() < 0 || getStream() >= 0xFFFFFFFFll)
+    return emitOpError("stream must be in [0, 2^32 - 1), got ") << getStream();
   return success();
 }
 
+// Inference dropout (and training dropout with ratio 0, whose mask is all true) is the
+// identity.
 LogicalResult DropoutOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &results) {
-  if (!getMask().getType().hasStaticShape())
+  if (isRandom() || !getMask().getType().hasStaticShape())
     return failure();
   results.push_back(getInput());
   results.push_back(DenseElementsAttr::get(getMask().getType(), true));

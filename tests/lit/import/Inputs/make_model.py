@@ -202,6 +202,29 @@ def dropout():
                  [const("ratio", 0.25, np.float32)])
 
 
+def dropout_training():
+    """Two training-mode Dropouts (ratio 0.1, training_mode true) and one in inference mode,
+    feeding a sum: the loss of a training step."""
+    nodes = [
+        helper.make_node("Dropout", ["x", "ratio", "on"], ["d0"], name="drop0"),
+        helper.make_node("Dropout", ["d0", "ratio", "off"], ["d1"], name="drop1"),
+        helper.make_node("Dropout", ["d1", "ratio", "on"], ["d2", "mask"], name="drop2"),
+        helper.make_node("Mul", ["d2", "w"], ["h"], name="mul"),
+        helper.make_node("ReduceSum", ["h"], ["loss"], name="sum", keepdims=0),
+    ]
+    inits = [const("ratio", 0.1, np.float32), const("on", True, np.bool_),
+             const("off", False, np.bool_), const("w", np.ones(4), np.float32)]
+    return model(nodes, [vi("x", F32, [4])], [vi("loss", F32, []),
+                 vi("mask", TensorProto.BOOL, [4])], inits)
+
+
+def dropout_bad_ratio():
+    """A training-mode Dropout with ratio 1 (ONNX allows [0, 1) only)."""
+    nodes = [helper.make_node("Dropout", ["x", "ratio", "on"], ["y"], name="drop_all")]
+    inits = [const("ratio", 1.0, np.float32), const("on", True, np.bool_)]
+    return model(nodes, [vi("x", F32, [4])], [vi("y", F32, [4])], inits)
+
+
 def split_forms():
     """Opset 18 Split on x: [7, 4]: num_outputs=3 (chunks of 3, last one smaller), sizes from
     the `split` input, and no split information (equal parts, one per output) on axis -1."""
@@ -275,6 +298,8 @@ MODELS = {
     "gemm_forms": gemm_forms,
     "max3": max3,
     "dropout": dropout,
+    "dropout_training": dropout_training,
+    "dropout_bad_ratio": dropout_bad_ratio,
     "split_forms": split_forms,
     "gelu_forms": gelu_forms,
     "symbolic_dim": symbolic_dim,

@@ -281,13 +281,25 @@ def Graph_RangeOp : Graph_Op<"range", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_DropoutOp : Graph_Op<"dropout", [Pure]> {
-  let summary = "ONNX Dropout in inference mode: the identity, and an all-true mask";
-  let arguments = (ins Graph_Tensor:$input, F32Attr:$ratio);
+// ONNX Dropout. Without `training` (inference, and every forward compilation) it is the
+// identity with an all-true mask and folds away. With `training` it draws a keep-mask from
+// Philox4x32-10 keyed on (seed, step, stream, element index) -- see the dropout kernel in
+// docs/kernels.md -- so that any later split of the same step across ranks draws the same mask.
+// `stream` tells the dropouts of one step apart (the node's position among the model's
+// Dropout nodes). The training step wires `key` = (seed, step) once it exists; before that a
+// training dropout has no key and cannot run.
+def Graph_DropoutOp : Graph_Op<"dropout", [Pure, Graph_Differentiable]> {
+  let summary = "ONNX Dropout (inference: identity; training: Philox keep-mask, scaled)";
+  let arguments = (ins Graph_Tensor:$input, Variadic<0DTensorOf<[I64]>>:$key, F32Attr:$ratio,
+                   UnitAttr:$training, DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs Graph_Tensor:$output, Graph_BoolTensor:$mask);
-  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let extraClassDeclaration = [{
+    // A training dropout whose mask is random (ratio > 0).
+    bool isRandom() { return getTraining() && getRatio().convertToFloat() > 0.0f; }
+  }];
 }
 
 //===-------------------------------------------------------------------------------------===//
