@@ -19,6 +19,10 @@ namespace shardc {
 inline constexpr llvm::StringLiteral kOffsetsAttr = "shardc.offsets";
 inline constexpr llvm::StringLiteral kArgOffsetAttr = "shardc.offset";
 inline constexpr llvm::StringLiteral kArenaBytesAttr = "shardc.arena_bytes";
+// The workspace an op's kernel needs (only on ops that need one) and the rank's workspace size
+// (the largest need, on the function).
+inline constexpr llvm::StringLiteral kWorkspaceAttr = "shardc.workspace";
+inline constexpr llvm::StringLiteral kWorkspaceBytesAttr = "shardc.workspace_bytes";
 
 } // namespace shardc
 

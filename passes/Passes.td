@@ -36,15 +36,24 @@ def PlanMemory : Pass<"shardc-plan-memory", "mlir::func::FuncOp"> {
     Results are recorded as `shardc.offsets` on each op (one per result), `shardc.offset`
     on graph-input arguments and `shardc.arena_bytes` (the planned peak) on the function.
 
+    It also sizes the workspace, the one per-rank scratch buffer the kernels take their
+    data-sized temporaries from: each op whose kernel needs scratch gets `shardc.workspace`
+    (bytes, from the kernel's workspace-size function), the function
+    `shardc.workspace_bytes` (the largest need, 0 when no kernel needs any).
+
     After:
     ```mlir
-    func.func @forward(%x: tensor<4xf32> {graph.input = "x", shardc.offset = 0 : i64})
-        -> (tensor<4xf32> {graph.output = "y"}) attributes {shardc.arena_bytes = 128 : i64} {
-      %0 = graph.exp %x {shardc.offsets = array<i64: 64>} : tensor<4xf32>
-      return %0 : tensor<4xf32>
+    func.func @forward(%x: tensor<4x8xf32> {graph.input = "x", shardc.offset = 0 : i64})
+        -> (tensor<4xf32> {graph.output = "y"})
+        attributes {shardc.arena_bytes = 256 : i64, shardc.workspace_bytes = 32 : i64} {
+      %0 = graph.exp %x {shardc.offsets = array<i64: 128>} : tensor<4x8xf32>
+      %1 = graph.reduce_sum %0 {axes = array<i64: 1>, keepdims = false,
+          shardc.offsets = array<i64: 0>, shardc.workspace = 32 : i64}
+          : (tensor<4x8xf32>) -> tensor<4xf32>
+      return %1 : tensor<4xf32>
     }
     ```
-    Fails on a tensor without a static shape.
+    Fails on a tensor without a static shape, or an op without a runtime kernel.
   }];
 }
 

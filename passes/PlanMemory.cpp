@@ -4,6 +4,8 @@
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/ShapeRules.h"
+#include "shardc/Lowering/KernelMapping.h"
+#include "shardc/Lowering/KernelWorkspace.h"
 #include "shardc/Lowering/MemoryPlanner.h"
 #include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
@@ -77,6 +79,29 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       op.setAttr(kOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
     }
     func->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(plan.arenaBytes));
+
+    // The kernels' data-sized temporaries come from one workspace per rank, allocated once:
+    // it must hold the largest need of any op.
+    uint64_t workspaceBytes = 0;
+    for (mlir::Operation &op : body.without_terminator()) {
+      if (llvm::isa<graph::ConstantOp>(op))
+        continue;
+      mlir::FailureOr<KernelCall> call = mapToKernel(&op);
+      if (mlir::failed(call))
+        return signalPassFailure();
+      uint64_t bytes = 0;
+      runtime::Status status = kernelWorkspaceBytes(*call, &bytes);
+      if (!status.isOk()) {
+        op.emitOpError("cannot size the workspace of kernel '")
+            << call->kernel << "': " << status.message();
+        return signalPassFailure();
+      }
+      if (bytes > 0)
+        op.setAttr(kWorkspaceAttr, builder.getI64IntegerAttr(static_cast<int64_t>(bytes)));
+      workspaceBytes = std::max(workspaceBytes, bytes);
+    }
+    func->setAttr(kWorkspaceBytesAttr,
+                  builder.getI64IntegerAttr(static_cast<int64_t>(workspaceBytes)));
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include "runtime/support/file_io.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -218,9 +219,30 @@ uint32_t readLittleEndian(const uint8_t *p, size_t bytes) {
   return value;
 }
 
+// The magic, the version and the header length: enough to know where the data starts.
+constexpr size_t kMaxPreamble = kMagicSize + 2 + 4;
+
+// Where the header of the .npy image starting with `data` (at least its preamble when the
+// file has one) ends; false when `data` is too short or not a known version to tell.
+bool headerEndOf(const uint8_t *data, size_t size, uint64_t *end) {
+  if (size < kMagicSize + 2)
+    return false;
+  uint8_t major = data[6];
+  size_t lengthBytes = major == 1 ? 2 : 4;
+  if (major < 1 || major > 3 || size < kMagicSize + 2 + lengthBytes)
+    return false;
+  *end = kMagicSize + 2 + lengthBytes + readLittleEndian(data + kMagicSize + 2, lengthBytes);
+  return true;
+}
+
 // Parses everything before the array data and checks the data length; errors lack the source
-// name (the callers add it).
-Status parseHeader(const uint8_t *data, size_t size, NpyHeader *out) {
+// name (the callers add it). `data` holds `size` bytes: at least the header when the file has
+// a whole one. `fileSize` is the size of the whole image (by default `size`: all of it).
+Status parseHeader(const uint8_t *data, size_t size, NpyHeader *out, uint64_t fileSize = 0) {
+  // The header checks read only the first `size` bytes; the data length is checked against
+  // the file's size.
+  if (fileSize == 0)
+    fileSize = size;
   if (size < kMagicSize || std::memcmp(data, kMagic, kMagicSize) != 0)
     return Status::error("not a .npy file (bad magic)");
   if (size < kMagicSize + 2)
@@ -262,7 +284,7 @@ Status parseHeader(const uint8_t *data, size_t size, NpyHeader *out) {
     bytes *= static_cast<uint64_t>(dim);
   }
   out->dataOffset = preamble + headerLength;
-  size_t available = size - out->dataOffset;
+  uint64_t available = fileSize - out->dataOffset;
   if (available < bytes)
     return Status::error("truncated: header says " + std::to_string(bytes) +
                          " bytes of data, file has " + std::to_string(available));
@@ -296,17 +318,27 @@ Status parseNpy(const uint8_t *data, size_t size, const std::string &source, Hos
 }
 
 Status readNpy(const std::string &path, HostTensor *out) {
-  std::vector<uint8_t> file;
-  SHARDC_RETURN_IF_ERROR(readFile(path, &file));
+  // The header first, then the data straight into the tensor: the (possibly large) data is
+  // neither copied nor held twice, and the tensor's storage is exactly its size (what the
+  // memory plan counts for an input read from a file).
+  uint64_t fileSize = 0;
+  SHARDC_RETURN_IF_ERROR(regularFileSize(path, &fileSize));
+  std::vector<uint8_t> head(static_cast<size_t>(std::min<uint64_t>(fileSize, kMaxPreamble)));
+  SHARDC_RETURN_IF_ERROR(readFileRange(path, 0, head.size(), head.data()));
+  uint64_t headerEnd = 0;
+  if (headerEndOf(head.data(), head.size(), &headerEnd) && headerEnd > head.size()) {
+    head.resize(static_cast<size_t>(std::min(headerEnd, fileSize)));
+    SHARDC_RETURN_IF_ERROR(readFileRange(path, 0, head.size(), head.data()));
+  }
   NpyHeader header;
-  Status status = parseHeader(file.data(), file.size(), &header);
+  Status status = parseHeader(head.data(), head.size(), &header, fileSize);
   if (!status.isOk())
     return Status::error(path + ": " + status.message());
-  // Drop the header in place instead of copying the (possibly large) data.
-  file.erase(file.begin(), file.begin() + static_cast<std::ptrdiff_t>(header.dataOffset));
   out->dtype = header.dtype;
   out->shape = std::move(header.shape);
-  out->bytes = std::move(file);
+  out->bytes.resize(header.dataBytes);
+  SHARDC_RETURN_IF_ERROR(
+      readFileRange(path, header.dataOffset, header.dataBytes, out->bytes.data()));
   normaliseBools(out);
   return Status::ok();
 }

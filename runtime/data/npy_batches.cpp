@@ -66,21 +66,36 @@ Status NpyBatchSource::open(const std::string &dataDir, const std::vector<GraphI
 Status NpyBatchSource::batch(int64_t step, std::vector<HostTensor> *out) const {
   if (data_.empty())
     return Status::error("batch requested from a data source that was not opened");
+  out->resize(inputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    SHARDC_RETURN_IF_ERROR(batchOf(step, i, &(*out)[i]));
+  return Status::ok();
+}
+
+Status NpyBatchSource::batchOf(int64_t step, size_t input, HostTensor *out) const {
+  if (data_.empty())
+    return Status::error("batch requested from a data source that was not opened");
   if (step < 1)
     return Status::error("batch step " + std::to_string(step) + " is invalid (steps start at 1)");
+  if (input >= inputs_.size())
+    return Status::error("batch requested for input " + std::to_string(input) + " of " +
+                         std::to_string(inputs_.size()));
   // N is a multiple of B, so a batch never straddles the wrap-around.
   int64_t first = ((step - 1) % batchesPerEpoch()) * batchSize_;
-  out->clear();
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    HostTensor tensor = makeHostTensor(inputs_[i].dtype, inputs_[i].shape);
-    size_t rowBytes = tensor.bytes.size() / static_cast<size_t>(batchSize_);
-    if (!tensor.bytes.empty())
-      std::memcpy(tensor.bytes.data(),
-                  data_[i].bytes.data() + static_cast<size_t>(first) * rowBytes,
-                  tensor.bytes.size());
-    out->push_back(std::move(tensor));
-  }
+  reshapeHostTensor(inputs_[input].dtype, inputs_[input].shape, out);
+  size_t rowBytes = out->bytes.size() / static_cast<size_t>(batchSize_);
+  if (!out->bytes.empty())
+    std::memcpy(out->bytes.data(),
+                data_[input].bytes.data() + static_cast<size_t>(first) * rowBytes,
+                out->bytes.size());
   return Status::ok();
+}
+
+uint64_t NpyBatchSource::heldBytes() const {
+  uint64_t bytes = 0;
+  for (const HostTensor &tensor : data_)
+    bytes += tensor.bytes.size();
+  return bytes;
 }
 
 } // namespace shardc::runtime

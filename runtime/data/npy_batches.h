@@ -37,8 +37,13 @@ public:
   const std::vector<GraphInputSpec> &inputs() const { return inputs_; }
 
   // The batch of training step `step` (>= 1): one tensor per input, in the order given to
-  // open(), each of the input's declared shape.
+  // open(), each of the input's declared shape. Tensors already in `out` are reused.
   Status batch(int64_t step, std::vector<HostTensor> *out) const;
+  // The batch of input `input` (an index into inputs()) for step `step`, written into `out`
+  // reusing its storage: a training loop refilling the same tensors allocates nothing.
+  Status batchOf(int64_t step, size_t input, HostTensor *out) const;
+  // Bytes of data read by open() and held until the source is destroyed.
+  uint64_t heldBytes() const;
 
 private:
   std::vector<GraphInputSpec> inputs_;

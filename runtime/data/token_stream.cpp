@@ -36,6 +36,7 @@ Status TokenStream::open(const std::string &path, int64_t batchSize, int64_t seq
   stream.path_ = path;
   stream.batchSize_ = batchSize;
   stream.seqLen_ = seqLen;
+  stream.batchShape_ = {batchSize, seqLen};
   stream.seed_ = seed;
   *out = std::move(stream);
   return Status::ok();
@@ -59,8 +60,8 @@ Status TokenStream::batch(int64_t step, HostTensor *inputs, HostTensor *targets)
   if (step < 1 || step > static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
     return Status::error(path_ + ": batch step " + std::to_string(step) +
                          " is out of range (steps run from 1 to 2^32 - 1)");
-  *inputs = makeHostTensor(program::I64, {batchSize_, seqLen_});
-  *targets = makeHostTensor(program::I64, {batchSize_, seqLen_});
+  reshapeHostTensor(program::I64, batchShape_, inputs);
+  reshapeHostTensor(program::I64, batchShape_, targets);
   int64_t *in = inputs->as<int64_t>();
   int64_t *tg = targets->as<int64_t>();
   for (int64_t b = 0; b < batchSize_; ++b) {

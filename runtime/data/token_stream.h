@@ -30,8 +30,11 @@ public:
   int64_t batchSize() const { return batchSize_; }
   int64_t seqLen() const { return seqLen_; }
 
-  // The batch of training step `step` (1 <= step <= 2^32 - 1): inputs and targets, i64[B x T].
+  // The batch of training step `step` (1 <= step <= 2^32 - 1): inputs and targets, i64[B x T],
+  // written into the tensors reusing their storage (no allocation once they have the size).
   Status batch(int64_t step, HostTensor *inputs, HostTensor *targets) const;
+  // Bytes of tokens read by open() and held until the stream is destroyed.
+  uint64_t heldBytes() const { return tokens_.size() * sizeof(uint16_t); }
   // s_b of step `step`, row `row` (no range checks; batch() checks them).
   int64_t windowStart(int64_t step, int64_t row) const;
 
@@ -40,6 +43,7 @@ private:
   std::vector<uint16_t> tokens_;
   int64_t batchSize_ = 0;
   int64_t seqLen_ = 0;
+  std::vector<int64_t> batchShape_; // {B, T}, kept so that batch() allocates nothing
   uint64_t seed_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "runtime/program/program_validation.h"
 #include "runtime/support/quote.h"
 
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <iterator>
@@ -28,13 +29,26 @@ const Tensor &absentTensor() {
 
 Status Executor::create(const program::Program &program,
                         std::shared_ptr<const AlignedBuffer> weights,
-                        std::unique_ptr<Executor> *out) {
+                        std::unique_ptr<Executor> *out, MemoryTracker *tracker) {
   SHARDC_RETURN_IF_ERROR(validateProgram(program));
   std::unique_ptr<Executor> executor(new Executor());
   executor->program_ = program;
+  executor->tracker_ = tracker;
   const program::Program &prog = executor->program_;
-  SHARDC_RETURN_IF_ERROR(Arena::create(prog.arena_bytes(), std::move(weights), prog.weights_bytes(),
-                                       &executor->arena_));
+  {
+    MemoryScope scope(tracker, MemoryUse::Arena);
+    SHARDC_RETURN_IF_ERROR(Arena::create(prog.arena_bytes(), std::move(weights),
+                                         prog.weights_bytes(), &executor->arena_));
+  }
+  {
+    // validateProgram checked that every op's need fits in workspace_bytes.
+    MemoryScope scope(tracker, MemoryUse::Workspace);
+    if (prog.workspace_bytes() > SIZE_MAX)
+      return Status::error("workspace of " + std::to_string(prog.workspace_bytes()) +
+                           " bytes does not fit in memory");
+    SHARDC_RETURN_IF_ERROR(AlignedBuffer::allocate(static_cast<size_t>(prog.workspace_bytes()),
+                                                   "workspace", &executor->workspace_));
+  }
 
   executor->bufferViews_.reserve(prog.buffers_size());
   for (const program::Buffer &buffer : prog.buffers()) {
@@ -122,6 +136,7 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   };
   for (auto it = outputs->begin(); it != outputs->end();)
     it = isOutput(it->first) ? std::next(it) : outputs->erase(it);
+  MemoryScope scope(tracker_, MemoryUse::StepOutputs);
   for (const program::Binding &binding : program_.outputs()) {
     const program::Buffer &buffer = program_.buffers(binding.buffer());
     HostTensor &tensor = (*outputs)[binding.name()];
@@ -158,6 +173,8 @@ Status Executor::runOps() {
       for (int i = 0; i < op.outputs_size(); ++i)
         refreshTensor(bufferViews_[op.outputs(i)], &args.outputs[i]);
       args.attrs = &op.attrs();
+      args.workspace = workspace_.data();
+      args.workspaceBytes = program_.workspace_bytes();
 
       Status status = prepared.kernel(args);
       if (!status.isOk())

@@ -1,11 +1,13 @@
 // Runs one rank's program: copies graph inputs into the arena, calls each op's kernel in
-// program order on views into the arena and weights regions, copies graph outputs out.
-// All planning was done by the compiler; the executor only follows the program.
+// program order on views into the arena and weights regions (and the one workspace for the
+// kernels' scratch), copies graph outputs out. All planning was done by the compiler; the
+// executor only follows the program and allocates nothing after its first run.
 #pragma once
 
 #include "runtime/executor/host_tensor.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/memory/arena.h"
+#include "runtime/memory/memory_tracker.h"
 #include "runtime/program/program.pb.h"
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/status.h"
@@ -22,9 +24,11 @@ public:
   // Builds an executor for `program`, which it copies. The program is validated again
   // (validateProgram: cheap, and it keeps hand-built programs from crashing the executor).
   // `weights` holds the WEIGHTS region; it may be null when the program has no weights.
+  // With a `tracker` (which must outlive the executor and every output tensor it fills), the
+  // arena, the workspace and the output tensors run() allocates are counted in it.
   static Status create(const program::Program &program,
-                       std::shared_ptr<const AlignedBuffer> weights,
-                       std::unique_ptr<Executor> *out);
+                       std::shared_ptr<const AlignedBuffer> weights, std::unique_ptr<Executor> *out,
+                       MemoryTracker *tracker = nullptr);
 
   // Checks one graph input against the program's binding: the name must be bound, dtype and
   // shape must match exactly ("input 'x': expected f32[2x3], got i64[2x3]").
@@ -40,6 +44,9 @@ public:
 
   const program::Program &program() const { return program_; }
   const Arena &arena() const { return arena_; }
+  // The tracker given to create() (null: none); callers that hold the step's input tensors
+  // count them in it too (MemoryUse::StepInputs).
+  MemoryTracker *memoryTracker() const { return tracker_; }
 
 private:
   // An op ready to call: its kernel and the arguments it is called with. `args` is refreshed
@@ -55,7 +62,9 @@ private:
   const program::Buffer &inputBuffer(const program::Binding &binding) const;
 
   program::Program program_;
+  MemoryTracker *tracker_ = nullptr;
   Arena arena_;
+  AlignedBuffer workspace_;         // program_.workspace_bytes of scratch, shared by every op
   std::vector<Tensor> bufferViews_; // one view per program buffer
   std::vector<PreparedOp> ops_;
   std::map<std::string, int> inputIndex_; // graph input name -> index in program_.inputs()

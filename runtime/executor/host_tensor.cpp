@@ -31,4 +31,10 @@ HostTensor makeHostTensor(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+void reshapeHostTensor(DType dtype, const std::vector<int64_t> &shape, HostTensor *tensor) {
+  tensor->dtype = dtype;
+  tensor->shape.assign(shape.begin(), shape.end());
+  tensor->bytes.resize(static_cast<size_t>(tensor->numel()) * dtypeSize(dtype));
+}
+
 } // namespace shardc::runtime

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/kernels/kernel.h"
+#include "runtime/memory/tracked_allocator.h"
 
 #include <cstdint>
 #include <string>
@@ -10,10 +11,14 @@
 
 namespace shardc::runtime {
 
+// A host tensor's storage: counted by the memory tracker of the scope it is allocated in, which
+// is how the runtime measures the step's input and output tensors (runtime/memory).
+using HostBytes = std::vector<uint8_t, TrackedAllocator<uint8_t>>;
+
 struct HostTensor {
   DType dtype = program::DTYPE_UNSPECIFIED;
   std::vector<int64_t> shape; // empty for a scalar
-  std::vector<uint8_t> bytes; // row-major, numel() * dtypeSize(dtype) bytes
+  HostBytes bytes;            // row-major, numel() * dtypeSize(dtype) bytes
 
   int64_t numel() const;
   // "f32[2x3]" for messages.
@@ -27,6 +32,10 @@ struct HostTensor {
 
 // A zero-filled tensor. The shape must be valid (dims >= 0, byte size representable).
 HostTensor makeHostTensor(DType dtype, std::vector<int64_t> shape);
+
+// Makes `tensor` a tensor of `dtype` and `shape` reusing its storage: no allocation when it
+// already has the capacity (a batch refilled every step). The contents are unspecified.
+void reshapeHostTensor(DType dtype, const std::vector<int64_t> &shape, HostTensor *tensor);
 
 // "f32[2x3]" for a dtype and shape that are not (yet) a tensor.
 template <typename Dims> std::string describeTensorType(DType dtype, const Dims &dims) {

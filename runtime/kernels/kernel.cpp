@@ -1,6 +1,8 @@
 // Dtype helpers, tensor helpers and attribute accessors shared by every kernel.
 #include "runtime/kernels/kernel.h"
 
+#include <utility>
+
 namespace shardc::runtime {
 
 size_t dtypeSize(DType dtype) {
@@ -49,6 +51,15 @@ std::string Tensor::describe() const {
   }
   s += ']';
   return s;
+}
+
+Tensor typeOnlyTensor(DType dtype, std::vector<int64_t> shape) {
+  static uint8_t presentMarker;
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data = &presentMarker;
+  return t;
 }
 
 namespace {

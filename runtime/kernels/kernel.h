@@ -2,7 +2,9 @@
 //
 // A kernel is a plain function that reads its input tensors and attributes and writes every
 // element of its outputs. Tensors are views into memory the executor owns; kernels never
-// allocate long-lived memory. The meaning of each kernel is specified in docs/kernels.md.
+// allocate long-lived memory, and take data-sized temporaries from the workspace the executor
+// passes them (only O(rank) shape and stride vectors are allocated on the heap). The meaning of
+// each kernel is specified in docs/kernels.md.
 #pragma once
 
 #include "runtime/program/program.pb.h"
@@ -37,18 +39,37 @@ struct Tensor {
   std::string describe() const;
 };
 
+// A tensor of `dtype` and `shape` whose data pointer only marks it present and must not be
+// read: the operands of a workspace-size function called while planning memory.
+Tensor typeOnlyTensor(DType dtype, std::vector<int64_t> shape);
+
 using AttrMap = google::protobuf::Map<std::string, program::Attribute>;
 
 struct KernelArgs {
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
   const AttrMap *attrs = nullptr;
+  // Scratch memory for the kernel's temporaries (64-byte aligned): the rank's one workspace,
+  // which the compiler sized as the largest workspace need of the program's ops. A kernel
+  // carves its temporaries out of it (runtime/kernels/cpu/workspace.h) and returns an error
+  // when it is too small, never writing past it; its contents are garbage on entry.
+  void *workspace = nullptr;
+  uint64_t workspaceBytes = 0;
 };
 
 using KernelFn = Status (*)(KernelArgs &args);
 
+// The workspace a kernel needs for a call with these operands and attributes. It reads the
+// operands' dtypes, shapes and presence, never their data, so callers that plan memory may pass
+// views whose `data` is only a non-null marker. Fails when the operands or attributes are ones
+// the kernel itself would reject.
+using WorkspaceFn = Status (*)(const KernelArgs &args, uint64_t *bytes);
+
 // Looks a kernel up by its name in the CPU kernel table; nullptr if there is none.
 KernelFn findCpuKernel(const std::string &name);
+// Bytes of workspace the CPU kernel `name` needs for `args` (0 for kernels that need none;
+// an unknown kernel is an error).
+Status cpuKernelWorkspaceBytes(const std::string &name, const KernelArgs &args, uint64_t *bytes);
 // All CPU kernel names, sorted (for diagnostics and docs checks).
 std::vector<std::string> cpuKernelNames();
 

@@ -8,7 +8,9 @@ namespace shardc::runtime {
 Status Arena::create(uint64_t arenaBytes, std::shared_ptr<const AlignedBuffer> weights,
                      uint64_t weightsBytes, Arena *out) {
   if (!weights) {
-    // A program without parameters still gets a non-null (empty) weights base.
+    // A program without parameters still gets a non-null (empty) weights base; it stands for
+    // the weights file, and is counted as one.
+    MemoryScope scope(currentMemoryCharge().tracker, MemoryUse::Weights);
     auto empty = std::make_shared<AlignedBuffer>();
     SHARDC_RETURN_IF_ERROR(AlignedBuffer::allocate(0, "weights region", empty.get()));
     weights = std::move(empty);

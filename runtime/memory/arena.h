@@ -30,8 +30,8 @@ public:
   // The planned size of a region.
   uint64_t regionBytes(program::Region region) const;
 
-  // Bytes this arena obtained from the system for its scratch region: the measured side of
-  // "planned peak memory == measured" (the weights are counted once per bundle, not here).
+  // Bytes this arena obtained from the system for its scratch region (the MemoryTracker of
+  // the scope it was created in counted them as MemoryUse::Arena).
   uint64_t bytesAllocated() const { return scratch_.allocatedBytes(); }
 
 private:

@@ -23,12 +23,6 @@ namespace {
 
 constexpr const char *kProgramFile = "program.pb";
 
-// A weights file name must stay inside the bundle directory.
-bool isPlainFileName(const std::string &name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
-         name.find('\0') == std::string::npos;
-}
-
 Status checkIsBundleDirectory(const std::string &dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
@@ -42,6 +36,11 @@ Status checkIsBundleDirectory(const std::string &dir) {
 }
 
 } // namespace
+
+bool isPlainFileName(const std::string &name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
 
 std::string joinPath(const std::string &dir, const std::string &name) {
   if (dir.empty())

@@ -45,6 +45,10 @@ Status parseBundleProgram(const void *data, size_t size, const std::string &path
 // Checks world size, ranks and every rank's program (validateProgram), not the weights.
 Status validateBundlePrograms(const program::Bundle &bundle, const std::string &path);
 
+// True when `name` (a file name read from program.pb: weights_file, source_onnx_file) names a
+// file directly inside the bundle directory: no '/', not "." or "..", not empty.
+bool isPlainFileName(const std::string &name);
+
 // DIR/NAME, without doubling a trailing slash of DIR.
 std::string joinPath(const std::string &dir, const std::string &name);
 

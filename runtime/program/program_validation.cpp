@@ -1,6 +1,7 @@
 #include "runtime/program/program_validation.h"
 
 #include "runtime/kernels/kernel.h"
+#include "runtime/program/op_workspace.h"
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/quote.h"
 
@@ -129,6 +130,14 @@ Status validateOp(const Program &program, int index) {
         return Status::error(outWhat + " overlaps output " + std::to_string(j) + " (" +
                              describeBuffer(op.outputs(j), program.buffers(op.outputs(j))) + ")");
   }
+
+  // The kernel's scratch comes from the one workspace. An op whose operands its kernel's size
+  // function rejects is left to fail when it runs, with the kernel's own message.
+  uint64_t workspace = 0;
+  if (opWorkspaceBytes(program, index, &workspace).isOk() && workspace > program.workspace_bytes())
+    return Status::error(what + ": kernel " + op.kernel() + " needs " + std::to_string(workspace) +
+                         " bytes of workspace, but workspace_bytes is " +
+                         std::to_string(program.workspace_bytes()));
   return Status::ok();
 }
 

@@ -9,7 +9,8 @@
 namespace shardc::runtime {
 
 // Checks buffers (dtype, shape, size, alignment, region bounds), ops (known kernel, operand
-// indices, outputs in the writable arena and not overlapping their own operands) and bindings
+// indices, outputs in the writable arena and not overlapping their own operands, workspace
+// need within workspace_bytes) and bindings
 // (indices, unique names, inputs in the arena). Messages name the offending item, e.g.
 // "op 12 ('MatMul_3'): unknown kernel 'foo'"; the caller prepends the file.
 Status validateProgram(const program::Program &program);

@@ -9,7 +9,8 @@ namespace shardc::runtime {
 
 AlignedBuffer::AlignedBuffer(AlignedBuffer &&other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
-      allocated_(std::exchange(other.allocated_, 0)) {}
+      allocated_(std::exchange(other.allocated_, 0)),
+      charge_(std::exchange(other.charge_, MemoryCharge{})) {}
 
 AlignedBuffer &AlignedBuffer::operator=(AlignedBuffer &&other) noexcept {
   if (this != &other) {
@@ -17,6 +18,7 @@ AlignedBuffer &AlignedBuffer::operator=(AlignedBuffer &&other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     allocated_ = std::exchange(other.allocated_, 0);
+    charge_ = std::exchange(other.charge_, MemoryCharge{});
   }
   return *this;
 }
@@ -24,10 +26,18 @@ AlignedBuffer &AlignedBuffer::operator=(AlignedBuffer &&other) noexcept {
 AlignedBuffer::~AlignedBuffer() { release(); }
 
 void AlignedBuffer::release() {
+  if (data_ != nullptr)
+    charge_.released(allocated_);
   std::free(data_);
   data_ = nullptr;
   size_ = 0;
   allocated_ = 0;
+  charge_ = MemoryCharge{};
+}
+
+uint64_t AlignedBuffer::allocationSize(uint64_t size) {
+  return size == 0 ? kBufferAlignment
+                   : (size + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
 }
 
 Status AlignedBuffer::allocate(size_t size, const char *what, AlignedBuffer *out) {
@@ -35,8 +45,7 @@ Status AlignedBuffer::allocate(size_t size, const char *what, AlignedBuffer *out
   if (size > SIZE_MAX - kBufferAlignment)
     return Status::error(std::string("cannot allocate ") + std::to_string(size) +
                          " bytes for the " + what + " (too large)");
-  size_t rounded = size == 0 ? kBufferAlignment
-                             : (size + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  size_t rounded = static_cast<size_t>(allocationSize(size));
   // std::aligned_alloc requires the size to be a multiple of the alignment: `rounded` is.
   void *p = std::aligned_alloc(kBufferAlignment, rounded);
   if (p == nullptr)
@@ -47,6 +56,8 @@ Status AlignedBuffer::allocate(size_t size, const char *what, AlignedBuffer *out
   out->data_ = static_cast<uint8_t *>(p);
   out->size_ = size;
   out->allocated_ = rounded;
+  out->charge_ = currentMemoryCharge();
+  out->charge_.allocated(rounded);
   return Status::ok();
 }
 

@@ -1,7 +1,11 @@
 // An owning, 64-byte-aligned byte buffer. Tensors in the arena and the weights region sit at
 // 64-aligned offsets, so their bases must be 64-aligned too for kernels to rely on alignment.
+//
+// Allocations are reported to the MemoryTracker of the MemoryScope active when allocate() runs
+// (runtime/memory/memory_tracker.h), and their release to the same tracker.
 #pragma once
 
+#include "runtime/memory/memory_tracker.h"
 #include "runtime/support/status.h"
 
 #include <cstddef>
@@ -31,6 +35,9 @@ public:
   // Bytes actually obtained from the system (size rounded up to the alignment, at least one
   // alignment unit).
   size_t allocatedBytes() const { return allocated_; }
+  // What allocate(size) obtains from the system: the planned peak (runtime/memory/
+  // planned_memory.h) counts the program's regions this way, so that it equals the measurement.
+  static uint64_t allocationSize(uint64_t size);
 
 private:
   void release();
@@ -38,6 +45,7 @@ private:
   uint8_t *data_ = nullptr;
   size_t size_ = 0;
   size_t allocated_ = 0;
+  MemoryCharge charge_; // where allocated_ was counted
 };
 
 } // namespace shardc::runtime

@@ -95,6 +95,10 @@ Status readFile(const std::string &path, AlignedBuffer *out) {
 }
 
 Status writeFileAtomically(const std::string &path, const void *data, size_t size) {
+  return writeFileAtomically(path, std::vector<ByteSpan>{{data, size}});
+}
+
+Status writeFileAtomically(const std::string &path, const std::vector<ByteSpan> &pieces) {
   // Unique per process and call, so concurrent writers (ranks as threads) never share a temp.
   static std::atomic<unsigned> counter{0};
   std::string tmp =
@@ -107,18 +111,20 @@ Status writeFileAtomically(const std::string &path, const void *data, size_t siz
     return ioError(path, "cannot create", errno);
   FdCloser closer(fd);
 
-  const auto *src = static_cast<const uint8_t *>(data);
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, src + done, size - done);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return ioError(path, "cannot write", err);
+  for (const ByteSpan &piece : pieces) {
+    const auto *src = static_cast<const uint8_t *>(piece.data);
+    size_t done = 0;
+    while (done < piece.size) {
+      ssize_t n = ::write(fd, src + done, piece.size - done);
+      if (n < 0) {
+        if (errno == EINTR)
+          continue;
+        int err = errno;
+        ::unlink(tmp.c_str());
+        return ioError(path, "cannot write", err);
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
   }
   if (closer.closeNow() != 0) {
     int err = errno;
@@ -129,6 +135,62 @@ Status writeFileAtomically(const std::string &path, const void *data, size_t siz
     int err = errno;
     ::unlink(tmp.c_str());
     return ioError(path, "cannot write", err);
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// Opens `path` for reading and checks that it is a regular file; returns the descriptor.
+Status openRegularFile(const std::string &path, int *fd, uint64_t *size) {
+  do {
+    *fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (*fd < 0 && errno == EINTR);
+  if (*fd < 0)
+    return ioError(path, "cannot open", errno);
+  struct stat st;
+  Status status;
+  if (::fstat(*fd, &st) != 0)
+    status = ioError(path, "cannot stat", errno);
+  else if (S_ISDIR(st.st_mode))
+    status = Status::error(path + ": is a directory, expected a file");
+  else if (!S_ISREG(st.st_mode))
+    status = Status::error(path + ": not a regular file");
+  if (!status.isOk()) {
+    ::close(*fd);
+    *fd = -1;
+    return status;
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return Status::ok();
+}
+
+} // namespace
+
+Status regularFileSize(const std::string &path, uint64_t *size) {
+  int fd = -1;
+  SHARDC_RETURN_IF_ERROR(openRegularFile(path, &fd, size));
+  ::close(fd);
+  return Status::ok();
+}
+
+Status readFileRange(const std::string &path, uint64_t offset, uint64_t size, uint8_t *dst) {
+  int fd = -1;
+  uint64_t fileSize = 0;
+  SHARDC_RETURN_IF_ERROR(openRegularFile(path, &fd, &fileSize));
+  FdCloser closer(fd);
+  uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, dst + done, static_cast<size_t>(size - done),
+                        static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return ioError(path, "cannot read", errno);
+    }
+    if (n == 0)
+      return Status::error(path + ": file shrank while being read");
+    done += static_cast<uint64_t>(n);
   }
   return Status::ok();
 }

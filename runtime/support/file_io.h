@@ -21,6 +21,21 @@ Status readFile(const std::string &path, AlignedBuffer *out);
 // renamed over `path`: readers see the old content or the new one, never a partial file.
 Status writeFileAtomically(const std::string &path, const void *data, size_t size);
 
+// A piece of a file that writeFileAtomically assembles from several buffers.
+struct ByteSpan {
+  const void *data;
+  size_t size;
+};
+// Same, for a file made of `pieces` in order: large files (exported weights) are written
+// straight from the buffers that hold them, without first copying them into one.
+Status writeFileAtomically(const std::string &path, const std::vector<ByteSpan> &pieces);
+
+// The size of the regular file at `path`, and `size` bytes of it from byte `offset` into `dst`
+// (a file that ends before offset + size is an error): for readers that size their storage
+// from a header before reading the data into it (.npy tensors, allocated exactly).
+Status regularFileSize(const std::string &path, uint64_t *size);
+Status readFileRange(const std::string &path, uint64_t offset, uint64_t size, uint8_t *dst);
+
 // True when `path` names an existing file or directory (errors such as EACCES count as
 // existing, so the caller's later open reports the real cause).
 bool pathExists(const std::string &path);

@@ -9,16 +9,15 @@ namespace {
 class NpyBatches : public BatchSource {
 public:
   Status fill(int64_t step, std::map<std::string, HostTensor> *inputs) override {
-    SHARDC_RETURN_IF_ERROR(source_.batch(step, &batch_));
-    for (size_t i = 0; i < batch_.size(); ++i)
-      (*inputs)[source_.inputs()[i].name] = std::move(batch_[i]);
+    for (size_t i = 0; i < source_.inputs().size(); ++i)
+      SHARDC_RETURN_IF_ERROR(source_.batchOf(step, i, &(*inputs)[source_.inputs()[i].name]));
     return Status::ok();
   }
   int64_t itemsPerStep() const override { return source_.batchSize(); }
   const char *itemName() const override { return "samples"; }
+  uint64_t heldBytes() const override { return source_.heldBytes(); }
 
   NpyBatchSource source_;
-  std::vector<HostTensor> batch_;
 };
 
 class TokenBatches : public BatchSource {
@@ -28,6 +27,7 @@ public:
   }
   int64_t itemsPerStep() const override { return stream_.batchSize() * stream_.seqLen(); }
   const char *itemName() const override { return "tokens"; }
+  uint64_t heldBytes() const override { return stream_.heldBytes(); }
 
   TokenStream stream_;
   std::string inputsName_, targetsName_;
@@ -39,6 +39,7 @@ public:
   Status fill(int64_t, std::map<std::string, HostTensor> *) override { return Status::ok(); }
   int64_t itemsPerStep() const override { return 0; }
   const char *itemName() const override { return "samples"; }
+  uint64_t heldBytes() const override { return 0; }
 };
 
 std::string describeInputs(const std::vector<GraphInputSpec> &inputs) {

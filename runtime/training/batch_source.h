@@ -18,11 +18,15 @@ namespace shardc::runtime {
 class BatchSource {
 public:
   virtual ~BatchSource() = default;
-  // Stores the batch of step `step` (>= 1) into `inputs` under each batch input's name.
+  // Stores the batch of step `step` (>= 1) into `inputs` under each batch input's name,
+  // reusing the tensors already there (a step allocates nothing).
   virtual Status fill(int64_t step, std::map<std::string, HostTensor> *inputs) = 0;
   // Throughput unit of a step for progress reports: B samples, or B*T tokens.
   virtual int64_t itemsPerStep() const = 0;
   virtual const char *itemName() const = 0; // "samples" or "tokens"
+  // Bytes of data the source holds (whole .npy data sets, the token file): not part of the
+  // program's memory plan, reported beside it.
+  virtual uint64_t heldBytes() const = 0;
 };
 
 // Batches from DIR/<input>.npy (NpyBatchSource): step k uses rows [(k-1)B, kB) modulo N.

@@ -53,6 +53,9 @@ Status TrainingLoop::create(Executor *executor, const AlignedBuffer *weights,
   loop->executor_ = executor;
   const program::Program &program = executor->program();
   SHARDC_RETURN_IF_ERROR(deriveTrainingSignature(program, &loop->signature_));
+  // The inputs of every step live here for the whole run: they are the step inputs of the
+  // memory plan, counted in the executor's tracker.
+  MemoryScope scope(executor->memoryTracker(), MemoryUse::StepInputs);
 
   for (const program::StateInit &init : program.state_init()) {
     const program::Buffer &buffer = inputBuffer(program, init.name());
@@ -98,6 +101,8 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
       checkCheckpointTensors(program, signature_.params, checkpoint.params, "parameters"));
   SHARDC_RETURN_IF_ERROR(checkCheckpointTensors(program, signature_.optimizerState,
                                                 checkpoint.optimizerState, "optimizer state"));
+  // Copied into the existing input tensors (same sizes: no allocation); counted like them.
+  MemoryScope scope(executor_->memoryTracker(), MemoryUse::StepInputs);
   for (const auto &[name, tensor] : checkpoint.params)
     inputs_[name] = tensor;
   for (const auto &[name, tensor] : checkpoint.optimizerState)
@@ -119,7 +124,12 @@ void TrainingLoop::snapshot(CheckpointContents *out) const {
 
 Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss) {
   int64_t next = step_ + 1;
-  SHARDC_RETURN_IF_ERROR(batches->fill(next, &inputs_));
+  {
+    // Batches are written into the input tensors in place; any allocation here would be a
+    // per-step allocation, and is counted as one.
+    MemoryScope scope(executor_->memoryTracker(), MemoryUse::StepInputs);
+    SHARDC_RETURN_IF_ERROR(batches->fill(next, &inputs_));
+  }
   *inputs_[kLrInputName].as<float>() = lr;
   Status status = executor_->run(inputs_, &outputs_);
   if (!status.isOk())

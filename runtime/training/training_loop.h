@@ -4,7 +4,9 @@
 // weights), their optimizer state (initialised to zeros, as PyTorch's optimizers do) and the
 // step count (0). Step k feeds the state, the batch of step k and the lr of step k to the
 // training-step program, and takes the loss and the updated state back from its outputs; the
-// outputs are moved into the input map, never copied.
+// outputs are moved into the input map, never copied. The input tensors are allocated by
+// create() (counted as the step inputs in the executor's MemoryTracker), the outputs by the
+// first step: later steps allocate nothing.
 #pragma once
 
 #include "runtime/checkpoint/checkpoint.h"

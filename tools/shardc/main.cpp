@@ -10,6 +10,7 @@
 #include "CommandLine.h"
 #include "Diagnostics.h"
 #include "Pipeline.h"
+#include "SourceModel.h"
 
 #include "frontends/onnx/OnnxImporter.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
@@ -21,6 +22,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <set>
 
 using namespace shardc;
 using namespace shardc::driver;
@@ -104,16 +106,41 @@ int compile(const Options &opts) {
   bundle.set_world_size(1);
   *bundle.add_programs() = emitted->program;
   const std::vector<char> *weights = emitted->weightsComplete ? &emitted->weights : nullptr;
-  if (!writeBundle(opts.output, bundle, weights, error)) {
+  // A training bundle carries the input model without its trained values, so that shardrun
+  // can write the trained model (--export-onnx). Not for planning-only bundles: they cannot
+  // train, and the model's external data may be absent.
+  std::string sourceOnnx;
+  bool withSource = false;
+  if (training && weights) {
+    std::set<std::string> trained;
+    for (const program::StateInit &init : emitted->program.state_init())
+      trained.insert(init.name());
+    bool tooLarge = false;
+    if (mlir::failed(buildSourceModel(ctx, opts.model, trained, sourceOnnx, tooLarge, error))) {
+      printError(error);
+      return 1;
+    }
+    withSource = !tooLarge;
+    if (tooLarge)
+      std::fprintf(stderr,
+                   "shardc: warning: %s: the model without its trained parameters' values is "
+                   "2 GiB or larger; the bundle has no source.onnx and cannot "
+                   "--export-onnx\n",
+                   opts.model.c_str());
+  }
+  if (!writeBundle(opts.output, bundle, weights, withSource ? &sourceOnnx : nullptr, error)) {
     printError(error);
     return 1;
   }
   const program::Program &p = emitted->program;
   std::fprintf(stderr,
-               "shardc: wrote %s: %d kernel calls, arena %llu bytes, weights %llu bytes%s\n",
+               "shardc: wrote %s: %d kernel calls, arena %llu bytes, weights %llu bytes, "
+               "workspace %llu bytes; planned peak %llu bytes per rank%s\n",
                opts.output.c_str(), p.ops_size(),
                static_cast<unsigned long long>(p.arena_bytes()),
                static_cast<unsigned long long>(p.weights_bytes()),
+               static_cast<unsigned long long>(p.workspace_bytes()),
+               static_cast<unsigned long long>(p.planned_peak_bytes()),
                weights ? "" : " (weights absent: planning only)");
   return 0;
 }

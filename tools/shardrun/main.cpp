@@ -2,17 +2,22 @@
 //
 //   shardrun BUNDLE --data DIR --outputs DIR2 [--threads N]
 //   shardrun TRAIN_BUNDLE --steps K (--data DIR | --tokens FILE.bin) [loop options]
+//            [--export-onnx FILE]
 //
 // Reads each graph input from DIR/<name>.npy, runs the program, writes each graph output to
 // DIR2/<name>.npy (names mapped to file names by tensorNpyFileName). With --steps, a training
 // bundle runs the training loop (runtime/training): K steps on batches from DIR or a token
-// file, with an lr schedule, metrics, checkpoints and resume. Errors are one line,
+// file, with an lr schedule, metrics, checkpoints and resume, and can write the trained model
+// as ONNX at the end (runtime/export). Errors are one line,
 // "shardrun: error: ...", exit 1; usage errors exit 2.
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/data/npy.h"
 #include "runtime/data/tensor_file_name.h"
 #include "runtime/executor/executor.h"
 #include "runtime/executor/host_tensor.h"
+#include "runtime/export/onnx_export.h"
+#include "runtime/memory/memory_report.h"
+#include "runtime/memory/memory_tracker.h"
 #include "runtime/program/bundle.h"
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
@@ -76,6 +81,8 @@ const char kUsage[] =
     "  --save-every N     checkpoint every N steps (needs --save)\n"
     "  --resume DIR       continue from the checkpoint in DIR up to --steps\n"
     "  --outputs DIR2     optional with --steps: write the final parameters as NAME.npy\n"
+    "  --export-onnx FILE write the compiled ONNX model with the trained parameters to FILE\n"
+    "                     at the end (FILE.data beside it holds them if FILE would reach 2 GiB)\n"
     "  -h, --help      print this help and exit\n"
     "\n"
     "A tensor's file name is its name with every character outside [A-Za-z0-9._-] replaced by\n"
@@ -108,13 +115,14 @@ struct Options {
   std::optional<std::string> schedule;
   std::optional<long long> warmupSteps;
   std::optional<double> minLr;
+  std::optional<std::string> exportOnnx;
   bool help = false;
 };
 
 // Flags that only make sense for the training loop, for the "needs --steps" check.
-const char *const kLoopFlags[] = {"--tokens", "--seed",   "--metrics",      "--save",
-                                  "--save-every", "--resume", "--lr", "--schedule",
-                                  "--warmup-steps", "--min-lr"};
+const char *const kLoopFlags[] = {"--tokens",       "--seed",   "--metrics",    "--save",
+                                  "--save-every",   "--resume", "--lr",         "--schedule",
+                                  "--warmup-steps", "--min-lr", "--export-onnx"};
 
 // Parses a positive decimal integer no larger than `max`.
 bool parsePositive(const std::string &text, long long max, long long *out) {
@@ -203,6 +211,7 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
                             : flag == "--schedule"     ? "constant or cosine"
                             : flag == "--warmup-steps" ? "a step count"
                             : flag == "--min-lr"       ? "a learning rate"
+                            : flag == "--export-onnx"  ? "a file"
                                                        : nullptr;
       if (expects == nullptr)
         return usageError("unknown flag '" + flag + "'");
@@ -220,6 +229,7 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
                                               : flag == "--save"     ? &options->saveDir
                                               : flag == "--resume"   ? &options->resumeDir
                                               : flag == "--schedule" ? &options->schedule
+                                              : flag == "--export-onnx" ? &options->exportOnnx
                                                                      : nullptr;
       if (textSlot != nullptr) {
         if (*textSlot)
@@ -360,6 +370,17 @@ std::optional<Failure> saveLoopCheckpoint(const TrainingLoop &loop, const std::s
   return std::nullopt;
 }
 
+// Prints the planned and measured peak memory of the run (plus `details`); a measured peak that
+// differs from the plan is an error.
+std::optional<Failure> reportPeakMemory(const shardc::program::Program &program,
+                                        const MemoryTracker &tracker, const std::string &details) {
+  PeakMemoryReport report = comparePeakMemory(program, tracker);
+  if (report.planned && !report.agrees)
+    return error(report.text + " (a bug: please report it)");
+  std::fprintf(stderr, "shardrun: %s%s\n", report.text.c_str(), details.c_str());
+  return std::nullopt;
+}
+
 // The training loop: --steps K from the bundle's initial parameters or a checkpoint.
 std::optional<Failure> runTrainingLoop(const Options &options, const LoadedBundle &bundle,
                                        Executor *executor) {
@@ -369,6 +390,18 @@ std::optional<Failure> runTrainingLoop(const Options &options, const LoadedBundl
   if (!status.isOk())
     return error(bundleDir + ": " + status.message());
   const TrainingSignature &signature = loop->signature();
+
+  // Checked before the first step: a bundle that cannot export, or a destination that cannot
+  // be written, must not be discovered after the whole run.
+  std::unique_ptr<OnnxExporter> exporter;
+  if (options.exportOnnx) {
+    status = OnnxExporter::checkDestination(*options.exportOnnx);
+    if (!status.isOk())
+      return error("--export-onnx: " + status.message());
+    status = OnnxExporter::open(bundle, &exporter);
+    if (!status.isOk())
+      return error("--export-onnx: " + status.message());
+  }
 
   uint64_t seed = options.seed.value_or(0);
   if (options.resumeDir) {
@@ -436,6 +469,7 @@ std::optional<Failure> runTrainingLoop(const Options &options, const LoadedBundl
   const Clock::time_point start = Clock::now();
   float loss = NAN;
   int64_t lastSaved = -1;
+  uint64_t allocationsAfterFirstStep = 0;
   while (loop->step() < totalSteps) {
     int64_t step = loop->step() + 1;
     float lr = static_cast<float>(schedule.at(step));
@@ -446,6 +480,8 @@ std::optional<Failure> runTrainingLoop(const Options &options, const LoadedBundl
       progress.finish();
       return error(bundleDir + ": " + status.message());
     }
+    if (step == firstStep + 1)
+      allocationsAfterFirstStep = executor->memoryTracker()->allocationCount();
     if (options.metricsFile) {
       status = metrics.write(step, loss, lr, stepMs);
       if (!status.isOk()) {
@@ -473,6 +509,14 @@ std::optional<Failure> runTrainingLoop(const Options &options, const LoadedBundl
   if (options.outputsDir)
     if (auto failure = writeParams(*loop, *options.outputsDir))
       return failure;
+  OnnxExportResult exported;
+  if (exporter) {
+    status = exporter->write(
+        *options.exportOnnx, [&](const std::string &name) { return loop->value(name); },
+        OnnxExportOptions(), &exported);
+    if (!status.isOk())
+      return error("--export-onnx: " + status.message());
+  }
 
   int64_t ran = loop->step() - firstStep;
   std::string summary = "shardrun: trained " + std::to_string(ran) + " step" +
@@ -489,12 +533,28 @@ std::optional<Failure> runTrainingLoop(const Options &options, const LoadedBundl
   if (options.outputsDir)
     summary += "; wrote " + std::to_string(signature.params.size()) + " parameters to " +
                *options.outputsDir;
+  if (exporter)
+    summary += "; exported the trained model to " + *options.exportOnnx +
+               (exported.externalData.empty() ? ""
+                                              : " (parameters in " + exported.externalData + ")");
   std::fprintf(stderr, "%s\n", summary.c_str());
-  return std::nullopt;
+
+  // Steps after the first reuse every tensor: none of them may allocate.
+  std::string memoryDetails;
+  if (ran > 1) {
+    const uint64_t later = executor->memoryTracker()->allocationCount() - allocationsAfterFirstStep;
+    memoryDetails += "; " + std::to_string(later) + " allocations after the first step";
+  }
+  memoryDetails += "; the data source holds " + std::to_string(batches->heldBytes()) +
+                   " more bytes (the whole data set, not part of the plan)";
+  return reportPeakMemory(executor->program(), *executor->memoryTracker(), memoryDetails);
 }
 
 std::optional<Failure> runShardrun(const Options &options) {
   const std::string &bundleDir = options.bundle;
+  // Counts what the run holds for the program (runtime/memory): declared first, so that it
+  // outlives every allocation it counts.
+  MemoryTracker tracker;
   LoadedBundle bundle;
   Status status = readBundleProgram(bundleDir, &bundle);
   if (!status.isOk())
@@ -507,7 +567,10 @@ std::optional<Failure> runShardrun(const Options &options) {
   if (bundle.bundle.mode() != "train" && options.steps)
     return usageError("--steps applies to training bundles; " + bundleDir + " is a forward bundle");
 
-  status = validateBundleAndLoadWeights(&bundle);
+  {
+    MemoryScope scope(&tracker, MemoryUse::Weights);
+    status = validateBundleAndLoadWeights(&bundle);
+  }
   if (!status.isOk())
     return error(status.message());
   if (bundle.bundle.world_size() != 1)
@@ -527,16 +590,18 @@ std::optional<Failure> runShardrun(const Options &options) {
   if (options.threads)
     shardc::runtime::setCpuKernelThreads(*options.threads);
   std::unique_ptr<Executor> executor;
-  status = Executor::create(program, bundle.weights, &executor);
+  status = Executor::create(program, bundle.weights, &executor, &tracker);
   if (!status.isOk())
     return error(bundleDir + ": " + status.message());
   if (trainingLoop)
     return runTrainingLoop(options, bundle, executor.get());
 
   std::map<std::string, HostTensor> inputs;
-  if (options.dataDir)
+  if (options.dataDir) {
+    MemoryScope scope(&tracker, MemoryUse::StepInputs);
     if (auto failure = readInputs(*executor, *options.dataDir, &inputs))
       return failure;
+  }
 
   std::map<std::string, HostTensor> outputs;
   auto start = std::chrono::steady_clock::now();
@@ -551,7 +616,7 @@ std::optional<Failure> runShardrun(const Options &options) {
   std::fprintf(stderr, "shardrun: ran %d ops in %.1f ms, wrote %zu output%s to %s\n",
                program.ops_size(), ms, outputs.size(), outputs.size() == 1 ? "" : "s",
                options.outputsDir->c_str());
-  return std::nullopt;
+  return reportPeakMemory(program, tracker, "");
 }
 
 int report(const Failure &failure) {

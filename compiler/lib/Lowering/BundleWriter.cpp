@@ -5,6 +5,7 @@
 #include "runtime/support/fnv1a.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sys/stat.h>
 
@@ -31,8 +32,8 @@ bool writeFile(const std::string &path, const void *data, size_t size, std::stri
 }
 } // namespace
 
-bool writeBundle(const std::string &dir, program::Bundle bundle,
-                 const std::vector<char> *weights, std::string &error) {
+bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vector<char> *weights,
+                 const std::string *sourceOnnx, std::string &error) {
   if (!makeDirectory(dir, error))
     return false;
   std::string weightsPath = dir + "/" + kWeightsFileName;
@@ -45,6 +46,18 @@ bool writeBundle(const std::string &dir, program::Bundle bundle,
     bundle.clear_weights_file();
     // A stale weights file from an earlier compile must not look like it belongs here.
     std::remove(weightsPath.c_str());
+  }
+  std::string sourcePath = dir + "/" + kSourceOnnxFileName;
+  if (sourceOnnx) {
+    bundle.set_source_onnx_file(kSourceOnnxFileName);
+    bundle.set_source_onnx_checksum(runtime::fnv1a64(sourceOnnx->data(), sourceOnnx->size()));
+    if (!writeFile(sourcePath, sourceOnnx->data(), sourceOnnx->size(), error))
+      return false;
+  } else {
+    bundle.clear_source_onnx_file();
+    bundle.clear_source_onnx_checksum();
+    // Nor a stale source.onnx (e.g. a forward compile into an earlier training bundle).
+    std::remove(sourcePath.c_str());
   }
   std::string serialized;
   if (!bundle.SerializeToString(&serialized)) {

@@ -3,9 +3,11 @@
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Lowering/KernelMapping.h"
+#include "shardc/Lowering/KernelWorkspace.h"
 #include "shardc/Lowering/TensorBytes.h"
 
 #include "runtime/kernels/kernel.h"
+#include "runtime/support/aligned_buffer.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -118,7 +120,19 @@ LogicalResult evaluateWithKernel(Operation *op, bool &folded) {
   for (auto &[name, attr] : call->attrs)
     (*protoOp.mutable_attrs())[name] = attr;
   args.attrs = &protoOp.attrs();
-  runtime::Status status = fn(args);
+  // The kernel's temporaries, in a workspace of its own. Operands its size function rejects
+  // are left for the kernel to report (it checks them before it takes any scratch).
+  uint64_t workspaceBytes = 0;
+  if (!kernelWorkspaceBytes(*call, &workspaceBytes).isOk())
+    workspaceBytes = 0;
+  runtime::AlignedBuffer workspace;
+  runtime::Status status =
+      runtime::AlignedBuffer::allocate(workspaceBytes, "workspace", &workspace);
+  if (!status.isOk())
+    return op->emitOpError("cannot be evaluated at compile time: ") << status.message();
+  args.workspace = workspace.data();
+  args.workspaceBytes = workspaceBytes;
+  status = fn(args);
   if (!status.isOk())
     return op->emitOpError("cannot be evaluated at compile time: ") << status.message();
 

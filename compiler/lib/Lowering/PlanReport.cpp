@@ -2,6 +2,7 @@
 #include "shardc/Lowering/Bundle.h"
 
 #include "runtime/kernels/kernel.h"
+#include "runtime/memory/planned_memory.h"
 
 #include <cinttypes>
 #include <cstdio>
@@ -43,24 +44,72 @@ std::string operand(const program::Program &p, int32_t id) {
   return s;
 }
 
+// "12345 bytes (12.1 KiB)": exact, so the breakdown can be added up, and readable.
+std::string exactBytes(uint64_t n) {
+  std::string s = std::to_string(n) + " bytes";
+  if (n >= 10 * 1024)
+    s += " (" + bytesString(n) + ")";
+  return s;
+}
+
+// Where the arena peaks: a schedule point of runtime::PlannedMemory.
+std::string schedulePoint(const program::Program &p, int64_t point) {
+  if (point < 0)
+    return "as the inputs are copied in";
+  if (point >= p.ops_size())
+    return "as the outputs are copied out";
+  const program::Op &op = p.ops(static_cast<int>(point));
+  return "during #" + std::to_string(point) + " " + op.kernel() + " '" + op.name() + "'";
+}
+
+// The planned peak memory and what it is made of (runtime/memory/planned_memory.h). Every
+// line below a total adds up to it.
+void formatMemory(const program::Program &p, std::ostringstream &os) {
+  runtime::PlannedMemory plan = runtime::planPeakMemory(p, /*findWorkspaceOp=*/true);
+  os << "memory: planned peak " << exactBytes(p.planned_peak_bytes())
+     << " = arena + weights + workspace + step inputs + step outputs\n";
+  os << "  arena: " << exactBytes(plan.arena) << ", at its peak "
+     << schedulePoint(p, plan.arenaPeakPoint) << ":\n";
+  for (program::BufferRole role :
+       {program::ROLE_PARAMETER, program::ROLE_GRADIENT, program::ROLE_OPTIMIZER_STATE,
+        program::ROLE_INPUT, program::ROLE_ACTIVATION, program::ROLE_CONSTANT,
+        program::BUFFER_ROLE_UNSPECIFIED}) {
+    uint64_t bytes = plan.arenaLiveByRole[static_cast<size_t>(role)];
+    if (bytes > 0 || role == program::ROLE_ACTIVATION)
+      os << "    " << runtime::bufferRoleName(role) << ": " << exactBytes(bytes) << "\n";
+  }
+  os << "    unused (fragmentation, alignment): " << exactBytes(plan.arenaUnused) << "\n";
+  os << "  weights: " << exactBytes(plan.weights) << "\n";
+  os << "    parameters: " << exactBytes(plan.weightsParameters) << "\n";
+  if (p.state_init_size() > 0)
+    os << "    initial values of trained parameters: " << exactBytes(plan.weightsInitialValues)
+       << "\n";
+  os << "    constants: " << exactBytes(plan.weightsConstants) << "\n";
+  os << "    alignment: " << exactBytes(plan.weightsPadding) << "\n";
+  os << "  workspace: " << exactBytes(plan.workspace);
+  if (plan.workspaceOp >= 0) {
+    const program::Op &op = p.ops(static_cast<int>(plan.workspaceOp));
+    os << " (largest need: #" << plan.workspaceOp << " " << op.kernel() << " '" << op.name()
+       << "', " << p.workspace_bytes() << " bytes)";
+  }
+  os << "\n";
+  os << "  step inputs: " << exactBytes(plan.stepInputs) << " (host tensors, one per input)\n";
+  os << "  step outputs: " << exactBytes(plan.stepOutputs) << " (host tensors, one per output)\n";
+}
+
 void formatProgram(const program::Program &p, std::ostringstream &os) {
-  uint64_t paramBytes = 0, constBytes = 0, paramCount = 0, paramElems = 0;
+  uint64_t paramCount = 0, paramElems = 0;
   for (const program::Buffer &b : p.buffers()) {
-    if (b.kind() == program::PARAMETER) {
-      paramBytes += b.size_bytes();
-      ++paramCount;
-      uint64_t n = 1;
-      for (int64_t d : b.shape())
-        n *= d;
-      paramElems += n;
-    } else if (b.kind() == program::CONSTANT) {
-      constBytes += b.size_bytes();
-    }
+    if (b.role() != program::ROLE_PARAMETER || b.kind() == program::ACTIVATION)
+      continue;
+    ++paramCount;
+    uint64_t n = 1;
+    for (int64_t d : b.shape())
+      n *= d;
+    paramElems += n;
   }
   os << "== rank " << p.rank() << " of " << p.world_size() << "\n";
-  os << "memory: arena " << bytesString(p.arena_bytes()) << " (planned peak of activations "
-     << "and inputs), weights " << bytesString(p.weights_bytes()) << " (parameters "
-     << bytesString(paramBytes) << ", constants " << bytesString(constBytes) << ")\n";
+  formatMemory(p, os);
   os << "parameters: " << paramCount << " tensors, " << paramElems << " elements\n";
   os << "inputs:\n";
   for (const program::Binding &b : p.inputs())

@@ -4,10 +4,13 @@
 #include "passes/Passes.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Lowering/BufferRoles.h"
 #include "shardc/Lowering/KernelMapping.h"
 #include "shardc/Lowering/MemoryPlanner.h"
 #include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
+
+#include "runtime/memory/planned_memory.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -45,6 +48,10 @@ public:
     out_.program.set_rank(0);
     out_.program.set_world_size(1);
     out_.program.set_arena_bytes(arena.getInt());
+    auto workspace = func_->getAttrOfType<IntegerAttr>(kWorkspaceBytesAttr);
+    if (!workspace)
+      return func_.emitError("the workspace is not planned (run --shardc-plan-memory first)");
+    out_.program.set_workspace_bytes(workspace.getInt());
 
     Block &body = func_.getBody().front();
     for (BlockArgument arg : body.getArguments())
@@ -57,13 +64,22 @@ public:
       program::Binding *binding = out_.program.add_outputs();
       binding->set_name(resultName(func_, i));
       binding->set_buffer(buffers_.lookup(v));
+      // An op result returned as the next step's parameter or state holds that (an argument
+      // returned as it is keeps its own role).
+      program::Buffer *buf = out_.program.mutable_buffers(binding->buffer());
+      if (std::optional<program::BufferRole> role = resultRole(func_, i);
+          role && buf->role() == program::ROLE_ACTIVATION)
+        buf->set_role(*role);
     }
+    markGradientBuffers(out_.program);
     out_.program.set_weights_bytes(out_.weights.size());
+    out_.program.set_planned_peak_bytes(runtime::planPeakMemory(out_.program).total);
     return std::move(out_);
   }
 
 private:
-  program::Buffer *newBuffer(Value v, std::string name, program::BufferKind kind) {
+  program::Buffer *newBuffer(Value v, std::string name, program::BufferKind kind,
+                             program::BufferRole role) {
     auto type = cast<RankedTensorType>(v.getType());
     buffers_[v] = out_.program.buffers_size();
     program::Buffer *buf = out_.program.add_buffers();
@@ -72,6 +88,7 @@ private:
     for (int64_t d : type.getShape())
       buf->add_shape(d);
     buf->set_kind(kind);
+    buf->set_role(role);
     buf->set_size_bytes(type.getNumElements() * runtimeElementSize(type.getElementType()));
     return buf;
   }
@@ -89,7 +106,7 @@ private:
       auto offset = func_.getArgAttrOfType<IntegerAttr>(i, kArgOffsetAttr);
       if (!offset)
         return func_.emitError("input '") << *input << "' has no planned offset";
-      program::Buffer *buf = newBuffer(arg, *input, program::INPUT);
+      program::Buffer *buf = newBuffer(arg, *input, program::INPUT, argumentRole(func_, i));
       buf->set_region(program::ARENA);
       buf->set_offset(offset.getInt());
       program::Binding *binding = out_.program.add_inputs();
@@ -103,7 +120,7 @@ private:
     auto param = func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
     if (!param)
       return func_.emitError("argument ") << i << " is neither a graph input nor a parameter";
-    program::Buffer *buf = newBuffer(arg, param.str(), program::PARAMETER);
+    program::Buffer *buf = newBuffer(arg, param.str(), program::PARAMETER, program::ROLE_PARAMETER);
     const WeightTensor *w = weights_.find(param.str());
     if (!w || !w->present) {
       // Planning only: reserve the space so the memory plan is still complete.
@@ -141,7 +158,8 @@ private:
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!dense)
         return op.emitOpError("constant value is not dense");
-      program::Buffer *buf = newBuffer(constant, valueName(constant), program::CONSTANT);
+      program::Buffer *buf =
+          newBuffer(constant, valueName(constant), program::CONSTANT, program::ROLE_CONSTANT);
       placeInWeights(buf, toRuntimeBytes(dense));
       return success();
     }
@@ -149,7 +167,8 @@ private:
     if (!offsets || offsets.size() != static_cast<int64_t>(op.getNumResults()))
       return op.emitOpError("has no planned offsets (run --shardc-plan-memory first)");
     for (auto [r, offset] : llvm::zip(op.getResults(), offsets.asArrayRef())) {
-      program::Buffer *buf = newBuffer(r, valueName(r), program::ACTIVATION);
+      program::Buffer *buf =
+          newBuffer(r, valueName(r), program::ACTIVATION, program::ROLE_ACTIVATION);
       buf->set_region(program::ARENA);
       buf->set_offset(offset);
     }

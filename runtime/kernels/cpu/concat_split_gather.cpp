@@ -108,8 +108,11 @@ Status gatherKernel(KernelArgs &args) {
   int64_t axis = 0;
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
   SHARDC_RETURN_IF_ERROR(expectSameDtype("gather", "data", data, "y", y));
-  std::vector<int64_t> rows;
-  SHARDC_RETURN_IF_ERROR(readGatherIndices("gather", data.shape, axis, indices, y, "y", &rows));
+  Workspace workspace(args);
+  const int64_t *rows = nullptr;
+  SHARDC_RETURN_IF_ERROR(
+      readGatherIndices("gather", data.shape, axis, indices, y, "y", workspace, &rows));
+  const int64_t count = indices.numel();
   const size_t ax = static_cast<size_t>(axis);
   const int64_t dim = data.shape[ax];
 
@@ -123,12 +126,16 @@ Status gatherKernel(KernelArgs &args) {
   char *dst = static_cast<char *>(y.data);
   for (int64_t o = 0; o < outer; ++o) {
     const char *slab = src + static_cast<size_t>(o * dim) * innerBytes;
-    for (int64_t row : rows) {
-      std::memcpy(dst, slab + static_cast<size_t>(row) * innerBytes, innerBytes);
+    for (int64_t j = 0; j < count; ++j) {
+      std::memcpy(dst, slab + static_cast<size_t>(rows[j]) * innerBytes, innerBytes);
       dst += innerBytes;
     }
   }
   return Status::ok();
+}
+
+Status gatherWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return gatherRowsWorkspace("gather", args, bytes);
 }
 
 } // namespace shardc::runtime::cpu

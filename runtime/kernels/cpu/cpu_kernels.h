@@ -1,5 +1,6 @@
 // Every CPU kernel, one function per entry of docs/kernels.md. registry.cpp maps kernel names to
-// these; the files named below implement them.
+// these; the files named below implement them. A kernel that needs data-sized scratch memory
+// also has a workspace-size function (WorkspaceFn, `xxxWorkspace`) next to it.
 #pragma once
 
 #include "runtime/kernels/kernel.h"
@@ -48,15 +49,21 @@ Status gemmKernel(KernelArgs &args);
 
 // layer_norm.cpp
 Status layerNormKernel(KernelArgs &args);
+Status layerNormWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // softmax.cpp
 Status softmaxKernel(KernelArgs &args);
 Status logSoftmaxKernel(KernelArgs &args);
+Status softmaxWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status logSoftmaxWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // reduce.cpp
 Status reduceSumKernel(KernelArgs &args);
 Status reduceMeanKernel(KernelArgs &args);
 Status reduceMaxKernel(KernelArgs &args);
+Status reduceSumWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status reduceMeanWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status reduceMaxWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // data_movement.cpp
 Status copyKernel(KernelArgs &args);
@@ -69,10 +76,12 @@ Status triluKernel(KernelArgs &args);
 Status concatKernel(KernelArgs &args);
 Status splitKernel(KernelArgs &args);
 Status gatherKernel(KernelArgs &args);
+Status gatherWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // losses.cpp
 Status softmaxCrossEntropyLossKernel(KernelArgs &args);
 Status nllLossKernel(KernelArgs &args);
+Status softmaxCrossEntropyLossWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // optimizers.cpp (PyTorch-exact optimizer steps for training)
 Status adamwUpdateKernel(KernelArgs &args);
@@ -80,14 +89,18 @@ Status sgdUpdateKernel(KernelArgs &args);
 
 // grad_clip.cpp
 Status globalNormKernel(KernelArgs &args);
+Status globalNormWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status scaleByClipKernel(KernelArgs &args);
 
 // gradients_layer_norm.cpp (fused backward kernels for training)
 Status layerNormGradKernel(KernelArgs &args);
+Status layerNormGradWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // gradients_softmax.cpp
 Status softmaxGradKernel(KernelArgs &args);
 Status logSoftmaxGradKernel(KernelArgs &args);
+Status softmaxGradWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status logSoftmaxGradWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // gradients_gelu.cpp
 Status geluGradKernel(KernelArgs &args);
@@ -95,12 +108,16 @@ Status geluGradKernel(KernelArgs &args);
 // gradients_losses.cpp
 Status softmaxCrossEntropyLossGradKernel(KernelArgs &args);
 Status nllLossGradKernel(KernelArgs &args);
+Status softmaxCrossEntropyLossGradWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status nllLossGradWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // gradients_scatter.cpp
 Status gatherGradKernel(KernelArgs &args);
+Status gatherGradWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status padForSliceKernel(KernelArgs &args);
 
 // gradients_reduce.cpp
 Status reduceMaxGradKernel(KernelArgs &args);
+Status reduceMaxGradWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 } // namespace shardc::runtime::cpu

@@ -8,9 +8,22 @@
 
 namespace shardc::runtime::cpu {
 
+Status takeGatherRows(const char *kernel, Workspace &workspace, const Tensor &indices,
+                      int64_t **rows) {
+  return workspace.take(kernel, indices.numel(), rows);
+}
+
+Status gatherRowsWorkspace(const char *kernel, const KernelArgs &args, uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(2), Arity::exactly(1)));
+  int64_t *rows = nullptr;
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    return takeGatherRows(kernel, workspace, args.inputs[1], &rows);
+  });
+}
+
 Status readGatherIndices(const char *kernel, const std::vector<int64_t> &dataShape, int64_t axis,
                          const Tensor &indices, const Tensor &sliced, const char *slicedName,
-                         std::vector<int64_t> *rows) {
+                         Workspace &workspace, const int64_t **rows) {
   if (indices.dtype != program::I64 && indices.dtype != program::I32)
     return Status::error(std::string(kernel) + ": indices are " + dtypeName(indices.dtype) +
                          ", expected i64 or i32");
@@ -23,7 +36,9 @@ Status readGatherIndices(const char *kernel, const std::vector<int64_t> &dataSha
 
   const int64_t dim = dataShape[ax];
   const int64_t count = indices.numel();
-  rows->resize(static_cast<size_t>(count));
+  int64_t *out = nullptr;
+  SHARDC_RETURN_IF_ERROR(takeGatherRows(kernel, workspace, indices, &out));
+  *rows = out;
   return visitIndex(indices.dtype, [&](auto tag) {
     using I = decltype(tag);
     const I *pi = indices.as<I>();
@@ -34,7 +49,7 @@ Status readGatherIndices(const char *kernel, const std::vector<int64_t> &dataSha
         return Status::error(std::string(kernel) + ": index " + std::to_string(index) +
                              " is out of range for axis " + std::to_string(axis) + " of size " +
                              std::to_string(dim));
-      (*rows)[static_cast<size_t>(j)] = row;
+      out[j] = row;
     }
     return Status::ok();
   });

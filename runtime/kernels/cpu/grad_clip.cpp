@@ -11,10 +11,10 @@
 // This file is compiled with -ffp-contract=off: only the explicit std::fma calls may fuse.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/workspace.h"
 
 #include <cmath>
 #include <string>
-#include <vector>
 
 namespace shardc::runtime::cpu {
 
@@ -53,6 +53,11 @@ float torchSumOfSquares(const float *x, int64_t n) {
 // torch.norm(x, 2) of a float32 tensor: the float32 square root of the sum above.
 float torchNorm2(const float *x, int64_t n) { return std::sqrt(torchSumOfSquares(x, n)); }
 
+// The workspace of global_norm: the norm of each input, stacked.
+Status takeNorms(Workspace &workspace, const KernelArgs &args, float **norms) {
+  return workspace.take("global_norm", static_cast<int64_t>(args.inputs.size()), norms);
+}
+
 } // namespace
 
 Status globalNormKernel(KernelArgs &args) {
@@ -66,12 +71,21 @@ Status globalNormKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "total_norm", out, program::F32));
   SHARDC_RETURN_IF_ERROR(expectShape(kernel, "total_norm", out, {}));
   // torch.stack of the per-gradient norms, then their norm, in input order.
-  std::vector<float> norms;
-  norms.reserve(args.inputs.size());
-  for (const Tensor &t : args.inputs)
-    norms.push_back(torchNorm2(t.as<float>(), t.numel()));
-  out.as<float>()[0] = torchNorm2(norms.data(), static_cast<int64_t>(norms.size()));
+  Workspace workspace(args);
+  float *norms = nullptr;
+  SHARDC_RETURN_IF_ERROR(takeNorms(workspace, args, &norms));
+  const int64_t count = static_cast<int64_t>(args.inputs.size());
+  for (int64_t i = 0; i < count; ++i)
+    norms[i] = torchNorm2(args.inputs[i].as<float>(), args.inputs[i].numel());
+  out.as<float>()[0] = torchNorm2(norms, count);
   return Status::ok();
+}
+
+Status globalNormWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("global_norm", args, Arity::atLeast(1), Arity::exactly(1)));
+  float *norms = nullptr;
+  return measureWorkspace(bytes,
+                          [&](Workspace &workspace) { return takeNorms(workspace, args, &norms); });
 }
 
 Status scaleByClipKernel(KernelArgs &args) {

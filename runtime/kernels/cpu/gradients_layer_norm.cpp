@@ -8,6 +8,7 @@
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
 #include <vector>
@@ -31,21 +32,65 @@ Status planParam(const char *role, const Tensor &param, const std::vector<int64_
 }
 
 // Writes the dense per-position sums `dense` into `out`, adding together the positions that
-// share one element of `out` (its broadcast dims).
-void sumOntoParam(const std::vector<double> &dense, const StridedLoop &loop, const Tensor &out) {
-  std::vector<double> acc(static_cast<size_t>(out.numel()), 0.0);
+// share one element of `out` (its broadcast dims) in `acc` (out.numel() doubles of workspace).
+void sumOntoParam(const double *dense, const StridedLoop &loop, const Tensor &out, double *acc) {
+  const int64_t n = out.numel();
+  std::fill(acc, acc + n, 0.0);
   forEachRow(loop, [&](int64_t denseOffset, const int64_t *paramOffsets,
                        const int64_t *paramStrides, int64_t count) {
     for (int64_t i = 0; i < count; ++i)
-      acc[static_cast<size_t>(paramOffsets[0] + i * paramStrides[0])] +=
-          dense[static_cast<size_t>(denseOffset + i)];
+      acc[paramOffsets[0] + i * paramStrides[0]] += dense[denseOffset + i];
   });
   float *p = out.as<float>();
-  for (size_t i = 0; i < acc.size(); ++i)
+  for (int64_t i = 0; i < n; ++i)
     p[i] = static_cast<float>(acc[i]);
 }
 
+// The workspace of layer_norm_grad: a dense copy of a broadcast scale, the per-position sums
+// for dscale and dbias (when wanted), one row of xhat, and the accumulator that sums the dense
+// sums onto dscale's and dbias's shapes (shared: they are summed one after the other).
+struct Scratch {
+  float *scale = nullptr;
+  double *dscaleDense = nullptr;
+  double *dbiasDense = nullptr;
+  double *xhat = nullptr;
+  double *acc = nullptr;
+};
+
+Status takeScratch(Workspace &workspace, const Tensor &scale, const Tensor &dscale,
+                   const Tensor &dbias, int64_t normSize, Scratch *scratch) {
+  if (scale.numel() != normSize)
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, normSize, &scratch->scale));
+  if (dscale.present())
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, normSize, &scratch->dscaleDense));
+  if (dbias.present())
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, normSize, &scratch->dbiasDense));
+  SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, normSize, &scratch->xhat));
+  const int64_t accSize =
+      std::max(dscale.present() ? dscale.numel() : 0, dbias.present() ? dbias.numel() : 0);
+  if (dscale.present() || dbias.present())
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, accSize, &scratch->acc));
+  return Status::ok();
+}
+
 } // namespace
+
+Status layerNormGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(
+      checkOperands(kKernel, args, Arity::exactly(5), Arity::withOptional(0, 3)));
+  const Tensor &x = args.inputs[1], &scale = args.inputs[2];
+  const Tensor absent;
+  const Tensor &dscale = args.outputs.size() > 1 ? args.outputs[1] : absent;
+  const Tensor &dbias = args.outputs.size() > 2 ? args.outputs[2] : absent;
+  int64_t axis = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(expectAxis(kKernel, "axis", axis, x.rank()));
+  const int64_t normSize = dimsProduct(x.shape, static_cast<size_t>(axis), x.shape.size());
+  Scratch scratch;
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    return takeScratch(workspace, scale, dscale, dbias, normSize, &scratch);
+  });
+}
 
 Status layerNormGradKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(
@@ -87,18 +132,22 @@ Status layerNormGradKernel(KernelArgs &args) {
   if (dbias.present())
     SHARDC_RETURN_IF_ERROR(planParam("dbias", dbias, normShape, &dbiasLoop));
 
+  Workspace workspace(args);
+  Scratch scratch;
+  SHARDC_RETURN_IF_ERROR(takeScratch(workspace, scale, dscale, dbias, normSize, &scratch));
   // scale densely over the normalised dims (a dense scale is read in place).
-  std::vector<float> scaleStorage;
   const float *scaleData = scale.as<float>();
   if (scale.numel() != normSize) {
-    scaleStorage.resize(static_cast<size_t>(normSize));
-    copyStrided(scale.as<float>(), scaleStorage.data(), scaleLoop);
-    scaleData = scaleStorage.data();
+    copyStrided(scale.as<float>(), scratch.scale, scaleLoop);
+    scaleData = scratch.scale;
   }
 
-  std::vector<double> dscaleDense(dscale.present() ? static_cast<size_t>(normSize) : 0, 0.0);
-  std::vector<double> dbiasDense(dbias.present() ? static_cast<size_t>(normSize) : 0, 0.0);
-  std::vector<double> xhat(static_cast<size_t>(normSize));
+  double *dscaleDense = scratch.dscaleDense, *dbiasDense = scratch.dbiasDense;
+  if (dscaleDense)
+    std::fill(dscaleDense, dscaleDense + normSize, 0.0);
+  if (dbiasDense)
+    std::fill(dbiasDense, dbiasDense + normSize, 0.0);
+  double *xhat = scratch.xhat;
   const float *pdy = dy.as<float>(), *px = x.as<float>();
   const double invN = normSize > 0 ? 1.0 / static_cast<double>(normSize) : 0.0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -112,7 +161,7 @@ Status layerNormGradKernel(KernelArgs &args) {
     for (int64_t i = 0; i < normSize; ++i) {
       const double h = (static_cast<double>(xRow[i]) - m) * inv;
       const double g = static_cast<double>(dyRow[i]) * scaleData[i];
-      xhat[static_cast<size_t>(i)] = h;
+      xhat[i] = h;
       sumG += g;
       sumGXhat += g * h;
     }
@@ -121,18 +170,20 @@ Status layerNormGradKernel(KernelArgs &args) {
       const double meanG = sumG * invN, meanGXhat = sumGXhat * invN;
       for (int64_t i = 0; i < normSize; ++i) {
         const double g = static_cast<double>(dyRow[i]) * scaleData[i];
-        dxRow[i] = static_cast<float>(inv * (g - meanG - xhat[static_cast<size_t>(i)] * meanGXhat));
+        dxRow[i] = static_cast<float>(inv * (g - meanG - xhat[i] * meanGXhat));
       }
     }
-    for (size_t i = 0; i < dscaleDense.size(); ++i)
-      dscaleDense[i] += static_cast<double>(dyRow[i]) * xhat[i];
-    for (size_t i = 0; i < dbiasDense.size(); ++i)
-      dbiasDense[i] += dyRow[i];
+    if (dscaleDense)
+      for (int64_t i = 0; i < normSize; ++i)
+        dscaleDense[i] += static_cast<double>(dyRow[i]) * xhat[i];
+    if (dbiasDense)
+      for (int64_t i = 0; i < normSize; ++i)
+        dbiasDense[i] += dyRow[i];
   }
   if (dscale.present())
-    sumOntoParam(dscaleDense, scaleLoop, dscale);
+    sumOntoParam(dscaleDense, scaleLoop, dscale, scratch.acc);
   if (dbias.present())
-    sumOntoParam(dbiasDense, dbiasLoop, dbias);
+    sumOntoParam(dbiasDense, dbiasLoop, dbias, scratch.acc);
   return Status::ok();
 }
 

@@ -16,23 +16,28 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/loss_operands.h"
+#include "runtime/kernels/cpu/workspace.h"
 
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <vector>
 
 namespace shardc::runtime::cpu {
 
 namespace {
 
+// The workspace of both backwards: the class of each of the n * d target positions.
+Status takeClasses(const char *kernel, Workspace &workspace, const LossSpec &spec,
+                   int64_t **classes) {
+  return workspace.take(kernel, spec.n * spec.d, classes);
+}
+
 // The class of each target position, or -1 where it is ignored; range-checked like the forward
 // before any output is written. Also returns the mean's denominator.
 Status readTargets(const char *kernel, const Tensor &target, const Tensor &weight,
-                   const LossSpec &spec, std::vector<int64_t> *classes, double *weightSum) {
+                   const LossSpec &spec, int64_t *classes, double *weightSum) {
   const float *pw = weight.present() ? weight.as<float>() : nullptr;
   const int64_t count = spec.n * spec.d;
-  classes->resize(static_cast<size_t>(count));
   *weightSum = 0.0;
   return visitIndex(target.dtype, [&](auto tag) {
     using I = decltype(tag);
@@ -40,13 +45,13 @@ Status readTargets(const char *kernel, const Tensor &target, const Tensor &weigh
     for (int64_t k = 0; k < count; ++k) {
       const int64_t t = static_cast<int64_t>(pt[k]);
       if (spec.hasIgnoreIndex && t == spec.ignoreIndex) {
-        (*classes)[static_cast<size_t>(k)] = -1;
+        classes[k] = -1;
         continue;
       }
       if (t < 0 || t >= spec.c)
         return Status::error(std::string(kernel) + ": target " + std::to_string(t) +
                              " is out of range for " + std::to_string(spec.c) + " classes");
-      (*classes)[static_cast<size_t>(k)] = t;
+      classes[k] = t;
       *weightSum += pw ? pw[t] : 1.0f;
     }
     return Status::ok();
@@ -56,11 +61,14 @@ Status readTargets(const char *kernel, const Tensor &target, const Tensor &weigh
 // Calls `position(n, d, t, coeff)` for every non-ignored target position, with coeff the
 // derivative of the reduced loss with respect to that position's -log_prob[n, t, d].
 template <typename Fn>
-Status forEachTarget(const char *kernel, const Tensor &dloss, const Tensor &target,
-                     const Tensor &weight, const LossSpec &spec, Fn position) {
-  std::vector<int64_t> classes;
+Status forEachTarget(const char *kernel, const KernelArgs &args, const Tensor &dloss,
+                     const Tensor &target, const Tensor &weight, const LossSpec &spec,
+                     Fn position) {
+  Workspace workspace(args);
+  int64_t *classes = nullptr;
+  SHARDC_RETURN_IF_ERROR(takeClasses(kernel, workspace, spec, &classes));
   double weightSum = 0.0;
-  SHARDC_RETURN_IF_ERROR(readTargets(kernel, target, weight, spec, &classes, &weightSum));
+  SHARDC_RETURN_IF_ERROR(readTargets(kernel, target, weight, spec, classes, &weightSum));
   const float *pw = weight.present() ? weight.as<float>() : nullptr;
   const float *pg = dloss.as<float>();
   double scalar = 0.0;
@@ -71,7 +79,7 @@ Status forEachTarget(const char *kernel, const Tensor &dloss, const Tensor &targ
   for (int64_t n = 0; n < spec.n; ++n) {
     for (int64_t d = 0; d < spec.d; ++d) {
       const int64_t k = n * spec.d + d;
-      const int64_t t = classes[static_cast<size_t>(k)];
+      const int64_t t = classes[k];
       if (t < 0)
         continue;
       const double g = spec.reduction == LossReduction::None ? pg[k] : scalar;
@@ -82,7 +90,34 @@ Status forEachTarget(const char *kernel, const Tensor &dloss, const Tensor &targ
   return Status::ok();
 }
 
+// A backward's workspace size: its operands and attributes checked as the kernel checks them
+// (dloss is input 0, the targets input `targetIndex`, the gradient output 0), then the classes.
+Status lossGradWorkspace(const char *kernel, const KernelArgs &args, Arity inputs, int targetIndex,
+                         uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, inputs, Arity::exactly(1)));
+  const Tensor absent;
+  const size_t weightIndex = static_cast<size_t>(targetIndex) + 1;
+  const Tensor &weight = args.inputs.size() > weightIndex ? args.inputs[weightIndex] : absent;
+  LossSpec spec;
+  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, args.outputs[0], "gradient output",
+                                           args.inputs[static_cast<size_t>(targetIndex)], weight,
+                                           args.inputs[0], "dloss", &spec));
+  int64_t *classes = nullptr;
+  return measureWorkspace(
+      bytes, [&](Workspace &workspace) { return takeClasses(kernel, workspace, spec, &classes); });
+}
+
 } // namespace
+
+Status softmaxCrossEntropyLossGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return lossGradWorkspace("softmax_cross_entropy_loss_grad", args, Arity::withOptional(3, 1),
+                           /*targetIndex=*/2, bytes);
+}
+
+Status nllLossGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return lossGradWorkspace("nll_loss_grad", args, Arity::withOptional(2, 1), /*targetIndex=*/1,
+                           bytes);
+}
 
 Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
   const char *kernel = "softmax_cross_entropy_loss_grad";
@@ -102,7 +137,7 @@ Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
   const float *lp = logProb.as<float>();
   if (dscores.sizeBytes() > 0)
     std::memset(out, 0, dscores.sizeBytes());
-  return forEachTarget(kernel, dloss, labels, weights, spec,
+  return forEachTarget(kernel, args, dloss, labels, weights, spec,
                        [&](int64_t n, int64_t d, int64_t t, double coeff) {
                          for (int64_t c = 0; c < spec.c; ++c) {
                            const int64_t at = (n * spec.c + c) * spec.d + d;
@@ -125,7 +160,7 @@ Status nllLossGradKernel(KernelArgs &args) {
   float *out = dinput.as<float>();
   if (dinput.sizeBytes() > 0)
     std::memset(out, 0, dinput.sizeBytes());
-  return forEachTarget(kernel, dloss, target, weight, spec,
+  return forEachTarget(kernel, args, dloss, target, weight, spec,
                        [&](int64_t n, int64_t d, int64_t t, double coeff) {
                          out[(n * spec.c + t) * spec.d + d] = static_cast<float>(-coeff);
                        });

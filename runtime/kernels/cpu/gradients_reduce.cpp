@@ -7,7 +7,9 @@
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/workspace.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,7 +22,19 @@ constexpr const char *kKernel = "reduce_max_grad";
 // True where x attains the maximum y (both NaN counts as attaining it).
 inline bool isMax(float x, float y) { return x == y || (x != x && y != y); }
 
+// The workspace: the number of tied positions of each maximum (one per element of y).
+Status takeTies(Workspace &workspace, const Tensor &y, int64_t **ties) {
+  return workspace.take(kKernel, y.numel(), ties);
+}
+
 } // namespace
+
+Status reduceMaxGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(checkOperands(kKernel, args, Arity::exactly(3), Arity::exactly(1)));
+  int64_t *ties = nullptr;
+  return measureWorkspace(
+      bytes, [&](Workspace &workspace) { return takeTies(workspace, args.inputs[2], &ties); });
+}
 
 Status reduceMaxGradKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(checkOperands(kKernel, args, Arity::exactly(3), Arity::exactly(1)));
@@ -62,12 +76,15 @@ Status reduceMaxGradKernel(KernelArgs &args) {
   const float *px = x.as<float>(), *py = y.as<float>(), *pdy = dy.as<float>();
   float *pdx = dx.as<float>();
   // First pass: how many positions tie for each maximum.
-  std::vector<int64_t> ties(static_cast<size_t>(y.numel()), 0);
+  Workspace workspace(args);
+  int64_t *ties = nullptr;
+  SHARDC_RETURN_IF_ERROR(takeTies(workspace, y, &ties));
+  std::fill(ties, ties + y.numel(), 0);
   forEachRow(loop,
              [&](int64_t xOffset, const int64_t *yOffsets, const int64_t *yStrides, int64_t count) {
                for (int64_t i = 0; i < count; ++i) {
                  const int64_t k = yOffsets[0] + i * yStrides[0];
-                 ties[static_cast<size_t>(k)] += isMax(px[xOffset + i], py[k]) ? 1 : 0;
+                 ties[k] += isMax(px[xOffset + i], py[k]) ? 1 : 0;
                }
              });
   // Second pass: each tied position gets its share of dy, every other position 0.
@@ -75,9 +92,8 @@ Status reduceMaxGradKernel(KernelArgs &args) {
              [&](int64_t xOffset, const int64_t *yOffsets, const int64_t *yStrides, int64_t count) {
                for (int64_t i = 0; i < count; ++i) {
                  const int64_t k = yOffsets[0] + i * yStrides[0];
-                 pdx[xOffset + i] = isMax(px[xOffset + i], py[k])
-                                        ? pdy[k] / static_cast<float>(ties[static_cast<size_t>(k)])
-                                        : 0.0f;
+                 pdx[xOffset + i] =
+                     isMax(px[xOffset + i], py[k]) ? pdy[k] / static_cast<float>(ties[k]) : 0.0f;
                }
              });
   return Status::ok();

@@ -23,8 +23,11 @@ Status gatherGradKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "dy", dy, program::F32));
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "ddata", ddata, program::F32));
-  std::vector<int64_t> rows;
-  SHARDC_RETURN_IF_ERROR(readGatherIndices(kernel, ddata.shape, axis, indices, dy, "dy", &rows));
+  Workspace workspace(args);
+  const int64_t *rows = nullptr;
+  SHARDC_RETURN_IF_ERROR(
+      readGatherIndices(kernel, ddata.shape, axis, indices, dy, "dy", workspace, &rows));
+  const int64_t count = indices.numel();
   const size_t ax = static_cast<size_t>(axis);
   const int64_t dim = ddata.shape[ax];
 
@@ -36,14 +39,18 @@ Status gatherGradKernel(KernelArgs &args) {
   const float *src = dy.as<float>();
   for (int64_t o = 0; o < outer; ++o) {
     float *slab = out + o * dim * inner;
-    for (int64_t row : rows) {
-      float *dst = slab + row * inner;
+    for (int64_t j = 0; j < count; ++j) {
+      float *dst = slab + rows[j] * inner;
       for (int64_t i = 0; i < inner; ++i)
         dst[i] += src[i];
       src += inner;
     }
   }
   return Status::ok();
+}
+
+Status gatherGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return gatherRowsWorkspace("gather_grad", args, bytes);
 }
 
 Status padForSliceKernel(KernelArgs &args) {

@@ -5,13 +5,31 @@
 //   log_softmax: dx = dy - exp(y) * sum(dy, axis)
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/workspace.h"
 
+#include <algorithm>
 #include <cmath>
-#include <vector>
 
 namespace shardc::runtime::cpu {
 
 namespace {
+
+// The workspace: one sum per position of the dims after the axis.
+Status takeSums(const char *kernel, Workspace &workspace, int64_t inner, double **sums) {
+  return workspace.take(kernel, inner, sums);
+}
+
+Status softmaxGradWorkspaceCommon(const char *kernel, const KernelArgs &args, uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(2), Arity::exactly(1)));
+  const Tensor &dy = args.inputs[0];
+  int64_t axis = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axis", axis, dy.rank()));
+  const int64_t inner = dimsProduct(dy.shape, static_cast<size_t>(axis) + 1, dy.shape.size());
+  double *sums = nullptr;
+  return measureWorkspace(
+      bytes, [&](Workspace &workspace) { return takeSums(kernel, workspace, inner, &sums); });
+}
 
 Status softmaxGradCommon(const char *kernel, KernelArgs &args, bool logOutput) {
   SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(2), Arity::exactly(1)));
@@ -31,24 +49,25 @@ Status softmaxGradCommon(const char *kernel, KernelArgs &args, bool logOutput) {
 
   // Viewed as [outer, dim, inner]: one double sum per inner position, accumulated while
   // walking contiguous inner rows (so an inner axis of 1 and a strided axis share one loop).
-  std::vector<double> sums(static_cast<size_t>(inner));
+  Workspace workspace(args);
+  double *sums = nullptr;
+  SHARDC_RETURN_IF_ERROR(takeSums(kernel, workspace, inner, &sums));
   const float *pdy = dy.as<float>(), *py = y.as<float>();
   float *pdx = dx.as<float>();
   for (int64_t o = 0; o < outer; ++o) {
     const int64_t base = o * dim * inner;
-    sums.assign(sums.size(), 0.0);
+    std::fill(sums, sums + inner, 0.0);
     for (int64_t j = 0; j < dim; ++j) {
       const float *dyRow = pdy + base + j * inner;
       const float *yRow = py + base + j * inner;
       for (int64_t i = 0; i < inner; ++i)
-        sums[static_cast<size_t>(i)] +=
-            logOutput ? static_cast<double>(dyRow[i])
-                      : static_cast<double>(dyRow[i]) * static_cast<double>(yRow[i]);
+        sums[i] += logOutput ? static_cast<double>(dyRow[i])
+                             : static_cast<double>(dyRow[i]) * static_cast<double>(yRow[i]);
     }
     for (int64_t j = 0; j < dim; ++j) {
       const int64_t row = base + j * inner;
       for (int64_t i = 0; i < inner; ++i) {
-        const float s = static_cast<float>(sums[static_cast<size_t>(i)]);
+        const float s = static_cast<float>(sums[i]);
         pdx[row + i] =
             logOutput ? pdy[row + i] - std::exp(py[row + i]) * s : py[row + i] * (pdy[row + i] - s);
       }
@@ -65,6 +84,14 @@ Status softmaxGradKernel(KernelArgs &args) {
 
 Status logSoftmaxGradKernel(KernelArgs &args) {
   return softmaxGradCommon("log_softmax_grad", args, /*logOutput=*/true);
+}
+
+Status softmaxGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return softmaxGradWorkspaceCommon("softmax_grad", args, bytes);
+}
+
+Status logSoftmaxGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return softmaxGradWorkspaceCommon("log_softmax_grad", args, bytes);
 }
 
 } // namespace shardc::runtime::cpu

@@ -2,6 +2,7 @@
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,10 +30,11 @@ double accumulate(const float *values, int64_t n, double shift, bool squared) {
   return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
-// Returns `param` laid out densely over the normalised dims, expanding it into `storage` when
-// it is broadcast (a dense one is used in place).
+// Returns `param` laid out densely over the normalised dims, expanding it into `storage` (the
+// workspace piece of normSize floats taken for it) when it is broadcast; a dense one is used in
+// place.
 Status denseParam(const char *role, const Tensor &param, const std::vector<int64_t> &normShape,
-                  int64_t normSize, std::vector<float> *storage, const float **out) {
+                  int64_t normSize, float *storage, const float **out) {
   SHARDC_RETURN_IF_ERROR(expectDtype("layer_norm", role, param, program::F32));
   StridedLoop loop;
   Status s = planBroadcast({&param.shape}, normShape, &loop);
@@ -42,13 +44,43 @@ Status denseParam(const char *role, const Tensor &param, const std::vector<int64
     *out = param.as<float>();
     return Status::ok();
   }
-  storage->resize(static_cast<size_t>(normSize));
-  copyStrided(param.as<float>(), storage->data(), loop);
-  *out = storage->data();
+  copyStrided(param.as<float>(), storage, loop);
+  *out = storage;
+  return Status::ok();
+}
+
+// The workspace of layer_norm: a dense copy of scale, and of bias, when they broadcast.
+struct Scratch {
+  float *scale = nullptr;
+  float *bias = nullptr;
+};
+
+Status takeScratch(Workspace &workspace, const Tensor &scale, const Tensor &bias, int64_t normSize,
+                   Scratch *scratch) {
+  if (scale.numel() != normSize)
+    SHARDC_RETURN_IF_ERROR(workspace.take("layer_norm", normSize, &scratch->scale));
+  if (bias.present() && bias.numel() != normSize)
+    SHARDC_RETURN_IF_ERROR(workspace.take("layer_norm", normSize, &scratch->bias));
   return Status::ok();
 }
 
 } // namespace
+
+Status layerNormWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(
+      checkOperands("layer_norm", args, Arity::withOptional(2, 1), Arity::withOptional(1, 2)));
+  const Tensor &x = args.inputs[0], &scale = args.inputs[1];
+  const Tensor absent;
+  const Tensor &bias = args.inputs.size() > 2 ? args.inputs[2] : absent;
+  int64_t axis = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(expectAxis("layer_norm", "axis", axis, x.rank()));
+  const int64_t normSize = dimsProduct(x.shape, static_cast<size_t>(axis), x.shape.size());
+  Scratch scratch;
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    return takeScratch(workspace, scale, bias, normSize, &scratch);
+  });
+}
 
 Status layerNormKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(
@@ -81,12 +113,14 @@ Status layerNormKernel(KernelArgs &args) {
     SHARDC_RETURN_IF_ERROR(expectShape("layer_norm", role, *stat, statsShape));
   }
 
-  std::vector<float> scaleStorage, biasStorage;
+  Workspace workspace(args);
+  Scratch scratch;
+  SHARDC_RETURN_IF_ERROR(takeScratch(workspace, scale, bias, normSize, &scratch));
   const float *scaleData = nullptr, *biasData = nullptr;
   SHARDC_RETURN_IF_ERROR(
-      denseParam("scale", scale, normShape, normSize, &scaleStorage, &scaleData));
+      denseParam("scale", scale, normShape, normSize, scratch.scale, &scaleData));
   if (bias.present())
-    SHARDC_RETURN_IF_ERROR(denseParam("bias", bias, normShape, normSize, &biasStorage, &biasData));
+    SHARDC_RETURN_IF_ERROR(denseParam("bias", bias, normShape, normSize, scratch.bias, &biasData));
 
   const float *px = x.as<float>();
   float *py = y.as<float>();

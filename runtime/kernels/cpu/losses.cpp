@@ -7,8 +7,7 @@
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/loss_operands.h"
 #include "runtime/kernels/cpu/softmax.h"
-
-#include <vector>
+#include "runtime/kernels/cpu/workspace.h"
 
 namespace shardc::runtime::cpu {
 
@@ -51,33 +50,72 @@ Status weightedNll(const char *kernel, const float *logProb, const Tensor &targe
   return Status::ok();
 }
 
-} // namespace
+constexpr const char *kSoftmaxCrossEntropy = "softmax_cross_entropy_loss";
 
-Status softmaxCrossEntropyLossKernel(KernelArgs &args) {
-  const char *kernel = "softmax_cross_entropy_loss";
+// The operands of softmax_cross_entropy_loss, checked.
+struct CrossEntropyOperands {
+  const Tensor *scores = nullptr, *labels = nullptr, *weights = nullptr, *loss = nullptr;
+  const Tensor *logProbOut = nullptr; // absent (data == nullptr) when not requested
+  LossSpec spec;
+};
+
+Status readCrossEntropyOperands(const KernelArgs &args, CrossEntropyOperands *ops) {
+  const char *kernel = kSoftmaxCrossEntropy;
   SHARDC_RETURN_IF_ERROR(
       checkOperands(kernel, args, Arity::withOptional(2, 1), Arity::withOptional(1, 1)));
-  const Tensor absent;
-  const Tensor &scores = args.inputs[0], &labels = args.inputs[1];
-  const Tensor &weights = args.inputs.size() > 2 ? args.inputs[2] : absent;
-  const Tensor &loss = args.outputs[0];
-  const Tensor &logProbOut = args.outputs.size() > 1 ? args.outputs[1] : absent;
-  LossSpec spec;
-  SHARDC_RETURN_IF_ERROR(
-      checkLossOperands(kernel, args, scores, "input", labels, weights, loss, "loss", &spec));
-  if (logProbOut.present()) {
-    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", logProbOut, program::F32));
-    SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", logProbOut, scores.shape));
+  static const Tensor absent;
+  ops->scores = &args.inputs[0];
+  ops->labels = &args.inputs[1];
+  ops->weights = args.inputs.size() > 2 ? &args.inputs[2] : &absent;
+  ops->loss = &args.outputs[0];
+  ops->logProbOut = args.outputs.size() > 1 ? &args.outputs[1] : &absent;
+  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, *ops->scores, "input", *ops->labels,
+                                           *ops->weights, *ops->loss, "loss", &ops->spec));
+  if (ops->logProbOut->present()) {
+    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", *ops->logProbOut, program::F32));
+    SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", *ops->logProbOut, ops->scores->shape));
   }
-  // log_prob goes to its output when requested, else to scratch memory.
-  std::vector<float> scratch;
-  float *logProb = logProbOut.present() ? logProbOut.as<float>() : nullptr;
-  if (!logProb) {
-    scratch.resize(static_cast<size_t>(scores.numel()));
-    logProb = scratch.data();
-  }
-  softmaxAlongAxis(scores.as<float>(), logProb, spec.n, spec.c, spec.d, /*logOutput=*/true);
-  return weightedNll(kernel, logProb, labels, weights, spec, loss);
+  return Status::ok();
+}
+
+// The workspace of softmax_cross_entropy_loss: log_prob when it is not an output, then the
+// softmax's own scratch.
+struct CrossEntropyScratch {
+  float *logProb = nullptr;
+  SoftmaxScratch softmax;
+};
+
+Status takeCrossEntropyScratch(Workspace &workspace, const CrossEntropyOperands &ops,
+                               CrossEntropyScratch *scratch) {
+  if (!ops.logProbOut->present())
+    SHARDC_RETURN_IF_ERROR(
+        workspace.take(kSoftmaxCrossEntropy, ops.scores->numel(), &scratch->logProb));
+  return takeSoftmaxScratch(kSoftmaxCrossEntropy, workspace, ops.spec.d, &scratch->softmax);
+}
+
+} // namespace
+
+Status softmaxCrossEntropyLossWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  CrossEntropyOperands ops;
+  SHARDC_RETURN_IF_ERROR(readCrossEntropyOperands(args, &ops));
+  CrossEntropyScratch scratch;
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    return takeCrossEntropyScratch(workspace, ops, &scratch);
+  });
+}
+
+Status softmaxCrossEntropyLossKernel(KernelArgs &args) {
+  CrossEntropyOperands ops;
+  SHARDC_RETURN_IF_ERROR(readCrossEntropyOperands(args, &ops));
+  Workspace workspace(args);
+  CrossEntropyScratch scratch;
+  SHARDC_RETURN_IF_ERROR(takeCrossEntropyScratch(workspace, ops, &scratch));
+  // log_prob goes to its output when requested, else to the workspace.
+  float *logProb = ops.logProbOut->present() ? ops.logProbOut->as<float>() : scratch.logProb;
+  const LossSpec &spec = ops.spec;
+  softmaxAlongAxis(ops.scores->as<float>(), logProb, spec.n, spec.c, spec.d, /*logOutput=*/true,
+                   scratch.softmax);
+  return weightedNll(kSoftmaxCrossEntropy, logProb, *ops.labels, *ops.weights, spec, *ops.loss);
 }
 
 Status nllLossKernel(KernelArgs &args) {

@@ -4,7 +4,9 @@
 #include "runtime/kernels/cpu/convert.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/workspace.h"
 
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 
@@ -56,10 +58,18 @@ template <typename T, Reduction R> struct Accumulator {
                                   std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
 };
 
+// The workspace of a reduction: one accumulator per output element.
 template <typename T, Reduction R>
-Status reduceTyped(const char *kernel, const Tensor &x, const Tensor &y,
-                   const std::vector<bool> &reduced, int64_t groupSize) {
+Status takeAccumulators(const char *kernel, Workspace &workspace, const Tensor &y,
+                        typename Accumulator<T, R>::type **acc) {
+  return workspace.take(kernel, y.numel(), acc);
+}
+
+template <typename T, Reduction R>
+Status reduceTyped(const char *kernel, const KernelArgs &args, const std::vector<bool> &reduced,
+                   int64_t groupSize) {
   using Acc = typename Accumulator<T, R>::type;
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
   const int64_t outCount = y.numel();
   if constexpr (R == Reduction::Mean && std::is_integral_v<T>) {
     if (groupSize == 0 && outCount > 0)
@@ -70,13 +80,16 @@ Status reduceTyped(const char *kernel, const Tensor &x, const Tensor &y,
   if constexpr (R == Reduction::Max)
     init = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity()
                                        : std::numeric_limits<T>::lowest();
-  std::vector<Acc> acc(static_cast<size_t>(outCount), init);
+  Workspace workspace(args);
+  Acc *acc = nullptr;
+  SHARDC_RETURN_IF_ERROR((takeAccumulators<T, R>(kernel, workspace, y, &acc)));
+  std::fill(acc, acc + outCount, init);
 
   // Walk x in memory order; operand 0 is the accumulator index.
   StridedLoop loop = planReductionWalk(x.shape, reduced);
 
   const T *px = x.as<T>();
-  Acc *pacc = acc.data();
+  Acc *pacc = acc;
   auto fold = [](Acc a, T v) -> Acc {
     if constexpr (R == Reduction::Max) {
       return (v > a || v != v) ? v : a; // NaN propagates
@@ -128,8 +141,21 @@ template <Reduction R> Status reduceCommon(const char *kernel, KernelArgs &args)
   int64_t groupSize = 0;
   SHARDC_RETURN_IF_ERROR(checkReduce(kernel, args, &reduced, &groupSize));
   return visitNumeric(args.inputs[0].dtype, [&](auto tag) {
-    return reduceTyped<decltype(tag), R>(kernel, args.inputs[0], args.outputs[0], reduced,
-                                         groupSize);
+    return reduceTyped<decltype(tag), R>(kernel, args, reduced, groupSize);
+  });
+}
+
+template <Reduction R>
+Status reduceWorkspace(const char *kernel, const KernelArgs &args, uint64_t *bytes) {
+  std::vector<bool> reduced;
+  int64_t groupSize = 0;
+  SHARDC_RETURN_IF_ERROR(checkReduce(kernel, args, &reduced, &groupSize));
+  return visitNumeric(args.inputs[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    typename Accumulator<T, R>::type *acc = nullptr;
+    return measureWorkspace(bytes, [&](Workspace &workspace) {
+      return takeAccumulators<T, R>(kernel, workspace, args.outputs[0], &acc);
+    });
   });
 }
 
@@ -145,6 +171,18 @@ Status reduceMeanKernel(KernelArgs &args) {
 
 Status reduceMaxKernel(KernelArgs &args) {
   return reduceCommon<Reduction::Max>("reduce_max", args);
+}
+
+Status reduceSumWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return reduceWorkspace<Reduction::Sum>("reduce_sum", args, bytes);
+}
+
+Status reduceMeanWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return reduceWorkspace<Reduction::Mean>("reduce_mean", args, bytes);
+}
+
+Status reduceMaxWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return reduceWorkspace<Reduction::Max>("reduce_max", args, bytes);
 }
 
 } // namespace shardc::runtime::cpu

@@ -14,6 +14,7 @@ namespace {
 struct KernelEntry {
   const char *name;
   KernelFn fn;
+  WorkspaceFn workspace = nullptr; // null: the kernel needs no workspace
 };
 
 // Sorted by name (checked by the unit tests), so lookups can binary-search.
@@ -32,44 +33,46 @@ constexpr KernelEntry kCpuKernels[] = {
     {"erf", cpu::erfKernel},
     {"exp", cpu::expKernel},
     {"expand", cpu::expandKernel},
-    {"gather", cpu::gatherKernel},
-    {"gather_grad", cpu::gatherGradKernel},
+    {"gather", cpu::gatherKernel, cpu::gatherWorkspace},
+    {"gather_grad", cpu::gatherGradKernel, cpu::gatherGradWorkspace},
     {"gelu", cpu::geluKernel},
     {"gelu_grad", cpu::geluGradKernel},
     {"gemm", cpu::gemmKernel},
-    {"global_norm", cpu::globalNormKernel},
+    {"global_norm", cpu::globalNormKernel, cpu::globalNormWorkspace},
     {"greater", cpu::greaterKernel},
-    {"layer_norm", cpu::layerNormKernel},
-    {"layer_norm_grad", cpu::layerNormGradKernel},
+    {"layer_norm", cpu::layerNormKernel, cpu::layerNormWorkspace},
+    {"layer_norm_grad", cpu::layerNormGradKernel, cpu::layerNormGradWorkspace},
     {"less", cpu::lessKernel},
     {"log", cpu::logKernel},
-    {"log_softmax", cpu::logSoftmaxKernel},
-    {"log_softmax_grad", cpu::logSoftmaxGradKernel},
+    {"log_softmax", cpu::logSoftmaxKernel, cpu::logSoftmaxWorkspace},
+    {"log_softmax_grad", cpu::logSoftmaxGradKernel, cpu::logSoftmaxGradWorkspace},
     {"matmul", cpu::matmulKernel},
     {"max", cpu::maxKernel},
     {"min", cpu::minKernel},
     {"mul", cpu::mulKernel},
     {"neg", cpu::negKernel},
     {"nll_loss", cpu::nllLossKernel},
-    {"nll_loss_grad", cpu::nllLossGradKernel},
+    {"nll_loss_grad", cpu::nllLossGradKernel, cpu::nllLossGradWorkspace},
     {"not", cpu::notKernel},
     {"or", cpu::orKernel},
     {"pad_for_slice", cpu::padForSliceKernel},
     {"pow", cpu::powKernel},
     {"reciprocal", cpu::reciprocalKernel},
-    {"reduce_max", cpu::reduceMaxKernel},
-    {"reduce_max_grad", cpu::reduceMaxGradKernel},
-    {"reduce_mean", cpu::reduceMeanKernel},
-    {"reduce_sum", cpu::reduceSumKernel},
+    {"reduce_max", cpu::reduceMaxKernel, cpu::reduceMaxWorkspace},
+    {"reduce_max_grad", cpu::reduceMaxGradKernel, cpu::reduceMaxGradWorkspace},
+    {"reduce_mean", cpu::reduceMeanKernel, cpu::reduceMeanWorkspace},
+    {"reduce_sum", cpu::reduceSumKernel, cpu::reduceSumWorkspace},
     {"relu", cpu::reluKernel},
     {"scale_by_clip", cpu::scaleByClipKernel},
     {"sgd_update", cpu::sgdUpdateKernel},
     {"sigmoid", cpu::sigmoidKernel},
     {"slice", cpu::sliceKernel},
-    {"softmax", cpu::softmaxKernel},
-    {"softmax_cross_entropy_loss", cpu::softmaxCrossEntropyLossKernel},
-    {"softmax_cross_entropy_loss_grad", cpu::softmaxCrossEntropyLossGradKernel},
-    {"softmax_grad", cpu::softmaxGradKernel},
+    {"softmax", cpu::softmaxKernel, cpu::softmaxWorkspace},
+    {"softmax_cross_entropy_loss", cpu::softmaxCrossEntropyLossKernel,
+     cpu::softmaxCrossEntropyLossWorkspace},
+    {"softmax_cross_entropy_loss_grad", cpu::softmaxCrossEntropyLossGradKernel,
+     cpu::softmaxCrossEntropyLossGradWorkspace},
+    {"softmax_grad", cpu::softmaxGradKernel, cpu::softmaxGradWorkspace},
     {"split", cpu::splitKernel},
     {"sqrt", cpu::sqrtKernel},
     {"sub", cpu::subKernel},
@@ -79,9 +82,7 @@ constexpr KernelEntry kCpuKernels[] = {
     {"where", cpu::whereKernel},
 };
 
-} // namespace
-
-KernelFn findCpuKernel(const std::string &name) {
+const KernelEntry *findEntry(const std::string &name) {
   const auto *end = std::end(kCpuKernels);
   const auto *it = std::lower_bound(std::begin(kCpuKernels), end, name,
                                     [](const KernelEntry &e, const std::string &n) {
@@ -89,7 +90,22 @@ KernelFn findCpuKernel(const std::string &name) {
                                     });
   if (it == end || name != it->name)
     return nullptr;
-  return it->fn;
+  return it;
+}
+
+} // namespace
+
+KernelFn findCpuKernel(const std::string &name) {
+  const KernelEntry *entry = findEntry(name);
+  return entry ? entry->fn : nullptr;
+}
+
+Status cpuKernelWorkspaceBytes(const std::string &name, const KernelArgs &args, uint64_t *bytes) {
+  const KernelEntry *entry = findEntry(name);
+  if (entry == nullptr)
+    return Status::error("unknown kernel '" + name + "'");
+  *bytes = 0;
+  return entry->workspace ? entry->workspace(args, bytes) : Status::ok();
 }
 
 std::vector<std::string> cpuKernelNames() {

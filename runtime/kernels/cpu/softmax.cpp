@@ -6,9 +6,9 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/fast_exp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 namespace shardc::runtime::cpu {
 
@@ -74,11 +74,11 @@ void softmaxContiguous(const float *x, float *y, int64_t dim, bool logOutput) {
 // One [dim, inner] block whose softmax axis is the outer one: every step runs along `inner`,
 // which is contiguous, keeping a running max and sum per inner position.
 void softmaxStrided(const float *x, float *y, int64_t dim, int64_t inner, bool logOutput,
-                    std::vector<float> &maxes, std::vector<double> &sums) {
-  maxes.assign(static_cast<size_t>(inner), -std::numeric_limits<float>::infinity());
-  sums.assign(static_cast<size_t>(inner), 0.0);
-  float *m = maxes.data();
-  double *s = sums.data();
+                    const SoftmaxScratch &scratch) {
+  float *m = scratch.maxes;
+  double *s = scratch.sums;
+  std::fill(m, m + inner, -std::numeric_limits<float>::infinity());
+  std::fill(s, s + inner, 0.0);
   for (int64_t j = 0; j < dim; ++j)
     for (int64_t i = 0; i < inner; ++i)
       m[i] = nanMax(m[i], x[j * inner + i]);
@@ -103,6 +103,30 @@ void softmaxStrided(const float *x, float *y, int64_t dim, int64_t inner, bool l
   }
 }
 
+// The part of the checks that the workspace size depends on: x and the axis.
+Status readAxisSizes(const char *kernel, const KernelArgs &args, int64_t *outer, int64_t *dim,
+                     int64_t *inner) {
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(1), Arity::exactly(1)));
+  const Tensor &x = args.inputs[0];
+  int64_t axis = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axis", axis, x.rank()));
+  const size_t ax = static_cast<size_t>(axis);
+  *outer = dimsProduct(x.shape, 0, ax);
+  *dim = x.shape[ax];
+  *inner = dimsProduct(x.shape, ax + 1, x.shape.size());
+  return Status::ok();
+}
+
+Status softmaxWorkspaceCommon(const char *kernel, const KernelArgs &args, uint64_t *bytes) {
+  int64_t outer = 0, dim = 0, inner = 0;
+  SHARDC_RETURN_IF_ERROR(readAxisSizes(kernel, args, &outer, &dim, &inner));
+  SoftmaxScratch scratch;
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    return takeSoftmaxScratch(kernel, workspace, inner, &scratch);
+  });
+}
+
 Status softmaxCommon(const char *kernel, KernelArgs &args, bool logOutput) {
   SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(1), Arity::exactly(1)));
   const Tensor &x = args.inputs[0], &y = args.outputs[0];
@@ -116,27 +140,44 @@ Status softmaxCommon(const char *kernel, KernelArgs &args, bool logOutput) {
   const int64_t outer = dimsProduct(x.shape, 0, ax);
   const int64_t dim = x.shape[ax];
   const int64_t inner = dimsProduct(x.shape, ax + 1, x.shape.size());
-  softmaxAlongAxis(x.as<float>(), y.as<float>(), outer, dim, inner, logOutput);
+  Workspace workspace(args);
+  SoftmaxScratch scratch;
+  SHARDC_RETURN_IF_ERROR(takeSoftmaxScratch(kernel, workspace, inner, &scratch));
+  softmaxAlongAxis(x.as<float>(), y.as<float>(), outer, dim, inner, logOutput, scratch);
   return Status::ok();
 }
 
 } // namespace
 
+Status takeSoftmaxScratch(const char *kernel, Workspace &workspace, int64_t inner,
+                          SoftmaxScratch *scratch) {
+  if (inner == 1)
+    return Status::ok();
+  SHARDC_RETURN_IF_ERROR(workspace.take(kernel, inner, &scratch->maxes));
+  return workspace.take(kernel, inner, &scratch->sums);
+}
+
 void softmaxAlongAxis(const float *x, float *y, int64_t outer, int64_t dim, int64_t inner,
-                      bool logOutput) {
+                      bool logOutput, const SoftmaxScratch &scratch) {
   if (inner == 1) {
     for (int64_t o = 0; o < outer; ++o)
       softmaxContiguous(x + o * dim, y + o * dim, dim, logOutput);
     return;
   }
-  std::vector<float> maxes;
-  std::vector<double> sums;
   for (int64_t o = 0; o < outer; ++o)
-    softmaxStrided(x + o * dim * inner, y + o * dim * inner, dim, inner, logOutput, maxes, sums);
+    softmaxStrided(x + o * dim * inner, y + o * dim * inner, dim, inner, logOutput, scratch);
 }
 
 Status softmaxKernel(KernelArgs &args) { return softmaxCommon("softmax", args, false); }
 
 Status logSoftmaxKernel(KernelArgs &args) { return softmaxCommon("log_softmax", args, true); }
+
+Status softmaxWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return softmaxWorkspaceCommon("softmax", args, bytes);
+}
+
+Status logSoftmaxWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  return softmaxWorkspaceCommon("log_softmax", args, bytes);
+}
 
 } // namespace shardc::runtime::cpu

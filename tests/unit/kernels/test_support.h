@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -113,7 +114,37 @@ private:
   AttrMap map_;
 };
 
-// Calls the CPU kernel `name`.
+// 64-byte aligned scratch for a kernel's workspace, as the executor allocates it.
+class WorkspaceStorage {
+public:
+  explicit WorkspaceStorage(uint64_t bytes) : bytes_(bytes) {
+    // One extra alignment unit, so that a zero-byte workspace still has an address.
+    size_t rounded = static_cast<size_t>((bytes + 64) / 64 * 64);
+    data_ = std::aligned_alloc(64, rounded);
+  }
+  ~WorkspaceStorage() { std::free(data_); }
+  WorkspaceStorage(const WorkspaceStorage &) = delete;
+  WorkspaceStorage &operator=(const WorkspaceStorage &) = delete;
+
+  void give(KernelArgs *args) const {
+    args->workspace = data_;
+    args->workspaceBytes = bytes_;
+  }
+
+private:
+  uint64_t bytes_;
+  void *data_;
+};
+
+// True when a kernel error says its workspace was too small.
+inline bool isWorkspaceError(const Status &status) {
+  return !status.isOk() && status.message().find("bytes of workspace") != std::string::npos;
+}
+
+// Calls the CPU kernel `name` with the workspace its size function asks for, as the executor
+// does. Every call also checks the size function against what the kernel really uses: given
+// one byte less, the kernel must report a workspace that is too small (unless it rejects the
+// operands first), so the size is neither too small nor larger than needed.
 inline Status runKernel(const std::string &name, std::vector<Tensor> inputs,
                         std::vector<Tensor> outputs, const Attrs &attrs = Attrs()) {
   KernelFn fn = findCpuKernel(name);
@@ -123,6 +154,22 @@ inline Status runKernel(const std::string &name, std::vector<Tensor> inputs,
   args.inputs = std::move(inputs);
   args.outputs = std::move(outputs);
   args.attrs = &attrs.map();
+  uint64_t need = 0;
+  // Operands the size function rejects are left for the kernel to reject (it is called with
+  // no workspace, and must report its own error before it takes any).
+  if (!cpuKernelWorkspaceBytes(name, args, &need).isOk())
+    need = 0;
+  if (need > 0) {
+    WorkspaceStorage smaller(need - 1);
+    KernelArgs undersized = args;
+    smaller.give(&undersized);
+    Status status = fn(undersized);
+    if (status.isOk())
+      ADD_FAILURE() << name << " ran in " << need - 1
+                    << " bytes of workspace, but its size function asks for " << need;
+  }
+  WorkspaceStorage workspace(need);
+  workspace.give(&args);
   return fn(args);
 }
 

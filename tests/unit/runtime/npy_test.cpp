@@ -138,7 +138,7 @@ TEST(Npy, BoolBytesAreNormalised) {
                              std::string("\x00\x02\xff", 3)),
                     &t)
                   .isOk());
-  EXPECT_EQ(t.bytes, (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(t.bytes, (HostBytes{0, 1, 1}));
 }
 
 TEST(Npy, RejectsBadMagic) {

@@ -159,7 +159,7 @@ TEST(Safetensors, ByteExactWithThePythonLibrary) {
   EXPECT_EQ(metadata.at("format"), "np");
   EXPECT_EQ(tensors.at("z").as<int64_t>()[0], 5);
   EXPECT_EQ(tensors.at("a").as<float>()[1], -2.0f);
-  EXPECT_EQ(tensors.at("b").bytes, (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(tensors.at("b").bytes, (HostBytes{1, 0, 1}));
 }
 
 TEST(Safetensors, ReaderAcceptsAnyTensorOrderAndWhitespace) {
@@ -178,7 +178,7 @@ TEST(Safetensors, BoolBytesAreNormalised) {
                           std::string("\x00\x02\xff", 3)),
                     &tensors)
                   .isOk());
-  EXPECT_EQ(tensors.at("m").bytes, (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(tensors.at("m").bytes, (HostBytes{0, 1, 1}));
 }
 
 std::string entry(const std::string &name, const std::string &dtype, const std::string &shape,

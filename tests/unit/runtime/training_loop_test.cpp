@@ -7,6 +7,9 @@
 // every value below can be computed by hand.
 #include "runtime/data/npy.h"
 #include "runtime/executor/executor.h"
+#include "runtime/memory/memory_report.h"
+#include "runtime/memory/memory_tracker.h"
+#include "runtime/memory/planned_memory.h"
 #include "runtime/program/program_validation.h"
 #include "runtime/training/batch_source.h"
 #include "runtime/training/training_loop.h"
@@ -77,6 +80,7 @@ program::Program sgdProgram() {
   init->set_size_bytes(8);
   p.set_arena_bytes(640);
   p.set_weights_bytes(128);
+  p.set_workspace_bytes(8); // reduce_sum's accumulator: one double
   return p;
 }
 
@@ -214,6 +218,43 @@ TEST_F(TrainingLoopTest, RestoredSnapshotContinuesBitIdentically) {
   ASSERT_TRUE(resumed->runStep(batches.get(), 0.25f, &again).isOk());
   EXPECT_EQ(std::memcmp(&again, &uninterrupted, sizeof again), 0);
   EXPECT_EQ(values(resumed->value("w")), values(loop->value("w")));
+}
+
+// The whole run is planned: the measured peak equals the program's planned peak, and steps after
+// the first (also after a restore) allocate nothing.
+TEST_F(TrainingLoopTest, MemoryIsAsPlannedAndLaterStepsAllocateNothing) {
+  MemoryTracker tracker;
+  program::Program program = sgdProgram();
+  program.set_planned_peak_bytes(planPeakMemory(program).total);
+  std::shared_ptr<const AlignedBuffer> weights;
+  {
+    MemoryScope scope(&tracker, MemoryUse::Weights);
+    weights = sgdWeights();
+  }
+  std::unique_ptr<Executor> executor;
+  Status status = Executor::create(program, weights, &executor, &tracker);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  std::unique_ptr<TrainingLoop> loop;
+  ASSERT_TRUE(TrainingLoop::create(executor.get(), weights.get(), &loop).isOk());
+  std::unique_ptr<BatchSource> batches = makeBatches(*loop);
+  ASSERT_NE(batches, nullptr);
+  EXPECT_EQ(batches->heldBytes(), 16u); // x.npy: four floats, not part of the plan
+
+  float loss = 0;
+  ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk());
+  const uint64_t afterFirstStep = tracker.allocationCount();
+  for (int k = 2; k <= 4; ++k)
+    ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk());
+  EXPECT_EQ(tracker.allocationCount(), afterFirstStep) << "steps 2..4 allocated";
+  CheckpointContents checkpoint;
+  loop->snapshot(&checkpoint); // outside any scope: not counted, not part of the plan
+  ASSERT_TRUE(loop->restore(checkpoint).isOk());
+  ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk());
+  EXPECT_EQ(tracker.allocationCount(), afterFirstStep) << "restore or step 5 allocated";
+
+  PeakMemoryReport report = comparePeakMemory(program, tracker);
+  EXPECT_TRUE(report.agrees) << report.text;
+  EXPECT_EQ(tracker.peakBytes(), program.planned_peak_bytes());
 }
 
 TEST_F(TrainingLoopTest, RestoreRejectsAnotherModelsCheckpoint) {

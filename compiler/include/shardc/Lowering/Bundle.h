@@ -1,7 +1,9 @@
 //===- Bundle.h - write a compiled bundle directory -------------------------------------===//
 //
 // A bundle is a directory: program.pb (the Bundle message), weights.bin (the WEIGHTS region
-// of every rank, absent for planning-only bundles) and plan.txt (the human-readable plan).
+// of every rank, absent for planning-only bundles), plan.txt (the human-readable plan) and,
+// for training bundles, source.onnx (the input model without its trained parameters' values,
+// the template of `shardrun --export-onnx`).
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_LOWERING_BUNDLE_H
@@ -17,16 +19,19 @@ namespace shardc {
 inline constexpr const char *kProgramFileName = "program.pb";
 inline constexpr const char *kWeightsFileName = "weights.bin";
 inline constexpr const char *kPlanFileName = "plan.txt";
+inline constexpr const char *kSourceOnnxFileName = "source.onnx";
 
 // Readable description of the program(s): inputs, outputs, memory, the op list with the
 // buffers each op reads and writes.
 std::string formatPlan(const program::Bundle &bundle);
 
 // Writes the bundle into `dir` (created if needed); `weights` may be null for a planning-only
-// bundle. Each file is written to a temporary name and renamed, so an interrupted run never
-// leaves a half-written file behind. On failure returns false with a one-line `error`.
+// bundle, `sourceOnnx` (the serialized source.onnx) null for a bundle without one. Each file
+// is written to a temporary name and renamed, so an interrupted run never leaves a
+// half-written file behind. On failure returns false with a one-line `error`.
 bool writeBundle(const std::string &dir, program::Bundle bundle,
-                 const std::vector<char> *weights, std::string &error);
+                 const std::vector<char> *weights, const std::string *sourceOnnx,
+                 std::string &error);
 
 } // namespace shardc
 

@@ -1,8 +1,10 @@
 //===- ProgramEmitter.h - planned @forward -> runtime program ---------------------------===//
 //
 // Turns a function that went through the pass pipeline (static shapes, constants folded,
-// arena offsets planned) into the runtime's program message and the bytes of the weights
-// region (parameters from the WeightStore, then constants from the IR).
+// arena offsets and workspace planned) into the runtime's program message and the bytes of the
+// weights region (parameters from the WeightStore, then constants from the IR). Every buffer
+// gets its role (BufferRoles.h), and the program its planned peak memory
+// (runtime/memory/planned_memory.h).
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_LOWERING_PROGRAMEMITTER_H

@@ -286,6 +286,20 @@ def dynamic_reshape():
     return model(nodes, [vi("x", F32, [2, 6]), vi("shape", I64, [2])], [vi("y", F32, [3, 4])])
 
 
+def linear_classifier():
+    """loss = cross_entropy(x @ w + b, y): x f32[4, 3], y i64[4], w f32[3, 5], b f32[5]; the
+    training step whose memory plan tests/lit/passes/shardc-plan-memory-report.test checks."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+        helper.make_node("Add", ["xw", "b"], ["logits"], name="bias"),
+        helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "y"], ["loss"], name="xent",
+                         reduction="mean"),
+    ]
+    inits = [const("w", np.linspace(-1, 1, 15).reshape(3, 5), np.float32),
+             const("b", np.zeros(5), np.float32)]
+    return model(nodes, [vi("x", F32, [4, 3]), vi("y", I64, [4])], [vi("loss", F32, [])], inits)
+
+
 MODELS = {
     "params_and_constants": params_and_constants,
     "shape_chain": shape_chain,
@@ -307,6 +321,7 @@ MODELS = {
     "opset12": relu_at(12),
     "opset21": relu_at(21),
     "dynamic_reshape": dynamic_reshape,
+    "linear_classifier": linear_classifier,
 }
 
 

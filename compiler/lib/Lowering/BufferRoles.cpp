@@ -1,0 +1,55 @@
+//===- BufferRoles.cpp ------------------------------------------------------------------===//
+#include "shardc/Lowering/BufferRoles.h"
+
+#include "shardc/Autodiff/TrainStep.h"
+#include "shardc/Dialect/Graph/GraphDialect.h"
+
+#include <string>
+#include <vector>
+
+using namespace mlir;
+
+namespace shardc {
+
+program::BufferRole argumentRole(func::FuncOp func, unsigned index) {
+  if (func.getArgAttr(index, kStateAttr))
+    return program::ROLE_OPTIMIZER_STATE;
+  if (func.getArgAttr(index, graph::kParamAttr))
+    return program::ROLE_PARAMETER;
+  return program::ROLE_INPUT;
+}
+
+std::optional<program::BufferRole> resultRole(func::FuncOp func, unsigned index) {
+  if (func.getResultAttr(index, graph::kParamAttr))
+    return program::ROLE_PARAMETER;
+  if (func.getResultAttr(index, kStateAttr))
+    return program::ROLE_OPTIMIZER_STATE;
+  if (func.getResultAttr(index, kStepAttr))
+    return program::ROLE_INPUT;
+  return std::nullopt;
+}
+
+void markGradientBuffers(program::Program &program) {
+  // The op that writes each buffer, to follow a clipped gradient back to its source.
+  std::vector<int> producer(program.buffers_size(), -1);
+  for (int i = 0; i < program.ops_size(); ++i)
+    for (int buffer : program.ops(i).outputs())
+      producer[buffer] = i;
+  auto mark = [&](int buffer) {
+    if (buffer >= 0 && program.buffers(buffer).region() == program::ARENA)
+      program.mutable_buffers(buffer)->set_role(program::ROLE_GRADIENT);
+  };
+  for (const program::Op &op : program.ops()) {
+    if ((op.kernel() != "adamw_update" && op.kernel() != "sgd_update") || op.inputs_size() < 2)
+      continue;
+    int grad = op.inputs(1);
+    mark(grad);
+    if (grad >= 0 && producer[grad] >= 0) {
+      const program::Op &clip = program.ops(producer[grad]);
+      if (clip.kernel() == "scale_by_clip" && clip.inputs_size() > 0)
+        mark(clip.inputs(0));
+    }
+  }
+}
+
+} // namespace shardc

@@ -1,0 +1,87 @@
+// Writing the trained model as ONNX (`shardrun --export-onnx FILE`).
+//
+// A training bundle holds source.onnx (Bundle.source_onnx_file): the model shardc compiled,
+// in which each trained parameter's initializer has name, data_type and dims but no values;
+// every other tensor keeps its values. The exporter loads it once, before training, so that a
+// damaged bundle or a mismatch is reported before a long run rather than after it; at the end
+// it fills in the trained values (f32, raw_data little-endian) and writes FILE atomically.
+//
+// protobuf cannot serialize or parse a message of 2 GiB or more. When the trained values would
+// take the model past that, they go instead to FILE.data next to FILE, referenced as ONNX
+// external data (location = the data file's name, offset, length; every offset 64-aligned),
+// which onnx.load() and onnxruntime read from the model's directory.
+#pragma once
+
+#include "runtime/executor/host_tensor.h"
+#include "runtime/program/bundle.h"
+#include "runtime/support/status.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnx {
+class ModelProto;
+} // namespace onnx
+
+namespace shardc::runtime {
+
+// The largest serialized model written as one file: protobuf's limit is 2^31 - 1 bytes.
+constexpr uint64_t kMaxInlineOnnxBytes = 0x7fffffffULL;
+
+struct OnnxExportOptions {
+  // Above this estimated size the trained values go to FILE.data (tests lower it).
+  uint64_t maxInlineBytes = kMaxInlineOnnxBytes;
+};
+
+// What write() did, for the summary line.
+struct OnnxExportResult {
+  size_t tensors = 0;       // trained parameters written
+  std::string externalData; // the external-data file, or "" when everything is inline
+};
+
+class OnnxExporter {
+public:
+  ~OnnxExporter();
+
+  // Loads `bundle`'s source.onnx (its checksum must match program.pb's) and checks that every
+  // trained parameter of the rank-0 program (state_init) is an f32 initializer of the model
+  // with the program's shape. `bundle` must have passed validateBundleAndLoadWeights.
+  static Status open(const LoadedBundle &bundle, std::unique_ptr<OnnxExporter> *out);
+
+  // Fails when `path` cannot be written: it is a directory, or its directory does not exist or
+  // is not writable. Checked before training so that a typo does not cost the run.
+  static Status checkDestination(const std::string &path);
+
+  // The trained parameters, in state_init order.
+  const std::vector<std::string> &parameterNames() const { return names_; }
+
+  // Writes the model to `path` with each trained parameter's value from `valueOf(name)`, which
+  // must be an f32 tensor of the parameter's shape. The template is left as it was, so write()
+  // can be called again (later in training).
+  Status write(const std::string &path,
+               const std::function<const HostTensor *(const std::string &)> &valueOf,
+               const OnnxExportOptions &options, OnnxExportResult *result);
+
+private:
+  OnnxExporter();
+
+  struct Param {
+    std::string name;
+    int initializer; // index into graph.initializer
+    std::vector<int64_t> shape;
+  };
+
+  Status collectValues(const std::function<const HostTensor *(const std::string &)> &valueOf,
+                       std::vector<const HostTensor *> *values) const;
+  void clearTrainedValues();
+
+  std::string sourcePath_; // BUNDLE/source.onnx, for messages
+  std::unique_ptr<onnx::ModelProto> model_;
+  std::vector<Param> params_;
+  std::vector<std::string> names_;
+};
+
+} // namespace shardc::runtime

@@ -1,0 +1,24 @@
+// The comparison shardrun prints at the end of a run: the program's planned peak memory
+// (Program.planned_peak_bytes, broken down as in runtime/memory/planned_memory.h) next to the
+// peak its MemoryTracker measured. The two must be equal; a difference is a bug in the plan or
+// in the runtime, and the report says which part differs.
+#pragma once
+
+#include "runtime/memory/memory_tracker.h"
+#include "runtime/program/program.pb.h"
+
+#include <string>
+
+namespace shardc::runtime {
+
+struct PeakMemoryReport {
+  bool planned = false; // the program records a planned peak (0: compiled by an older shardc)
+  bool agrees = false;  // planned and measured peaks are equal
+  // "memory: planned peak N bytes, measured peak N bytes (arena A, weights W, ...)", or, when
+  // they differ, both breakdowns side by side.
+  std::string text;
+};
+
+PeakMemoryReport comparePeakMemory(const program::Program &program, const MemoryTracker &tracker);
+
+} // namespace shardc::runtime

@@ -1,0 +1,224 @@
+"""Planned against measured peak memory per rank, end to end.
+
+    test_memory_plan.py --shardc PATH --shardrun PATH --work DIR
+
+For the MLP classifier, the tiny GPT and the BERT-like encoder, each compiled with
+`shardc --mode train` (also the MLP with --grad-clip) and `--mode forward`:
+
+  plan.txt  the memory section adds up: the planned peak is arena + weights + workspace + step
+            inputs + step outputs, the arena's lines (bytes live per role at its peak, and the
+            unused rest) add up to the arena, the weights' lines to the weights
+  run       shardrun (train: `--steps 4` on the model's sample batch; forward: one run) prints
+            `memory: planned peak N bytes, measured peak M bytes (arena .., weights .., ...)`
+            with N == M == plan.txt's total and each measured part equal to plan.txt's; a
+            training run reports 0 allocations after the first step and the bytes its data
+            source holds beside the plan
+
+and one negative case:
+
+  mismatch  a program.pb whose planned_peak_bytes was altered (with protoc): shardrun exits 1
+            with one `shardrun: error:` line saying the measured peak differs from the plan
+            (skipped without protoc)
+
+Prints PASS/FAIL per case, the planned and measured peaks, and `N passed, M failed`.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, os.pardir, "models")
+PROTO_DIR = os.path.join(HERE, os.pardir, os.pardir, "runtime", "program")
+sys.path.insert(0, HERE)
+import e2e_util  # noqa: E402
+
+PYTHON = sys.executable
+STEPS = 4
+TOP_LEVEL = ["arena", "weights", "workspace", "step inputs", "step outputs"]
+
+# name, model, shardc mode, extra shardc flags
+CONFIGS = [
+    ("mlp_train", "mlp_classifier", "train", []),
+    ("mlp_train_clip", "mlp_classifier", "train", ["--grad-clip", "0.05"]),
+    ("mlp_forward", "mlp_classifier", "forward", []),
+    ("tiny_gpt_train", "tiny_gpt", "train", []),
+    ("tiny_gpt_forward", "tiny_gpt", "forward", []),
+    ("bert_encoder_train", "bert_encoder", "train", []),
+    ("bert_encoder_forward", "bert_encoder", "forward", []),
+]
+
+MEMORY_LINE = re.compile(r"^shardrun: memory: planned peak (\d+) bytes, measured peak (\d+) bytes "
+                         r"\(([^)]*)\)(.*)$", re.M)
+BYTES_LINE = re.compile(r"^( +)([^:]+): (\d+) bytes")
+
+
+def export(model, work):
+    out = os.path.join(work, "models", model)
+    if not os.path.exists(os.path.join(out, "model.onnx")):
+        subprocess.run([PYTHON, os.path.join(MODELS, f"export_{model}.py"), "--out", out],
+                       check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def shape_flags(model_dir):
+    path = os.path.join(model_dir, "input_shapes.txt")
+    if not os.path.exists(path):
+        return []
+    flags = []
+    for line in open(path).read().split():
+        flags += ["--input-shape", line]
+    return flags
+
+
+def read_plan_memory(bundle):
+    """(total, {part: bytes}, {part: {line: bytes}}) from plan.txt's memory section."""
+    total, parts, details = None, {}, {}
+    current = None
+    for line in open(os.path.join(bundle, "plan.txt")):
+        if line.startswith("memory: planned peak "):
+            total = int(line.split()[3])
+            continue
+        if total is None:
+            continue
+        m = BYTES_LINE.match(line)
+        if not m:
+            if not line.startswith(" "):
+                break  # the end of the memory section
+            continue
+        indent, name, value = len(m.group(1)), m.group(2), int(m.group(3))
+        if indent == 2:
+            current = name
+            parts[name] = value
+            details[name] = {}
+        elif indent == 4 and current is not None:
+            details[current][name] = value
+    return total, parts, details
+
+
+def check_plan(bundle):
+    """plan.txt's memory section adds up; returns (error, total, parts)."""
+    total, parts, details = read_plan_memory(bundle)
+    if total is None:
+        return "plan.txt has no 'memory: planned peak' line", None, None
+    if list(parts) != TOP_LEVEL:
+        return f"plan.txt memory parts are {list(parts)}, expected {TOP_LEVEL}", None, None
+    if sum(parts.values()) != total:
+        return f"plan.txt: parts {parts} add up to {sum(parts.values())}, not {total}", None, None
+    for part in ("arena", "weights"):
+        if sum(details[part].values()) != parts[part]:
+            return (f"plan.txt: the {part} lines {details[part]} add up to "
+                    f"{sum(details[part].values())}, not {parts[part]}"), None, None
+    return None, total, parts
+
+
+def run_config(name, model, mode, flags, args):
+    work = os.path.join(args.work, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    model_dir = export(model, args.work)
+    bundle = os.path.join(work, f"{mode}.shard")
+    res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", mode,
+                             "-o", bundle, *shape_flags(model_dir), *flags], args.timeout)
+    if not res.ok:
+        return f"compile: {res.describe()}"
+    err, total, parts = check_plan(bundle)
+    if err:
+        return err
+
+    # The sample batch of the export is the data set: one batch, reused every step.
+    data = os.path.join(model_dir, "inputs")
+    if mode == "train":
+        argv = [args.shardrun, bundle, "--steps", str(STEPS), "--data", data]
+    else:
+        argv = [args.shardrun, bundle, "--data", data, "--outputs", os.path.join(work, "out")]
+    res = e2e_util.run_tool(argv, args.timeout)
+    if not res.ok:
+        return f"run: {res.describe()}"
+    m = MEMORY_LINE.search(res.stderr)
+    if not m:
+        return f"shardrun printed no memory line: {res.stderr.strip()[-400:]}"
+    planned, measured = int(m.group(1)), int(m.group(2))
+    if planned != measured:
+        return f"planned peak {planned} != measured peak {measured}"
+    if planned != total:
+        return f"shardrun's planned peak {planned} != plan.txt's {total}"
+    measured_parts = {}
+    for item in m.group(3).split(", "):
+        key, _, value = item.rpartition(" ")
+        measured_parts[key] = int(value)
+    if measured_parts != parts:
+        return f"measured {measured_parts} != planned {parts}"
+    rest = m.group(4)
+    if mode == "train":
+        if "; 0 allocations after the first step" not in rest:
+            return f"steps after the first allocated: {rest.strip()}"
+        if "the data source holds" not in rest:
+            return f"no data source bytes reported: {rest.strip()}"
+    return None, f"planned {planned} bytes = measured {measured} bytes"
+
+
+def case_mismatch(args):
+    protoc = shutil.which("protoc")
+    if protoc is None:
+        return None, "skipped (no protoc to edit program.pb)"
+    work = os.path.join(args.work, "mismatch")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    model_dir = export("mlp_classifier", args.work)
+    bundle = os.path.join(work, "forward.shard")
+    res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
+                             "forward", "-o", bundle], args.timeout)
+    if not res.ok:
+        return f"compile: {res.describe()}"
+    program = os.path.join(bundle, "program.pb")
+    proto = ["-I", PROTO_DIR, os.path.join(PROTO_DIR, "program.proto")]
+    text = subprocess.run([protoc, "--decode=shardc.program.Bundle", *proto],
+                          stdin=open(program, "rb"), stdout=subprocess.PIPE, check=True).stdout
+    altered, count = re.subn(rb"planned_peak_bytes: (\d+)",
+                             lambda m: b"planned_peak_bytes: %d" % (int(m.group(1)) + 64), text)
+    if count != 1:
+        return f"program.pb has {count} planned_peak_bytes fields, expected 1"
+    encoded = subprocess.run([protoc, "--encode=shardc.program.Bundle", *proto], input=altered,
+                             stdout=subprocess.PIPE, check=True).stdout
+    with open(program, "wb") as f:
+        f.write(encoded)
+    res = e2e_util.run_tool([args.shardrun, bundle, "--data", os.path.join(model_dir, "inputs"),
+                             "--outputs", os.path.join(work, "out")], args.timeout)
+    errors = [line for line in res.stderr.splitlines() if line.startswith("shardrun: error:")]
+    if res.returncode != 1 or len(errors) != 1 or "differs from the planned peak" not in errors[0]:
+        return f"expected exit 1 and one error line about the peak: {res.describe()}"
+    return None, errors[0]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--timeout", type=int, default=120)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    cases = [(c[0], lambda c=c: run_config(*c, args)) for c in CONFIGS]
+    cases.append(("mismatch", lambda: case_mismatch(args)))
+    failed = 0
+    for name, case in cases:
+        try:
+            result = case()
+        except Exception as exc:  # a harness error fails the case, not the whole run
+            result = f"{type(exc).__name__}: {exc}"
+        err, info = (result[0], result[1]) if isinstance(result, tuple) else (result, "")
+        if err:
+            print(f"FAIL {name}: {err}")
+            failed += 1
+        else:
+            print(f"PASS {name}" + (f": {info}" if info else ""))
+    print(f"{len(cases) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
