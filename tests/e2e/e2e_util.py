@@ -4,6 +4,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 
 import numpy as np
 
@@ -166,3 +167,45 @@ def compare_outputs(out_dir, expected_outputs, rtol, atol):
         if err:
             errors.append(err)
     return errors
+
+
+def export_test_model(model, out_dir):
+    """Runs tests/models/export_MODEL.py into out_dir unless it already holds model.onnx."""
+    if not os.path.exists(os.path.join(out_dir, "model.onnx")):
+        models = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "models")
+        subprocess.run([sys.executable, os.path.join(models, f"export_{model}.py"), "--out",
+                        out_dir], check=True, stdout=subprocess.DEVNULL)
+    return out_dir
+
+
+def input_shape_flags(model_dir):
+    """`--input-shape NAME=DIMS` flags from an export's input_shapes.txt (symbolic dims)."""
+    path = os.path.join(model_dir, "input_shapes.txt")
+    if not os.path.exists(path):
+        return []
+    flags = []
+    for line in open(path).read().split():
+        flags += ["--input-shape", line]
+    return flags
+
+
+def run_cases(cases):
+    """Runs each (name, fn) of `cases` and exits with the verdict.
+
+    fn returns None (pass), an error string, or (error or None, detail). A harness exception
+    fails its case, not the whole run. Prints PASS/FAIL per case and `N passed, M failed`.
+    """
+    failed = 0
+    for name, case in cases:
+        try:
+            result = case()
+        except Exception as exc:  # a harness error fails the case, not the whole run
+            result = f"{type(exc).__name__}: {exc}"
+        err, info = (result[0], result[1]) if isinstance(result, tuple) else (result, "")
+        if err:
+            print(f"FAIL {name}: {err}")
+            failed += 1
+        else:
+            print(f"PASS {name}" + (f": {info}" if info else ""))
+    print(f"{len(cases) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)

@@ -54,21 +54,7 @@ CONFIGS = [
 
 
 def export(model, work):
-    out = os.path.join(work, model)
-    if not os.path.exists(os.path.join(out, "model.onnx")):
-        subprocess.run([PYTHON, os.path.join(MODELS, f"export_{model}.py"), "--out", out],
-                       check=True, stdout=subprocess.DEVNULL)
-    return out
-
-
-def shape_flags(model_dir):
-    path = os.path.join(model_dir, "input_shapes.txt")
-    if not os.path.exists(path):
-        return []
-    flags = []
-    for line in open(path).read().split():
-        flags += ["--input-shape", line]
-    return flags
+    return e2e_util.export_test_model(model, os.path.join(work, model))
 
 
 def read_bindings(bundle):
@@ -97,7 +83,7 @@ def run_config(name, model, flags, args):
                    check=True, stdout=subprocess.DEVNULL)
     bundle = os.path.join(work, "model.shard")
     res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
-                             "train", "-o", bundle, *shape_flags(model_dir), *flags],
+                             "train", "-o", bundle, *e2e_util.input_shape_flags(model_dir), *flags],
                             args.timeout)
     if not res.ok:
         return f"compile: {res.describe()}"

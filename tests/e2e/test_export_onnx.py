@@ -423,20 +423,7 @@ def main():
         ("no_source", lambda: case_no_source(mlp())),
         ("usage", lambda: case_usage(mlp())),
     ]
-    failed = 0
-    for name, case in cases:
-        try:
-            result = case()
-        except Exception as exc:  # a harness error fails the case, not the whole run
-            result = f"{type(exc).__name__}: {exc}"
-        err, info = (result[0], result[1]) if isinstance(result, tuple) else (result, "")
-        if err:
-            print(f"FAIL {name}: {err}")
-            failed += 1
-        else:
-            print(f"PASS {name}" + (f": {info}" if info else ""))
-    print(f"{len(cases) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    e2e_util.run_cases(cases)
 
 
 if __name__ == "__main__":

@@ -57,21 +57,7 @@ BYTES_LINE = re.compile(r"^( +)([^:]+): (\d+) bytes")
 
 
 def export(model, work):
-    out = os.path.join(work, "models", model)
-    if not os.path.exists(os.path.join(out, "model.onnx")):
-        subprocess.run([PYTHON, os.path.join(MODELS, f"export_{model}.py"), "--out", out],
-                       check=True, stdout=subprocess.DEVNULL)
-    return out
-
-
-def shape_flags(model_dir):
-    path = os.path.join(model_dir, "input_shapes.txt")
-    if not os.path.exists(path):
-        return []
-    flags = []
-    for line in open(path).read().split():
-        flags += ["--input-shape", line]
-    return flags
+    return e2e_util.export_test_model(model, os.path.join(work, "models", model))
 
 
 def read_plan_memory(bundle):
@@ -122,7 +108,7 @@ def run_config(name, model, mode, flags, args):
     model_dir = export(model, args.work)
     bundle = os.path.join(work, f"{mode}.shard")
     res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", mode,
-                             "-o", bundle, *shape_flags(model_dir), *flags], args.timeout)
+                             "-o", bundle, *e2e_util.input_shape_flags(model_dir), *flags], args.timeout)
     if not res.ok:
         return f"compile: {res.describe()}"
     err, total, parts = check_plan(bundle)
@@ -204,20 +190,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     cases = [(c[0], lambda c=c: run_config(*c, args)) for c in CONFIGS]
     cases.append(("mismatch", lambda: case_mismatch(args)))
-    failed = 0
-    for name, case in cases:
-        try:
-            result = case()
-        except Exception as exc:  # a harness error fails the case, not the whole run
-            result = f"{type(exc).__name__}: {exc}"
-        err, info = (result[0], result[1]) if isinstance(result, tuple) else (result, "")
-        if err:
-            print(f"FAIL {name}: {err}")
-            failed += 1
-        else:
-            print(f"PASS {name}" + (f": {info}" if info else ""))
-    print(f"{len(cases) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    e2e_util.run_cases(cases)
 
 
 if __name__ == "__main__":

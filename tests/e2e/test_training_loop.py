@@ -295,20 +295,7 @@ def main():
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     setup = Setup(args)
-    failed = 0
-    for name, case in CASES:
-        try:
-            result = case(setup)
-        except Exception as exc:  # a harness error fails the case, not the whole run
-            result = f"{type(exc).__name__}: {exc}"
-        err, info = (result[0], result[1]) if isinstance(result, tuple) else (result, "")
-        if err:
-            print(f"FAIL {name}: {err}")
-            failed += 1
-        else:
-            print(f"PASS {name}" + (f": {info}" if info else ""))
-    print(f"{len(CASES) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    e2e_util.run_cases([(name, lambda case=case: case(setup)) for name, case in CASES])
 
 
 if __name__ == "__main__":
