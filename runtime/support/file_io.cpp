@@ -35,35 +35,37 @@ private:
   int fd_;
 };
 
-// Reads the file into memory obtained from `allocate(size)`, which returns nullptr (after
-// filling `allocStatus`) when it cannot provide that memory.
-Status readFileWith(const std::string &path,
-                    const std::function<uint8_t *(size_t, Status *)> &allocate) {
-  int fd;
+// Opens `path` for reading and checks that it is a regular file; returns the descriptor.
+Status openRegularFile(const std::string &path, int *fd, uint64_t *size) {
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0)
+    *fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (*fd < 0 && errno == EINTR);
+  if (*fd < 0)
     return ioError(path, "cannot open", errno);
-  FdCloser closer(fd);
-
   struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return ioError(path, "cannot stat", errno);
-  if (S_ISDIR(st.st_mode))
-    return Status::error(path + ": is a directory, expected a file");
-  if (!S_ISREG(st.st_mode))
-    return Status::error(path + ": not a regular file");
+  Status status;
+  if (::fstat(*fd, &st) != 0)
+    status = ioError(path, "cannot stat", errno);
+  else if (S_ISDIR(st.st_mode))
+    status = Status::error(path + ": is a directory, expected a file");
+  else if (!S_ISREG(st.st_mode))
+    status = Status::error(path + ": not a regular file");
+  if (!status.isOk()) {
+    ::close(*fd);
+    *fd = -1;
+    return status;
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return Status::ok();
+}
 
-  size_t size = static_cast<size_t>(st.st_size);
-  Status allocStatus;
-  uint8_t *dst = allocate(size, &allocStatus);
-  if (dst == nullptr)
-    return Status::error(path + ": " + allocStatus.message());
-
-  size_t done = 0;
+// Reads exactly `size` bytes at `offset` of the open file `fd` (named `path` in errors).
+Status readExactly(int fd, const std::string &path, uint64_t offset, uint64_t size,
+                   uint8_t *dst) {
+  uint64_t done = 0;
   while (done < size) {
-    ssize_t n = ::read(fd, dst + done, size - done);
+    ssize_t n = ::pread(fd, dst + done, static_cast<size_t>(size - done),
+                        static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR)
         continue;
@@ -71,9 +73,24 @@ Status readFileWith(const std::string &path,
     }
     if (n == 0)
       return Status::error(path + ": file shrank while being read");
-    done += static_cast<size_t>(n);
+    done += static_cast<uint64_t>(n);
   }
   return Status::ok();
+}
+
+// Reads the file into memory obtained from `allocate(size)`, which returns nullptr (after
+// filling `allocStatus`) when it cannot provide that memory.
+Status readFileWith(const std::string &path,
+                    const std::function<uint8_t *(size_t, Status *)> &allocate) {
+  int fd = -1;
+  uint64_t size = 0;
+  SHARDC_RETURN_IF_ERROR(openRegularFile(path, &fd, &size));
+  FdCloser closer(fd);
+  Status allocStatus;
+  uint8_t *dst = allocate(static_cast<size_t>(size), &allocStatus);
+  if (dst == nullptr)
+    return Status::error(path + ": " + allocStatus.message());
+  return readExactly(fd, path, 0, size, dst);
 }
 
 } // namespace
@@ -139,33 +156,6 @@ Status writeFileAtomically(const std::string &path, const std::vector<ByteSpan> 
   return Status::ok();
 }
 
-namespace {
-
-// Opens `path` for reading and checks that it is a regular file; returns the descriptor.
-Status openRegularFile(const std::string &path, int *fd, uint64_t *size) {
-  do {
-    *fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (*fd < 0 && errno == EINTR);
-  if (*fd < 0)
-    return ioError(path, "cannot open", errno);
-  struct stat st;
-  Status status;
-  if (::fstat(*fd, &st) != 0)
-    status = ioError(path, "cannot stat", errno);
-  else if (S_ISDIR(st.st_mode))
-    status = Status::error(path + ": is a directory, expected a file");
-  else if (!S_ISREG(st.st_mode))
-    status = Status::error(path + ": not a regular file");
-  if (!status.isOk()) {
-    ::close(*fd);
-    *fd = -1;
-    return status;
-  }
-  *size = static_cast<uint64_t>(st.st_size);
-  return Status::ok();
-}
-
-} // namespace
 
 Status regularFileSize(const std::string &path, uint64_t *size) {
   int fd = -1;
@@ -179,20 +169,7 @@ Status readFileRange(const std::string &path, uint64_t offset, uint64_t size, ui
   uint64_t fileSize = 0;
   SHARDC_RETURN_IF_ERROR(openRegularFile(path, &fd, &fileSize));
   FdCloser closer(fd);
-  uint64_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, dst + done, static_cast<size_t>(size - done),
-                        static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return ioError(path, "cannot read", errno);
-    }
-    if (n == 0)
-      return Status::error(path + ": file shrank while being read");
-    done += static_cast<uint64_t>(n);
-  }
-  return Status::ok();
+  return readExactly(fd, path, offset, size, dst);
 }
 
 bool pathExists(const std::string &path) {
