@@ -35,20 +35,6 @@ constexpr uint64_t kExternalDataAlignment = 64;
 // field tag and length varint, and the longer length prefixes of the enclosing messages.
 constexpr uint64_t kPerTensorOverhead = 32;
 
-// Drops every field that can hold a tensor's values; name, data_type and dims stay.
-void dropValues(onnx::TensorProto &tensor) {
-  // Swapping with an empty string releases the memory, which clear_raw_data() would keep.
-  std::string().swap(*tensor.mutable_raw_data());
-  tensor.clear_raw_data();
-  tensor.clear_float_data();
-  tensor.clear_int32_data();
-  tensor.clear_int64_data();
-  tensor.clear_double_data();
-  tensor.clear_uint64_data();
-  tensor.clear_string_data();
-  tensor.clear_external_data();
-  tensor.clear_data_location();
-}
 
 std::string baseName(const std::string &path) {
   size_t slash = path.find_last_of('/');
@@ -208,7 +194,7 @@ OnnxExporter::collectValues(const std::function<const HostTensor *(const std::st
 void OnnxExporter::clearTrainedValues() {
   onnx::GraphProto &graph = *model_->mutable_graph();
   for (const Param &param : params_)
-    dropValues(*graph.mutable_initializer(param.initializer));
+    dropTensorValues(*graph.mutable_initializer(param.initializer));
 }
 
 Status OnnxExporter::write(const std::string &path,
@@ -236,7 +222,7 @@ Status OnnxExporter::write(const std::string &path,
   for (size_t i = 0; i < params_.size(); ++i) {
     onnx::TensorProto &tensor = *graph.mutable_initializer(params_[i].initializer);
     const HostTensor &value = *values[i];
-    dropValues(tensor);
+    dropTensorValues(tensor);
     if (!external) {
       tensor.set_raw_data(value.bytes.data(), value.bytes.size());
       continue;
@@ -272,6 +258,20 @@ Status OnnxExporter::write(const std::string &path,
     result->externalData = external ? dataPath : "";
   }
   return Status::ok();
+}
+
+void dropTensorValues(onnx::TensorProto &tensor) {
+  // Swapping with an empty string releases the memory, which clear_raw_data() would keep.
+  std::string().swap(*tensor.mutable_raw_data());
+  tensor.clear_raw_data();
+  tensor.clear_float_data();
+  tensor.clear_int32_data();
+  tensor.clear_int64_data();
+  tensor.clear_double_data();
+  tensor.clear_uint64_data();
+  tensor.clear_string_data();
+  tensor.clear_external_data();
+  tensor.clear_data_location();
 }
 
 } // namespace shardc::runtime

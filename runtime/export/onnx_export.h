@@ -24,9 +24,15 @@
 
 namespace onnx {
 class ModelProto;
+class TensorProto;
 } // namespace onnx
 
 namespace shardc::runtime {
+
+// Drops every field of `tensor` that can hold its values (raw_data, typed data, external data),
+// releasing their memory; name, data_type and dims stay. shardc uses it to strip the trained
+// initializers from source.onnx, the exporter to reset its template after a write.
+void dropTensorValues(onnx::TensorProto &tensor);
 
 // The largest serialized model written as one file: protobuf's limit is 2^31 - 1 bytes.
 constexpr uint64_t kMaxInlineOnnxBytes = 0x7fffffffULL;

@@ -4,6 +4,7 @@
 #include "frontends/onnx/ErrorReporting.h"
 #include "frontends/onnx/ModelLoader.h"
 #include "frontends/onnx/TensorDecoding.h"
+#include "runtime/export/onnx_export.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -16,19 +17,6 @@ namespace {
 
 using onnx_import::ErrorReporter;
 using onnx_import::quote;
-
-// Removes every field that can carry a tensor's values; name, data_type and dims stay.
-void dropValues(onnx::TensorProto &tensor) {
-  tensor.clear_raw_data();
-  tensor.clear_float_data();
-  tensor.clear_int32_data();
-  tensor.clear_int64_data();
-  tensor.clear_double_data();
-  tensor.clear_uint64_data();
-  tensor.clear_string_data();
-  tensor.clear_external_data();
-  tensor.clear_data_location();
-}
 
 // Replaces a tensor's external data by the same bytes as raw_data (ONNX's raw_data layout is
 // the external file's: little-endian, row-major, bool as one byte).
@@ -43,7 +31,7 @@ mlir::LogicalResult inlineExternalData(mlir::MLIRContext &ctx, onnx::TensorProto
     return errors.fail(what + ": " + why);
   if (!decoded.present)
     return errors.fail(what + ": external data file " + quote(decoded.missingFile) + " not found");
-  dropValues(tensor);
+  runtime::dropTensorValues(tensor);
   tensor.set_raw_data(decoded.bytes.data(), decoded.bytes.size());
   return mlir::success();
 }
@@ -71,7 +59,7 @@ mlir::LogicalResult buildSourceModel(mlir::MLIRContext &ctx, const std::string &
   std::set<std::string> stripped;
   for (onnx::TensorProto &tensor : *graph.mutable_initializer()) {
     if (trained.count(tensor.name())) {
-      dropValues(tensor);
+      runtime::dropTensorValues(tensor);
       stripped.insert(tensor.name());
       continue;
     }
