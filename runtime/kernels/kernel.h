@@ -17,6 +17,7 @@
 
 namespace shardc::runtime {
 
+class Communicator;
 using program::DType;
 
 // Size in bytes of one element (bool is one byte).
@@ -55,6 +56,9 @@ struct KernelArgs {
   // when it is too small, never writing past it; its contents are garbage on entry.
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
+  // The rank's communicator, for the collective kernels (all_reduce, reduce_scatter,
+  // all_gather, shard_slice); null in a single-rank run, where those kernels are an error.
+  Communicator *comm = nullptr;
 };
 
 using KernelFn = Status (*)(KernelArgs &args);

@@ -1,0 +1,18 @@
+#include "runtime/comm/comm_cost.h"
+
+namespace shardc::runtime {
+
+uint64_t paddedToRanks(uint64_t elements, int ranks) {
+  uint64_t n = ranks > 0 ? static_cast<uint64_t>(ranks) : 1;
+  return (elements + n - 1) / n * n;
+}
+
+uint64_t collectiveBytesSent(CollectiveKind kind, uint64_t paddedElements, int ranks) {
+  if (ranks <= 1)
+    return 0;
+  uint64_t chunkBytes = paddedElements / static_cast<uint64_t>(ranks) * sizeof(float);
+  uint64_t steps = static_cast<uint64_t>(ranks - 1);
+  return kind == CollectiveKind::AllReduce ? 2 * steps * chunkBytes : steps * chunkBytes;
+}
+
+} // namespace shardc::runtime

@@ -1,0 +1,69 @@
+// The collectives a rank's program needs, behind one interface with three backends:
+//   local  ranks as threads of one process (the default outside MPI, and the test harness),
+//   mpi    one process per rank under mpirun/srun (OpenMPI),
+//   nccl   GPUs (compiled when CUDA is found; bootstrapped through MPI).
+//
+// Every collective sums float32 data. local and mpi run the same ring algorithm
+// (runtime/comm/ring.h) over their own transport, so a run gives bit-identical results on
+// either, whatever the thread or process timing: each element is reduced in a fixed order.
+// Every wait has a deadline: a rank that dies or stops answering makes every other rank's
+// collective fail within CommOptions::timeoutSeconds with a message naming the rank, the
+// collective and the cause, instead of hanging.
+#pragma once
+
+#include "runtime/support/status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace shardc::runtime {
+
+enum class CollectiveKind { AllReduce = 0, ReduceScatter = 1, AllGather = 2 };
+constexpr int kCollectiveKinds = 3;
+// "all_reduce", "reduce_scatter", "all_gather" (the names used in plans and program kernels).
+const char *collectiveName(CollectiveKind kind);
+
+// What one rank has sent: payload bytes handed to the transport, per collective kind. These
+// are the bytes the plan predicts (runtime/comm/comm_cost.h).
+struct CommCounters {
+  uint64_t calls[kCollectiveKinds] = {};
+  uint64_t bytesSent[kCollectiveKinds] = {};
+  uint64_t totalBytesSent() const;
+};
+
+struct CommOptions {
+  // How long a rank waits for a peer inside one collective before giving up.
+  double timeoutSeconds = 30.0;
+};
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // "local", "mpi" or "nccl".
+  virtual const char *backendName() const = 0;
+
+  // data[0, count) <- sum over ranks of every rank's data[0, count). In place.
+  virtual Status allReduceSum(float *data, size_t count) = 0;
+  // out[0, chunk) <- sum over ranks r' of in_{r'}[rank()*chunk, (rank()+1)*chunk), where each
+  // rank's `in` holds size()*chunk floats. `in` and `out` must not overlap.
+  virtual Status reduceScatterSum(const float *in, float *out, size_t chunk) = 0;
+  // out[r*chunk, (r+1)*chunk) <- rank r's in[0, chunk), for every r. `out` holds size()*chunk
+  // floats and must not overlap `in`.
+  virtual Status allGather(const float *in, float *out, size_t chunk) = 0;
+
+  // Tells the other ranks that this one failed with `cause`, so that their pending and future
+  // collectives fail at once with "rank R failed: cause" instead of waiting for the timeout.
+  // Best effort; never blocks for long. Under MPI it ends the job (MPI_Abort).
+  virtual void abort(const std::string &cause) = 0;
+
+  const CommCounters &counters() const { return counters_; }
+
+protected:
+  CommCounters counters_;
+};
+
+} // namespace shardc::runtime
