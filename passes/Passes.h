@@ -3,6 +3,7 @@
 #define SHARDC_PASSES_PASSES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
 #include "mlir/Pass/Pass.h"
 
 #include "shardc/Dialect/Graph/GraphDialect.h"

@@ -3,12 +3,13 @@
 #include "shardc/Dialect/Graph/GraphDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::func::FuncDialect, shardc::graph::GraphDialect>();
+  registry.insert<mlir::func::FuncDialect, mlir::mesh::MeshDialect, shardc::graph::GraphDialect>();
   shardc::registerShardcPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -152,6 +152,9 @@ LogicalResult tryFoldToConstants(Operation *op, bool &folded) {
   if (isa<graph::ConstantOp>(op) || op->getDialect() == nullptr ||
       !isa<graph::GraphDialect>(op->getDialect()))
     return success();
+  // A collective's result depends on the other ranks, never on its operands alone.
+  if (isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp, graph::ShardSliceOp>(op))
+    return success();
   if (!allResultsStatic(op))
     return success();
   if (tryDialectFold(op)) {

@@ -3,6 +3,8 @@
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -67,6 +69,11 @@ template <typename LossOp> void addLossAttrs(LossOp op, KernelCall &call) {
   call.attrs["ignore_index"] =
       intAttr(static_cast<int64_t>(op.getIgnoreIndex().value_or(0)));
 }
+
+const char *collectiveKernelName(AllReduceOp) { return "all_reduce"; }
+const char *collectiveKernelName(ReduceScatterOp) { return "reduce_scatter"; }
+const char *collectiveKernelName(AllGatherOp) { return "all_gather"; }
+const char *collectiveKernelName(ShardSliceOp) { return "shard_slice"; }
 
 } // namespace
 
@@ -281,6 +288,25 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
           .Case([&](ScaleByClipOp o) {
             KernelCall c = direct(o, "scale_by_clip");
             c.attrs["max_norm"] = floatAttr(o.getMaxNorm().convertToFloat());
+            return c;
+          })
+          // Collectives (GraphCollectiveOps.td; runtime/comm): the rank count travels with
+          // the call so the runtime checks it against its world and sizes the workspace.
+          .Case<AllReduceOp, ReduceScatterOp, AllGatherOp, ShardSliceOp>([&](auto o) {
+            KernelCall c = direct(o, collectiveKernelName(o));
+            c.attrs["num_ranks"] = intAttr(o.getNumRanks());
+            if (o.getBucket())
+              c.attrs["bucket"] = intAttr(static_cast<int64_t>(*o.getBucket()));
+            if (o.getUnit())
+              c.attrs["unit"] = stringAttr(*o.getUnit());
+            return c;
+          })
+          .Case([&](mesh::AllReduceOp o) -> std::optional<KernelCall> {
+            auto meshOp = SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(o, o.getMeshAttr());
+            if (!meshOp || meshOp.getRank() != 1 || o.getReduction() != mesh::ReductionKind::Sum)
+              return std::nullopt;
+            KernelCall c = direct(o, "all_reduce");
+            c.attrs["num_ranks"] = intAttr(meshOp.getShape()[0]);
             return c;
           })
           .Default([](Operation *) { return std::nullopt; });

@@ -12,7 +12,11 @@
 
 #include "runtime/memory/planned_memory.h"
 
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -64,6 +68,9 @@ public:
       program::Binding *binding = out_.program.add_outputs();
       binding->set_name(resultName(func_, i));
       binding->set_buffer(buffers_.lookup(v));
+      if (auto wholeShape = func_.getResultAttrOfType<DenseI64ArrayAttr>(i, graph::kGlobalShapeAttr))
+        setSharding(binding, wholeShape,
+                    out_.program.buffers(binding->buffer()).size_bytes() / 4);
       // An op result returned as the next step's parameter or state holds that (an argument
       // returned as it is keeps its own role).
       program::Buffer *buf = out_.program.mutable_buffers(binding->buffer());
@@ -112,9 +119,12 @@ private:
       program::Binding *binding = out_.program.add_inputs();
       binding->set_name(*input);
       binding->set_buffer(buffers_.lookup(arg));
+      auto wholeShape = func_.getArgAttrOfType<DenseI64ArrayAttr>(i, graph::kGlobalShapeAttr);
+      if (wholeShape)
+        setSharding(binding, wholeShape, buf->size_bytes() / 4);
       // A trained parameter is fed step after step; its first value ships in the weights.
       if (func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr))
-        return addStateInit(*input, buf->size_bytes());
+        return addStateInit(*input, buf->size_bytes(), wholeShape);
       return success();
     }
     auto param = func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
@@ -135,20 +145,45 @@ private:
     return success();
   }
 
-  LogicalResult addStateInit(const std::string &name, uint64_t sizeBytes) {
+  // Records how a flat-shard binding relates to its whole tensor (program.proto, Sharding).
+  void setSharding(program::Binding *binding, DenseI64ArrayAttr wholeShape, int64_t shardNumel) {
+    program::Sharding *sharding = binding->mutable_sharding();
+    for (int64_t d : wholeShape.asArrayRef())
+      sharding->add_global_shape(d);
+    sharding->set_num_shards(static_cast<int32_t>(numShards()));
+    sharding->set_shard_numel(shardNumel);
+  }
+
+  int64_t numShards() {
+    auto meshRef = func_->getAttrOfType<FlatSymbolRefAttr>(graph::kMeshAttr);
+    auto meshOp =
+        meshRef ? SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(func_, meshRef) : nullptr;
+    return meshOp && meshOp.getRank() == 1 ? meshOp.getShape()[0] : 1;
+  }
+
+  // The whole parameter goes into the weights; a flat-shard binding's init covers rank 0's
+  // part of it (shardc's per-rank programs move it to their own part).
+  LogicalResult addStateInit(const std::string &name, uint64_t sizeBytes,
+                             DenseI64ArrayAttr wholeShape) {
     const WeightTensor *w = weights_.find(name);
     if (!w || !w->present) {
       out_.weightsComplete = false;
       return success();
     }
-    if (w->bytes.size() != sizeBytes)
+    uint64_t wholeBytes = sizeBytes;
+    if (wholeShape) {
+      wholeBytes = 4;
+      for (int64_t d : wholeShape.asArrayRef())
+        wholeBytes *= static_cast<uint64_t>(d);
+    }
+    if (w->bytes.size() != wholeBytes)
       return func_.emitError("parameter '") << name << "' holds " << w->bytes.size()
-                                            << " bytes, its type needs " << sizeBytes;
+                                            << " bytes, its type needs " << wholeBytes;
     out_.weights.resize(alignUp(out_.weights.size()), 0);
     program::StateInit *init = out_.program.add_state_init();
     init->set_name(name);
     init->set_offset(out_.weights.size());
-    init->set_size_bytes(sizeBytes);
+    init->set_size_bytes(std::min(sizeBytes, wholeBytes));
     out_.weights.insert(out_.weights.end(), w->bytes.begin(), w->bytes.end());
     return success();
   }

@@ -118,3 +118,29 @@ func.func @dropout_ratio(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0, %1 = graph.dropout %a {ratio = 1.0 : f32, training} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+mesh.mesh @dp(shape = 4)
+func.func @bad_shard(%g: tensor<3x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{operand 0 ('tensor<3x3xf32>') and result 0 ('tensor<2xf32>') do not match: the shard must be tensor<ceil(numel / ranks)>}}
+  %s = graph.reduce_scatter %g on @dp : (tensor<3x3xf32>) -> tensor<2xf32>
+  return %s : tensor<2xf32>
+}
+
+// -----
+
+func.func @no_mesh(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{mesh @dp is not a mesh.mesh}}
+  %s = graph.all_reduce %g on @dp : (tensor<4xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+mesh.mesh @dp(shape = 2)
+func.func @bad_gather(%s: tensor<3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{the shard must be tensor<ceil(numel / ranks)>}}
+  %w = graph.all_gather %s on @dp : (tensor<3xf32>) -> tensor<2x2xf32>
+  return %w : tensor<2x2xf32>
+}

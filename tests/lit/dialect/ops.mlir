@@ -56,3 +56,20 @@ func.func @losses(%scores: tensor<8x10xf32>, %labels: tensor<8xi64>) -> (tensor<
   %nll = graph.nll_loss %logp, %labels {reduction = "none"} : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<8xf32>
   return %loss, %nll : tensor<f32>, tensor<8xf32>
 }
+
+// -----
+
+// Coalesced collectives on a 3-rank mesh: 7 elements -> shards of 3 (2 padding elements).
+// CHECK-LABEL: func.func @collectives
+// CHECK: graph.reduce_scatter %{{.*}}, %{{.*}} on @dp {bucket = 0 : i64} : (tensor<7xf32>, tensor<2x3xf32>) -> (tensor<3xf32>, tensor<2xf32>)
+// CHECK: graph.all_gather %{{.*}}, %{{.*}} on @dp {unit = "h.0"} : (tensor<3xf32>, tensor<2xf32>) -> (tensor<7xf32>, tensor<2x3xf32>)
+// CHECK: graph.shard_slice %{{.*}} on @dp : (tensor<7xf32>) -> tensor<3xf32>
+// CHECK: graph.all_reduce %{{.*}} on @dp : (tensor<7xf32>) -> tensor<7xf32>
+mesh.mesh @dp(shape = 3)
+func.func @collectives(%a: tensor<7xf32>, %b: tensor<2x3xf32>) -> (tensor<7xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<7xf32>) {
+  %s:2 = graph.reduce_scatter %a, %b on @dp {bucket = 0 : i64} : (tensor<7xf32>, tensor<2x3xf32>) -> (tensor<3xf32>, tensor<2xf32>)
+  %w:2 = graph.all_gather %s#0, %s#1 on @dp {unit = "h.0"} : (tensor<3xf32>, tensor<2xf32>) -> (tensor<7xf32>, tensor<2x3xf32>)
+  %t = graph.shard_slice %a on @dp : (tensor<7xf32>) -> tensor<3xf32>
+  %r = graph.all_reduce %a on @dp : (tensor<7xf32>) -> tensor<7xf32>
+  return %w#0, %w#1, %t, %r : tensor<7xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<7xf32>
+}

@@ -2,6 +2,9 @@
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
+
 using namespace mlir;
 using namespace shardc::graph;
 

@@ -24,6 +24,8 @@ def Graph_Dialect : Dialect {
     named model parameter) and, on results, `graph.output = "NAME"`.
   }];
   let cppNamespace = "::shardc::graph";
+  // The data-parallel collectives run on a mesh.mesh (GraphCollectiveOps.td).
+  let dependentDialects = ["::mlir::mesh::MeshDialect"];
   let hasConstantMaterializer = 1;
   let usePropertiesForAttributes = 1;
 }

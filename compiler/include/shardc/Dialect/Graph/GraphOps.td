@@ -328,5 +328,6 @@ def Graph_NegativeLogLikelihoodLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpA
 }
 
 include "shardc/Dialect/Graph/GraphTrainingOps.td"
+include "shardc/Dialect/Graph/GraphCollectiveOps.td"
 
 #endif // SHARDC_DIALECT_GRAPH_GRAPHOPS_TD

@@ -1,0 +1,70 @@
+//===- GraphCollectiveOps.td - coalesced collectives over a device mesh -----*- tablegen -*-===//
+//
+// The data-parallel passes (passes/AllReduceGradients.cpp, ShardOptimizerState.cpp,
+// ShardParameters.cpp) make every collective of a training step explicit with these ops. They
+// complement the upstream `mesh` dialect, whose mesh.mesh names the device mesh they run on and
+// whose mesh.all_reduce sums single scalars (the loss, the squared gradient norm). What upstream
+// lacks, and why these exist (docs/architecture.md, "Data parallelism in the IR"):
+//   * coalescing: one op moves a whole bucket or FSDP unit of tensors in one transfer, where
+//     every upstream collective takes one tensor;
+//   * ZeRO's flat shards: a tensor is flattened and zero-padded to a multiple of the number of
+//     ranks N, and rank r owns elements [r*k, (r+1)*k) with k = ceil(numel / N); upstream
+//     shardings split dimensions and need them divisible by the mesh size.
+// Every op names its mesh (a 1-D mesh.mesh: the data-parallel axis) and is not Pure: each
+// rank must issue the same collectives in the same order, so none may be moved or removed.
+//
+//===-------------------------------------------------------------------------------------===//
+
+#ifndef SHARDC_DIALECT_GRAPH_GRAPHCOLLECTIVEOPS_TD
+#define SHARDC_DIALECT_GRAPH_GRAPHCOLLECTIVEOPS_TD
+
+include "mlir/IR/SymbolInterfaces.td"
+
+class Graph_CollectiveOp<string mnemonic> : Graph_Op<mnemonic,
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_FloatTensor>:$inputs,
+                   OptionalAttr<I64Attr>:$bucket, OptionalAttr<StrAttr>:$unit);
+  let results = (outs Variadic<Graph_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $inputs `on` $mesh attr-dict `:` functional-type($inputs, $results)
+  }];
+  let extraClassDeclaration = [{
+    // The number of ranks of the mesh (its one axis); 0 if the symbol does not resolve.
+    int64_t getNumRanks();
+  }];
+}
+
+def Graph_AllReduceOp : Graph_CollectiveOp<"all_reduce"> {
+  let summary = "Sums each operand over the ranks, all operands in one transfer (a bucket)";
+  let description = [{
+    Result i is the sum over the ranks of operand i (same type). Data-parallel training
+    all-reduces the gradients this way, one bucket (`bucket` = its number) at a time.
+  }];
+}
+
+def Graph_ReduceScatterOp : Graph_CollectiveOp<"reduce_scatter"> {
+  let summary = "Sums over the ranks and keeps this rank's flat shard of each operand";
+  let description = [{
+    Result i, of type tensor<k_i> with k_i = ceil(numel_i / N), holds this rank's shard of the
+    sum over the ranks of operand i, flattened and zero-padded to N * k_i elements.
+  }];
+}
+
+def Graph_AllGatherOp : Graph_CollectiveOp<"all_gather"> {
+  let summary = "Reassembles whole tensors from every rank's flat shard";
+  let description = [{
+    Operand i is this rank's flat shard (tensor<k_i>); result i, of any shape with
+    ceil(numel_i / N) == k_i, is the concatenation of all ranks' shards in rank order with the
+    padding dropped.
+  }];
+}
+
+def Graph_ShardSliceOp : Graph_CollectiveOp<"shard_slice"> {
+  let summary = "This rank's flat shard of each (replicated) operand; no communication";
+  let description = [{
+    Result i (tensor<k_i>) holds elements [r*k_i, (r+1)*k_i) of operand i flattened, zero past
+    its end, where r is this rank.
+  }];
+}
+
+#endif

@@ -1,0 +1,155 @@
+//===- RankPrograms.cpp -----------------------------------------------------------------===//
+#include "shardc/Lowering/RankPrograms.h"
+
+#include "shardc/Lowering/MemoryPlanner.h"
+
+#include "runtime/comm/comm_cost.h"
+#include "runtime/memory/planned_memory.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace shardc {
+
+std::vector<RowSlice> splitRows(int64_t globalRows, int ranks) {
+  std::vector<RowSlice> slices;
+  int64_t begin = 0;
+  for (int r = 0; r < ranks; ++r) {
+    int64_t rows = globalRows / ranks + (r < globalRows % ranks ? 1 : 0);
+    slices.push_back({begin, rows});
+    begin += rows;
+  }
+  return slices;
+}
+
+namespace {
+
+// Index of byte ranges already in the shared weights, by content.
+class WeightsIndex {
+public:
+  explicit WeightsIndex(std::vector<char> &shared) : shared_(shared) {}
+
+  void add(uint64_t offset, uint64_t size) {
+    known_.emplace(std::string(shared_.data() + offset, size), offset);
+  }
+
+  // The offset of `bytes` in the shared weights, appending them when new.
+  uint64_t place(const char *bytes, uint64_t size) {
+    std::string key(bytes, size);
+    if (auto it = known_.find(key); it != known_.end())
+      return it->second;
+    shared_.resize(alignUp(shared_.size()), 0);
+    uint64_t offset = shared_.size();
+    shared_.insert(shared_.end(), bytes, bytes + size);
+    known_.emplace(std::move(key), offset);
+    return offset;
+  }
+
+private:
+  std::vector<char> &shared_;
+  std::map<std::string, uint64_t> known_;
+};
+
+// Bytes of the weights a state init's value spans: the whole parameter, also when the
+// binding is a shard and the init covers only rank 0's part of it.
+uint64_t initSpan(const program::Program &p, const program::StateInit &init) {
+  for (const program::Binding &b : p.inputs())
+    if (b.name() == init.name() && b.has_sharding()) {
+      uint64_t whole = 4;
+      for (int64_t d : b.sharding().global_shape())
+        whole *= static_cast<uint64_t>(d);
+      return whole;
+    }
+  return init.size_bytes();
+}
+
+} // namespace
+
+void mergeWeightsInto(EmittedProgram &base, EmittedProgram &variant) {
+  WeightsIndex index(base.weights);
+  for (const program::Buffer &b : base.program.buffers())
+    if (b.region() == program::WEIGHTS)
+      index.add(b.offset(), b.size_bytes());
+  for (const program::StateInit &init : base.program.state_init())
+    index.add(init.offset(), initSpan(base.program, init));
+  const std::vector<char> &own = variant.weights;
+  for (program::Buffer &b : *variant.program.mutable_buffers())
+    if (b.region() == program::WEIGHTS)
+      b.set_offset(index.place(own.data() + b.offset(), b.size_bytes()));
+  for (program::StateInit &init : *variant.program.mutable_state_init())
+    init.set_offset(index.place(own.data() + init.offset(), initSpan(variant.program, init)));
+}
+
+void finishSharedWeights(program::Program &program, const std::vector<char> &shared) {
+  program.set_weights_bytes(shared.size());
+  program.set_planned_peak_bytes(runtime::planPeakMemory(program).total);
+}
+
+uint64_t plannedCommBytes(const program::Program &program) {
+  using runtime::CollectiveKind;
+  uint64_t total = 0;
+  auto numel = [&](int buffer) -> uint64_t {
+    uint64_t n = 1;
+    for (int64_t d : program.buffers(buffer).shape())
+      n *= static_cast<uint64_t>(d);
+    return n;
+  };
+  for (const program::Op &op : program.ops()) {
+    auto ranksIt = op.attrs().find("num_ranks");
+    if (ranksIt == op.attrs().end())
+      continue;
+    int ranks = static_cast<int>(ranksIt->second.i());
+    uint64_t elements = 0;
+    if (op.kernel() == "all_reduce") {
+      for (int b : op.inputs())
+        elements += numel(b);
+      total += runtime::collectiveBytesSent(CollectiveKind::AllReduce,
+                                            runtime::paddedToRanks(elements, ranks), ranks);
+    } else if (op.kernel() == "reduce_scatter") {
+      for (int b : op.outputs())
+        elements += numel(b);
+      total += runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, elements * ranks,
+                                            ranks);
+    } else if (op.kernel() == "all_gather") {
+      for (int b : op.inputs())
+        elements += numel(b);
+      total +=
+          runtime::collectiveBytesSent(CollectiveKind::AllGather, elements * ranks, ranks);
+    }
+  }
+  return total;
+}
+
+program::Program programForRank(const program::Program &compiled, int rank, int worldSize,
+                                RowSlice slice, int64_t globalRows) {
+  program::Program p = compiled;
+  p.set_rank(rank);
+  p.set_world_size(worldSize);
+  p.set_batch_begin(slice.begin);
+  p.set_batch_rows(slice.rows);
+  p.set_global_batch_rows(globalRows);
+  // A sharded parameter's init covers rank 0's part of the whole value; move it to ours and
+  // trim it where our shard runs past the end (the rest of the buffer starts as zeros).
+  std::map<std::string, const program::Sharding *> sharded;
+  for (const program::Binding &b : p.inputs())
+    if (b.has_sharding())
+      sharded[b.name()] = &b.sharding();
+  for (program::StateInit &init : *p.mutable_state_init()) {
+    auto it = sharded.find(init.name());
+    if (it == sharded.end())
+      continue;
+    uint64_t whole = 1;
+    for (int64_t d : it->second->global_shape())
+      whole *= static_cast<uint64_t>(d);
+    uint64_t k = static_cast<uint64_t>(it->second->shard_numel());
+    uint64_t first = std::min(whole, k * static_cast<uint64_t>(rank));
+    uint64_t count = std::min(k, whole - first);
+    init.set_offset(init.offset() + first * 4);
+    init.set_size_bytes(count * 4);
+  }
+  p.set_planned_comm_bytes(plannedCommBytes(p));
+  return p;
+}
+
+} // namespace shardc

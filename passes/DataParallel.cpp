@@ -1,0 +1,202 @@
+//===- DataParallel.cpp -----------------------------------------------------------------===//
+#include "passes/DataParallel.h"
+
+#include "shardc/Autodiff/TrainStep.h"
+#include "shardc/Dialect/Graph/GraphDialect.h"
+
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+
+namespace shardc::dp {
+
+int64_t shardLength(int64_t numel, int64_t ranks) { return (numel + ranks - 1) / ranks; }
+
+RankedTensorType flatShardType(Type whole, int64_t ranks) {
+  auto t = cast<RankedTensorType>(whole);
+  return RankedTensorType::get({shardLength(t.getNumElements(), ranks)}, t.getElementType());
+}
+
+FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
+  TrainStepView view;
+  view.func = func;
+  auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(kMeshAttr);
+  auto stage = func->getAttrOfType<IntegerAttr>(kZeroStageAttr);
+  if (!meshRef || !stage)
+    return func.emitError("@") << func.getSymName()
+                               << " is not placed on a mesh (run --shardc-place-on-mesh first)";
+  view.mesh = SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(func, meshRef);
+  if (!view.mesh || view.mesh.getRank() != 1)
+    return func.emitError("mesh ") << meshRef << " is not a 1-D mesh.mesh";
+  view.ranks = view.mesh.getShape()[0];
+  view.zeroStage = static_cast<int>(stage.getInt());
+
+  Block &body = func.getBody().front();
+  Operation *ret = body.getTerminator();
+  if (ret->getNumOperands() == 0)
+    return func.emitError("the training step returns nothing");
+  view.lossDef = ret->getOperand(0).getDefiningOp();
+  if (!view.lossDef)
+    return func.emitError("the loss is an argument of the training step");
+
+  // Result index of each updated parameter / state by name.
+  llvm::StringMap<unsigned> paramResult, stateResult;
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    if (auto n = func.getResultAttrOfType<StringAttr>(i, graph::kParamAttr))
+      paramResult[n.getValue()] = i;
+    if (auto n = func.getResultAttrOfType<StringAttr>(i, kStateAttr))
+      stateResult[n.getValue()] = i;
+  }
+  llvm::StringMap<BlockArgument> stateArg;
+  for (BlockArgument arg : body.getArguments())
+    if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kStateAttr))
+      stateArg[n.getValue()] = arg;
+
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), graph::kParamAttr);
+    if (!name || !paramResult.count(name.getValue()))
+      continue;
+    TrainedParam p;
+    p.name = name.str();
+    p.param = arg;
+    p.paramResult = paramResult[name.getValue()];
+    Value newParam = ret->getOperand(p.paramResult);
+    p.update = newParam.getDefiningOp();
+    if (!p.update || !isa<graph::AdamWUpdateOp, graph::SGDUpdateOp>(p.update))
+      return func.emitError("parameter '") << p.name << "' is not updated by an optimizer op";
+    Value grad = p.update->getOperand(1);
+    if (auto clip = grad.getDefiningOp<graph::ScaleByClipOp>()) {
+      p.clip = clip;
+      grad = clip.getGrad();
+      view.norm = clip.getTotalNorm().getDefiningOp<graph::GlobalNormOp>();
+    }
+    p.grad = grad;
+    // State operands follow param and grad, in the order of the optimizer's state names.
+    unsigned numState = isa<graph::AdamWUpdateOp>(p.update) ? 2 : 1;
+    for (unsigned s = 0; s < numState; ++s) {
+      auto arg = dyn_cast<BlockArgument>(p.update->getOperand(2 + s));
+      if (!arg)
+        return func.emitError("the optimizer state of '") << p.name << "' is not an argument";
+      p.state.push_back(arg);
+      auto stateName = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kStateAttr);
+      if (!stateName || !stateResult.count(stateName.getValue()))
+        return func.emitError("the optimizer state of '") << p.name << "' is not returned";
+      p.stateResults.push_back(stateResult[stateName.getValue()]);
+    }
+    view.params.push_back(std::move(p));
+  }
+  return view;
+}
+
+void allReduceLoss(TrainStepView &view) {
+  Operation *ret = view.func.getBody().front().getTerminator();
+  Value loss = ret->getOperand(0);
+  OpBuilder b(ret);
+  Location loc = NameLoc::get(b.getStringAttr("loss/all_reduce"), loss.getLoc());
+  auto sum = b.create<mesh::AllReduceOp>(loc, loss.getType(), view.mesh.getSymName(),
+                                         ArrayRef<int16_t>{0}, loss);
+  ret->setOperand(0, sum);
+}
+
+void globalizeGradientNorm(TrainStepView &view) {
+  if (!view.norm)
+    return;
+  graph::GlobalNormOp norm = view.norm;
+  OpBuilder b(norm->getContext());
+  b.setInsertionPointAfter(norm);
+  Location loc = NameLoc::get(b.getStringAttr("optimizer/global_norm"), norm.getLoc());
+  Value local = norm.getNorm();
+  Value square = b.create<graph::MulOp>(loc, local.getType(), local, local);
+  Value total = b.create<mesh::AllReduceOp>(loc, square.getType(), view.mesh.getSymName(),
+                                            ArrayRef<int16_t>{0}, square);
+  Value global = b.create<graph::SqrtOp>(loc, total.getType(), total);
+  local.replaceUsesWithIf(global, [&](OpOperand &use) { return use.getOwner() != square.getDefiningOp(); });
+}
+
+static uint64_t bytesOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return static_cast<uint64_t>(t.getNumElements()) * 4;
+}
+
+SmallVector<SmallVector<Value>> formBuckets(ArrayRef<Value> values, uint64_t bucketBytes) {
+  SmallVector<SmallVector<Value>> buckets;
+  uint64_t filled = 0;
+  for (Value v : values) {
+    if (buckets.empty() || filled >= bucketBytes) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(v);
+    filled += bytesOf(v);
+  }
+  return buckets;
+}
+
+Operation *lastDefinition(ArrayRef<Value> values) {
+  Operation *last = nullptr;
+  for (Value v : values)
+    if (Operation *def = v.getDefiningOp())
+      if (!last || last->isBeforeInBlock(def))
+        last = def;
+  return last;
+}
+
+void sortByDefinition(SmallVectorImpl<Value> &values) {
+  std::stable_sort(values.begin(), values.end(), [](Value a, Value b) {
+    Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+    if (!da || !db)
+      return !da && db;
+    return da->isBeforeInBlock(db);
+  });
+}
+
+void replaceUsesAfter(Value from, Value to, Operation *after) {
+  from.replaceUsesWithIf(to, [&](OpOperand &use) {
+    Operation *user = use.getOwner();
+    return user != after && after->isBeforeInBlock(user);
+  });
+}
+
+void refreshFunctionType(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  func.setFunctionType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                                         body.getTerminator()->getOperandTypes()));
+}
+
+void setArgumentType(func::FuncOp func, BlockArgument arg, Type type) {
+  arg.setType(type);
+  refreshFunctionType(func);
+}
+
+static DictionaryAttr withFlatShard(DictionaryAttr attrs, ArrayRef<int64_t> wholeShape) {
+  Builder b(attrs.getContext());
+  NamedAttrList list(attrs);
+  list.set(kShardingAttr, b.getStringAttr("flat_shard"));
+  list.set(kGlobalShapeAttr, b.getDenseI64ArrayAttr(wholeShape));
+  return list.getDictionary(attrs.getContext());
+}
+
+void markFlatShardArg(func::FuncOp func, unsigned index, ArrayRef<int64_t> wholeShape) {
+  func.setArgAttrs(index, withFlatShard(func.getArgAttrDict(index)
+                                            ? func.getArgAttrDict(index)
+                                            : DictionaryAttr::get(func.getContext()),
+                                        wholeShape));
+}
+
+void markFlatShardResult(func::FuncOp func, unsigned index, ArrayRef<int64_t> wholeShape) {
+  func.setResultAttrs(index, withFlatShard(func.getResultAttrDict(index)
+                                               ? func.getResultAttrDict(index)
+                                               : DictionaryAttr::get(func.getContext()),
+                                           wholeShape));
+}
+
+Operation *firstOptimizerOp(const TrainStepView &view) {
+  Operation *first = view.norm ? static_cast<Operation *>(view.norm) : nullptr;
+  for (const TrainedParam &p : view.params)
+    for (Operation *op : {p.clip ? static_cast<Operation *>(p.clip) : nullptr, p.update})
+      if (op && (!first || op->isBeforeInBlock(first)))
+        first = op;
+  return first;
+}
+
+} // namespace shardc::dp

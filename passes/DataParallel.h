@@ -1,0 +1,94 @@
+//===- DataParallel.h - what the data-parallel passes share ------------------------------===//
+//
+// The attributes that describe how a training step is laid out on the data-parallel mesh, and
+// the analysis of @train_step that the collective-inserting passes (AllReduceGradients,
+// ShardOptimizerState, ShardParameters) start from.
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_PASSES_DATAPARALLEL_H
+#define SHARDC_PASSES_DATAPARALLEL_H
+
+#include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <string>
+
+namespace shardc::dp {
+
+// The layout attributes, shared with the program emitter.
+using graph::kGlobalShapeAttr;
+using graph::kMeshAttr;
+using graph::kShardingAttr;
+using graph::kZeroStageAttr;
+
+// One trained parameter of @train_step and the values around its optimizer update.
+struct TrainedParam {
+  std::string name;
+  mlir::BlockArgument param;
+  mlir::Value grad;                 // the gradient, as the backward pass leaves it
+  graph::ScaleByClipOp clip;        // grad -> clipped grad, when clipping is on
+  mlir::Operation *update = nullptr; // graph.adamw_update or graph.sgd_update
+  llvm::SmallVector<mlir::BlockArgument> state;
+  unsigned paramResult = 0;         // index of the updated parameter among the results
+  llvm::SmallVector<unsigned> stateResults;
+};
+
+struct TrainStepView {
+  mlir::func::FuncOp func;
+  mlir::mesh::MeshOp mesh;
+  int64_t ranks = 1;
+  int zeroStage = 0;
+  llvm::SmallVector<TrainedParam> params; // in argument order
+  graph::GlobalNormOp norm;               // when clipping is on
+  mlir::Operation *lossDef = nullptr;     // the op computing the loss: forward ends here
+};
+
+// Reads @train_step's layout (set by shardc-place-on-mesh); an error when it is missing.
+mlir::FailureOr<TrainStepView> analyzeTrainStep(mlir::func::FuncOp func);
+
+// k = ceil(numel / ranks): the length of each rank's flat shard.
+int64_t shardLength(int64_t numel, int64_t ranks);
+mlir::RankedTensorType flatShardType(mlir::Type whole, int64_t ranks);
+
+// Makes the loss global: the step returns the sum over the ranks of each rank's (already
+// scaled, shardc-scale-loss) loss, with an upstream mesh.all_reduce before the return.
+void allReduceLoss(TrainStepView &view);
+
+// With sharded gradients, each rank's graph.global_norm sees only its shards: square it,
+// sum over the ranks (mesh.all_reduce) and take the root, so clipping uses the global norm.
+void globalizeGradientNorm(TrainStepView &view);
+
+// Groups `values` (in the order they become final) into buckets of at least `bucketBytes`
+// bytes each (the last may be smaller; a tensor larger than that is a bucket of its own).
+llvm::SmallVector<llvm::SmallVector<mlir::Value>> formBuckets(llvm::ArrayRef<mlir::Value> values,
+                                                              uint64_t bucketBytes);
+
+// The op after which `values` are all computed (the latest defining op in block order).
+mlir::Operation *lastDefinition(llvm::ArrayRef<mlir::Value> values);
+
+// Sorts values by the position of their defining op (arguments first).
+void sortByDefinition(llvm::SmallVectorImpl<mlir::Value> &values);
+
+// Replaces the uses of `from` that come after `after` (in block order) by `to`.
+void replaceUsesAfter(mlir::Value from, mlir::Value to, mlir::Operation *after);
+
+// Changes an argument of `func` (and its type in the signature) to `type`.
+void setArgumentType(mlir::func::FuncOp func, mlir::BlockArgument arg, mlir::Type type);
+// Recomputes the function type from the block arguments and the return operands.
+void refreshFunctionType(mlir::func::FuncOp func);
+
+// Marks argument or result attribute lists as flat shards of a tensor of `wholeShape`.
+void markFlatShardArg(mlir::func::FuncOp func, unsigned index, llvm::ArrayRef<int64_t> wholeShape);
+void markFlatShardResult(mlir::func::FuncOp func, unsigned index,
+                         llvm::ArrayRef<int64_t> wholeShape);
+
+// The earliest op of the optimizer phase: the gradient norm, a clip or an update.
+mlir::Operation *firstOptimizerOp(const TrainStepView &view);
+
+} // namespace shardc::dp
+
+#endif

@@ -1,0 +1,66 @@
+//===- PlaceOnMesh.cpp - the data-parallel mesh and each argument's sharding --------------===//
+#include "passes/DataParallel.h"
+#include "passes/Passes.h"
+
+#include "shardc/Autodiff/TrainStep.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace shardc {
+#define GEN_PASS_DEF_PLACEONMESH
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
+  using PlaceOnMeshBase::PlaceOnMeshBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      module.emitError("no @train_step to place on a mesh (run --shardc-build-train-step first)");
+      return signalPassFailure();
+    }
+    if (ranks < 1 || zero < 0 || zero > 3) {
+      module.emitError("place-on-mesh needs ranks >= 1 and zero in 0..3, got ranks=")
+          << ranks << " zero=" << zero;
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol(meshName)) {
+      module.emitError("symbol @") << meshName << " already exists";
+      return signalPassFailure();
+    }
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    auto meshOp = b.create<mesh::MeshOp>(module.getLoc(), meshName.getValue(),
+                                         ArrayRef<int64_t>{ranks});
+    // The mesh's one axis is the data-parallel one; upstream meshes number their axes.
+    meshOp->setAttr("graph.axis_names", b.getStrArrayAttr({"dp"}));
+    step->setAttr(dp::kMeshAttr, FlatSymbolRefAttr::get(meshOp.getSymNameAttr()));
+    step->setAttr(dp::kZeroStageAttr, b.getI64IntegerAttr(zero));
+
+    auto layout = [&](DictionaryAttr attrs) -> StringRef {
+      if (!attrs)
+        return "replicated";
+      if (attrs.get(graph::kInputAttr))
+        return "batch";
+      if (attrs.get(kStateAttr))
+        return zero >= 1 ? "flat_shard" : "replicated";
+      if (attrs.get(graph::kParamAttr))
+        return zero == 3 ? "flat_shard" : "replicated";
+      return "replicated";
+    };
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      step.setArgAttr(i, dp::kShardingAttr, b.getStringAttr(layout(step.getArgAttrDict(i))));
+    for (unsigned i = 0; i < step.getNumResults(); ++i) {
+      DictionaryAttr attrs = step.getResultAttrDict(i);
+      StringRef l = attrs && attrs.get(graph::kOutputAttr) ? "replicated" : layout(attrs);
+      step.setResultAttr(i, dp::kShardingAttr, b.getStringAttr(l));
+    }
+  }
+};
+
+} // namespace
+} // namespace shardc

@@ -1,0 +1,135 @@
+//===- ShardOptimizerState.cpp - ZeRO stages 1 and 2 ------------------------------------===//
+//
+// Every rank keeps whole parameters but only its flat shard of the optimizer state: gradients
+// are reduce-scattered (each rank receives the global sum of its shard), each rank updates its
+// shard of every parameter, and the updated shards are all-gathered into whole parameters.
+// Stage 1 reduce-scatters after the backward pass, so whole gradients stay allocated until
+// then; stage 2 reduce-scatters each bucket as soon as its gradients are final and the whole
+// gradients die there.
+//
+//===-------------------------------------------------------------------------------------===//
+#include "passes/DataParallel.h"
+#include "passes/Passes.h"
+
+namespace shardc {
+#define GEN_PASS_DEF_SHARDOPTIMIZERSTATE
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+Location namedLoc(OpBuilder &b, const std::string &name, Location fallback) {
+  return NameLoc::get(b.getStringAttr(name), fallback);
+}
+
+struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerStatePass> {
+  using ShardOptimizerStateBase::ShardOptimizerStateBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    FailureOr<dp::TrainStepView> analyzed = dp::analyzeTrainStep(func);
+    if (failed(analyzed))
+      return signalPassFailure();
+    dp::TrainStepView &view = *analyzed;
+    if (view.zeroStage != 1 && view.zeroStage != 2) {
+      func.emitError("shard-optimizer-state implements ZeRO stages 1 and 2, the step is placed "
+                     "for stage ")
+          << view.zeroStage;
+      return signalPassFailure();
+    }
+    if (bucketMb <= 0) {
+      func.emitError("bucket-mb must be positive, got ") << bucketMb;
+      return signalPassFailure();
+    }
+    dp::allReduceLoss(view);
+    OpBuilder b(&getContext());
+    StringRef mesh = view.mesh.getSymName();
+    uint64_t bucketBytes = static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0);
+    Operation *optimizerStart = dp::firstOptimizerOp(view);
+
+    // 1. Gradients -> this rank's gradient shards.
+    llvm::DenseMap<Value, Value> gradShard;
+    SmallVector<Value> grads;
+    for (dp::TrainedParam &p : view.params)
+      grads.push_back(p.grad);
+    dp::sortByDefinition(grads);
+    for (auto [index, bucket] : llvm::enumerate(dp::formBuckets(grads, bucketBytes))) {
+      if (view.zeroStage == 2)
+        b.setInsertionPointAfter(dp::lastDefinition(bucket));
+      else
+        b.setInsertionPoint(optimizerStart);
+      SmallVector<Type> shardTypes;
+      for (Value g : bucket)
+        shardTypes.push_back(dp::flatShardType(g.getType(), view.ranks));
+      auto scatter = b.create<graph::ReduceScatterOp>(
+          namedLoc(b, "gradients/bucket" + std::to_string(index), func.getLoc()), shardTypes,
+          mesh, bucket, b.getI64IntegerAttr(index), StringAttr());
+      for (auto [g, s] : llvm::zip(bucket, scatter.getResults()))
+        gradShard[g] = s;
+    }
+
+    // 2. Whole parameters -> this rank's shards (no communication), right before the updates.
+    b.setInsertionPoint(optimizerStart);
+    SmallVector<Value> params;
+    SmallVector<Type> paramShardTypes;
+    for (dp::TrainedParam &p : view.params) {
+      params.push_back(p.param);
+      paramShardTypes.push_back(dp::flatShardType(p.param.getType(), view.ranks));
+    }
+    auto slice = b.create<graph::ShardSliceOp>(namedLoc(b, "optimizer/shard_slice", func.getLoc()),
+                                               paramShardTypes, mesh, params, IntegerAttr(),
+                                               StringAttr());
+
+    // 3. Each update works on shards: gradient (clipped by the global norm), parameter, state.
+    for (auto [i, p] : llvm::enumerate(view.params)) {
+      Value shard = gradShard.lookup(p.grad);
+      if (p.clip) {
+        p.clip->setOperand(0, shard);
+        p.clip.getResult().setType(cast<RankedTensorType>(shard.getType()));
+      } else {
+        p.update->setOperand(1, shard);
+      }
+      if (view.norm)
+        for (OpOperand &operand : view.norm->getOpOperands())
+          if (operand.get() == p.grad)
+            operand.set(shard);
+      p.update->setOperand(0, slice.getResult(i));
+      auto wholeShape = cast<RankedTensorType>(p.param.getType()).getShape();
+      for (BlockArgument s : p.state) {
+        dp::setArgumentType(func, s, shard.getType());
+        dp::markFlatShardArg(func, s.getArgNumber(), wholeShape);
+      }
+      for (Value r : p.update->getResults())
+        r.setType(shard.getType());
+      for (unsigned r : p.stateResults)
+        dp::markFlatShardResult(func, r, wholeShape);
+    }
+    dp::globalizeGradientNorm(view);
+
+    // 4. Updated shards -> whole parameters, a bucket as soon as its updates are done.
+    Operation *ret = func.getBody().front().getTerminator();
+    SmallVector<Value> updated;
+    for (dp::TrainedParam &p : view.params)
+      updated.push_back(p.update->getResult(0));
+    dp::sortByDefinition(updated);
+    llvm::DenseMap<Value, dp::TrainedParam *> owner;
+    for (dp::TrainedParam &p : view.params)
+      owner[p.update->getResult(0)] = &p;
+    for (auto [index, bucket] : llvm::enumerate(dp::formBuckets(updated, bucketBytes))) {
+      b.setInsertionPointAfter(dp::lastDefinition(bucket));
+      SmallVector<Type> wholeTypes;
+      for (Value v : bucket)
+        wholeTypes.push_back(owner[v]->param.getType());
+      auto gather = b.create<graph::AllGatherOp>(
+          namedLoc(b, "parameters/bucket" + std::to_string(index), func.getLoc()), wholeTypes,
+          mesh, bucket, b.getI64IntegerAttr(index), StringAttr());
+      for (auto [v, whole] : llvm::zip(bucket, gather.getResults()))
+        ret->setOperand(owner[v]->paramResult, whole);
+    }
+    dp::refreshFunctionType(func);
+  }
+};
+
+} // namespace
+} // namespace shardc
