@@ -104,27 +104,40 @@ def BuildTrainStep : Pass<"shardc-build-train-step", "mlir::ModuleOp"> {
 //===-------------------------------------------------------------------------------------===//
 
 def ScaleLoss : Pass<"shardc-scale-loss", "mlir::ModuleOp"> {
-  let summary = "Scale @forward's loss by local-rows / global-rows before autodiff";
+  let summary = "Make @forward's loss this rank's share of the global batch's loss";
   let description = [{
     A data-parallel rank computes @forward on its `local-rows` rows of a global batch of
-    `global-rows` rows, so its mean loss must weigh local-rows/global-rows: the ranks' losses
-    (and, through autodiff, their gradients) then sum to the global batch's, also when the
-    batch does not divide evenly. Rejects a mean loss with ignore_index or class weights,
-    whose denominator depends on every rank's labels. A no-op when the two are equal.
+    `global-rows` rows. Its loss becomes its share of the global loss, so that the ranks'
+    losses (and, through autodiff, their gradients) sum to the global batch's, also when the
+    batch does not divide evenly. The loss is followed back through scaling by constants to
+    the op that reduces over the batch: a plain mean (loss op without ignore_index, or
+    ReduceMean) is multiplied by local-rows/global-rows; a mean loss with ignore_index becomes
+    its sum divided by the number of labels not ignored, counted over all `ranks` ranks with
+    mesh.all_reduce (on the mesh `mesh-name`, created here); a sum needs nothing. Class
+    weights and other losses are rejected.
 
-    After (3 of 8 rows):
+    After (3 of 8 rows, no ignore_index):
     ```mlir
     %l = graph.softmax_cross_entropy_loss %s, %y {reduction = "mean"} : ...
     %c = graph.constant dense<3.750000e-01> : tensor<f32>
     %w = graph.mul %l, %c : (tensor<f32>, tensor<f32>) -> tensor<f32>
     return %w : tensor<f32>
     ```
+    With ignore_index = -100:
+    ```mlir
+    %l = graph.softmax_cross_entropy_loss %s, %y {ignore_index = -100 : i64, reduction = "sum"}
+    %k = graph.reduce_sum (graph.cast (graph.not (graph.equal %y, -100)))   // this rank's count
+    %n = mesh.all_reduce %k on @dp mesh_axes = [0] : tensor<f32> -> tensor<f32>
+    %w = graph.div %l, %n
+    ```
   }];
   let options = [
     Option<"localRows", "local-rows", "int64_t", "1", "rows of the global batch on this rank">,
     Option<"globalRows", "global-rows", "int64_t", "1", "rows of the global batch">,
+    Option<"ranks", "ranks", "int64_t", "1", "data-parallel ranks (the label count's mesh)">,
+    Option<"meshName", "mesh-name", "std::string", "\"dp\"", "symbol of the mesh">,
   ];
-  let dependentDialects = ["shardc::graph::GraphDialect"];
+  let dependentDialects = ["shardc::graph::GraphDialect", "mlir::mesh::MeshDialect"];
 }
 
 def PlaceOnMesh : Pass<"shardc-place-on-mesh", "mlir::ModuleOp"> {

@@ -29,13 +29,20 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
           << ranks << " zero=" << zero;
       return signalPassFailure();
     }
-    if (module.lookupSymbol(meshName)) {
-      module.emitError("symbol @") << meshName << " already exists";
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    // shardc-scale-loss may have created the mesh already (to count labels over the ranks).
+    auto meshOp = module.lookupSymbol<mesh::MeshOp>(meshName);
+    if (!meshOp && module.lookupSymbol(meshName)) {
+      module.emitError("symbol @") << meshName << " already exists and is not a mesh";
       return signalPassFailure();
     }
-    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    auto meshOp = b.create<mesh::MeshOp>(module.getLoc(), meshName.getValue(),
-                                         ArrayRef<int64_t>{ranks});
+    if (meshOp && (meshOp.getRank() != 1 || meshOp.getShape()[0] != ranks)) {
+      module.emitError("mesh @") << meshName << " does not have shape " << ranks;
+      return signalPassFailure();
+    }
+    if (!meshOp)
+      meshOp = b.create<mesh::MeshOp>(module.getLoc(), meshName.getValue(),
+                                      ArrayRef<int64_t>{ranks});
     // The mesh's one axis is the data-parallel one; upstream meshes number their axes.
     meshOp->setAttr("graph.axis_names", b.getStrArrayAttr({"dp"}));
     step->setAttr(dp::kMeshAttr, FlatSymbolRefAttr::get(meshOp.getSymNameAttr()));

@@ -37,6 +37,16 @@ struct CommOptions {
   double timeoutSeconds = 30.0;
 };
 
+// Every backend's factory checks its options with this: the timeout must be positive and finite
+// (an infinite one would let a dead peer hang the job).
+Status validateCommOptions(const CommOptions &options);
+
+// The failure messages every backend uses, so that they read the same whichever one runs:
+// "timed out after 30 s waiting for rank 3" and "rank 2 failed: <cause>". Callers prefix them
+// with their own rank and the collective ("rank 0: all_reduce #12: ...").
+std::string commTimeoutMessage(double timeoutSeconds, int peer);
+std::string commPeerFailedMessage(int failedRank, const std::string &cause);
+
 class Communicator {
 public:
   virtual ~Communicator() = default;

@@ -296,11 +296,15 @@ Status parseHeader(const uint8_t *data, size_t size, NpyHeader *out, uint64_t fi
 }
 
 // numpy reads any non-zero byte of a bool array as True; kernels rely on exactly 0 or 1.
-void normaliseBools(HostTensor *tensor) {
-  if (tensor->dtype != program::BOOL)
+void normaliseBoolBytes(DType dtype, uint8_t *bytes, size_t size) {
+  if (dtype != program::BOOL)
     return;
-  for (uint8_t &b : tensor->bytes)
-    b = b != 0;
+  for (size_t i = 0; i < size; ++i)
+    bytes[i] = bytes[i] != 0;
+}
+
+void normaliseBools(HostTensor *tensor) {
+  normaliseBoolBytes(tensor->dtype, tensor->bytes.data(), tensor->bytes.size());
 }
 
 } // namespace
@@ -317,10 +321,11 @@ Status parseNpy(const uint8_t *data, size_t size, const std::string &source, Hos
   return Status::ok();
 }
 
-Status readNpy(const std::string &path, HostTensor *out) {
-  // The header first, then the data straight into the tensor: the (possibly large) data is
-  // neither copied nor held twice, and the tensor's storage is exactly its size (what the
-  // memory plan counts for an input read from a file).
+namespace {
+
+// The header of `path`: read up to the end of the preamble first, then the whole header, so
+// that the (possibly large) data is never read twice.
+Status readHeaderOf(const std::string &path, NpyHeader *header) {
   uint64_t fileSize = 0;
   SHARDC_RETURN_IF_ERROR(regularFileSize(path, &fileSize));
   std::vector<uint8_t> head(static_cast<size_t>(std::min<uint64_t>(fileSize, kMaxPreamble)));
@@ -330,16 +335,53 @@ Status readNpy(const std::string &path, HostTensor *out) {
     head.resize(static_cast<size_t>(std::min(headerEnd, fileSize)));
     SHARDC_RETURN_IF_ERROR(readFileRange(path, 0, head.size(), head.data()));
   }
-  NpyHeader header;
-  Status status = parseHeader(head.data(), head.size(), &header, fileSize);
+  Status status = parseHeader(head.data(), head.size(), header, fileSize);
   if (!status.isOk())
     return Status::error(path + ": " + status.message());
+  return Status::ok();
+}
+
+} // namespace
+
+Status readNpy(const std::string &path, HostTensor *out) {
+  // The data goes straight into the tensor: it is neither copied nor held twice, and the
+  // tensor's storage is exactly its size (what the memory plan counts for an input read from a
+  // file).
+  NpyHeader header;
+  SHARDC_RETURN_IF_ERROR(readHeaderOf(path, &header));
   out->dtype = header.dtype;
   out->shape = std::move(header.shape);
   out->bytes.resize(header.dataBytes);
   SHARDC_RETURN_IF_ERROR(
       readFileRange(path, header.dataOffset, header.dataBytes, out->bytes.data()));
   normaliseBools(out);
+  return Status::ok();
+}
+
+Status readNpyInfo(const std::string &path, NpyFileInfo *out) {
+  NpyHeader header;
+  SHARDC_RETURN_IF_ERROR(readHeaderOf(path, &header));
+  out->dtype = header.dtype;
+  out->shape = std::move(header.shape);
+  out->dataOffset = header.dataOffset;
+  return Status::ok();
+}
+
+Status readNpyRows(const std::string &path, const NpyFileInfo &info, int64_t firstRow,
+                   int64_t rows, uint8_t *dst) {
+  if (info.shape.empty() || firstRow < 0 || rows < 0 || firstRow > info.shape[0] ||
+      rows > info.shape[0] - firstRow)
+    return Status::error(path + ": rows [" + std::to_string(firstRow) + ", " +
+                         std::to_string(firstRow + rows) + ") lie outside " +
+                         describeTensorType(info.dtype, info.shape));
+  // readNpyInfo checked that the whole array's size fits in 64 bits, so a row's does too.
+  uint64_t rowBytes = dtypeSize(info.dtype);
+  for (size_t d = 1; d < info.shape.size(); ++d)
+    rowBytes *= static_cast<uint64_t>(info.shape[d]);
+  uint64_t bytes = rowBytes * static_cast<uint64_t>(rows);
+  SHARDC_RETURN_IF_ERROR(readFileRange(
+      path, info.dataOffset + rowBytes * static_cast<uint64_t>(firstRow), bytes, dst));
+  normaliseBoolBytes(info.dtype, dst, static_cast<size_t>(bytes));
   return Status::ok();
 }
 

@@ -17,6 +17,20 @@
 namespace shardc::runtime {
 
 Status readNpy(const std::string &path, HostTensor *out);
+
+// What a .npy file's header says, checked as readNpy checks it (including that the file holds
+// exactly the data the header announces), for readers that take only some of its rows.
+struct NpyFileInfo {
+  DType dtype = program::DTYPE_UNSPECIFIED;
+  std::vector<int64_t> shape;
+  uint64_t dataOffset = 0; // where the array's bytes start in the file
+};
+Status readNpyInfo(const std::string &path, NpyFileInfo *out);
+// Rows [firstRow, firstRow + rows) of dim 0 of the array in `path` (whose header readNpyInfo
+// returned as `info`) into `dst`, which holds rows * (bytes of one row) bytes. Bool bytes are
+// normalised to 0/1 as readNpy does.
+Status readNpyRows(const std::string &path, const NpyFileInfo &info, int64_t firstRow,
+                   int64_t rows, uint8_t *dst);
 // Decodes an in-memory .npy image; `source` names it in error messages.
 Status parseNpy(const uint8_t *data, size_t size, const std::string &source, HostTensor *out);
 

@@ -9,11 +9,19 @@
 namespace shardc::runtime {
 
 Status NpyBatchSource::open(const std::string &dataDir, const std::vector<GraphInputSpec> &inputs,
-                            NpyBatchSource *out) {
+                            NpyBatchSource *out, const BatchSlice &slice) {
   if (inputs.empty())
     return Status::error(dataDir + ": no graph inputs to read batches for");
+  if (!slice.whole() && (slice.begin < 0 || slice.rows < 1 || slice.begin > slice.globalRows ||
+                         slice.rows > slice.globalRows - slice.begin))
+    return Status::error("invalid batch slice: rows [" + std::to_string(slice.begin) + ", " +
+                         std::to_string(slice.begin + slice.rows) + ") of " +
+                         std::to_string(slice.globalRows));
+  // In messages the batch size is the global one; "global" says so when the rank has a part.
+  const std::string batchWord = slice.whole() ? "batch size " : "global batch size ";
   NpyBatchSource source;
   std::string firstPath; // the file that fixed N, for the mismatch message
+  std::vector<NpyFileInfo> files;
   for (const GraphInputSpec &input : inputs) {
     std::string what = "input " + quoteForMessage(input.name);
     std::string declared = describeTensorType(input.dtype, input.shape);
@@ -22,7 +30,10 @@ Status NpyBatchSource::open(const std::string &dataDir, const std::vector<GraphI
     for (int64_t dim : input.shape)
       if (dim < 0)
         return Status::error(what + ": invalid shape " + declared);
-    int64_t batch = input.shape[0];
+    if (!slice.whole() && input.shape[0] != slice.rows)
+      return Status::error(what + ": batch dimension " + std::to_string(input.shape[0]) +
+                           " is not the rank's " + std::to_string(slice.rows) + " rows");
+    int64_t batch = slice.whole() ? input.shape[0] : slice.globalRows;
     if (batch == 0)
       return Status::error(what + ": batch dimension is 0 in " + declared);
     if (source.batchSize_ != 0 && batch != source.batchSize_)
@@ -31,23 +42,24 @@ Status NpyBatchSource::open(const std::string &dataDir, const std::vector<GraphI
     source.batchSize_ = batch;
 
     std::string path = dataDir + "/" + tensorNpyFileName(input.name);
-    HostTensor data;
-    Status status = readNpy(path, &data);
+    NpyFileInfo info;
+    Status status = readNpyInfo(path, &info);
     if (!status.isOk())
       return Status::error(what + ": " + status.message());
-    std::string mismatch = path + ": " + what + " is " + declared + " (batch " +
-                           std::to_string(batch) + "), the file holds " + data.describe();
-    if (data.dtype != input.dtype)
+    std::string mismatch = path + ": " + what + " is " + declared + " (" +
+                           (slice.whole() ? "batch " : "global batch ") + std::to_string(batch) +
+                           "), the file holds " + describeTensorType(info.dtype, info.shape);
+    if (info.dtype != input.dtype)
       return Status::error(mismatch + ": dtype differs");
-    if (data.shape.size() != input.shape.size())
+    if (info.shape.size() != input.shape.size())
       return Status::error(mismatch + ": rank differs");
     for (size_t d = 1; d < input.shape.size(); ++d)
-      if (data.shape[d] != input.shape[d])
+      if (info.shape[d] != input.shape[d])
         return Status::error(mismatch + ": dimension " + std::to_string(d) + " differs");
-    int64_t rows = data.shape[0];
+    int64_t rows = info.shape[0];
     if (rows == 0 || rows % batch != 0)
       return Status::error(path + ": " + what + ": " + std::to_string(rows) +
-                           " rows is not a positive multiple of the batch size " +
+                           " rows is not a positive multiple of the " + batchWord +
                            std::to_string(batch));
     if (source.numRows_ != 0 && rows != source.numRows_)
       return Status::error(path + ": " + what + ": " + std::to_string(rows) + " rows, but " +
@@ -56,6 +68,28 @@ Status NpyBatchSource::open(const std::string &dataDir, const std::vector<GraphI
     if (source.numRows_ == 0)
       firstPath = path;
     source.numRows_ = rows;
+    files.push_back(std::move(info));
+  }
+  source.firstRow_ = slice.whole() ? 0 : slice.begin;
+  source.rows_ = slice.whole() ? source.batchSize_ : slice.rows;
+
+  // Only this rank's rows of each batch are read: one range per batch, or the whole file in
+  // one read when the rank takes whole batches.
+  const int64_t batches = source.batchesPerEpoch();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string path = dataDir + "/" + tensorNpyFileName(inputs[i].name);
+    std::vector<int64_t> shape = inputs[i].shape;
+    shape[0] = batches * source.rows_;
+    HostTensor data = makeHostTensor(inputs[i].dtype, shape);
+    const size_t batchBytes = data.bytes.size() / static_cast<size_t>(batches);
+    if (source.rows_ == source.batchSize_) {
+      SHARDC_RETURN_IF_ERROR(readNpyRows(path, files[i], 0, source.numRows_, data.bytes.data()));
+    } else {
+      for (int64_t b = 0; b < batches; ++b)
+        SHARDC_RETURN_IF_ERROR(readNpyRows(path, files[i], b * source.batchSize_ + source.firstRow_,
+                                           source.rows_,
+                                           data.bytes.data() + static_cast<size_t>(b) * batchBytes));
+    }
     source.data_.push_back(std::move(data));
   }
   source.inputs_ = inputs;
@@ -80,13 +114,13 @@ Status NpyBatchSource::batchOf(int64_t step, size_t input, HostTensor *out) cons
   if (input >= inputs_.size())
     return Status::error("batch requested for input " + std::to_string(input) + " of " +
                          std::to_string(inputs_.size()));
-  // N is a multiple of B, so a batch never straddles the wrap-around.
-  int64_t first = ((step - 1) % batchesPerEpoch()) * batchSize_;
+  // N is a multiple of B, so a batch never straddles the wrap-around; data_ holds the rank's
+  // rows of each batch one after another.
+  int64_t batchIndex = (step - 1) % batchesPerEpoch();
   reshapeHostTensor(inputs_[input].dtype, inputs_[input].shape, out);
-  size_t rowBytes = out->bytes.size() / static_cast<size_t>(batchSize_);
   if (!out->bytes.empty())
     std::memcpy(out->bytes.data(),
-                data_[input].bytes.data() + static_cast<size_t>(first) * rowBytes,
+                data_[input].bytes.data() + static_cast<size_t>(batchIndex) * out->bytes.size(),
                 out->bytes.size());
   return Status::ok();
 }

@@ -7,6 +7,11 @@
 // [(k-1)B, kB) modulo N: the data set is walked in order and wraps around each epoch, and since
 // a batch depends only on k, resuming at step k yields exactly the batches of an uninterrupted
 // run. Files are read once, by open().
+//
+// Data parallelism: a rank that takes rows [begin, begin + rows) of each global batch of
+// B = globalRows rows (BatchSlice) gets, at step k, rows [(k-1)B + begin, (k-1)B + begin + rows)
+// modulo N: its part of exactly the batch a one-rank run sees at step k. It reads and holds only
+// those rows of each file (rows/B of the data set).
 #pragma once
 
 #include "runtime/executor/host_tensor.h"
@@ -25,12 +30,24 @@ struct GraphInputSpec {
   std::vector<int64_t> shape;
 };
 
+// The rows of every global batch that one rank takes (Program.batch_begin, batch_rows,
+// global_batch_rows). The default, globalRows == 0, is a rank that takes the whole batch.
+struct BatchSlice {
+  int64_t begin = 0;
+  int64_t rows = 0;
+  int64_t globalRows = 0;
+
+  bool whole() const { return globalRows == 0; }
+};
+
 class NpyBatchSource {
 public:
-  // Reads and checks DIR/<file of each input>. Errors name the file and the input.
+  // Reads and checks DIR/<file of each input> (only the slice's rows of it). Errors name the
+  // file and the input. With a slice, every input's dim 0 must be slice.rows.
   static Status open(const std::string &dataDir, const std::vector<GraphInputSpec> &inputs,
-                     NpyBatchSource *out);
+                     NpyBatchSource *out, const BatchSlice &slice = BatchSlice());
 
+  // The global batch size B (the rank's rows are the inputs' dim 0).
   int64_t batchSize() const { return batchSize_; }
   int64_t numRows() const { return numRows_; }
   int64_t batchesPerEpoch() const { return batchSize_ > 0 ? numRows_ / batchSize_ : 0; }
@@ -47,8 +64,12 @@ public:
 
 private:
   std::vector<GraphInputSpec> inputs_;
-  std::vector<HostTensor> data_; // the whole file of each input
+  // Per input, the rank's rows of every batch of an epoch, batch after batch (with the whole
+  // batch: the whole file).
+  std::vector<HostTensor> data_;
   int64_t batchSize_ = 0;
+  int64_t firstRow_ = 0; // the rank's first row in each batch
+  int64_t rows_ = 0;     // the rank's rows per batch
   int64_t numRows_ = 0;
 };
 

@@ -36,9 +36,21 @@ Status TokenStream::open(const std::string &path, int64_t batchSize, int64_t seq
   stream.path_ = path;
   stream.batchSize_ = batchSize;
   stream.seqLen_ = seqLen;
+  stream.rowCount_ = batchSize;
   stream.batchShape_ = {batchSize, seqLen};
   stream.seed_ = seed;
   *out = std::move(stream);
+  return Status::ok();
+}
+
+Status TokenStream::keepRows(int64_t first, int64_t count) {
+  if (first < 0 || count < 1 || first > batchSize_ || count > batchSize_ - first)
+    return Status::error(path_ + ": rows [" + std::to_string(first) + ", " +
+                         std::to_string(first + count) + ") do not lie inside a batch of " +
+                         std::to_string(batchSize_) + " rows");
+  firstRow_ = first;
+  rowCount_ = count;
+  batchShape_ = {count, seqLen_};
   return Status::ok();
 }
 
@@ -64,8 +76,8 @@ Status TokenStream::batch(int64_t step, HostTensor *inputs, HostTensor *targets)
   reshapeHostTensor(program::I64, batchShape_, targets);
   int64_t *in = inputs->as<int64_t>();
   int64_t *tg = targets->as<int64_t>();
-  for (int64_t b = 0; b < batchSize_; ++b) {
-    const uint16_t *window = tokens_.data() + windowStart(step, b);
+  for (int64_t b = 0; b < rowCount_; ++b) {
+    const uint16_t *window = tokens_.data() + windowStart(step, firstRow_ + b);
     for (int64_t t = 0; t < seqLen_; ++t) {
       in[b * seqLen_ + t] = window[t];
       tg[b * seqLen_ + t] = window[t + 1];

@@ -9,6 +9,10 @@
 // on stream philoxStreamId(k, kDataSamplingStreamTensorId), words 2b and 2b+1. A batch is a pure
 // function of (file, B, T, seed, k): it does not depend on which batches were drawn before, so a
 // run resumed at step k sees exactly what an uninterrupted run saw. The file is read once.
+//
+// Data parallelism: a rank that keeps rows [first, first + count) of the global batch of B rows
+// (keepRows) gets windows s_first .. s_{first+count-1} of step k: its rows of exactly the batch
+// a one-rank run sees. The windows are random, so every rank reads the whole file.
 #pragma once
 
 #include "runtime/executor/host_tensor.h"
@@ -27,11 +31,19 @@ public:
                      TokenStream *out);
 
   int64_t numTokens() const { return static_cast<int64_t>(tokens_.size()); }
+  // The global batch size B.
   int64_t batchSize() const { return batchSize_; }
   int64_t seqLen() const { return seqLen_; }
 
-  // The batch of training step `step` (1 <= step <= 2^32 - 1): inputs and targets, i64[B x T],
-  // written into the tensors reusing their storage (no allocation once they have the size).
+  // Makes batch() return only rows [first, first + count) of each global batch (by default all
+  // B rows). An error when they do not lie inside the batch.
+  Status keepRows(int64_t first, int64_t count);
+  // The rows batch() returns.
+  int64_t rowCount() const { return rowCount_; }
+
+  // The batch of training step `step` (1 <= step <= 2^32 - 1): inputs and targets, i64[R x T]
+  // for the R = rowCount() kept rows, written into the tensors reusing their storage (no
+  // allocation once they have the size).
   Status batch(int64_t step, HostTensor *inputs, HostTensor *targets) const;
   // Bytes of tokens read by open() and held until the stream is destroyed.
   uint64_t heldBytes() const { return tokens_.size() * sizeof(uint16_t); }
@@ -43,7 +55,9 @@ private:
   std::vector<uint16_t> tokens_;
   int64_t batchSize_ = 0;
   int64_t seqLen_ = 0;
-  std::vector<int64_t> batchShape_; // {B, T}, kept so that batch() allocates nothing
+  int64_t firstRow_ = 0;
+  int64_t rowCount_ = 0;
+  std::vector<int64_t> batchShape_; // {R, T}, kept so that batch() allocates nothing
   uint64_t seed_ = 0;
 };
 

@@ -29,11 +29,20 @@ const Tensor &absentTensor() {
 
 Status Executor::create(const program::Program &program,
                         std::shared_ptr<const AlignedBuffer> weights,
-                        std::unique_ptr<Executor> *out, MemoryTracker *tracker) {
+                        std::unique_ptr<Executor> *out, MemoryTracker *tracker,
+                        Communicator *comm) {
   SHARDC_RETURN_IF_ERROR(validateProgram(program));
+  // A communicator of another world would make the collectives exchange data with the wrong
+  // peers (or wait for ones that do not exist).
+  if (comm != nullptr && (comm->size() != program.world_size() || comm->rank() != program.rank()))
+    return Status::error("the program of rank " + std::to_string(program.rank()) + " of " +
+                         std::to_string(program.world_size()) +
+                         " ranks was given the communicator of rank " +
+                         std::to_string(comm->rank()) + " of " + std::to_string(comm->size()));
   std::unique_ptr<Executor> executor(new Executor());
   executor->program_ = program;
   executor->tracker_ = tracker;
+  executor->comm_ = comm;
   const program::Program &prog = executor->program_;
   {
     MemoryScope scope(tracker, MemoryUse::Arena);
@@ -65,6 +74,7 @@ Status Executor::create(const program::Program &program,
     PreparedOp &prepared = executor->ops_[i];
     prepared.kernel = findCpuKernel(op.kernel());
     prepared.args.attrs = &op.attrs();
+    prepared.args.comm = comm;
     for (int index : op.inputs())
       prepared.args.inputs.push_back(index < 0 ? absentTensor() : executor->bufferViews_[index]);
     for (int index : op.outputs())
@@ -124,7 +134,15 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
                   tensor.bytes.size());
   }
 
-  SHARDC_RETURN_IF_ERROR(runOps());
+  // The counters only grow, so the difference is what this run's collectives sent.
+  const CommCounters before = comm_ != nullptr ? comm_->counters() : CommCounters();
+  Status status = runOps();
+  const CommCounters after = comm_ != nullptr ? comm_->counters() : CommCounters();
+  for (int k = 0; k < kCollectiveKinds; ++k) {
+    lastRunComm_.calls[k] = after.calls[k] - before.calls[k];
+    lastRunComm_.bytesSent[k] = after.bytesSent[k] - before.bytesSent[k];
+  }
+  SHARDC_RETURN_IF_ERROR(status);
 
   // The caller's tensors are reused where they exist (assign keeps their capacity): a training
   // loop hands last step's buffers back, so steady-state steps allocate nothing here.
@@ -175,6 +193,7 @@ Status Executor::runOps() {
       args.attrs = &op.attrs();
       args.workspace = workspace_.data();
       args.workspaceBytes = program_.workspace_bytes();
+      args.comm = comm_;
 
       Status status = prepared.kernel(args);
       if (!status.isOk())

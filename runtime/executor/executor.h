@@ -4,6 +4,7 @@
 // executor only follows the program and allocates nothing after its first run.
 #pragma once
 
+#include "runtime/comm/communicator.h"
 #include "runtime/executor/host_tensor.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/memory/arena.h"
@@ -26,9 +27,12 @@ public:
   // `weights` holds the WEIGHTS region; it may be null when the program has no weights.
   // With a `tracker` (which must outlive the executor and every output tensor it fills), the
   // arena, the workspace and the output tensors run() allocates are counted in it.
+  // `comm` (which must outlive the executor) is the rank's communicator, handed to every kernel
+  // (KernelArgs::comm) for the collectives; null in a single-rank run. When given, its size
+  // and rank must be the program's world_size and rank.
   static Status create(const program::Program &program,
                        std::shared_ptr<const AlignedBuffer> weights, std::unique_ptr<Executor> *out,
-                       MemoryTracker *tracker = nullptr);
+                       MemoryTracker *tracker = nullptr, Communicator *comm = nullptr);
 
   // Checks one graph input against the program's binding: the name must be bound, dtype and
   // shape must match exactly ("input 'x': expected f32[2x3], got i64[2x3]").
@@ -47,6 +51,12 @@ public:
   // The tracker given to create() (null: none); callers that hold the step's input tensors
   // count them in it too (MemoryUse::StepInputs).
   MemoryTracker *memoryTracker() const { return tracker_; }
+  // The communicator given to create() (null: none).
+  Communicator *communicator() const { return comm_; }
+  // What the communicator sent during the last run() (zero without one): the counters' change
+  // across the kernels alone, so collectives outside the program (checkpoint gathering) never
+  // mix in. This is what Program.planned_comm_bytes predicts.
+  const CommCounters &lastRunCommSent() const { return lastRunComm_; }
 
 private:
   // An op ready to call: its kernel and the arguments it is called with. `args` is refreshed
@@ -63,6 +73,8 @@ private:
 
   program::Program program_;
   MemoryTracker *tracker_ = nullptr;
+  Communicator *comm_ = nullptr;
+  CommCounters lastRunComm_;
   Arena arena_;
   AlignedBuffer workspace_;         // program_.workspace_bytes of scratch, shared by every op
   std::vector<Tensor> bufferViews_; // one view per program buffer

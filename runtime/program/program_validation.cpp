@@ -177,12 +177,16 @@ Status validateStateInit(const Program &program) {
     if (!seen.insert(init.name()).second)
       return Status::error(what + ": the input is initialised twice");
     const Buffer *input = nullptr;
+    bool sharded = false;
     for (const program::Binding &binding : program.inputs())
-      if (binding.name() == init.name())
+      if (binding.name() == init.name()) {
         input = &program.buffers(binding.buffer());
+        sharded = binding.has_sharding();
+      }
     if (input == nullptr)
       return Status::error(what + ": no input binding has that name");
-    if (init.offset() % kBufferAlignment != 0)
+    // A shard starts inside its parameter, wherever the rank's part begins.
+    if (!sharded && init.offset() % kBufferAlignment != 0)
       return Status::error(what + ": offset " + std::to_string(init.offset()) + " is not " +
                            std::to_string(kBufferAlignment) + "-byte aligned");
     if (init.offset() > program.weights_bytes() ||
@@ -191,7 +195,9 @@ Status validateStateInit(const Program &program) {
                            std::to_string(init.offset() + init.size_bytes()) +
                            ") lie outside the WEIGHTS region (weights_bytes = " +
                            std::to_string(program.weights_bytes()) + ")");
-    if (init.size_bytes() != input->size_bytes())
+    // A shard's init may stop short of its buffer: the padding past the parameter's end.
+    if (sharded ? init.size_bytes() > input->size_bytes()
+                : init.size_bytes() != input->size_bytes())
       return Status::error(what + ": size_bytes is " + std::to_string(init.size_bytes()) +
                            " but the input holds " + std::to_string(input->size_bytes()));
   }

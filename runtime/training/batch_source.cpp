@@ -53,19 +53,20 @@ std::string describeInputs(const std::vector<GraphInputSpec> &inputs) {
 } // namespace
 
 Status openNpyBatchSource(const std::string &dataDir, const std::vector<GraphInputSpec> &inputs,
-                          std::unique_ptr<BatchSource> *out) {
+                          std::unique_ptr<BatchSource> *out, const BatchSlice &slice) {
   if (inputs.empty()) {
     *out = std::make_unique<NoBatches>();
     return Status::ok();
   }
   auto source = std::make_unique<NpyBatches>();
-  SHARDC_RETURN_IF_ERROR(NpyBatchSource::open(dataDir, inputs, &source->source_));
+  SHARDC_RETURN_IF_ERROR(NpyBatchSource::open(dataDir, inputs, &source->source_, slice));
   *out = std::move(source);
   return Status::ok();
 }
 
 Status openTokenBatchSource(const std::string &path, const std::vector<GraphInputSpec> &inputs,
-                            uint64_t seed, std::unique_ptr<BatchSource> *out) {
+                            uint64_t seed, std::unique_ptr<BatchSource> *out,
+                            const BatchSlice &slice) {
   bool fits = inputs.size() == 2;
   for (const GraphInputSpec &in : inputs)
     fits = fits && in.dtype == program::I64 && in.shape.size() == 2 && in.shape == inputs[0].shape;
@@ -74,8 +75,16 @@ Status openTokenBatchSource(const std::string &path, const std::vector<GraphInpu
                          "(token ids and targets); this one has " +
                          describeInputs(inputs));
   auto source = std::make_unique<TokenBatches>();
+  const int64_t globalRows = slice.whole() ? inputs[0].shape[0] : slice.globalRows;
   SHARDC_RETURN_IF_ERROR(
-      TokenStream::open(path, inputs[0].shape[0], inputs[0].shape[1], seed, &source->stream_));
+      TokenStream::open(path, globalRows, inputs[0].shape[1], seed, &source->stream_));
+  if (!slice.whole()) {
+    if (inputs[0].shape[0] != slice.rows)
+      return Status::error("--tokens: batch input " + quoteForMessage(inputs[0].name) + " has " +
+                           std::to_string(inputs[0].shape[0]) + " rows, not the rank's " +
+                           std::to_string(slice.rows));
+    SHARDC_RETURN_IF_ERROR(source->stream_.keepRows(slice.begin, slice.rows));
+  }
   source->inputsName_ = inputs[0].name;
   source->targetsName_ = inputs[1].name;
   *out = std::move(source);

@@ -34,16 +34,26 @@ Status MetricsLog::open(const std::string &path) {
   return Status::ok();
 }
 
-std::string MetricsLog::formatLine(int64_t step, float loss, float lr, double stepTimeMs) {
-  return "{\"step\": " + std::to_string(step) + ", \"loss\": " + number(loss, "%.9g") +
-         ", \"lr\": " + number(lr, "%.9g") + ", \"step_time_ms\": " +
-         number(stepTimeMs, "%.3f") + "}";
+std::string MetricsLog::formatLine(int64_t step, float loss, float lr, double stepTimeMs,
+                                   const CommCounters *comm) {
+  std::string line = "{\"step\": " + std::to_string(step) + ", \"loss\": " +
+                     number(loss, "%.9g") + ", \"lr\": " + number(lr, "%.9g") +
+                     ", \"step_time_ms\": " + number(stepTimeMs, "%.3f");
+  if (comm != nullptr) {
+    line += ", \"comm_bytes\": {";
+    for (int k = 0; k < kCollectiveKinds; ++k)
+      line += std::string(k ? ", " : "") + "\"" + collectiveName(static_cast<CollectiveKind>(k)) +
+              "\": " + std::to_string(comm->bytesSent[k]);
+    line += "}";
+  }
+  return line + "}";
 }
 
-Status MetricsLog::write(int64_t step, float loss, float lr, double stepTimeMs) {
+Status MetricsLog::write(int64_t step, float loss, float lr, double stepTimeMs,
+                         const CommCounters *comm) {
   if (file_ == nullptr)
     return Status::error("metrics file is not open");
-  std::string line = formatLine(step, loss, lr, stepTimeMs) + "\n";
+  std::string line = formatLine(step, loss, lr, stepTimeMs, comm) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
     return Status::error(path_ + ": cannot write the metrics file: " + std::strerror(errno));
   return Status::ok();

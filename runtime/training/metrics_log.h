@@ -4,8 +4,12 @@
 // losses are bit-identical exactly when the strings are equal); a non-finite loss is written
 // as null to keep every line valid JSON. Each line is flushed as it is written, so the file
 // is complete up to the last finished step even if the run is killed.
+//
+// A run of several ranks adds what rank 0's communicator sent during the step, per collective:
+//   ..., "comm_bytes": {"all_reduce": 4096, "reduce_scatter": 0, "all_gather": 0}}
 #pragma once
 
+#include "runtime/comm/communicator.h"
 #include "runtime/support/status.h"
 
 #include <cstdint>
@@ -23,12 +27,15 @@ public:
 
   // Creates (or truncates) `path`.
   Status open(const std::string &path);
-  Status write(int64_t step, float loss, float lr, double stepTimeMs);
+  // `comm`: the step's bytes sent per collective, or null (a single-rank run: no such field).
+  Status write(int64_t step, float loss, float lr, double stepTimeMs,
+               const CommCounters *comm = nullptr);
   // Closes the file, reporting a failed final write.
   Status close();
 
   // One line without the newline; exposed for tests.
-  static std::string formatLine(int64_t step, float loss, float lr, double stepTimeMs);
+  static std::string formatLine(int64_t step, float loss, float lr, double stepTimeMs,
+                                const CommCounters *comm = nullptr);
 
 private:
   std::FILE *file_ = nullptr;

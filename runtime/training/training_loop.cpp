@@ -1,6 +1,7 @@
 #include "runtime/training/training_loop.h"
 
 #include "runtime/support/quote.h"
+#include "runtime/training/sharded_tensor.h"
 
 #include <algorithm>
 #include <cstring>
@@ -22,7 +23,8 @@ HostTensor zerosLike(const program::Buffer &buffer) {
                         std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()));
 }
 
-// Checks that `tensors` holds exactly `names`, each of the program's type for that input.
+// Checks that `tensors` holds exactly `names`, each of the program's type for that input (the
+// full tensor's for a sharded input).
 Status checkCheckpointTensors(const program::Program &program,
                               const std::vector<std::string> &names,
                               const std::map<std::string, HostTensor> &tensors, const char *kind) {
@@ -32,7 +34,11 @@ Status checkCheckpointTensors(const program::Program &program,
       return Status::error(std::string("checkpoint ") + kind + " has no " + quoteForMessage(name) +
                            " (saved from another model or optimizer?)");
     const program::Buffer &buffer = inputBuffer(program, name);
-    std::string expected = describeTensorType(buffer.dtype(), buffer.shape());
+    const program::Binding *binding = findBinding(program.inputs(), name);
+    std::string expected =
+        binding->has_sharding()
+            ? describeTensorType(buffer.dtype(), binding->sharding().global_shape())
+            : describeTensorType(buffer.dtype(), buffer.shape());
     if (it->second.describe() != expected)
       return Status::error(std::string("checkpoint ") + kind + " " + quoteForMessage(name) +
                            " is " + it->second.describe() + ", the program expects " + expected);
@@ -64,12 +70,16 @@ Status TrainingLoop::create(Executor *executor, const AlignedBuffer *weights,
       return Status::error("initial value of " + quoteForMessage(init.name()) +
                            " lies outside the weights");
     HostTensor tensor = zerosLike(buffer);
-    if (tensor.bytes.size() != init.size_bytes())
+    // A shard's initial value may stop short of the buffer: the rest is the padding past the
+    // end of the full tensor, which stays zero.
+    const bool sharded = findBinding(program.inputs(), init.name())->has_sharding();
+    if (sharded ? init.size_bytes() > tensor.bytes.size()
+                : init.size_bytes() != tensor.bytes.size())
       return Status::error("initial value of " + quoteForMessage(init.name()) + " has " +
-                           std::to_string(init.size_bytes()) + " bytes, the input needs " +
-                           std::to_string(tensor.bytes.size()));
-    if (!tensor.bytes.empty())
-      std::memcpy(tensor.bytes.data(), weights->data() + init.offset(), tensor.bytes.size());
+                           std::to_string(init.size_bytes()) + " bytes, the input " +
+                           (sharded ? "holds " : "needs ") + std::to_string(tensor.bytes.size()));
+    if (init.size_bytes() > 0)
+      std::memcpy(tensor.bytes.data(), weights->data() + init.offset(), init.size_bytes());
     loop->inputs_[init.name()] = std::move(tensor);
   }
   for (const std::string &name : loop->signature_.optimizerState)
@@ -103,10 +113,18 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
                                                 checkpoint.optimizerState, "optimizer state"));
   // Copied into the existing input tensors (same sizes: no allocation); counted like them.
   MemoryScope scope(executor_->memoryTracker(), MemoryUse::StepInputs);
-  for (const auto &[name, tensor] : checkpoint.params)
-    inputs_[name] = tensor;
-  for (const auto &[name, tensor] : checkpoint.optimizerState)
-    inputs_[name] = tensor;
+  for (const auto *tensors : {&checkpoint.params, &checkpoint.optimizerState})
+    for (const auto &[name, tensor] : *tensors) {
+      const program::Sharding *sharding = shardingOf(name);
+      if (sharding == nullptr) {
+        inputs_[name] = tensor;
+        continue;
+      }
+      Status status = sliceShard(*sharding, program.rank(), tensor, &inputs_[name]);
+      if (!status.isOk())
+        return Status::error("checkpoint tensor " + quoteForMessage(name) + " " +
+                             status.message());
+    }
   step_ = checkpoint.step;
   *inputs_[kStepInputName].as<int64_t>() = step_;
   return Status::ok();
@@ -120,6 +138,33 @@ void TrainingLoop::snapshot(CheckpointContents *out) const {
   for (const std::string &name : signature_.optimizerState)
     out->optimizerState[name] = inputs_.at(name);
   out->step = step_;
+}
+
+const program::Sharding *TrainingLoop::shardingOf(const std::string &name) const {
+  const program::Binding *binding = findBinding(executor_->program().inputs(), name);
+  return binding != nullptr && binding->has_sharding() ? &binding->sharding() : nullptr;
+}
+
+Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents *out) const {
+  out->params.clear();
+  out->optimizerState.clear();
+  // Every rank walks the same names in the same order, so the gathers pair up.
+  for (const auto &[names, tensors] :
+       {std::make_pair(&signature_.params, &out->params),
+        std::make_pair(&signature_.optimizerState, &out->optimizerState)})
+    for (const std::string &name : *names) {
+      const program::Sharding *sharding = shardingOf(name);
+      if (sharding == nullptr) {
+        (*tensors)[name] = inputs_.at(name); // the same on every rank
+        continue;
+      }
+      Status status = gatherShards(comm, *sharding, inputs_.at(name), &(*tensors)[name]);
+      if (!status.isOk())
+        return Status::error("gathering the shards of " + quoteForMessage(name) + ": " +
+                             status.message());
+    }
+  out->step = step_;
+  return Status::ok();
 }
 
 Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss) {

@@ -7,6 +7,11 @@
 // outputs are moved into the input map, never copied. The input tensors are allocated by
 // create() (counted as the step inputs in the executor's MemoryTracker), the outputs by the
 // first step: later steps allocate nothing.
+//
+// One of several data-parallel ranks: sharded parameters and optimizer state hold this rank's
+// shard (runtime/training/sharded_tensor.h); a sharded parameter's state_init bytes are this
+// rank's part of it, the rest of the shard starts as zeros. Checkpoints hold full tensors
+// whatever the number of ranks: restore() slices them, consolidatedSnapshot() gathers them.
 #pragma once
 
 #include "runtime/checkpoint/checkpoint.h"
@@ -36,6 +41,7 @@ public:
   // Steps completed so far.
   int64_t step() const { return step_; }
   // The current value of a carried tensor (parameter, optimizer state, "step"); null if unknown.
+  // This rank's shard for a sharded tensor.
   const HostTensor *value(const std::string &name) const;
 
   // The seed training-mode dropout draws its masks from (the run's --seed; 0 until set). A
@@ -43,17 +49,25 @@ public:
   void setSeed(uint64_t seed);
 
   // Replaces the state by a checkpoint's. Its parameters and optimizer state must be exactly
-  // the program's (same names, dtypes, shapes): a checkpoint of another model or optimizer is
-  // an error naming the first difference.
+  // the program's (same names, dtypes, shapes; full tensors of the global shape for sharded
+  // ones, of which this rank takes its shard): a checkpoint of another model or optimizer is an
+  // error naming the first difference.
   Status restore(const CheckpointContents &checkpoint);
-  // Copies the state into `out` (params, optimizerState, step; the caller fills the rest).
+  // Copies the state into `out` (params, optimizerState, step; the caller fills the rest), as
+  // this rank holds it (shards of sharded tensors).
   void snapshot(CheckpointContents *out) const;
+  // The same with full tensors: every sharded tensor gathered from all ranks through `comm`.
+  // A collective when the program shards anything: every rank calls it at the same step. The
+  // memory it takes is not the program's (no MemoryScope), like a checkpoint's.
+  Status consolidatedSnapshot(Communicator *comm, CheckpointContents *out) const;
 
   // Runs step step() + 1 on the batch `batches` gives for it, with learning rate `lr`.
   Status runStep(BatchSource *batches, float lr, float *loss);
 
 private:
   TrainingLoop() = default;
+  // The sharding of the carried input `name`, or null when it is whole.
+  const program::Sharding *shardingOf(const std::string &name) const;
 
   Executor *executor_ = nullptr;
   TrainingSignature signature_;

@@ -2,6 +2,7 @@
 
 #include "runtime/executor/host_tensor.h"
 #include "runtime/support/quote.h"
+#include "runtime/training/sharded_tensor.h"
 
 #include <map>
 #include <set>
@@ -33,6 +34,35 @@ bool sameType(const program::Buffer &a, const program::Buffer &b) {
   return a.dtype() == b.dtype() &&
          std::vector<int64_t>(a.shape().begin(), a.shape().end()) ==
              std::vector<int64_t>(b.shape().begin(), b.shape().end());
+}
+
+bool sameSharding(const program::Binding &a, const program::Binding &b) {
+  if (a.has_sharding() != b.has_sharding())
+    return false;
+  return !a.has_sharding() ||
+         (globalShapeOf(a.sharding()) == globalShapeOf(b.sharding()) &&
+          a.sharding().num_shards() == b.sharding().num_shards() &&
+          a.sharding().shard_numel() == b.sharding().shard_numel());
+}
+
+// The rank's rows of the global batch; every batch input must have that many.
+Status deriveBatchSlice(const program::Program &program,
+                        const std::vector<GraphInputSpec> &batchInputs, BatchSlice *out) {
+  if (program.global_batch_rows() == 0)
+    return Status::ok(); // the whole batch
+  const int64_t begin = program.batch_begin(), rows = program.batch_rows(),
+                global = program.global_batch_rows();
+  if (global < 0 || begin < 0 || rows < 1 || begin > global || rows > global - begin)
+    return Status::error("training program: batch rows [" + std::to_string(begin) + ", " +
+                         std::to_string(begin + rows) + ") do not lie inside the global batch of " +
+                         std::to_string(global) + " rows");
+  for (const GraphInputSpec &input : batchInputs)
+    if (input.shape.empty() || input.shape[0] != rows)
+      return Status::error("training program: batch input " + quoteForMessage(input.name) +
+                           " is " + describeTensorType(input.dtype, input.shape) +
+                           ", but the rank takes " + std::to_string(rows) + " rows of each batch");
+  *out = BatchSlice{begin, rows, global};
+  return Status::ok();
 }
 
 } // namespace
@@ -87,6 +117,16 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
       std::vector<int64_t> shape(buffer.shape().begin(), buffer.shape().end());
       signature.batchInputs.push_back({name, buffer.dtype(), std::move(shape)});
     }
+    if (b.has_sharding()) {
+      if (!carried)
+        return Status::error("training program: input " + quoteForMessage(name) +
+                             " is sharded, but only parameters and optimizer state can be");
+      Status status =
+          checkSharding(b.sharding(), program.buffers(b.buffer()), program.world_size());
+      if (!status.isOk())
+        return Status::error("training program: input " + quoteForMessage(name) + ": " +
+                             status.message());
+    }
     if (!carried)
       continue;
     // What the step carries forward must come back, unchanged in type, as an output.
@@ -98,11 +138,16 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
       return Status::error("training program: output " + quoteForMessage(name) + " is " +
                            describeBuffer(*it->second) + " but the input is " +
                            describeBuffer(*inputs[name]));
+    if (!sameSharding(b, *findBinding(program.outputs(), name)))
+      return Status::error("training program: output " + quoteForMessage(name) +
+                           " is not sharded like the input");
   }
   for (const std::string &param : signature.params)
     if (!inputs.count(param))
       return Status::error("training program: state_init names " + quoteForMessage(param) +
                            ", which is not an input");
+  SHARDC_RETURN_IF_ERROR(
+      deriveBatchSlice(program, signature.batchInputs, &signature.batchSlice));
   *out = std::move(signature);
   return Status::ok();
 }

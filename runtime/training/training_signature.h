@@ -9,6 +9,11 @@
 //   * batch inputs: every other input binding, in program order,
 // and returns "loss" (f32 scalar) plus the updated parameters, optimizer state and step under
 // the same names as the inputs. The loop feeds those outputs back as the next step's inputs.
+//
+// In a program of one of several data-parallel ranks, parameters and optimizer state may be
+// sharded (Binding.sharding; the output carries the same sharding as the input), and the batch
+// inputs hold the rank's rows of the global batch (Program.batch_begin, batch_rows,
+// global_batch_rows; every batch input's dim 0 is batch_rows).
 #pragma once
 
 #include "runtime/data/npy_batches.h"
@@ -30,6 +35,7 @@ struct TrainingSignature {
   std::vector<std::string> optimizerState;  // program input order
   std::vector<GraphInputSpec> batchInputs;  // program input order
   bool hasSeed = false;                     // the step takes the run's seed
+  BatchSlice batchSlice;                    // the rank's rows of each global batch
 };
 
 // Classifies `program`'s inputs as above and checks the loop can drive it: state_init is not

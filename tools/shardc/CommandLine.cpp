@@ -31,6 +31,19 @@ training (--mode train; PyTorch's semantics and defaults):
   --grad-clip N             clip the global gradient norm to N (default: no clipping)
   --freeze REGEX            do not train parameters whose name matches
   --trainable REGEX         train only parameters whose name matches
+
+parallelism (training; docs/cli.md):
+  --gpus N                  number of devices (ranks) to compile for (default 1)
+  --strategy S              auto (default with --gpus > 1), dp, zero1, zero2, zero3, fsdp
+                            (= zero3), or KEY=VALUE,... with keys dp, tp, pp, zero, e.g.
+                            dp=4,zero=2; dp x tp x pp must equal --gpus
+  --gpu-memory SIZE         memory of one device for --strategy auto, e.g. 80GiB, 512MiB
+                            (default: unlimited)
+  --bucket-mb X             gradient bucket size in MiB for dp and zero1/zero2 (default 25)
+  --fsdp-unit REGEX         zero3: the part of a parameter's name that names its FSDP unit
+                            (default: automatic, e.g. transformer blocks "h.0", "h.1", ...)
+  --explain                 print the plan (plan.txt) to stdout after compiling
+
   --dump-ir-after-all DIR   write the IR after import and after every pass into DIR
   --no-weights              plan without reading the weights (external data may be absent);
                             the bundle can be inspected but not run
@@ -68,6 +81,33 @@ bool parseNumber(const std::string &text, double &out) {
   char *end = nullptr;
   out = std::strtod(text.c_str(), &end);
   return end && *end == '\0' && std::isfinite(out);
+}
+
+// "80GiB", "80GB" (= GiB: device memory is quoted in binary units), "512MiB", "1048576".
+bool parseByteSize(const std::string &text, uint64_t &out) {
+  size_t digits = text.find_first_not_of("0123456789.");
+  double number = 0;
+  if (digits == 0 || !parseNumber(text.substr(0, digits), number) || number <= 0)
+    return false;
+  std::string unit = digits == std::string::npos ? "" : text.substr(digits);
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB" || unit == "KB" || unit == "K")
+    scale = 1024.0;
+  else if (unit == "MiB" || unit == "MB" || unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB" || unit == "GB" || unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB" || unit == "TB" || unit == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return false;
+  double bytes = number * scale;
+  if (bytes >= 1.8e19)
+    return false;
+  out = static_cast<uint64_t>(bytes);
+  return true;
 }
 
 } // namespace
@@ -167,6 +207,30 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
       if (!takeValue(arg.c_str()) || value.empty())
         return usageError(arg + " needs a regular expression over parameter names");
       (arg == "--freeze" ? options.train.freeze : options.train.trainable) = value;
+    } else if (arg == "--gpus") {
+      double n = 0;
+      if (!takeValue("--gpus") || !parseNumber(value, n) || n < 1 || n > 65536 ||
+          n != std::floor(n))
+        return usageError("--gpus needs a whole number of devices from 1 to 65536");
+      options.gpus = static_cast<int>(n);
+    } else if (arg == "--strategy") {
+      if (!takeValue("--strategy") || value.empty())
+        return usageError("--strategy needs a value (auto, dp, zero1, zero2, zero3, fsdp or "
+                          "KEY=VALUE,...)");
+      options.strategyText = value;
+    } else if (arg == "--gpu-memory") {
+      if (!takeValue("--gpu-memory") || !parseByteSize(value, options.gpuMemoryBytes))
+        return usageError("--gpu-memory needs a size such as 80GiB, 512MiB or a byte count");
+    } else if (arg == "--bucket-mb") {
+      if (!takeValue("--bucket-mb") || !parseNumber(value, options.bucketMb) ||
+          options.bucketMb <= 0)
+        return usageError("--bucket-mb needs a positive number of MiB");
+    } else if (arg == "--fsdp-unit") {
+      if (!takeValue("--fsdp-unit") || value.empty())
+        return usageError("--fsdp-unit needs a regular expression over parameter names");
+      options.fsdpUnit = value;
+    } else if (arg == "--explain") {
+      options.explain = true;
     } else if (arg == "--no-weights") {
       options.withoutWeights = true;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
@@ -187,6 +251,14 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
                       "give -o OUT.shard instead");
   if (!options.emitMlir && options.output.empty())
     return usageError("no output bundle given (-o OUT.shard)");
+  if (options.strategyText.empty())
+    options.strategyText = options.gpus > 1 ? "auto" : "dp";
+  if (std::optional<std::string> bad =
+          parseStrategy(options.strategyText, options.gpus, options.strategy))
+    return usageError(*bad);
+  if (options.gpus > 1 && options.mode == Mode::Forward)
+    return usageError("--gpus " + std::to_string(options.gpus) +
+                      ": data parallelism applies to training; --mode forward compiles one rank");
   return ParseResult::Ok;
 }
 

@@ -2,6 +2,8 @@
 #ifndef SHARDC_TOOLS_SHARDC_COMMANDLINE_H
 #define SHARDC_TOOLS_SHARDC_COMMANDLINE_H
 
+#include "Strategy.h"
+
 #include "shardc/Autodiff/TrainStep.h"
 
 #include <cstdint>
@@ -23,6 +25,14 @@ struct Options {
   std::map<std::string, std::vector<int64_t>> inputShapes;
   TrainStepOptions train;
   bool weightDecayGiven = false; // else PyTorch's default for the optimizer
+  // Parallelism.
+  int gpus = 1;
+  std::string strategyText;   // as given; "auto" by default with --gpus > 1
+  ParallelStrategy strategy;  // parsed from strategyText for `gpus`
+  uint64_t gpuMemoryBytes = 0; // --gpu-memory; 0: unlimited
+  double bucketMb = 25.0;
+  std::string fsdpUnit;
+  bool explain = false;
 };
 
 enum class ParseResult { Ok, ExitSuccess, UsageError };

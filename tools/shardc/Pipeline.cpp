@@ -51,8 +51,15 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module, const std::string &path) 
 }
 
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &dumpDir,
-                                const TrainStepOptions *train) {
+                                const TrainStepOptions *train, const DataParallelOptions *dp) {
   mlir::PassManager pm(module->getContext());
+  if (train && dp) {
+    ScaleLossOptions scale;
+    scale.localRows = dp->localRows;
+    scale.globalRows = dp->globalRows;
+    scale.ranks = dp->ranks;
+    pm.addPass(createScaleLoss(scale));
+  }
   if (train) {
     BuildTrainStepOptions options;
     options.optimizer = train->optimizer;
@@ -66,6 +73,25 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &dumpDi
     options.freeze = train->freeze;
     options.trainable = train->trainable;
     pm.addPass(createBuildTrainStep(options));
+  }
+  if (train && dp) {
+    PlaceOnMeshOptions place;
+    place.ranks = dp->ranks;
+    place.zero = dp->zeroStage;
+    pm.addPass(createPlaceOnMesh(place));
+    if (dp->zeroStage == 0) {
+      AllReduceGradientsOptions o;
+      o.bucketMb = dp->bucketMb;
+      pm.nest<mlir::func::FuncOp>().addPass(createAllReduceGradients(o));
+    } else if (dp->zeroStage < 3) {
+      ShardOptimizerStateOptions o;
+      o.bucketMb = dp->bucketMb;
+      pm.nest<mlir::func::FuncOp>().addPass(createShardOptimizerState(o));
+    } else {
+      ShardParametersOptions o;
+      o.fsdpUnit = dp->fsdpUnit;
+      pm.nest<mlir::func::FuncOp>().addPass(createShardParameters(o));
+    }
   }
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldConstants());
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory());

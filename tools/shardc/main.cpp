@@ -2,12 +2,13 @@
 //
 //   shardc MODEL.onnx --mode forward -o OUT.shard
 //
-// import (frontends/onnx) -> pass pipeline (fold constants, plan memory) -> program emission
-// -> bundle directory. Errors are one line "shardc: error: ..." with exit code 1; usage
+// import (frontends/onnx) -> pass pipeline (train step, data-parallel passes, fold constants,
+// plan memory) -> program emission (one program per rank) -> bundle directory. Errors are one line "shardc: error: ..." with exit code 1; usage
 // errors exit with 2.
 //
 //===-------------------------------------------------------------------------------------===//
 #include "CommandLine.h"
+#include "DataParallelCompile.h"
 #include "Diagnostics.h"
 #include "Pipeline.h"
 #include "SourceModel.h"
@@ -20,8 +21,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <iostream>
 #include <set>
 
 using namespace shardc;
@@ -49,63 +53,58 @@ std::string describeLossOutput(mlir::func::FuncOp func) {
   return "";
 }
 
-int compile(const Options &opts) {
-  mlir::MLIRContext ctx;
-  ctx.disableMultithreading();
-  ctx.loadDialect<mlir::func::FuncDialect, graph::GraphDialect>();
-  FirstErrorCollector errors(ctx, opts.model);
-
+// Imports the model with the user's input shapes, dim 0 of every input set to `batchRows`
+// when given (one data-parallel rank's rows).
+mlir::FailureOr<onnx_import::ImportedModel>
+importModel(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &errors,
+            int64_t batchRows = 0) {
   onnx_import::ImportOptions importOptions;
   importOptions.modelPath = opts.model;
   importOptions.inputShapes = opts.inputShapes;
+  importOptions.batchRows = batchRows;
   importOptions.requireWeights = !opts.withoutWeights;
   importOptions.trainingDropout = opts.mode == Mode::Train;
   std::string error;
   mlir::FailureOr<onnx_import::ImportedModel> imported =
       onnx_import::importOnnxModel(ctx, importOptions, error);
-  if (mlir::failed(imported)) {
+  if (mlir::failed(imported))
     printError(!error.empty() ? error : errors.hasError() ? errors.message()
                                                           : opts.model + ": import failed");
-    return 1;
-  }
-  mlir::ModuleOp module = imported->module.get();
+  return imported;
+}
 
-  if (opts.emitMlir) {
-    module.print(llvm::outs(), mlir::OpPrintingFlags().elideLargeElementsAttrs(1024));
-    llvm::outs() << "\n";
-    llvm::outs().flush();
-    return 0;
-  }
-
+// Runs the pass pipeline on an imported model and lowers it to a program.
+mlir::FailureOr<EmittedProgram> compileImported(onnx_import::ImportedModel &imported,
+                                                const Options &opts, FirstErrorCollector &errors,
+                                                const DataParallelOptions *dp) {
+  mlir::ModuleOp module = imported.module.get();
   bool training = opts.mode == Mode::Train;
   if (training && describeLossOutput(module.lookupSymbol<mlir::func::FuncOp>("forward")).empty()) {
     printError(opts.model + ": --mode train needs a scalar float output (the loss), and the "
                             "model has none; use --mode forward to compile inference");
-    return 1;
+    return mlir::failure();
   }
-  if (mlir::failed(runPipeline(module, opts.dumpIrDir, training ? &opts.train : nullptr))) {
+  if (mlir::failed(runPipeline(module, opts.dumpIrDir, training ? &opts.train : nullptr, dp))) {
     printError(errors.hasError() ? errors.message() : opts.model + ": pass pipeline failed");
-    return 1;
+    return mlir::failure();
   }
   auto func = module.lookupSymbol<mlir::func::FuncOp>(training ? "train_step" : "forward");
   if (!func) {
     printError(opts.model + ": the compiled module has no @" +
                (training ? "train_step" : "forward") + " function");
-    return 1;
+    return mlir::failure();
   }
-  mlir::FailureOr<EmittedProgram> emitted = emitProgram(func, imported->weights);
-  if (mlir::failed(emitted)) {
+  mlir::FailureOr<EmittedProgram> emitted = emitProgram(func, imported.weights);
+  if (mlir::failed(emitted))
     printError(errors.hasError() ? errors.message() : opts.model + ": lowering failed");
-    return 1;
-  }
+  return emitted;
+}
 
-  program::Bundle bundle;
-  bundle.set_format_version(1);
-  bundle.set_mode(training ? "train" : "forward");
-  bundle.set_source_model(baseName(opts.model));
-  bundle.set_world_size(1);
-  *bundle.add_programs() = emitted->program;
-  const std::vector<char> *weights = emitted->weightsComplete ? &emitted->weights : nullptr;
+// Writes the bundle (with source.onnx for training bundles) and reports what was written.
+int writeCompiledBundle(mlir::MLIRContext &ctx, const Options &opts, program::Bundle &bundle,
+                        const std::vector<char> *weights, const PlanNotes &notes) {
+  bool training = opts.mode == Mode::Train;
+  std::string error;
   // A training bundle carries the input model without its trained values, so that shardrun
   // can write the trained model (--export-onnx). Not for planning-only bundles: they cannot
   // train, and the model's external data may be absent.
@@ -113,7 +112,7 @@ int compile(const Options &opts) {
   bool withSource = false;
   if (training && weights) {
     std::set<std::string> trained;
-    for (const program::StateInit &init : emitted->program.state_init())
+    for (const program::StateInit &init : bundle.programs(0).state_init())
       trained.insert(init.name());
     bool tooLarge = false;
     if (mlir::failed(buildSourceModel(ctx, opts.model, trained, sourceOnnx, tooLarge, error))) {
@@ -128,21 +127,116 @@ int compile(const Options &opts) {
                    "--export-onnx\n",
                    opts.model.c_str());
   }
-  if (!writeBundle(opts.output, bundle, weights, withSource ? &sourceOnnx : nullptr, error)) {
+  if (!writeBundle(opts.output, bundle, weights, withSource ? &sourceOnnx : nullptr, error,
+                   notes)) {
     printError(error);
     return 1;
   }
-  const program::Program &p = emitted->program;
+  uint64_t peak = 0;
+  for (const program::Program &p : bundle.programs())
+    peak = std::max<uint64_t>(peak, p.planned_peak_bytes());
+  const program::Program &p = bundle.programs(0);
   std::fprintf(stderr,
-               "shardc: wrote %s: %d kernel calls, arena %llu bytes, weights %llu bytes, "
+               "shardc: wrote %s: %s%d kernel calls, arena %llu bytes, weights %llu bytes, "
                "workspace %llu bytes; planned peak %llu bytes per rank%s\n",
-               opts.output.c_str(), p.ops_size(),
-               static_cast<unsigned long long>(p.arena_bytes()),
+               opts.output.c_str(),
+               bundle.world_size() > 1
+                   ? (std::to_string(bundle.world_size()) + " ranks (" + bundle.strategy() +
+                      "), ")
+                         .c_str()
+                   : "",
+               p.ops_size(), static_cast<unsigned long long>(p.arena_bytes()),
                static_cast<unsigned long long>(p.weights_bytes()),
                static_cast<unsigned long long>(p.workspace_bytes()),
-               static_cast<unsigned long long>(p.planned_peak_bytes()),
-               weights ? "" : " (weights absent: planning only)");
+               static_cast<unsigned long long>(peak), weights ? "" : " (weights absent: planning only)");
+  if (opts.explain) {
+    // The plan as written: writeBundle completes the bundle (weights file, checksums).
+    std::ifstream plan(opts.output + "/" + kPlanFileName);
+    std::cout << plan.rdbuf();
+  }
   return 0;
+}
+
+program::Bundle newBundle(const Options &opts) {
+  program::Bundle bundle;
+  bundle.set_format_version(1);
+  bundle.set_mode(opts.mode == Mode::Train ? "train" : "forward");
+  bundle.set_source_model(baseName(opts.model));
+  return bundle;
+}
+
+int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &errors) {
+  mlir::FailureOr<onnx_import::ImportedModel> imported =
+      importModel(ctx, opts, errors);
+  if (mlir::failed(imported))
+    return 1;
+  if (opts.emitMlir) {
+    imported->module->print(llvm::outs(), mlir::OpPrintingFlags().elideLargeElementsAttrs(1024));
+    llvm::outs() << "\n";
+    llvm::outs().flush();
+    return 0;
+  }
+  mlir::FailureOr<EmittedProgram> emitted = compileImported(*imported, opts, errors, nullptr);
+  if (mlir::failed(emitted))
+    return 1;
+  program::Bundle bundle = newBundle(opts);
+  bundle.set_world_size(1);
+  *bundle.add_programs() = emitted->program;
+  const std::vector<char> *weights = emitted->weightsComplete ? &emitted->weights : nullptr;
+  return writeCompiledBundle(ctx, opts, bundle, weights, PlanNotes());
+}
+
+int compile(const Options &opts) {
+  mlir::MLIRContext ctx;
+  ctx.disableMultithreading();
+  ctx.loadDialect<mlir::func::FuncDialect, graph::GraphDialect>();
+  FirstErrorCollector errors(ctx, opts.model);
+  if (opts.emitMlir || opts.mode == Mode::Forward || opts.gpus == 1)
+    return compileSingleRank(ctx, opts, errors);
+
+  // The global batch: every graph input's dim 0, as the model (or --input-shape) gives it.
+  mlir::FailureOr<onnx_import::ImportedModel> global =
+      importModel(ctx, opts, errors);
+  if (mlir::failed(global))
+    return 1;
+  std::string error;
+  std::optional<GlobalBatch> batch = findGlobalBatch(*global, opts, error);
+  if (!batch) {
+    printError(error);
+    return 1;
+  }
+  global->module = nullptr;
+
+  // One compilation per strategy (several under auto) and per distinct number of rows.
+  auto compileStrategy = [&](const ParallelStrategy &strategy,
+                             DataParallelBundle &out) -> bool {
+    return compileDataParallel(
+        opts, strategy, *batch,
+        [&](const DataParallelOptions &dp) -> mlir::FailureOr<EmittedProgram> {
+          mlir::FailureOr<onnx_import::ImportedModel> imported =
+              importModel(ctx, opts, errors, dp.localRows);
+          if (mlir::failed(imported))
+            return mlir::failure();
+          return compileImported(*imported, opts, errors, &dp);
+        },
+        out);
+  };
+  ParallelStrategy chosen = opts.strategy;
+  PlanNotes notes;
+  DataParallelBundle compiled;
+  if (opts.strategy.automatic) {
+    if (!chooseStrategy(opts, compileStrategy, chosen, compiled, notes.strategyDecision))
+      return 1;
+  } else if (!compileStrategy(chosen, compiled)) {
+    return 1;
+  }
+  program::Bundle bundle = newBundle(opts);
+  bundle.set_world_size(chosen.dp);
+  bundle.set_strategy(chosen.canonical());
+  for (program::Program &p : compiled.programs)
+    *bundle.add_programs() = std::move(p);
+  return writeCompiledBundle(ctx, opts, bundle,
+                             compiled.weightsComplete ? &compiled.weights : nullptr, notes);
 }
 
 } // namespace

@@ -33,7 +33,7 @@ bool writeFile(const std::string &path, const void *data, size_t size, std::stri
 } // namespace
 
 bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vector<char> *weights,
-                 const std::string *sourceOnnx, std::string &error) {
+                 const std::string *sourceOnnx, std::string &error, const PlanNotes &notes) {
   if (!makeDirectory(dir, error))
     return false;
   std::string weightsPath = dir + "/" + kWeightsFileName;
@@ -66,8 +66,11 @@ bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vect
   }
   if (!writeFile(dir + "/" + kProgramFileName, serialized.data(), serialized.size(), error))
     return false;
-  std::string plan = formatPlan(bundle);
-  return writeFile(dir + "/" + kPlanFileName, plan.data(), plan.size(), error);
+  std::string plan = formatPlan(bundle, notes);
+  if (!writeFile(dir + "/" + kPlanFileName, plan.data(), plan.size(), error))
+    return false;
+  std::string planJson = formatPlanJson(bundle, notes);
+  return writeFile(dir + "/" + kPlanJsonFileName, planJson.data(), planJson.size(), error);
 }
 
 } // namespace shardc

@@ -1,10 +1,20 @@
 //===- PlanReport.cpp - plan.txt --------------------------------------------------------===//
+//
+// One rank: the program's memory, bindings and op list. Several ranks: first what the whole
+// run looks like (mesh and strategy, parameters and their sharding, memory per rank, the ZeRO
+// formulas, the collectives of one step), from PlanSummary; then each distinct program as for
+// one rank, the op list once when every rank runs the same ops.
+//
+//===-------------------------------------------------------------------------------------===//
 #include "shardc/Lowering/Bundle.h"
+#include "shardc/Lowering/PlanSummary.h"
 
 #include "runtime/kernels/kernel.h"
 #include "runtime/memory/planned_memory.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -27,8 +37,10 @@ std::string bytesString(uint64_t n) {
     std::snprintf(buf, sizeof buf, "%" PRIu64 " B", n);
   else if (n < 10ull * 1024 * 1024)
     std::snprintf(buf, sizeof buf, "%.1f KiB", n / 1024.0);
-  else
+  else if (n < 10ull * 1024 * 1024 * 1024)
     std::snprintf(buf, sizeof buf, "%.1f MiB", n / (1024.0 * 1024.0));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f GiB", n / (1024.0 * 1024.0 * 1024.0));
   return buf;
 }
 
@@ -52,6 +64,112 @@ std::string exactBytes(uint64_t n) {
   return s;
 }
 
+// A table cell of bytes: "12345" or "1234567 (1.2 MiB)".
+std::string bytesCell(uint64_t n) {
+  std::string s = std::to_string(n);
+  if (n >= 10 * 1024)
+    s += " (" + bytesString(n) + ")";
+  return s;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "[]";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+// A real number with up to one decimal ("13.3", "12").
+std::string decimal(double value) {
+  char buf[64];
+  if (value == std::floor(value))
+    std::snprintf(buf, sizeof buf, "%.0f", value);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f", value);
+  return buf;
+}
+
+std::string plural(uint64_t n, const char *one, const char *many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// `text` as lines of at most `width` columns (words are not split), each starting with
+// `indent` (the first with `first`), for the explanations under the tables.
+void wrap(std::ostringstream &os, const std::string &first, const std::string &indent,
+          const std::string &text, size_t width = 96) {
+  std::string line = first;
+  size_t lineWidth = first.size(), begin = 0;
+  bool empty = true;
+  while (begin < text.size()) {
+    size_t end = text.find(' ', begin);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string word = text.substr(begin, end - begin);
+    size_t wordWidth = 0;
+    for (unsigned char c : word)
+      wordWidth += (c & 0xC0) != 0x80;
+    if (!empty && lineWidth + 1 + wordWidth > width) {
+      os << line << "\n";
+      line = indent;
+      lineWidth = indent.size();
+      empty = true;
+    }
+    if (!empty) {
+      line += " ";
+      ++lineWidth;
+    }
+    line += word;
+    lineWidth += wordWidth;
+    empty = false;
+    begin = end + 1;
+  }
+  os << line << "\n";
+}
+
+// Columns of text, padded to their widest cell (display width: UTF-8 continuation bytes do not
+// count).
+class Table {
+public:
+  explicit Table(std::string rightAligned) : rightAligned_(std::move(rightAligned)) {}
+  void add(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+
+  void print(std::ostringstream &os, const std::string &indent) const {
+    std::vector<size_t> widths;
+    for (const auto &row : rows_)
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (widths.size() <= i)
+          widths.push_back(0);
+        widths[i] = std::max(widths[i], width(row[i]));
+      }
+    for (const auto &row : rows_) {
+      std::string line = indent;
+      for (size_t i = 0; i < row.size(); ++i) {
+        std::string pad(widths[i] - width(row[i]), ' ');
+        bool right = i < rightAligned_.size() && rightAligned_[i] == 'r';
+        bool last = i + 1 == row.size();
+        line += right ? pad + row[i] : row[i] + (last ? "" : pad);
+        if (!last)
+          line += "  ";
+      }
+      while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+      os << line << "\n";
+    }
+  }
+
+private:
+  static size_t width(const std::string &s) {
+    size_t n = 0;
+    for (unsigned char c : s)
+      n += (c & 0xC0) != 0x80;
+    return n;
+  }
+  std::string rightAligned_; // 'r' per right-aligned column
+  std::vector<std::vector<std::string>> rows_;
+};
+
 // Where the arena peaks: a schedule point of runtime::PlannedMemory.
 std::string schedulePoint(const program::Program &p, int64_t point) {
   if (point < 0)
@@ -62,6 +180,11 @@ std::string schedulePoint(const program::Program &p, int64_t point) {
   return "during #" + std::to_string(point) + " " + op.kernel() + " '" + op.name() + "'";
 }
 
+constexpr program::BufferRole kRoleOrder[] = {
+    program::ROLE_PARAMETER,  program::ROLE_GRADIENT,   program::ROLE_OPTIMIZER_STATE,
+    program::ROLE_INPUT,      program::ROLE_ACTIVATION, program::ROLE_CONSTANT,
+    program::BUFFER_ROLE_UNSPECIFIED};
+
 // The planned peak memory and what it is made of (runtime/memory/planned_memory.h). Every
 // line below a total adds up to it.
 void formatMemory(const program::Program &p, std::ostringstream &os) {
@@ -70,10 +193,7 @@ void formatMemory(const program::Program &p, std::ostringstream &os) {
      << " = arena + weights + workspace + step inputs + step outputs\n";
   os << "  arena: " << exactBytes(plan.arena) << ", at its peak "
      << schedulePoint(p, plan.arenaPeakPoint) << ":\n";
-  for (program::BufferRole role :
-       {program::ROLE_PARAMETER, program::ROLE_GRADIENT, program::ROLE_OPTIMIZER_STATE,
-        program::ROLE_INPUT, program::ROLE_ACTIVATION, program::ROLE_CONSTANT,
-        program::BUFFER_ROLE_UNSPECIFIED}) {
+  for (program::BufferRole role : kRoleOrder) {
     uint64_t bytes = plan.arenaLiveByRole[static_cast<size_t>(role)];
     if (bytes > 0 || role == program::ROLE_ACTIVATION)
       os << "    " << runtime::bufferRoleName(role) << ": " << exactBytes(bytes) << "\n";
@@ -97,7 +217,22 @@ void formatMemory(const program::Program &p, std::ostringstream &os) {
   os << "  step outputs: " << exactBytes(plan.stepOutputs) << " (host tensors, one per output)\n";
 }
 
-void formatProgram(const program::Program &p, std::ostringstream &os) {
+void formatOps(const program::Program &p, std::ostringstream &os) {
+  os << "\nprogram (A@ = arena offset, W@ = weights offset, in bytes):\n";
+  for (int i = 0; i < p.ops_size(); ++i) {
+    const program::Op &op = p.ops(i);
+    os << "  #" << i << " " << op.kernel() << " '" << op.name() << "'\n      in: ";
+    for (int j = 0; j < op.inputs_size(); ++j)
+      os << (j ? ", " : "") << operand(p, op.inputs(j));
+    os << "\n      out: ";
+    for (int j = 0; j < op.outputs_size(); ++j)
+      os << (j ? ", " : "") << operand(p, op.outputs(j));
+    os << "\n";
+  }
+}
+
+// The program's memory, bindings and kernel histogram (no header line, no op list).
+void formatProgramBody(const program::Program &p, std::ostringstream &os) {
   uint64_t paramCount = 0, paramElems = 0;
   for (const program::Buffer &b : p.buffers()) {
     if (b.role() != program::ROLE_PARAMETER || b.kind() == program::ACTIVATION)
@@ -108,7 +243,6 @@ void formatProgram(const program::Program &p, std::ostringstream &os) {
       n *= d;
     paramElems += n;
   }
-  os << "== rank " << p.rank() << " of " << p.world_size() << "\n";
   formatMemory(p, os);
   os << "parameters: " << paramCount << " tensors, " << paramElems << " elements\n";
   os << "inputs:\n";
@@ -131,31 +265,397 @@ void formatProgram(const program::Program &p, std::ostringstream &os) {
   os << "kernels: " << p.ops_size() << " calls:";
   for (auto &[kernel, count] : histogram)
     os << " " << kernel << "(" << count << ")";
-  os << "\n\nprogram (A@ = arena offset, W@ = weights offset, in bytes):\n";
-  for (int i = 0; i < p.ops_size(); ++i) {
-    const program::Op &op = p.ops(i);
-    os << "  #" << i << " " << op.kernel() << " '" << op.name() << "'\n      in: ";
-    for (int j = 0; j < op.inputs_size(); ++j)
-      os << (j ? ", " : "") << operand(p, op.inputs(j));
-    os << "\n      out: ";
-    for (int j = 0; j < op.outputs_size(); ++j)
-      os << (j ? ", " : "") << operand(p, op.outputs(j));
+  os << "\n";
+}
+
+void formatStrategyDecision(const std::vector<std::string> &lines, std::ostringstream &os) {
+  if (lines.empty())
+    return;
+  os << "== Strategy decision\n";
+  for (const std::string &line : lines)
+    os << "  " << line << "\n";
+  os << "\n";
+}
+
+// ---- several ranks --------------------------------------------------------------------------
+
+// What the ZeRO stage shards, for the strategy line: a name and one line of detail.
+std::pair<const char *, const char *> stageDescription(int stage) {
+  switch (stage) {
+  case 0:
+    return {"plain data parallelism (ZeRO-0)",
+            "parameters, gradients and optimizer state replicated; gradients all-reduced in "
+            "buckets"};
+  case 1:
+    return {"ZeRO-1", "optimizer state sharded; gradients reduce-scattered after the backward "
+                      "pass, updated parameter shards all-gathered"};
+  case 2:
+    return {"ZeRO-2", "optimizer state and gradients sharded (each gradient bucket "
+                      "reduce-scattered once final), updated parameter shards all-gathered"};
+  case 3:
+    return {"ZeRO-3 (FSDP)", "parameters, gradients and optimizer state sharded; each unit's "
+                             "parameters all-gathered for the forward and again for the "
+                             "backward pass"};
+  default:
+    return {"unknown ZeRO stage", ""};
+  }
+}
+
+void formatMesh(const PlanSummary &s, std::ostringstream &os) {
+  os << "== Mesh and strategy\n";
+  auto [stageName, stageDetail] = stageDescription(s.zeroStage);
+  os << "strategy: " << (s.strategy.empty() ? "(not recorded)" : s.strategy) << " = "
+     << stageName << "\n";
+  wrap(os, "  ", "  ", stageDetail);
+  os << "mesh:";
+  int devices = 1;
+  for (size_t i = 0; i < s.mesh.size(); ++i) {
+    os << (i ? " x " : " ") << s.mesh[i].first << "=" << s.mesh[i].second;
+    devices *= s.mesh[i].second;
+  }
+  os << " (" << plural(devices, "rank", "ranks") << "); every collective runs over the dp axis\n";
+  if (s.globalBatchRows > 0) {
+    std::string line =
+        "batch: " + std::to_string(s.globalBatchRows) + " rows per step, split over dp:";
+    std::vector<std::vector<int>> byRows;
+    std::vector<int64_t> rows;
+    for (const PlanRank &r : s.ranks) {
+      auto it = std::find(rows.begin(), rows.end(), r.batchRows);
+      if (it == rows.end()) {
+        rows.push_back(r.batchRows);
+        byRows.push_back({r.rank});
+      } else {
+        byRows[it - rows.begin()].push_back(r.rank);
+      }
+    }
+    for (size_t i = 0; i < rows.size(); ++i)
+      line += std::string(i ? ";" : "") + " " + formatRankSet(byRows[i]) + ": " +
+              plural(static_cast<uint64_t>(rows[i]), "row", "rows") +
+              (byRows[i].size() > 1 ? " each" : "");
+    wrap(os, "", "  ", line + " (rank r takes the rows after rank r-1's)");
+  }
+  os << "\n";
+}
+
+std::string stateShardingText(const PlanParameter &p) {
+  if (p.optimizerState.empty())
+    return "-";
+  std::string first = p.optimizerState.front().sharding.text();
+  for (const PlanTensor &t : p.optimizerState)
+    if (t.sharding.text() != first)
+      return std::to_string(p.optimizerState.size()) + " x mixed";
+  return std::to_string(p.optimizerState.size()) + " x " + first;
+}
+
+void formatParameters(const PlanSummary &s, std::ostringstream &os) {
+  os << "== Parameters: " << s.trainedTensors << " trained (Ψ = " << s.trainedElements
+     << " elements), " << s.frozenTensors << (s.mode == "train" ? " frozen" : " weights")
+     << " (" << s.frozenElements << " elements); bytes per rank\n";
+  if (s.parameters.empty()) {
+    os << "  (none)\n\n";
+    return;
+  }
+  Table t("lllrlrlr");
+  t.add({"name", "kind", "shape", "elements", "sharding", "bytes/rank", "optimizer state",
+         "state bytes/rank"});
+  uint64_t elements = 0, bytes = 0, stateBytes = 0;
+  for (const PlanParameter &p : s.parameters) {
+    const char *kind = p.trained ? "trained" : s.mode == "train" ? "frozen" : "weight";
+    t.add({p.tensor.name, kind, shapeString(p.tensor.globalShape),
+           std::to_string(p.tensor.elements), p.tensor.sharding.text(),
+           std::to_string(p.tensor.bytesPerRank), stateShardingText(p),
+           p.optimizerState.empty() ? "-" : std::to_string(p.optimizerStateBytesPerRank())});
+    elements += static_cast<uint64_t>(p.tensor.elements);
+    bytes += p.tensor.bytesPerRank;
+    stateBytes += p.optimizerStateBytesPerRank();
+  }
+  t.add({"total", "", "", std::to_string(elements), "", std::to_string(bytes), "",
+         std::to_string(stateBytes)});
+  t.print(os, "  ");
+  os << "\n";
+}
+
+void formatMemoryPerRank(const PlanSummary &s, std::ostringstream &os) {
+  os << "== Memory per rank (bytes; the arena by buffer role where it peaks, see the rank "
+        "sections below)\n";
+  std::string right(1 + s.memoryGroups.size(), 'r');
+  right[0] = 'l';
+  Table t(right);
+  std::vector<const PlanRank *> reps;
+  std::vector<std::string> header = {""};
+  for (const std::vector<int> &g : s.memoryGroups) {
+    reps.push_back(&s.ranks[g.front()]);
+    header.push_back(formatRankSet(g));
+  }
+  t.add(header);
+  auto row = [&](const std::string &label, auto value) {
+    std::vector<std::string> cells = {label};
+    for (const PlanRank *r : reps)
+      cells.push_back(value(*r));
+    t.add(cells);
+  };
+  auto bytesRow = [&](const std::string &label, auto value) {
+    row(label, [&](const PlanRank &r) { return bytesCell(value(r)); });
+  };
+  if (s.globalBatchRows > 0)
+    row("batch rows (of " + std::to_string(s.globalBatchRows) + ")",
+        [](const PlanRank &r) { return std::to_string(r.batchRows); });
+  bytesRow("planned peak", [](const PlanRank &r) { return r.plannedPeakBytes; });
+  bytesRow("  arena", [](const PlanRank &r) { return r.memory.arena; });
+  for (program::BufferRole role : kRoleOrder) {
+    bool any = false;
+    for (const PlanRank *r : reps)
+      any |= r->memory.arenaLiveByRole[static_cast<size_t>(role)] > 0;
+    if (any || role == program::ROLE_ACTIVATION)
+      bytesRow(std::string("    ") + runtime::bufferRoleName(role), [role](const PlanRank &r) {
+        return r.memory.arenaLiveByRole[static_cast<size_t>(role)];
+      });
+  }
+  bytesRow("    unused", [](const PlanRank &r) { return r.memory.arenaUnused; });
+  bytesRow("  weights (parameters, initial values, constants)",
+           [](const PlanRank &r) { return r.memory.weights; });
+  bytesRow("  workspace", [](const PlanRank &r) { return r.memory.workspace; });
+  bytesRow("  step inputs (host)", [](const PlanRank &r) { return r.memory.stepInputs; });
+  bytesRow("  step outputs (host)", [](const PlanRank &r) { return r.memory.stepOutputs; });
+  row("model state stored:", [](const PlanRank &) { return std::string(); });
+  bytesRow("  trained parameters",
+           [](const PlanRank &r) { return r.modelState.trainedParameterBytes; });
+  bool frozen = false, whole = false;
+  for (const PlanRank *r : reps) {
+    frozen |= r->modelState.frozenParameterBytes > 0;
+    whole |= r->modelState.wholeGradientBytes != r->modelState.gradientBytes;
+  }
+  if (frozen)
+    bytesRow("  frozen parameters (weights)",
+             [](const PlanRank &r) { return r.modelState.frozenParameterBytes; });
+  bytesRow("  gradients the optimizer reads",
+           [](const PlanRank &r) { return r.modelState.gradientBytes; });
+  if (whole)
+    bytesRow("  gradients before reduce-scatter",
+             [](const PlanRank &r) { return r.modelState.wholeGradientBytes; });
+  bytesRow("  optimizer state", [](const PlanRank &r) { return r.modelState.optimizerStateBytes; });
+  bytesRow("communication sent per step", [](const PlanRank &r) { return r.comm.bytesSent; });
+  t.print(os, "  ");
+  os << "\n";
+}
+
+std::string perRankText(uint64_t paddingElements, int ranks) {
+  return decimal(4.0 * static_cast<double>(paddingElements) / ranks);
+}
+
+void formatZero(const PlanSummary &s, std::ostringstream &os) {
+  const PlanZeroAccounting &z = s.zero;
+  if (z.psi == 0)
+    return;
+  const int n = z.ranks;
+  os << "== ZeRO accounting: model state per rank, fp32 (Ψ = " << z.psi
+     << " trained elements, N = " << n << ")\n";
+  wrap(os, "  ", "    ",
+       "4 bytes per element of parameters and of gradients, " +
+           (z.stateBytesPerElement > 0
+                ? std::to_string(z.stateBytesPerElement) + " of optimizer state"
+                : "O = " + std::to_string(z.wholeOptimizerStateBytes) +
+                      " bytes of optimizer state in all") +
+           "; * marks this bundle's stage");
+  Table t("llrrrr");
+  t.add({"stage", "formula", "parameters", "gradients", "optimizer state", "total"});
+  for (const PlanZeroStage &row : z.stages)
+    t.add({(row.stage == z.stage ? "* " : "  ") + row.label, row.formula,
+           std::to_string(row.parameterBytes), std::to_string(row.gradientBytes),
+           std::to_string(row.optimizerStateBytes), std::to_string(row.totalBytes)});
+  t.add({"  this bundle", "(rank 0)", std::to_string(z.parameterBytes),
+         std::to_string(z.gradientBytes), std::to_string(z.optimizerStateBytes),
+         std::to_string(z.totalBytes)});
+  t.print(os, "  ");
+  if (z.stage >= 0 && z.stage <= 3) {
+    // The formula without rounding: the whole bytes of each part, divided by N where sharded.
+    const double psiBytes = 4.0 * static_cast<double>(z.psi);
+    const double exact = (z.stage >= 3 ? psiBytes / n : psiBytes) +
+                         (z.stage >= 2 ? psiBytes / n : psiBytes) +
+                         (z.stage >= 1 ? static_cast<double>(z.wholeOptimizerStateBytes) / n
+                                       : static_cast<double>(z.wholeOptimizerStateBytes));
+    const double diff = static_cast<double>(z.totalBytes) - exact;
+    os << "  this bundle holds " << z.totalBytes << " bytes, the formula "
+       << z.stages[static_cast<size_t>(z.stage)].formula << " gives " << decimal(exact)
+       << ": " << (diff >= 0 ? "+" : "") << decimal(diff) << " bytes\n";
+    const int64_t padding = z.parameterPaddingElements + z.gradientPaddingElements +
+                            z.optimizerStatePaddingElements;
+    if (padding > 0)
+      wrap(os, "  ", "    ",
+           "padding of the flat shards (a tensor of n elements is stored as ceil(n/N) per "
+           "rank): " +
+               std::to_string(z.parameterPaddingElements) + " parameter, " +
+               std::to_string(z.gradientPaddingElements) + " gradient and " +
+               std::to_string(z.optimizerStatePaddingElements) +
+               " optimizer-state elements over all ranks = " +
+               perRankText(static_cast<uint64_t>(padding), n) + " bytes per rank");
+    else
+      os << "  no padding: every sharded tensor divides evenly by N\n";
+  }
+  wrap(os, "  ", "    ",
+       z.stage <= 1 ? "gradients: whole until they are reduced (stage 0: all-reduced; stage 1: "
+                      "reduce-scattered after the backward pass)"
+                    : "gradients: the shards the optimizer reads (whole gradients live only "
+                      "until their bucket or unit is reduce-scattered)");
+  os << "\n";
+}
+
+void formatComm(const PlanSummary &s, std::ostringstream &os) {
+  if (s.ranks.empty())
+    return;
+  const PlanComm &comm = s.ranks.front().comm;
+  bool same = true;
+  for (const PlanRank &r : s.ranks)
+    same &= r.comm.bytesSent == comm.bytesSent &&
+            r.comm.collectives.size() == comm.collectives.size();
+  os << "== Communication per step (rank 0; "
+     << (same ? "every rank sends the same" : "other ranks: see Memory per rank")
+     << "; group dp = " << s.worldSize << " ranks)\n";
+  if (comm.collectives.empty()) {
+    os << "  no collectives\n";
+  } else {
+    Table t("rlllrrrrl");
+    t.add({"op", "kernel", "group", "bucket/unit", "tensors", "elements", "payload bytes",
+           "sent/rank", "name"});
+    for (const PlanCollective &c : comm.collectives) {
+      std::string tag = c.bucket >= 0 ? "bucket " + std::to_string(c.bucket) : "";
+      if (!c.unit.empty())
+        tag += (tag.empty() ? "unit " : ", unit ") + c.unit;
+      t.add({"#" + std::to_string(c.opIndex), c.kind, c.group, tag.empty() ? "-" : tag,
+             std::to_string(c.tensors), std::to_string(c.elements),
+             c.kind == "shard_slice" ? "local" : std::to_string(c.payloadBytes),
+             std::to_string(c.bytesSent), "'" + c.name + "'"});
+    }
+    t.print(os, "  ");
+  }
+  os << "  sent per rank and step:\n";
+  for (const PlanCommTotal &total : comm.totals) {
+    os << "    " << total.kind << ": " << plural(total.calls, "call", "calls");
+    if (total.kind == "shard_slice")
+      os << ", local (nothing sent)\n";
+    else
+      os << ", " << exactBytes(total.bytesSent) << "\n";
+  }
+  os << "    total: " << exactBytes(comm.bytesSent);
+  if (comm.matchesPlan())
+    os << " (= planned_comm_bytes)\n";
+  else
+    os << "\n    warning: planned_comm_bytes is " << comm.plannedBytes
+       << ", the collectives above add up to " << comm.bytesSent << "\n";
+  const PlanZeroAccounting &z = s.zero;
+  const PlanCommTheory &theory = s.commTheory;
+  if (z.psi > 0 && s.worldSize > 1) {
+    os << "  theory (ring algorithms, fp32, Ψ = " << z.psi << ", N = " << s.worldSize
+       << ", no padding):\n";
+    // Ratios against DP's exact (unrounded) 2Ψ·4(N−1)/N.
+    const double n = static_cast<double>(s.worldSize);
+    const double dpExact = 8.0 * static_cast<double>(z.psi) * (n - 1) / n;
+    auto times = [&](double bytes) {
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%.2fx DP", dpExact > 0 ? bytes / dpExact : 0.0);
+      return std::string(ratio);
+    };
+    Table t("lllrl");
+    t.add({"DP", "all-reduce of the gradients", "2Ψ·4(N−1)/N",
+           std::to_string(theory.dpAllReduceBytes) + " bytes", ""});
+    if (z.stage == 1 || z.stage == 2)
+      t.add({"ZeRO-" + std::to_string(z.stage), "reduce-scatter + all-gather",
+             theory.stageFormula, std::to_string(theory.stageBytes) + " bytes",
+             times(dpExact)});
+    else if (z.stage >= 3)
+      t.add({"ZeRO-3", "all-gather x2 (forward, backward) + reduce-scatter", theory.stageFormula,
+             std::to_string(theory.stageBytes) + " bytes", times(1.5 * dpExact)});
+    t.add({"this bundle", "the collectives above", "", std::to_string(comm.bytesSent) + " bytes",
+           times(static_cast<double>(comm.bytesSent))});
+    t.print(os, "    ");
+    const int64_t rest =
+        static_cast<int64_t>(comm.bytesSent) - static_cast<int64_t>(theory.stageBytes);
+    wrap(os, "  ", "    ",
+         "this bundle - theory: " + std::string(rest >= 0 ? "+" : "") + std::to_string(rest) +
+             " bytes (padding to multiples of N; the all-reduces of the loss and of the "
+             "gradient norm)");
+  }
+  os << "\n";
+}
+
+// Whether two programs run the same kernels, in the same order, on the same nodes.
+bool sameOpList(const program::Program &a, const program::Program &b) {
+  if (a.ops_size() != b.ops_size())
+    return false;
+  for (int i = 0; i < a.ops_size(); ++i)
+    if (a.ops(i).kernel() != b.ops(i).kernel() || a.ops(i).name() != b.ops(i).name())
+      return false;
+  return true;
+}
+
+void formatRanks(const program::Bundle &bundle, const PlanSummary &s, std::ostringstream &os) {
+  const int world = bundle.world_size();
+  const program::Program *listed = nullptr;
+  for (const std::vector<int> &group : s.programGroups) {
+    const program::Program &p = bundle.programs(group.front());
+    os << "== rank " << p.rank() << " of " << world;
+    if (group.size() > 1) {
+      std::vector<int> others(group.begin() + 1, group.end());
+      os << " (" << formatRankSet(others)
+         << (others.size() > 1 ? " run the same program on their own" : " runs the same program on its own")
+         << " batch rows and shards)";
+    }
+    os << "\n";
+    if (p.global_batch_rows() > 0)
+      os << "batch: rows [" << p.batch_begin() << ", " << p.batch_begin() + p.batch_rows()
+         << ") of " << p.global_batch_rows() << "\n";
+    os << "communication: " << exactBytes(p.planned_comm_bytes())
+       << " sent per step (planned_comm_bytes)\n";
+    formatProgramBody(p, os);
+    if (listed && sameOpList(*listed, p)) {
+      os << "\nprogram: the same " << p.ops_size() << " kernel calls as rank " << listed->rank()
+         << ", on buffers sized for this rank (program.pb has their offsets)\n";
+    } else {
+      formatOps(p, os);
+      if (!listed)
+        listed = &p;
+    }
     os << "\n";
   }
 }
 
 } // namespace
 
-std::string formatPlan(const program::Bundle &bundle) {
+std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
   std::ostringstream os;
   os << "shardc plan for " << bundle.source_model() << "\n";
-  os << "mode: " << bundle.mode() << ", world size: " << bundle.world_size()
-     << ", strategy: single rank (no sharding)\n";
+  const bool multiRank = bundle.world_size() > 1 || bundle.programs_size() > 1;
+  os << "mode: " << bundle.mode() << ", world size: " << bundle.world_size() << ", strategy: ";
+  if (multiRank)
+    os << (bundle.strategy().empty() ? "(not recorded)" : bundle.strategy()) << "\n";
+  else if (bundle.strategy().empty())
+    os << "single rank (no sharding)\n";
+  else
+    os << bundle.strategy() << " (single rank, no sharding)\n";
   if (bundle.weights_file().empty())
     os << "weights: absent (planning only; this bundle cannot be run)\n";
   os << "\n";
-  for (const program::Program &p : bundle.programs())
-    formatProgram(p, os);
+  if (!multiRank) {
+    formatStrategyDecision(notes.strategyDecision, os);
+    for (const program::Program &p : bundle.programs()) {
+      os << "== rank " << p.rank() << " of " << p.world_size() << "\n";
+      formatProgramBody(p, os);
+      formatOps(p, os);
+    }
+    return os.str();
+  }
+  PlanSummary s = summarizePlan(bundle, notes);
+  for (const std::string &warning : s.warnings)
+    os << "warning: " << warning << "\n";
+  if (!s.warnings.empty())
+    os << "\n";
+  formatMesh(s, os);
+  formatParameters(s, os);
+  formatMemoryPerRank(s, os);
+  formatZero(s, os);
+  formatComm(s, os);
+  formatStrategyDecision(s.strategyDecision, os);
+  formatRanks(bundle, s, os);
   return os.str();
 }
 

@@ -120,4 +120,13 @@ Status padForSliceKernel(KernelArgs &args);
 Status reduceMaxGradKernel(KernelArgs &args);
 Status reduceMaxGradWorkspace(const KernelArgs &args, uint64_t *bytes);
 
+// collectives.cpp (data parallelism: through KernelArgs::comm)
+Status allReduceKernel(KernelArgs &args);
+Status allReduceWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status reduceScatterKernel(KernelArgs &args);
+Status reduceScatterWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status allGatherKernel(KernelArgs &args);
+Status allGatherWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status shardSliceKernel(KernelArgs &args);
+
 } // namespace shardc::runtime::cpu

@@ -1,6 +1,7 @@
 // The shardrun command line, end to end: a bundle and .npy inputs written here, the real
 // binary run on them, its outputs, error lines and exit codes checked.
 #include "runtime/data/npy.h"
+#include "tests/unit/runtime/shardrun_runner.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <algorithm>
@@ -10,12 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
-
-#ifndef SHARDRUN_BINARY
-#error "SHARDRUN_BINARY must name the shardrun executable"
-#endif
 
 namespace shardc::runtime {
 namespace {
@@ -23,33 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::StartsWith;
+using testing::RunResult;
+using testing::runShardrun;
 using testing::TempDir;
-
-struct RunResult {
-  int exitCode = -1;
-  std::string out; // stdout
-  std::string err; // stderr
-};
-
-std::string shellQuote(const std::string &s) {
-  std::string quoted = "'";
-  for (char c : s)
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-RunResult runShardrun(const TempDir &scratch, const std::vector<std::string> &args) {
-  std::string command = shellQuote(SHARDRUN_BINARY);
-  for (const std::string &arg : args)
-    command += " " + shellQuote(arg);
-  command += " >" + shellQuote(scratch.file("stdout")) + " 2>" + shellQuote(scratch.file("stderr"));
-  int status = std::system(command.c_str());
-  RunResult result;
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = testing::readBytes(scratch.file("stdout"));
-  result.err = testing::readBytes(scratch.file("stderr"));
-  return result;
-}
 
 HostTensor f32Tensor(std::vector<int64_t> shape, const std::vector<float> &values) {
   HostTensor t = makeHostTensor(program::F32, std::move(shape));

@@ -1,8 +1,9 @@
 //===- Bundle.h - write a compiled bundle directory -------------------------------------===//
 //
 // A bundle is a directory: program.pb (the Bundle message), weights.bin (the WEIGHTS region
-// of every rank, absent for planning-only bundles), plan.txt (the human-readable plan) and,
-// for training bundles, source.onnx (the input model without its trained parameters' values,
+// of every rank, absent for planning-only bundles), plan.txt (the human-readable plan),
+// plan.json (the same plan, machine-readable; docs/plan-format.md) and, for training
+// bundles, source.onnx (the input model without its trained parameters' values,
 // the template of `shardrun --export-onnx`).
 //
 //===-------------------------------------------------------------------------------------===//
@@ -19,19 +20,35 @@ namespace shardc {
 inline constexpr const char *kProgramFileName = "program.pb";
 inline constexpr const char *kWeightsFileName = "weights.bin";
 inline constexpr const char *kPlanFileName = "plan.txt";
+inline constexpr const char *kPlanJsonFileName = "plan.json";
 inline constexpr const char *kSourceOnnxFileName = "source.onnx";
 
-// Readable description of the program(s): inputs, outputs, memory, the op list with the
-// buffers each op reads and writes.
-std::string formatPlan(const program::Bundle &bundle);
+// What the plan reports beyond the bundle itself: the driver's reasoning.
+struct PlanNotes {
+  // `--strategy auto`: which candidate was chosen and why the others were rejected, one line
+  // each (printed as given, in order, under "Strategy decision").
+  std::vector<std::string> strategyDecision;
+};
+
+// Readable description of the program(s) (plan.txt, and what `shardc --explain` prints): for
+// several ranks the mesh and strategy, the parameters and their sharding, memory per rank, the
+// ZeRO accounting and the communication of one step; then, per distinct program, its memory,
+// inputs, outputs and the op list with the buffers each op reads and writes. A pure function
+// of its arguments.
+std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes = PlanNotes());
+
+// The same plan as JSON (plan.json, "format_version": 1; schema in docs/plan-format.md),
+// indented, ending with a newline.
+std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes = PlanNotes());
 
 // Writes the bundle into `dir` (created if needed); `weights` may be null for a planning-only
-// bundle, `sourceOnnx` (the serialized source.onnx) null for a bundle without one. Each file
-// is written to a temporary name and renamed, so an interrupted run never leaves a
-// half-written file behind. On failure returns false with a one-line `error`.
+// bundle, `sourceOnnx` (the serialized source.onnx) null for a bundle without one; `notes`
+// go into plan.txt and plan.json. Each file is written to a temporary name and renamed, so an
+// interrupted run never leaves a half-written file behind. On failure returns false with a
+// one-line `error`.
 bool writeBundle(const std::string &dir, program::Bundle bundle,
                  const std::vector<char> *weights, const std::string *sourceOnnx,
-                 std::string &error);
+                 std::string &error, const PlanNotes &notes = PlanNotes());
 
 } // namespace shardc
 

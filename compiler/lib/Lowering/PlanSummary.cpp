@@ -1,0 +1,530 @@
+//===- PlanSummary.cpp - the numbers behind plan.txt and plan.json -----------------------===//
+#include "shardc/Lowering/PlanSummary.h"
+
+#include "runtime/comm/comm_cost.h"
+#include "runtime/comm/communicator.h"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+namespace shardc {
+
+namespace {
+
+constexpr uint64_t kF32Bytes = 4;
+
+bool validBuffer(const program::Program &p, int64_t id) {
+  return id >= 0 && id < p.buffers_size();
+}
+
+uint64_t numel(const google::protobuf::RepeatedField<int64_t> &shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape)
+    n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+  return n;
+}
+
+uint64_t bufferNumel(const program::Program &p, int id) {
+  return validBuffer(p, id) ? numel(p.buffers(id).shape()) : 0;
+}
+
+uint64_t bufferBytes(const program::Program &p, int id) {
+  return validBuffer(p, id) ? p.buffers(id).size_bytes() : 0;
+}
+
+bool isOptimizerKernel(const std::string &kernel) {
+  return kernel == "adamw_update" || kernel == "sgd_update";
+}
+
+// The strategy's axes and ZeRO stage ("dp=4,zero=3[,tp=1,pp=1]"); -1 where absent.
+struct StrategyAxes {
+  int dp = -1, tp = -1, pp = -1, zero = -1;
+};
+
+StrategyAxes parseStrategy(const std::string &text) {
+  StrategyAxes axes;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(begin, end - begin);
+    size_t eq = item.find('=');
+    if (eq != std::string::npos) {
+      std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+      char *rest = nullptr;
+      long n = std::strtol(value.c_str(), &rest, 10);
+      if (!value.empty() && rest && *rest == '\0' && n >= 0 && n < (1l << 30)) {
+        int v = static_cast<int>(n);
+        if (key == "dp")
+          axes.dp = v;
+        else if (key == "tp")
+          axes.tp = v;
+        else if (key == "pp")
+          axes.pp = v;
+        else if (key == "zero")
+          axes.zero = v;
+      }
+    }
+    begin = end + 1;
+  }
+  return axes;
+}
+
+PlanTensor tensorOf(const program::Program &p, const program::Binding &binding) {
+  PlanTensor t;
+  t.name = binding.name();
+  const bool valid = validBuffer(p, binding.buffer());
+  t.bytesPerRank = valid ? p.buffers(binding.buffer()).size_bytes() : 0;
+  if (binding.has_sharding() && binding.sharding().num_shards() > 1) {
+    const program::Sharding &s = binding.sharding();
+    t.globalShape.assign(s.global_shape().begin(), s.global_shape().end());
+    t.elements = static_cast<int64_t>(numel(s.global_shape()));
+    t.sharding.sharded = true;
+    t.sharding.numShards = s.num_shards();
+    t.sharding.shardElements = s.shard_numel();
+    t.sharding.paddingElements =
+        static_cast<int64_t>(s.num_shards()) * s.shard_numel() - t.elements;
+  } else if (valid) {
+    const program::Buffer &b = p.buffers(binding.buffer());
+    t.globalShape.assign(b.shape().begin(), b.shape().end());
+    t.elements = static_cast<int64_t>(numel(b.shape()));
+    t.sharding.shardElements = t.elements;
+  }
+  return t;
+}
+
+PlanTensor tensorOf(const program::Buffer &b) {
+  PlanTensor t;
+  t.name = b.name();
+  t.globalShape.assign(b.shape().begin(), b.shape().end());
+  t.elements = static_cast<int64_t>(numel(b.shape()));
+  t.sharding.shardElements = t.elements;
+  t.bytesPerRank = b.size_bytes();
+  return t;
+}
+
+// The trained parameter an optimizer-state input belongs to: the longest parameter name P with
+// state == P + "." + slot; -1 when none.
+int ownerOf(const std::string &state, const std::vector<PlanParameter> &params) {
+  int best = -1;
+  size_t bestLength = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string &name = params[i].tensor.name;
+    if (params[i].trained && state.size() > name.size() + 1 &&
+        state.compare(0, name.size(), name) == 0 && state[name.size()] == '.' &&
+        name.size() >= bestLength) {
+      best = static_cast<int>(i);
+      bestLength = name.size();
+    }
+  }
+  return best;
+}
+
+// Which op (and which of its results) writes each buffer.
+std::vector<std::pair<int, int>> producers(const program::Program &p) {
+  std::vector<std::pair<int, int>> producer(p.buffers_size(), {-1, -1});
+  for (int i = 0; i < p.ops_size(); ++i)
+    for (int j = 0; j < p.ops(i).outputs_size(); ++j)
+      if (validBuffer(p, p.ops(i).outputs(j)))
+        producer[p.ops(i).outputs(j)] = {i, j};
+  return producer;
+}
+
+// The gradient an optimizer op reads, followed back through scale_by_clip to the reduce_scatter
+// that made it a shard: (whole gradient bytes, padding elements over all ranks).
+std::pair<uint64_t, int64_t> wholeGradient(const program::Program &p,
+                                           const std::vector<std::pair<int, int>> &producer,
+                                           int grad) {
+  int current = grad;
+  for (int hops = 0; hops < 4 && validBuffer(p, current); ++hops) {
+    auto [opIndex, result] = producer[current];
+    if (opIndex < 0)
+      break;
+    const program::Op &op = p.ops(opIndex);
+    if (op.kernel() == "scale_by_clip" && op.inputs_size() > 0) {
+      current = op.inputs(0);
+      continue;
+    }
+    if (op.kernel() == "reduce_scatter" && result < op.inputs_size()) {
+      const int whole = op.inputs(result);
+      const uint64_t n = bufferNumel(p, whole), k = bufferNumel(p, current);
+      auto ranks = op.attrs().find("num_ranks");
+      const int64_t numRanks = ranks != op.attrs().end() ? ranks->second.i() : 1;
+      return {bufferBytes(p, whole),
+              static_cast<int64_t>(k) * numRanks - static_cast<int64_t>(n)};
+    }
+    break;
+  }
+  return {bufferBytes(p, grad), 0};
+}
+
+PlanModelState modelStateOf(const program::Program &p) {
+  PlanModelState s;
+  for (const program::Binding &b : p.inputs()) {
+    if (!validBuffer(p, b.buffer()))
+      continue;
+    const program::Buffer &buf = p.buffers(b.buffer());
+    if (buf.role() == program::ROLE_PARAMETER)
+      s.trainedParameterBytes += buf.size_bytes();
+    else if (buf.role() == program::ROLE_OPTIMIZER_STATE)
+      s.optimizerStateBytes += buf.size_bytes();
+  }
+  for (const program::Buffer &buf : p.buffers())
+    if (buf.kind() == program::PARAMETER)
+      s.frozenParameterBytes += buf.size_bytes();
+  std::vector<std::pair<int, int>> producer = producers(p);
+  for (const program::Op &op : p.ops()) {
+    if (!isOptimizerKernel(op.kernel()) || op.inputs_size() < 2 || !validBuffer(p, op.inputs(1)))
+      continue;
+    s.gradientBytes += bufferBytes(p, op.inputs(1));
+    s.wholeGradientBytes += wholeGradient(p, producer, op.inputs(1)).first;
+  }
+  return s;
+}
+
+bool collectiveKind(const std::string &kernel, runtime::CollectiveKind *kind) {
+  for (int k = 0; k < runtime::kCollectiveKinds; ++k) {
+    auto candidate = static_cast<runtime::CollectiveKind>(k);
+    if (kernel == runtime::collectiveName(candidate)) {
+      *kind = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
+PlanComm commOf(const program::Program &p, int worldSize) {
+  PlanComm comm;
+  comm.plannedBytes = p.planned_comm_bytes();
+  for (int i = 0; i < p.ops_size(); ++i) {
+    const program::Op &op = p.ops(i);
+    runtime::CollectiveKind kind = runtime::CollectiveKind::AllReduce;
+    const bool communicates = collectiveKind(op.kernel(), &kind);
+    if (!communicates && op.kernel() != "shard_slice")
+      continue;
+    PlanCollective c;
+    c.opIndex = i;
+    c.name = op.name();
+    c.kind = op.kernel();
+    c.group = "dp";
+    auto attr = op.attrs().find("num_ranks");
+    c.numRanks = attr != op.attrs().end() ? static_cast<int>(attr->second.i()) : worldSize;
+    if (c.numRanks < 1)
+      c.numRanks = 1;
+    if (auto bucket = op.attrs().find("bucket"); bucket != op.attrs().end())
+      c.bucket = bucket->second.i();
+    if (auto unit = op.attrs().find("unit"); unit != op.attrs().end())
+      c.unit = unit->second.s();
+    c.tensors = op.inputs_size();
+    const auto &wholes = c.kind == "all_gather" ? op.outputs() : op.inputs();
+    const auto &shards = c.kind == "all_gather" ? op.inputs() : op.outputs();
+    for (int b : wholes)
+      c.elements += bufferNumel(p, b);
+    if (communicates) {
+      if (kind == runtime::CollectiveKind::AllReduce) {
+        c.payloadElements = runtime::paddedToRanks(c.elements, c.numRanks);
+      } else {
+        uint64_t shardTotal = 0;
+        for (int b : shards)
+          shardTotal += bufferNumel(p, b);
+        c.payloadElements = shardTotal * static_cast<uint64_t>(c.numRanks);
+      }
+      c.payloadBytes = c.payloadElements * kF32Bytes;
+      c.bytesSent = runtime::collectiveBytesSent(kind, c.payloadElements, c.numRanks);
+    }
+    comm.bytesSent += c.bytesSent;
+    comm.collectives.push_back(std::move(c));
+  }
+  for (const char *kind : {"all_reduce", "reduce_scatter", "all_gather", "shard_slice"}) {
+    PlanCommTotal total;
+    total.kind = kind;
+    for (const PlanCollective &c : comm.collectives)
+      if (c.kind == kind) {
+        ++total.calls;
+        total.elements += c.elements;
+        total.payloadBytes += c.payloadBytes;
+        total.bytesSent += c.bytesSent;
+      }
+    if (total.calls > 0)
+      comm.totals.push_back(total);
+  }
+  return comm;
+}
+
+bool sameMemory(const runtime::PlannedMemory &a, const runtime::PlannedMemory &b) {
+  return a.arena == b.arena && a.arenaPeakPoint == b.arenaPeakPoint &&
+         a.arenaLiveByRole == b.arenaLiveByRole && a.arenaLive == b.arenaLive &&
+         a.arenaUnused == b.arenaUnused && a.weights == b.weights &&
+         a.weightsParameters == b.weightsParameters &&
+         a.weightsInitialValues == b.weightsInitialValues &&
+         a.weightsConstants == b.weightsConstants && a.weightsPadding == b.weightsPadding &&
+         a.workspace == b.workspace && a.workspaceOp == b.workspaceOp &&
+         a.stepInputs == b.stepInputs && a.stepOutputs == b.stepOutputs && a.total == b.total;
+}
+
+bool sameNumbers(const PlanRank &a, const PlanRank &b) {
+  return a.batchRows == b.batchRows && a.plannedPeakBytes == b.plannedPeakBytes &&
+         sameMemory(a.memory, b.memory) && a.modelState == b.modelState &&
+         a.comm.bytesSent == b.comm.bytesSent && a.comm.plannedBytes == b.comm.plannedBytes;
+}
+
+// The program without what differs between ranks that run the same step.
+program::Program comparable(const program::Program &p) {
+  program::Program q = p;
+  q.clear_rank();
+  q.clear_batch_begin();
+  q.clear_state_init();
+  return q;
+}
+
+// Groups indices 0..n-1 by an equivalence, keeping first-appearance order.
+template <typename Same>
+std::vector<std::vector<int>> groupBy(int n, Same same) {
+  std::vector<std::vector<int>> groups;
+  for (int i = 0; i < n; ++i) {
+    bool placed = false;
+    for (std::vector<int> &g : groups)
+      if (same(g.front(), i)) {
+        g.push_back(i);
+        placed = true;
+        break;
+      }
+    if (!placed)
+      groups.push_back({i});
+  }
+  return groups;
+}
+
+uint64_t ceilDiv(uint64_t a, uint64_t b) { return b == 0 ? a : (a + b - 1) / b; }
+
+std::string psiTerm(uint64_t coefficient, bool perRank) {
+  return std::to_string(coefficient) + "Ψ" + (perRank ? "/N" : "");
+}
+
+// "8Ψ + 8Ψ/N" from the replicated and the sharded bytes per element; "O" stands for the
+// optimizer state when it is not a whole number of bytes per element.
+std::string formulaText(uint64_t replicated, uint64_t sharded, bool stateReplicated,
+                        bool stateSharded) {
+  std::string r = replicated ? psiTerm(replicated, false) : "";
+  if (stateReplicated)
+    r += r.empty() ? "O" : " + O";
+  std::string s = sharded ? psiTerm(sharded, true) : "";
+  if (stateSharded)
+    s = s.empty() ? "O/N" : "(" + std::to_string(sharded) + "Ψ + O)/N";
+  if (r.empty())
+    return s.empty() ? "0" : s;
+  return s.empty() ? r : r + " + " + s;
+}
+
+void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
+  PlanZeroAccounting &z = s.zero;
+  z.psi = s.trainedElements;
+  z.ranks = s.worldSize;
+  z.stage = s.zeroStage;
+  for (const PlanParameter &param : s.parameters)
+    for (const PlanTensor &state : param.optimizerState)
+      z.wholeOptimizerStateBytes += static_cast<uint64_t>(state.elements) * kF32Bytes;
+  // Optimizer state that matches no parameter still counts.
+  for (const program::Binding &b : rank0.inputs()) {
+    if (!validBuffer(rank0, b.buffer()) ||
+        rank0.buffers(b.buffer()).role() != program::ROLE_OPTIMIZER_STATE ||
+        ownerOf(b.name(), s.parameters) >= 0)
+      continue;
+    z.wholeOptimizerStateBytes += static_cast<uint64_t>(tensorOf(rank0, b).elements) * kF32Bytes;
+  }
+  const bool stateDivides = z.psi > 0 && z.wholeOptimizerStateBytes % z.psi == 0;
+  z.stateBytesPerElement = stateDivides ? z.wholeOptimizerStateBytes / z.psi : 0;
+  const uint64_t n = static_cast<uint64_t>(std::max(1, z.ranks));
+  const uint64_t paramWhole = kF32Bytes * z.psi, gradWhole = kF32Bytes * z.psi;
+  const uint64_t stateWhole = z.wholeOptimizerStateBytes;
+  const char *labels[] = {"DP (ZeRO-0)", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+  for (int stage = 0; stage <= 3; ++stage) {
+    PlanZeroStage row;
+    row.stage = stage;
+    row.label = labels[stage];
+    const bool paramSharded = stage >= 3, gradSharded = stage >= 2, stateSharded = stage >= 1;
+    row.parameterBytes = paramSharded ? ceilDiv(paramWhole, n) : paramWhole;
+    row.gradientBytes = gradSharded ? ceilDiv(gradWhole, n) : gradWhole;
+    row.optimizerStateBytes = stateSharded ? ceilDiv(stateWhole, n) : stateWhole;
+    row.totalBytes = row.parameterBytes + row.gradientBytes + row.optimizerStateBytes;
+    uint64_t replicated = 0, sharded = 0;
+    (paramSharded ? sharded : replicated) += kF32Bytes;
+    (gradSharded ? sharded : replicated) += kF32Bytes;
+    if (stateDivides)
+      (stateSharded ? sharded : replicated) += z.stateBytesPerElement;
+    row.formula = formulaText(replicated, sharded, !stateDivides && !stateSharded,
+                              !stateDivides && stateSharded && stateWhole > 0);
+    z.stages.push_back(row);
+  }
+  if (!s.ranks.empty()) {
+    const PlanModelState &m = s.ranks.front().modelState;
+    z.parameterBytes = m.trainedParameterBytes;
+    // Stages 0 and 1 keep whole gradients until they are reduced; 2 and 3 only the shards.
+    z.gradientBytes = z.stage <= 1 ? m.wholeGradientBytes : m.gradientBytes;
+    z.optimizerStateBytes = m.optimizerStateBytes;
+    z.totalBytes = z.parameterBytes + z.gradientBytes + z.optimizerStateBytes;
+  }
+  for (const PlanParameter &param : s.parameters) {
+    if (!param.trained)
+      continue;
+    z.parameterPaddingElements += param.tensor.sharding.paddingElements;
+    for (const PlanTensor &state : param.optimizerState)
+      z.optimizerStatePaddingElements += state.sharding.paddingElements;
+  }
+  if (z.stage >= 2) {
+    std::vector<std::pair<int, int>> producer = producers(rank0);
+    for (const program::Op &op : rank0.ops())
+      if (isOptimizerKernel(op.kernel()) && op.inputs_size() >= 2 &&
+          validBuffer(rank0, op.inputs(1)))
+        z.gradientPaddingElements += wholeGradient(rank0, producer, op.inputs(1)).second;
+  }
+
+  PlanCommTheory &t = s.commTheory;
+  // 2Ψ·4(N−1)/N and 3Ψ·4(N−1)/N, rounded to the nearest byte.
+  t.dpAllReduceBytes = (2 * kF32Bytes * z.psi * (n - 1) + n / 2) / n;
+  if (z.stage >= 3) {
+    t.stageBytes = (3 * kF32Bytes * z.psi * (n - 1) + n / 2) / n;
+    t.stageFormula = "3Ψ·4(N−1)/N";
+  } else {
+    t.stageBytes = t.dpAllReduceBytes;
+    t.stageFormula = "2Ψ·4(N−1)/N";
+  }
+}
+
+} // namespace
+
+std::string PlanSharding::text() const {
+  if (!sharded)
+    return "replicated";
+  return "flat_shard " + std::to_string(shardElements) + "/" + std::to_string(numShards) +
+         ", padding " + std::to_string(paddingElements) + " elements";
+}
+
+uint64_t PlanParameter::optimizerStateBytesPerRank() const {
+  uint64_t bytes = 0;
+  for (const PlanTensor &state : optimizerState)
+    bytes += state.bytesPerRank;
+  return bytes;
+}
+
+bool PlanModelState::operator==(const PlanModelState &o) const {
+  return trainedParameterBytes == o.trainedParameterBytes &&
+         frozenParameterBytes == o.frozenParameterBytes && gradientBytes == o.gradientBytes &&
+         wholeGradientBytes == o.wholeGradientBytes &&
+         optimizerStateBytes == o.optimizerStateBytes;
+}
+
+std::string formatRankSet(const std::vector<int> &ranks) {
+  std::string out;
+  size_t i = 0;
+  int runs = 0;
+  bool plural = ranks.size() > 1;
+  while (i < ranks.size()) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+      ++j;
+    out += runs++ ? ", " : "";
+    out += std::to_string(ranks[i]);
+    if (j > i)
+      out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return (plural ? "ranks " : "rank ") + out;
+}
+
+PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes) {
+  PlanSummary s;
+  s.sourceModel = bundle.source_model();
+  s.mode = bundle.mode();
+  s.strategy = bundle.strategy();
+  s.worldSize = std::max(1, bundle.world_size());
+  s.weightsPresent = !bundle.weights_file().empty();
+  s.strategyDecision = notes.strategyDecision;
+  StrategyAxes axes = parseStrategy(s.strategy);
+  s.mesh = {{"dp", s.worldSize}, {"tp", axes.tp > 0 ? axes.tp : 1}, {"pp", axes.pp > 0 ? axes.pp : 1}};
+  if (bundle.programs_size() == 0)
+    return s;
+  const program::Program &rank0 = bundle.programs(0);
+  s.globalBatchRows = rank0.global_batch_rows();
+
+  // Parameters: trained ones (input order), then the weights' PARAMETER buffers.
+  for (const program::Binding &b : rank0.inputs())
+    if (validBuffer(rank0, b.buffer()) &&
+        rank0.buffers(b.buffer()).role() == program::ROLE_PARAMETER) {
+      PlanParameter param;
+      param.tensor = tensorOf(rank0, b);
+      param.trained = true;
+      ++s.trainedTensors;
+      s.trainedElements += static_cast<uint64_t>(param.tensor.elements);
+      s.parameters.push_back(std::move(param));
+    }
+  for (const program::Binding &b : rank0.inputs()) {
+    if (!validBuffer(rank0, b.buffer()) ||
+        rank0.buffers(b.buffer()).role() != program::ROLE_OPTIMIZER_STATE)
+      continue;
+    int owner = ownerOf(b.name(), s.parameters);
+    if (owner >= 0)
+      s.parameters[owner].optimizerState.push_back(tensorOf(rank0, b));
+    else
+      s.warnings.push_back("optimizer state '" + b.name() + "' belongs to no trained parameter");
+  }
+  for (const program::Buffer &buf : rank0.buffers())
+    if (buf.kind() == program::PARAMETER) {
+      PlanParameter param;
+      param.tensor = tensorOf(buf);
+      ++s.frozenTensors;
+      s.frozenElements += static_cast<uint64_t>(param.tensor.elements);
+      s.parameters.push_back(std::move(param));
+    }
+
+  if (axes.zero >= 0) {
+    s.zeroStage = axes.zero;
+  } else {
+    // No strategy recorded: the shardings tell stage 3 (sharded parameters) from a sharded
+    // optimizer state (stage 1 or 2; reported as 2) and plain DP.
+    for (const PlanParameter &param : s.parameters) {
+      if (param.trained && param.tensor.sharding.sharded)
+        s.zeroStage = 3;
+      for (const PlanTensor &state : param.optimizerState)
+        if (state.sharding.sharded && s.zeroStage < 2)
+          s.zeroStage = 2;
+    }
+  }
+
+  for (const program::Program &p : bundle.programs()) {
+    PlanRank r;
+    r.rank = p.rank();
+    r.batchBegin = p.batch_begin();
+    r.batchRows = p.batch_rows();
+    r.plannedPeakBytes = p.planned_peak_bytes();
+    r.memory = runtime::planPeakMemory(p, /*findWorkspaceOp=*/true);
+    r.modelState = modelStateOf(p);
+    r.comm = commOf(p, s.worldSize);
+    s.ranks.push_back(std::move(r));
+  }
+  const int n = static_cast<int>(s.ranks.size());
+  s.memoryGroups = groupBy(n, [&](int a, int b) { return sameNumbers(s.ranks[a], s.ranks[b]); });
+  std::vector<program::Program> comparables;
+  for (const program::Program &p : bundle.programs())
+    comparables.push_back(comparable(p));
+  s.programGroups = groupBy(n, [&](int a, int b) {
+    return google::protobuf::util::MessageDifferencer::Equals(comparables[a], comparables[b]);
+  });
+  for (const std::vector<int> &group : s.memoryGroups) {
+    const PlanComm &comm = s.ranks[group.front()].comm;
+    if (!comm.matchesPlan())
+      s.warnings.push_back(formatRankSet(group) + ": the collectives send " +
+                           std::to_string(comm.bytesSent) +
+                           " bytes per step (runtime/comm/comm_cost.h), but the program's "
+                           "planned_comm_bytes is " +
+                           std::to_string(comm.plannedBytes));
+  }
+  addZeroAccounting(s, rank0);
+  return s;
+}
+
+} // namespace shardc

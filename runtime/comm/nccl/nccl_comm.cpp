@@ -1,0 +1,318 @@
+// Not exercised by the unit tests on the development machine (it has no GPU); it is compiled
+// and linked there so that it keeps building.
+#include "runtime/comm/nccl/nccl_comm.h"
+
+#include "runtime/comm/comm_cost.h"
+#include "runtime/comm/launcher_env.h"
+#include "runtime/comm/mpi/mpi_comm.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace shardc::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kLongestWaitSeconds = 365.0 * 24 * 3600;
+
+// "30", "0.5": seconds as the other backends print them.
+std::string seconds(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+Status cudaCheck(cudaError_t code, const char *call) {
+  if (code == cudaSuccess)
+    return Status::ok();
+  return Status::error(std::string(call) + " failed: " + cudaGetErrorString(code));
+}
+
+// NCCL's own words plus, when there is a communicator, its last detailed message.
+Status ncclCheck(ncclResult_t code, const char *call, ncclComm_t comm = nullptr) {
+  if (code == ncclSuccess || code == ncclInProgress)
+    return Status::ok();
+  std::string message = std::string(call) + " failed: " + ncclGetErrorString(code);
+  const char *detail = ncclGetLastError(comm);
+  if (detail != nullptr && *detail != '\0')
+    message += std::string(" (") + detail + ")";
+  return Status::error(message);
+}
+
+class NcclCommunicator final : public Communicator {
+public:
+  NcclCommunicator(std::unique_ptr<Communicator> mpi, double timeoutSeconds)
+      : mpi_(std::move(mpi)), timeoutSeconds_(std::min(timeoutSeconds, kLongestWaitSeconds)) {}
+  ~NcclCommunicator() override;
+
+  // The steps of createNcclCommunicator that need the object.
+  Status start(int device) {
+    Status status = startSteps(device);
+    failed_ = !status.isOk();
+    return status;
+  }
+
+  int rank() const override { return mpi_->rank(); }
+  int size() const override { return mpi_->size(); }
+  const char *backendName() const override { return "nccl"; }
+
+  Status allReduceSum(float *data, size_t count) override;
+  Status reduceScatterSum(const float *in, float *out, size_t chunk) override;
+  Status allGather(const float *in, float *out, size_t chunk) override;
+  void abort(const std::string &cause) override;
+
+private:
+  // Numbers and counts a collective; the bytes are the ring's, from comm_cost.h.
+  uint64_t begin(CollectiveKind kind, uint64_t paddedElements);
+  Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const;
+  // A device buffer of at least `elements` floats (grows only).
+  Status deviceBuffer(size_t elements, float **out);
+  // Waits for NCCL to accept a call of the non-blocking communicator, then for the stream,
+  // watching NCCL's asynchronous error; aborts the communicator at the deadline.
+  Status waitForNccl(Clock::time_point deadline);
+  Status finish(Clock::time_point deadline);
+  Clock::time_point deadline() const {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(timeoutSeconds_));
+  }
+  // The part every collective shares: refuse after a failure (the NCCL communicator is then
+  // aborted), otherwise run `work` and label its error with the rank and the collective.
+  template <typename Work> Status run(CollectiveKind kind, uint64_t sequence, Work &work) {
+    if (failed_ || comm_ == nullptr)
+      return labelled(kind, sequence,
+                      Status::error("the NCCL communicator failed earlier and was aborted"));
+    Status status = work();
+    failed_ = !status.isOk();
+    return labelled(kind, sequence, status);
+  }
+  Status startSteps(int device);
+
+  std::unique_ptr<Communicator> mpi_;
+  double timeoutSeconds_;
+  int device_ = -1;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  float *buffer_ = nullptr;
+  size_t bufferElements_ = 0;
+  uint64_t sequence_ = 0;
+  bool failed_ = false; // a collective failed: the communicator is aborted, not finalised
+};
+
+NcclCommunicator::~NcclCommunicator() {
+  // Errors here have nowhere to go.
+  if (comm_ != nullptr) {
+    if (failed_)
+      (void)ncclCommAbort(comm_);
+    else
+      (void)ncclCommDestroy(comm_);
+  }
+  if (buffer_ != nullptr)
+    (void)cudaFree(buffer_);
+  if (stream_ != nullptr)
+    (void)cudaStreamDestroy(stream_);
+}
+
+Status NcclCommunicator::startSteps(int device) {
+  int devices = 0;
+  SHARDC_RETURN_IF_ERROR(cudaCheck(cudaGetDeviceCount(&devices), "cudaGetDeviceCount"));
+  if (devices <= 0)
+    return Status::error("no CUDA device is visible");
+  device_ = device >= 0 ? device : detectLauncher().localRank % devices;
+  if (device_ >= devices)
+    return Status::error("CUDA device " + std::to_string(device_) + " does not exist (" +
+                         std::to_string(devices) + " visible)");
+  SHARDC_RETURN_IF_ERROR(cudaCheck(cudaSetDevice(device_), "cudaSetDevice"));
+  SHARDC_RETURN_IF_ERROR(
+      cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+
+  ncclUniqueId id{};
+  if (rank() == 0)
+    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGetUniqueId(&id), "ncclGetUniqueId"));
+  SHARDC_RETURN_IF_ERROR(mpiBroadcastBytes(*mpi_, &id, sizeof(id), 0));
+
+  // Non-blocking, so that initialisation and every call can be waited on with a deadline.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  SHARDC_RETURN_IF_ERROR(ncclCheck(ncclCommInitRankConfig(&comm_, size(), id, rank(), &config),
+                                   "ncclCommInitRankConfig"));
+  return waitForNccl(deadline());
+}
+
+Status NcclCommunicator::waitForNccl(Clock::time_point deadline) {
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    SHARDC_RETURN_IF_ERROR(
+        ncclCheck(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", comm_));
+    if (state != ncclInProgress)
+      return ncclCheck(state, "NCCL", comm_);
+    if (Clock::now() > deadline) {
+      (void)ncclCommAbort(comm_);
+      comm_ = nullptr;
+      return Status::error("timed out after " + seconds(timeoutSeconds_) +
+                           " s waiting for NCCL (a peer rank did not join)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+Status NcclCommunicator::finish(Clock::time_point deadline) {
+  SHARDC_RETURN_IF_ERROR(waitForNccl(deadline));
+  for (;;) {
+    const cudaError_t state = cudaStreamQuery(stream_);
+    if (state == cudaSuccess)
+      return Status::ok();
+    if (state != cudaErrorNotReady)
+      return cudaCheck(state, "cudaStreamQuery");
+    ncclResult_t asyncError = ncclSuccess;
+    SHARDC_RETURN_IF_ERROR(
+        ncclCheck(ncclCommGetAsyncError(comm_, &asyncError), "ncclCommGetAsyncError", comm_));
+    SHARDC_RETURN_IF_ERROR(ncclCheck(asyncError, "NCCL collective", comm_));
+    if (Clock::now() > deadline) {
+      // Stops the kernels that wait for the missing peer, so that the stream drains.
+      (void)ncclCommAbort(comm_);
+      comm_ = nullptr;
+      return Status::error("timed out after " + seconds(timeoutSeconds_) +
+                           " s waiting for the other ranks (NCCL does not say which)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+Status NcclCommunicator::deviceBuffer(size_t elements, float **out) {
+  if (elements > bufferElements_) {
+    if (buffer_ != nullptr)
+      SHARDC_RETURN_IF_ERROR(cudaCheck(cudaFree(buffer_), "cudaFree"));
+    buffer_ = nullptr;
+    bufferElements_ = 0;
+    void *memory = nullptr;
+    SHARDC_RETURN_IF_ERROR(cudaCheck(cudaMalloc(&memory, elements * sizeof(float)), "cudaMalloc"));
+    buffer_ = static_cast<float *>(memory);
+    bufferElements_ = elements;
+  }
+  *out = buffer_;
+  return Status::ok();
+}
+
+uint64_t NcclCommunicator::begin(CollectiveKind kind, uint64_t paddedElements) {
+  const int k = static_cast<int>(kind);
+  counters_.calls[k] += 1;
+  counters_.bytesSent[k] += collectiveBytesSent(kind, paddedElements, size());
+  return ++sequence_;
+}
+
+Status NcclCommunicator::labelled(CollectiveKind kind, uint64_t sequence,
+                                  const Status &status) const {
+  if (status.isOk())
+    return status;
+  return Status::error("rank " + std::to_string(rank()) + ": " + collectiveName(kind) + " #" +
+                       std::to_string(sequence) + ": " + status.message());
+}
+
+Status NcclCommunicator::allReduceSum(float *data, size_t count) {
+  const CollectiveKind kind = CollectiveKind::AllReduce;
+  const uint64_t sequence = begin(kind, paddedToRanks(count, size()));
+  if (count == 0)
+    return Status::ok();
+  auto work = [&]() -> Status {
+    const auto until = deadline();
+    const size_t bytes = count * sizeof(float);
+    float *device = nullptr;
+    SHARDC_RETURN_IF_ERROR(deviceBuffer(count, &device));
+    SHARDC_RETURN_IF_ERROR(cudaCheck(
+        cudaMemcpyAsync(device, data, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(
+        ncclCheck(ncclAllReduce(device, device, count, ncclFloat, ncclSum, comm_, stream_),
+                  "ncclAllReduce", comm_));
+    SHARDC_RETURN_IF_ERROR(waitForNccl(until));
+    SHARDC_RETURN_IF_ERROR(cudaCheck(
+        cudaMemcpyAsync(data, device, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync"));
+    return finish(until);
+  };
+  return run(kind, sequence, work);
+}
+
+Status NcclCommunicator::reduceScatterSum(const float *in, float *out, size_t chunk) {
+  const CollectiveKind kind = CollectiveKind::ReduceScatter;
+  const size_t total = chunk * static_cast<size_t>(size());
+  const uint64_t sequence = begin(kind, total);
+  if (chunk == 0)
+    return Status::ok();
+  auto work = [&]() -> Status {
+    const auto until = deadline();
+    float *device = nullptr;
+    SHARDC_RETURN_IF_ERROR(deviceBuffer(total + chunk, &device));
+    SHARDC_RETURN_IF_ERROR(cudaCheck(
+        cudaMemcpyAsync(device, in, total * sizeof(float), cudaMemcpyHostToDevice, stream_),
+        "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(ncclCheck(
+        ncclReduceScatter(device, device + total, chunk, ncclFloat, ncclSum, comm_, stream_),
+        "ncclReduceScatter", comm_));
+    SHARDC_RETURN_IF_ERROR(waitForNccl(until));
+    SHARDC_RETURN_IF_ERROR(cudaCheck(cudaMemcpyAsync(out, device + total, chunk * sizeof(float),
+                                                     cudaMemcpyDeviceToHost, stream_),
+                                     "cudaMemcpyAsync"));
+    return finish(until);
+  };
+  return run(kind, sequence, work);
+}
+
+Status NcclCommunicator::allGather(const float *in, float *out, size_t chunk) {
+  const CollectiveKind kind = CollectiveKind::AllGather;
+  const size_t total = chunk * static_cast<size_t>(size());
+  const uint64_t sequence = begin(kind, total);
+  if (chunk == 0)
+    return Status::ok();
+  auto work = [&]() -> Status {
+    const auto until = deadline();
+    float *device = nullptr;
+    SHARDC_RETURN_IF_ERROR(deviceBuffer(total, &device));
+    // In place: this rank's shard already sits at its slot of the gathered buffer.
+    float *own = device + static_cast<size_t>(rank()) * chunk;
+    SHARDC_RETURN_IF_ERROR(
+        cudaCheck(cudaMemcpyAsync(own, in, chunk * sizeof(float), cudaMemcpyHostToDevice, stream_),
+                  "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclAllGather(own, device, chunk, ncclFloat, comm_, stream_),
+                                     "ncclAllGather", comm_));
+    SHARDC_RETURN_IF_ERROR(waitForNccl(until));
+    SHARDC_RETURN_IF_ERROR(cudaCheck(
+        cudaMemcpyAsync(out, device, total * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+        "cudaMemcpyAsync"));
+    return finish(until);
+  };
+  return run(kind, sequence, work);
+}
+
+void NcclCommunicator::abort(const std::string &cause) {
+  if (comm_ != nullptr) {
+    (void)ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+  failed_ = true;
+  mpi_->abort(cause); // MPI_Abort: ends every rank
+}
+
+} // namespace
+
+Status createNcclCommunicator(const CommOptions &options, int device,
+                              std::unique_ptr<Communicator> *out) {
+  std::unique_ptr<Communicator> mpi;
+  SHARDC_RETURN_IF_ERROR(createMpiCommunicator(options, &mpi));
+  const int rank = mpi->rank();
+  auto nccl = std::make_unique<NcclCommunicator>(std::move(mpi), options.timeoutSeconds);
+  Status status = nccl->start(device);
+  if (!status.isOk())
+    return Status::error("nccl communicator: rank " + std::to_string(rank) + ": " +
+                         status.message());
+  *out = std::move(nccl);
+  return Status::ok();
+}
+
+} // namespace shardc::runtime

@@ -1,0 +1,92 @@
+// The ring algorithm behind the local and mpi backends: one implementation over an abstract
+// point-to-point Transport, so that both backends reduce every element in the same order and
+// give bit-identical results, and send exactly the bytes runtime/comm/comm_cost.h predicts.
+//
+// The N ranks form a ring: rank r sends to r+1 and receives from r-1 (mod N). A buffer of
+// `count` floats is cut into N chunks, chunk c = [c*count/N, (c+1)*count/N) (equal chunks when
+// count is a multiple of N, which the kernels guarantee by padding).
+//
+//   reduce-scatter  N-1 steps; at step s rank r sends its partial sum of chunk (r-s-1) and adds
+//                   the partial of chunk (r-s-2) it receives to its own data. Rank r ends with
+//                   chunk r fully reduced, summed left to right in ring order starting after it:
+//                     chunk c = ((x[c+1] + x[c+2]) + ...) + x[c]          (ranks mod N)
+//                   whatever the timing, so every run and both backends agree bit for bit.
+//   all-gather      N-1 steps; at step s rank r forwards chunk (r-s), receives chunk (r-s-1).
+//   all-reduce      reduce-scatter then all-gather in place: every rank ends with the same bits.
+//
+// Each step sends one chunk, so a rank sends (N-1) chunks per reduce-scatter or all-gather and
+// 2(N-1) per all-reduce: collectiveBytesSent() of comm_cost.h.
+#pragma once
+
+#include "runtime/comm/communicator.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace shardc::runtime {
+
+// How one rank exchanges bytes with its ring neighbours (mailboxes between threads, MPI
+// point-to-point messages).
+class Transport {
+public:
+  virtual ~Transport() = default;
+
+  // Sends send[0, sendBytes) to rank `to` while receiving exactly recvBytes from rank `from`
+  // into recv, and returns once both are done. Both happen at once, so that a ring in which
+  // every rank sends before it receives cannot deadlock. `sequence` numbers the collective
+  // (1, 2, ... in call order, the same on every rank): a message from another collective, or of
+  // another size, is an error rather than data. Waits at most the backend's timeout. A failure
+  // message says only what went wrong ("timed out after 30 s waiting for rank 3", "rank 2
+  // failed: cause"); the ring prefixes the rank and the collective. `send` stays untouched and
+  // may be read until the call returns, even when it fails.
+  virtual Status sendRecv(const void *send, size_t sendBytes, int to, void *recv, size_t recvBytes,
+                          int from, uint64_t sequence) = 0;
+};
+
+// Start of chunk `chunk` (0..size) of a `count`-element buffer split over `size` ranks.
+size_t ringChunkBegin(size_t count, int size, int chunk);
+
+// The three ring collectives of rank `rank` of `size`; each adds the payload bytes it hands to
+// the transport to *bytesSent. They check nothing about their arguments (RingCommunicator does).
+// `scratch` holds at least one chunk (the largest, for all-reduce).
+Status ringAllReduceSum(Transport &transport, int rank, int size, float *data, size_t count,
+                        float *scratch, uint64_t sequence, uint64_t *bytesSent);
+Status ringReduceScatterSum(Transport &transport, int rank, int size, const float *in, float *out,
+                            size_t chunk, float *scratch, uint64_t sequence, uint64_t *bytesSent);
+Status ringAllGather(Transport &transport, int rank, int size, const float *in, float *out,
+                     size_t chunk, uint64_t sequence, uint64_t *bytesSent);
+
+// A Communicator whose collectives are the ring over the Transport a backend provides. It
+// validates the arguments, numbers the collectives, counts calls and bytes in counters_, and
+// turns a transport failure into "rank R: all_reduce #S: <cause>".
+class RingCommunicator : public Communicator {
+public:
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  // `count` need not be a multiple of size() (the chunks are then uneven, and the bytes sent
+  // differ from collectiveBytesSent, which assumes the padded size).
+  Status allReduceSum(float *data, size_t count) override;
+  Status reduceScatterSum(const float *in, float *out, size_t chunk) override;
+  Status allGather(const float *in, float *out, size_t chunk) override;
+
+protected:
+  RingCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  virtual Transport &transport() = 0;
+
+private:
+  // Checks what every collective needs, numbers it and counts the call; *sequence is its number.
+  Status begin(CollectiveKind kind, size_t elements, uint64_t *sequence);
+  // The error of collective `sequence` of `kind`, with this rank and the collective in front.
+  Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const;
+  // One chunk of scratch memory; grows only, so steady-state steps allocate nothing.
+  float *scratch(size_t elements);
+
+  int rank_;
+  int size_;
+  uint64_t sequence_ = 0;
+  std::vector<float> scratch_;
+};
+
+} // namespace shardc::runtime

@@ -1,0 +1,22 @@
+// Ends the setup of a multi-rank run with every rank knowing whether all of them are ready.
+//
+// Setup errors (a missing data file, a damaged checkpoint, a bundle of the wrong world size)
+// usually strike every rank alike. Letting each rank fail on its own would report the same cause
+// once per rank, from whichever rank happened to get there first. Instead every rank tells all
+// the others whether its setup succeeded (one all_gather of one float per rank) and only the
+// lowest failing rank reports its error: the report is the same however the ranks are timed,
+// and the other ranks stop quietly, with no abort and no timeout.
+#pragma once
+
+#include "runtime/comm/communicator.h"
+#include "runtime/support/status.h"
+
+namespace shardc::runtime {
+
+// A collective: every rank of `comm` calls it once, with the result of its own setup.
+// Returns the rank's own error when it is the lowest rank whose setup failed, an error when the
+// exchange itself fails, and ok otherwise; *stop is true when any rank failed, i.e. when the
+// run must end here (quietly, unless the result is an error).
+Status agreeOnSetup(Communicator *comm, const Status &setup, bool *stop);
+
+} // namespace shardc::runtime

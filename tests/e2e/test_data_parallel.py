@@ -1,0 +1,198 @@
+"""Data parallelism and ZeRO end to end: N ranks follow the single-rank run.
+
+    test_data_parallel.py --shardc PATH --shardrun PATH --work DIR [--ranks 2,3,4,8]
+
+For the MLP classifier and the tiny GPT, both with a global batch of 8 rows, every strategy in
+{dp, zero1, zero2, zero3} on every N in --ranks (default 2, 3, 4, 8; 3 splits the batch 3+3+2)
+trains 30 AdamW steps with `shardrun` (N ranks as threads, the `local` backend) on the same
+data as a single-rank run of the same model. Checked per case:
+  * every step's loss within 1e-5 (relative) of the single-rank run's;
+  * the final parameters (`--outputs`, gathered from the ranks) within 1e-4: max |diff| / max
+    |single-rank value| per parameter. The attention key biases of the GPT are checked
+    separately, as in run_training_tests.py: their exact gradient is 0 and what both runs
+    compute is rounding noise that Adam turns into steps of about lr, so they get
+    |diff| <= 2 * steps * lr;
+  * shardrun's own checks pass: planned peak memory == measured and planned bytes sent per
+    step == the bytes its communicator counted, on every rank (it exits 1 otherwise);
+  * plan.json's ZeRO accounting matches the formulas (fp32 AdamW: stage 0 16 psi, stage 1
+    8 psi + 8 psi/N, stage 2 4 psi + 12 psi/N, stage 3 16 psi/N bytes, psi counted with each
+    parameter padded to a multiple of N) and its bytes per step match the theory (all-reduce
+    2 S (N-1)/N for a buffer of S bytes; reduce-scatter and all-gather S (N-1)/N each).
+Prints PASS/FAIL per case and `N passed, M failed`.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_util  # noqa: E402
+
+STEPS = 30
+LR = 1e-3
+GLOBAL_BATCH = 8
+LOSS_RTOL = 1e-5
+PARAM_RTOL = 1e-4
+STRATEGIES = ["dp", "zero1", "zero2", "zero3"]
+# Parameters whose exact gradient is 0 (softmax ignores a constant shift of the keys).
+ZERO_GRADIENT_PARAMS = ("c_attn.bias",)
+
+
+class Model:
+    """An exported model, its data (4 global batches) and the single-rank reference run."""
+
+    def __init__(self, name, args):
+        self.name = name
+        self.args = args
+        self.work = os.path.join(args.work, name)
+        os.makedirs(self.work, exist_ok=True)
+        self.dir = e2e_util.export_test_model(name, os.path.join(self.work, "export"))
+        self.onnx = os.path.join(self.dir, "model.onnx")
+        # Every graph input's dim 0 is the batch: set it to GLOBAL_BATCH.
+        self.shape_flags = []
+        shapes = {}
+        for flag in e2e_util.input_shape_flags(self.dir)[1::2]:
+            input_name, dims = flag.split("=")
+            shapes[input_name] = [int(d) for d in dims.split("x")]
+        rng = np.random.default_rng(1234)
+        self.data = os.path.join(self.work, "data")
+        os.makedirs(self.data, exist_ok=True)
+        if name == "tiny_gpt":
+            seq = shapes["idx"][1]
+            tokens = rng.integers(0, 96, size=(4 * GLOBAL_BATCH, seq + 1))
+            arrays = {"idx": tokens[:, :-1], "targets": tokens[:, 1:]}
+        else:
+            arrays = {"x": rng.standard_normal((4 * GLOBAL_BATCH, 16)).astype(np.float32),
+                      "y": rng.integers(0, 4, size=(4 * GLOBAL_BATCH,))}
+        for input_name, array in arrays.items():
+            np.save(os.path.join(self.data, input_name + ".npy"), array)
+            dims = [GLOBAL_BATCH] + list(array.shape[1:])
+            self.shape_flags += ["--input-shape",
+                                 input_name + "=" + "x".join(str(d) for d in dims)]
+        self.reference = self.run("single", [])
+        if isinstance(self.reference, str):
+            raise SystemExit(f"{name}: single-rank run: {self.reference}")
+
+    def run(self, tag, compile_flags):
+        """Compiles and trains; returns (losses, {param: array}, plan json, stderr) or an error."""
+        out = os.path.join(self.work, tag)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        bundle = os.path.join(out, "model.shard")
+        res = e2e_util.run_tool([self.args.shardc, self.onnx, "-o", bundle, *self.shape_flags,
+                                 *compile_flags], self.args.timeout)
+        if not res.ok:
+            return f"compile: {res.describe()}"
+        metrics = os.path.join(out, "m.jsonl")
+        res = e2e_util.run_tool([self.args.shardrun, bundle, "--steps", str(STEPS), "--data",
+                                 self.data, "--lr", str(LR), "--metrics", metrics, "--outputs",
+                                 os.path.join(out, "params")], self.args.timeout)
+        if not res.ok:
+            return f"shardrun: {res.describe()}"
+        losses = [json.loads(line)["loss"] for line in open(metrics)]
+        params = {f[:-4]: np.load(os.path.join(out, "params", f))
+                  for f in os.listdir(os.path.join(out, "params"))}
+        plan = json.load(open(os.path.join(bundle, "plan.json")))
+        return losses, params, plan, res.stderr
+
+
+def compare(model, result):
+    """Loss and parameter agreement with the single-rank run; (error, detail)."""
+    ref_losses, ref_params = model.reference[0], model.reference[1]
+    losses, params = result[0], result[1]
+    if len(losses) != STEPS:
+        return f"{len(losses)} losses, expected {STEPS}", None
+    worst_loss = 0.0
+    for k, (a, b) in enumerate(zip(losses, ref_losses), 1):
+        rel = abs(a - b) / abs(b)
+        worst_loss = max(worst_loss, rel)
+        if rel > LOSS_RTOL:
+            return f"step {k}: loss {a:.9g} vs single rank {b:.9g} (rel {rel:.3g})", None
+    if sorted(params) != sorted(ref_params):
+        return f"parameters {sorted(params)} vs single rank {sorted(ref_params)}", None
+    worst_param, worst_name, worst_zero = 0.0, "", 0.0
+    for name, ref in ref_params.items():
+        value = params[name]
+        if value.shape != ref.shape:
+            return f"{name}: shape {value.shape} vs {ref.shape}", None
+        if name.endswith(ZERO_GRADIENT_PARAMS):
+            # Key-bias elements (middle third of c_attn.bias) carry rounding noise only.
+            third = ref.shape[-1] // 3
+            keys = slice(third, 2 * third)
+            worst_zero = max(worst_zero, float(np.max(np.abs(value[..., keys] - ref[..., keys]))))
+            value = np.concatenate([value[..., :third], value[..., 2 * third:]], axis=-1)
+            ref = np.concatenate([ref[..., :third], ref[..., 2 * third:]], axis=-1)
+        rel = float(np.max(np.abs(value - ref)) / max(np.max(np.abs(ref)), 1e-30))
+        if rel > worst_param:
+            worst_param, worst_name = rel, name
+    if worst_param > PARAM_RTOL:
+        return f"parameters diverged: max rel diff {worst_param:.3g} ({worst_name})", None
+    if worst_zero > 2 * STEPS * LR:
+        return f"attention key biases moved {worst_zero:.3g} apart (> 2 steps lr)", None
+    detail = f"loss rel {worst_loss:.2g}, param rel {worst_param:.2g} ({worst_name})"
+    if worst_zero:
+        detail += f", key-bias |diff| {worst_zero:.2g}"
+    return None, detail
+
+
+def check_accounting(plan, ranks, stage):
+    """ZeRO formulas and communication theory from plan.json; an error or None."""
+    state = plan["zero_accounting"]
+    psi = state["psi_padded"]
+    expected = {0: 16 * psi, 1: 8 * psi + 8 * psi // ranks, 2: 4 * psi + 12 * psi // ranks,
+                3: 16 * psi // ranks}[stage]
+    got = state["params_bytes"] + state["grads_bytes"] + state["optimizer_bytes"]
+    if got != expected:
+        return f"model state {got} bytes per rank, the stage-{stage} formula gives {expected}"
+    theory = 0
+    for c in plan["communication"]["collectives"]:
+        size = c["payload_bytes"]
+        theory += size * (ranks - 1) // ranks * (2 if c["kind"] == "all_reduce" else 1)
+    sent = plan["communication"]["bytes_sent_per_rank"]
+    if sent != theory:
+        return f"plan says {sent} bytes per step, theory {theory}"
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--ranks", default="2,3,4,8")
+    p.add_argument("--models", default="mlp_classifier,tiny_gpt")
+    p.add_argument("--timeout", type=float, default=300)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    cases = []
+    for model_name in args.models.split(","):
+        model = Model(model_name, args)
+        for strategy in STRATEGIES:
+            stage = STRATEGIES.index(strategy)
+            for ranks in [int(n) for n in args.ranks.split(",")]:
+                def case(model=model, strategy=strategy, stage=stage, ranks=ranks):
+                    # Small buckets so that dp, zero1 and zero2 issue several.
+                    result = model.run(f"{strategy}_{ranks}",
+                                       ["--gpus", str(ranks), "--strategy", strategy,
+                                        "--bucket-mb", "0.01"])
+                    if isinstance(result, str):
+                        return result
+                    err, detail = compare(model, result)
+                    if err:
+                        return err
+                    err = check_accounting(result[2], ranks, stage)
+                    if err:
+                        return err
+                    comm = [line for line in result[3].splitlines() if "comm:" in line]
+                    return None, detail + ("; " + comm[-1].strip() if comm else "")
+                cases.append((f"{model_name}_{strategy}_{ranks}", case))
+    e2e_util.run_cases(cases)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+// The program comm_mpi_tests runs under mpirun (one process per rank):
+//   comm_mpi_worker compare       every collective on the mpi backend, compared bit for bit
+//                                 (results and counters) with a local world run in-process
+//   comm_mpi_worker kill R        rank R dies (SIGKILL) before the first collective
+//   comm_mpi_worker silent R      rank R never calls the collective (the others time out)
+//   comm_mpi_worker abort R       rank R fails and calls abort() while the others wait
+// Like a real launcher, a rank whose collective fails prints the error and then aborts the job.
+#include "runtime/comm/comm_cost.h"
+#include "runtime/comm/local/local_comm.h"
+#include "runtime/comm/mpi/mpi_comm.h"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace shardc::runtime;
+
+namespace {
+
+std::vector<float> rankData(int rank, size_t count, unsigned salt) {
+  std::mt19937 gen(1000003u * static_cast<unsigned>(rank) + 7919u * salt + 17u);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-6, 0);
+  std::vector<float> v(count);
+  for (float &x : v)
+    x = std::ldexp(mantissa(gen), exponent(gen));
+  return v;
+}
+
+// Every collective on odd sizes (and counts that do not divide evenly), as rank `rank` of
+// `comm` runs them; each result goes to *results in order.
+Status runCases(Communicator &comm, std::vector<std::vector<float>> *results) {
+  const int n = comm.size(), rank = comm.rank();
+  unsigned salt = 0;
+  for (size_t count : {size_t(n), size_t(n) * 7, size_t(n) * 1001, size_t(13), size_t(0)}) {
+    std::vector<float> data = rankData(rank, count, ++salt);
+    SHARDC_RETURN_IF_ERROR(comm.allReduceSum(data.data(), count));
+    results->push_back(data);
+  }
+  for (size_t chunk : {size_t(1), size_t(5), size_t(333)}) {
+    const std::vector<float> in = rankData(rank, chunk * static_cast<size_t>(n), ++salt);
+    std::vector<float> out(chunk, -1.0f);
+    SHARDC_RETURN_IF_ERROR(comm.reduceScatterSum(in.data(), out.data(), chunk));
+    results->push_back(out);
+  }
+  for (size_t chunk : {size_t(1), size_t(6), size_t(129)}) {
+    const std::vector<float> in = rankData(rank, chunk, ++salt);
+    std::vector<float> out(chunk * static_cast<size_t>(n), -1.0f);
+    SHARDC_RETURN_IF_ERROR(comm.allGather(in.data(), out.data(), chunk));
+    results->push_back(out);
+  }
+  return Status::ok();
+}
+
+// Rank `rank`'s results and counters from a local world of `size` threads.
+Status runLocally(int size, int rank, std::vector<std::vector<float>> *results,
+                  CommCounters *counters) {
+  std::vector<std::unique_ptr<Communicator>> comms;
+  SHARDC_RETURN_IF_ERROR(createLocalWorld(size, CommOptions(), &comms));
+  std::vector<std::vector<std::vector<float>>> all(static_cast<size_t>(size));
+  std::vector<Status> statuses(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] {
+      statuses[static_cast<size_t>(r)] =
+          runCases(*comms[static_cast<size_t>(r)], &all[static_cast<size_t>(r)]);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const Status &s : statuses)
+    SHARDC_RETURN_IF_ERROR(s);
+  *results = all[static_cast<size_t>(rank)];
+  *counters = comms[static_cast<size_t>(rank)]->counters();
+  return Status::ok();
+}
+
+int compare(Communicator &comm) {
+  const int rank = comm.rank();
+  std::vector<std::vector<float>> mpiResults, localResults;
+  Status status = runCases(comm, &mpiResults);
+  CommCounters localCounters;
+  if (status.isOk())
+    status = runLocally(comm.size(), rank, &localResults, &localCounters);
+  if (!status.isOk()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    return 1;
+  }
+  int mismatches = 0;
+  for (size_t i = 0; i < mpiResults.size(); ++i) {
+    const auto &a = mpiResults[i], &b = localResults[i];
+    if (a.size() != b.size() || (!a.empty() && std::memcmp(a.data(), b.data(), a.size() * 4))) {
+      std::fprintf(stderr, "rank %d: case %zu differs from the local backend\n", rank, i);
+      ++mismatches;
+    }
+  }
+  const CommCounters &mpiCounters = comm.counters();
+  for (int k = 0; k < kCollectiveKinds; ++k) {
+    if (mpiCounters.calls[k] != localCounters.calls[k] ||
+        mpiCounters.bytesSent[k] != localCounters.bytesSent[k]) {
+      std::fprintf(stderr, "rank %d: %s counters differ (%llu vs %llu bytes)\n", rank,
+                   collectiveName(static_cast<CollectiveKind>(k)),
+                   static_cast<unsigned long long>(mpiCounters.bytesSent[k]),
+                   static_cast<unsigned long long>(localCounters.bytesSent[k]));
+      ++mismatches;
+    }
+  }
+  // The even-sized reduce-scatters' bytes are exactly comm_cost.h's prediction.
+  uint64_t predicted = 0;
+  for (size_t chunk : {1, 5, 333})
+    predicted += collectiveBytesSent(CollectiveKind::ReduceScatter,
+                                     chunk * static_cast<size_t>(comm.size()), comm.size());
+  if (mpiCounters.bytesSent[1] != predicted) {
+    std::fprintf(stderr, "rank %d: reduce_scatter sent %llu bytes, comm_cost predicts %llu\n", rank,
+                 static_cast<unsigned long long>(mpiCounters.bytesSent[1]),
+                 static_cast<unsigned long long>(predicted));
+    ++mismatches;
+  }
+  // The nccl bootstrap's broadcast.
+  char text[32] = {};
+  if (rank == 0)
+    std::snprintf(text, sizeof(text), "bootstrap id 1234");
+  status = mpiBroadcastBytes(comm, text, sizeof(text), 0);
+  if (!status.isOk() || std::strcmp(text, "bootstrap id 1234") != 0) {
+    std::fprintf(stderr, "rank %d: broadcast failed: %s\n", rank, status.message().c_str());
+    ++mismatches;
+  }
+  if (mismatches != 0)
+    return 1;
+  std::printf("rank %d: %zu collectives bit-identical with the local backend\n", rank,
+              mpiResults.size());
+  return 0;
+}
+
+// One all-reduce; `rank` misbehaves as `mode` says.
+int failure(Communicator &comm, const std::string &mode, int victim) {
+  const int rank = comm.rank();
+  if (rank == victim) {
+    if (mode == "kill")
+      std::raise(SIGKILL);
+    if (mode == "silent") {
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      return 0;
+    }
+    if (mode == "abort") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::fprintf(stderr, "rank %d failed: injected failure\n", rank);
+      std::fflush(stderr);
+      comm.abort("injected failure");
+      return 1;
+    }
+  }
+  std::vector<float> data(comm.size() * 1000, 1.0f);
+  Status status = comm.allReduceSum(data.data(), data.size());
+  if (status.isOk()) {
+    std::printf("rank %d: the all-reduce succeeded\n", rank);
+    return 0;
+  }
+  std::fprintf(stderr, "%s\n", status.message().c_str());
+  std::fflush(stderr);
+  // Give the other ranks' messages time to print before the job ends.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  comm.abort(status.message());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const bool failureMode = mode == "kill" || mode == "silent" || mode == "abort";
+  if (!(mode == "compare" || (failureMode && argc > 2))) {
+    std::fprintf(stderr, "usage: comm_mpi_worker compare | kill R | silent R | abort R\n");
+    return 2;
+  }
+  CommOptions options;
+  options.timeoutSeconds = mode == "silent" ? 2.0 : 20.0;
+  std::unique_ptr<Communicator> comm;
+  Status status = createMpiCommunicator(options, &comm);
+  if (!status.isOk()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    return 1;
+  }
+  std::fflush(stdout);
+  return mode == "compare" ? compare(*comm) : failure(*comm, mode, std::atoi(argv[2]));
+}

@@ -1,0 +1,325 @@
+// The collective kernels (all_reduce, reduce_scatter, all_gather, shard_slice) on 1, 2, 3, 4
+// and 8 ranks run as threads of a local world, against direct references; their workspace
+// (exact, and one byte short); and the errors of calls without a communicator or with the
+// wrong one.
+#include "runtime/comm/comm_cost.h"
+#include "tests/unit/comm/comm_test_util.h"
+#include "tests/unit/kernels/test_support.h"
+
+#include <string>
+
+namespace shardc::runtime::testing {
+namespace {
+
+const int kRankCounts[] = {1, 2, 3, 4, 8};
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One rank's operands: tensors that own their bytes.
+struct RankOperands {
+  std::vector<HostTensor> inputs;
+  std::vector<HostTensor> outputs;
+};
+
+std::vector<Tensor> views(const std::vector<HostTensor> &tensors) {
+  std::vector<Tensor> v;
+  for (const HostTensor &t : tensors)
+    v.push_back(t.view());
+  return v;
+}
+
+// Runs kernel `name` on every rank (rank r with operands[r] and comms[r]), each with the
+// workspace the size function asks for plus `workspaceDelta` bytes.
+std::vector<Status> runOnRanks(const std::string &name, std::vector<RankOperands> &operands,
+                               const std::vector<std::unique_ptr<Communicator>> &comms,
+                               const Attrs &attrs, int64_t workspaceDelta = 0) {
+  KernelFn fn = findCpuKernel(name);
+  EXPECT_NE(fn, nullptr) << name;
+  return runRanks(comms, [&](int r, Communicator &comm) -> Status {
+    KernelArgs args;
+    args.inputs = views(operands[static_cast<size_t>(r)].inputs);
+    args.outputs = views(operands[static_cast<size_t>(r)].outputs);
+    args.attrs = &attrs.map();
+    args.comm = &comm;
+    uint64_t bytes = 0;
+    SHARDC_RETURN_IF_ERROR(cpuKernelWorkspaceBytes(name, args, &bytes));
+    WorkspaceStorage workspace(static_cast<uint64_t>(static_cast<int64_t>(bytes) + workspaceDelta));
+    workspace.give(&args);
+    return fn(args);
+  });
+}
+
+void expectAllOk(const std::vector<Status> &statuses) {
+  for (size_t r = 0; r < statuses.size(); ++r)
+    EXPECT_TRUE(statuses[r].isOk()) << "rank " << r << ": " << statuses[r].message();
+}
+
+// Shapes of every kind: matrices, odd vectors, a scalar, an empty tensor.
+const std::vector<std::vector<int64_t>> kShapes = {{2, 3}, {5}, {}, {0}, {7, 1, 3}};
+
+TEST(Collectives, AllReduceSumsEveryInputOverTheRanks) {
+  for (int n : kRankCounts) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    std::vector<RankOperands> operands(static_cast<size_t>(n));
+    int64_t total = 0;
+    for (const auto &shape : kShapes)
+      total += numelOf(shape);
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const int64_t numel = numelOf(kShapes[i]);
+        operands[static_cast<size_t>(r)].inputs.push_back(HostTensor::of<float>(
+            kShapes[i], randomFloats(numel, -2, 2, static_cast<unsigned>(100 * r + i))));
+        operands[static_cast<size_t>(r)].outputs.emplace_back(program::F32, kShapes[i]);
+      }
+    auto comms = makeLocalWorld(n);
+    expectAllOk(runOnRanks("all_reduce", operands, comms, Attrs().i("num_ranks", n)));
+    for (size_t i = 0; i < kShapes.size(); ++i) {
+      const std::vector<float> y0 = operands[0].outputs[i].values<float>();
+      for (size_t e = 0; e < y0.size(); ++e) {
+        double exact = 0, magnitude = 0;
+        for (int r = 0; r < n; ++r) {
+          const float x = operands[static_cast<size_t>(r)].inputs[i].values<float>()[e];
+          exact += x;
+          magnitude += std::fabs(x);
+        }
+        EXPECT_NEAR(y0[e], exact, n * 0x1p-23 * magnitude + 1e-30)
+            << "input " << i << "[" << e << "]";
+      }
+      for (int r = 1; r < n; ++r)
+        EXPECT_TRUE(sameBits(operands[static_cast<size_t>(r)].outputs[i].values<float>(), y0))
+            << "rank " << r << " input " << i;
+    }
+    for (const auto &comm : comms) {
+      EXPECT_EQ(comm->counters().calls[0], 1u);
+      EXPECT_EQ(comm->counters().bytesSent[0],
+                collectiveBytesSent(CollectiveKind::AllReduce, paddedToRanks(total, n), n));
+    }
+  }
+}
+
+TEST(Collectives, ReduceScatterGivesEachRankItsShardOfTheSum) {
+  for (int n : kRankCounts) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    std::vector<RankOperands> operands(static_cast<size_t>(n));
+    int64_t shardTotal = 0;
+    for (const auto &shape : kShapes)
+      shardTotal += ceilDiv(numelOf(shape), n);
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const int64_t numel = numelOf(kShapes[i]);
+        operands[static_cast<size_t>(r)].inputs.push_back(HostTensor::of<float>(
+            kShapes[i], randomFloats(numel, -2, 2, static_cast<unsigned>(300 * r + i))));
+        operands[static_cast<size_t>(r)].outputs.emplace_back(
+            program::F32, std::vector<int64_t>{ceilDiv(numel, n)});
+      }
+    auto comms = makeLocalWorld(n);
+    expectAllOk(runOnRanks("reduce_scatter", operands, comms, Attrs().i("num_ranks", n)));
+    for (int r = 0; r < n; ++r) {
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const int64_t numel = numelOf(kShapes[i]), k = ceilDiv(numel, n);
+        const std::vector<float> s = operands[static_cast<size_t>(r)].outputs[i].values<float>();
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t e = r * k + j;
+          if (e >= numel) {
+            EXPECT_EQ(s[static_cast<size_t>(j)], 0.0f) << "padding of input " << i;
+            continue;
+          }
+          double exact = 0, magnitude = 0;
+          for (int q = 0; q < n; ++q) {
+            const float x =
+                operands[static_cast<size_t>(q)].inputs[i].values<float>()[static_cast<size_t>(e)];
+            exact += x;
+            magnitude += std::fabs(x);
+          }
+          EXPECT_NEAR(s[static_cast<size_t>(j)], exact, n * 0x1p-23 * magnitude + 1e-30)
+              << "rank " << r << " input " << i << " element " << e;
+        }
+      }
+      EXPECT_EQ(comms[static_cast<size_t>(r)]->counters().bytesSent[1],
+                collectiveBytesSent(CollectiveKind::ReduceScatter, shardTotal * n, n));
+    }
+  }
+}
+
+TEST(Collectives, AllGatherReassemblesTheShardsAndDropsThePadding) {
+  for (int n : kRankCounts) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    std::vector<RankOperands> operands(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const int64_t k = ceilDiv(numelOf(kShapes[i]), n);
+        operands[static_cast<size_t>(r)].inputs.push_back(
+            HostTensor::of<float>({k}, randomFloats(k, -2, 2, static_cast<unsigned>(500 * r + i))));
+        operands[static_cast<size_t>(r)].outputs.emplace_back(program::F32, kShapes[i]);
+      }
+    auto comms = makeLocalWorld(n);
+    expectAllOk(runOnRanks("all_gather", operands, comms, Attrs().i("num_ranks", n)));
+    for (size_t i = 0; i < kShapes.size(); ++i) {
+      const int64_t numel = numelOf(kShapes[i]), k = ceilDiv(numel, n);
+      std::vector<float> expected(static_cast<size_t>(numel));
+      for (int64_t e = 0; e < numel; ++e)
+        expected[static_cast<size_t>(e)] = operands[static_cast<size_t>(e / k)]
+                                               .inputs[i]
+                                               .values<float>()[static_cast<size_t>(e % k)];
+      for (int r = 0; r < n; ++r)
+        EXPECT_TRUE(sameBits(operands[static_cast<size_t>(r)].outputs[i].values<float>(), expected))
+            << "rank " << r << " output " << i;
+    }
+  }
+}
+
+TEST(Collectives, ShardSliceCutsThisRanksShardAndAllGatherUndoesIt) {
+  for (int n : kRankCounts) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    std::vector<RankOperands> slices(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const int64_t numel = numelOf(kShapes[i]);
+        // Replicated: the same tensor on every rank.
+        slices[static_cast<size_t>(r)].inputs.push_back(HostTensor::of<float>(
+            kShapes[i], randomFloats(numel, -2, 2, static_cast<unsigned>(i))));
+        slices[static_cast<size_t>(r)].outputs.emplace_back(
+            program::F32, std::vector<int64_t>{ceilDiv(numel, n)});
+      }
+    auto comms = makeLocalWorld(n);
+    expectAllOk(runOnRanks("shard_slice", slices, comms, Attrs().i("num_ranks", n)));
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(comms[static_cast<size_t>(r)]->counters().totalBytesSent(), 0u);
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const std::vector<float> x = slices[static_cast<size_t>(r)].inputs[i].values<float>();
+        const std::vector<float> s = slices[static_cast<size_t>(r)].outputs[i].values<float>();
+        const int64_t k = static_cast<int64_t>(s.size());
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t e = r * k + j;
+          EXPECT_EQ(s[static_cast<size_t>(j)],
+                    e < static_cast<int64_t>(x.size()) ? x[static_cast<size_t>(e)] : 0.0f);
+        }
+      }
+    }
+    // all_gather of the slices gives back every tensor, bit for bit.
+    std::vector<RankOperands> gathers(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        gathers[static_cast<size_t>(r)].inputs.push_back(
+            HostTensor::of<float>(slices[static_cast<size_t>(r)].outputs[i].view().shape,
+                                  slices[static_cast<size_t>(r)].outputs[i].values<float>()));
+        gathers[static_cast<size_t>(r)].outputs.emplace_back(program::F32, kShapes[i]);
+      }
+    expectAllOk(runOnRanks("all_gather", gathers, comms, Attrs().i("num_ranks", n)));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i)
+        EXPECT_TRUE(sameBits(gathers[static_cast<size_t>(r)].outputs[i].values<float>(),
+                             slices[0].inputs[i].values<float>()));
+  }
+}
+
+// Two tensors of 5 and 3 elements on 3 ranks: k = 2 and 1, K = 3, padded all-reduce size 9.
+KernelArgs sizingArgs(const std::string &name, const Attrs &attrs) {
+  KernelArgs args;
+  const bool gather = name == "all_gather";
+  const bool sharded = name != "all_reduce";
+  std::vector<Tensor> whole = {typeOnlyTensor(program::F32, {5}),
+                               typeOnlyTensor(program::F32, {3})};
+  std::vector<Tensor> shards = {typeOnlyTensor(program::F32, {2}),
+                                typeOnlyTensor(program::F32, {1})};
+  args.inputs = gather ? shards : whole;
+  args.outputs = !sharded ? whole : gather ? whole : shards;
+  args.attrs = &attrs.map();
+  return args;
+}
+
+TEST(Collectives, WorkspaceSizesFollowTheDocumentedTakes) {
+  const Attrs attrs = Attrs().i("num_ranks", 3);
+  const std::pair<std::string, uint64_t> expected[] = {
+      {"all_reduce", 9 * 4},
+      {"reduce_scatter", 64 + 3 * 4}, // 9 floats (one aligned piece), then 3
+      {"all_gather", 64 + 9 * 4},     // 3 floats, then 9
+  };
+  for (const auto &[name, bytes] : expected) {
+    uint64_t got = 0;
+    ASSERT_KERNEL_OK(cpuKernelWorkspaceBytes(name, sizingArgs(name, attrs), &got));
+    EXPECT_EQ(got, bytes) << name;
+  }
+  uint64_t none = 7;
+  ASSERT_KERNEL_OK(cpuKernelWorkspaceBytes("shard_slice", KernelArgs(), &none));
+  EXPECT_EQ(none, 0u);
+}
+
+// One byte short, every rank reports it before anything is sent, so nobody waits; with the
+// exact size the same call succeeds.
+TEST(Collectives, AWorkspaceOneByteShortIsACleanErrorOnEveryRank) {
+  const int n = 3;
+  for (const std::string name : {"all_reduce", "reduce_scatter", "all_gather"}) {
+    SCOPED_TRACE(name);
+    const bool gather = name == "all_gather", sharded = name != "all_reduce";
+    auto makeOperands = [&] {
+      std::vector<RankOperands> operands(n);
+      for (int r = 0; r < n; ++r) {
+        for (int64_t numel : {5, 3}) {
+          const int64_t k = ceilDiv(numel, n);
+          auto &o = operands[static_cast<size_t>(r)];
+          if (gather)
+            o.inputs.push_back(HostTensor::of<float>({k}, randomFloats(k, -1, 1, 1)));
+          else
+            o.inputs.push_back(HostTensor::of<float>({numel}, randomFloats(numel, -1, 1, 2)));
+          o.outputs.emplace_back(program::F32,
+                                 std::vector<int64_t>{sharded && !gather ? k : numel});
+        }
+      }
+      return operands;
+    };
+    auto comms = makeLocalWorld(n, 5.0);
+    auto operands = makeOperands();
+    const auto start = std::chrono::steady_clock::now();
+    for (const Status &s :
+         runOnRanks(name, operands, comms, Attrs().i("num_ranks", n), /*workspaceDelta=*/-1))
+      EXPECT_KERNEL_ERROR(s, name + ": needs at least ");
+    EXPECT_LT(secondsSince(start), 2.0);
+    for (const auto &comm : comms)
+      EXPECT_EQ(comm->counters().totalBytesSent(), 0u);
+    operands = makeOperands();
+    expectAllOk(runOnRanks(name, operands, comms, Attrs().i("num_ranks", n)));
+  }
+}
+
+TEST(Collectives, CallsWithoutTheRightCommunicatorAreCleanErrors) {
+  HostTensor x = HostTensor::of<float>({4}, {1, 2, 3, 4});
+  HostTensor y(program::F32, {4}), shard(program::F32, {2});
+  const Attrs two = Attrs().i("num_ranks", 2);
+  // No communicator (a single-rank run).
+  EXPECT_KERNEL_ERROR(
+      runKernel("all_reduce", {x}, {y}, two),
+      "all_reduce: needs the rank's communicator (num_ranks = 2), but the run has none");
+  EXPECT_KERNEL_ERROR(runKernel("reduce_scatter", {x}, {shard}, two),
+                      "reduce_scatter: needs the rank's communicator");
+  EXPECT_KERNEL_ERROR(runKernel("all_gather", {shard}, {x}, two),
+                      "all_gather: needs the rank's communicator");
+  EXPECT_KERNEL_ERROR(runKernel("shard_slice", {x}, {shard}, two),
+                      "shard_slice: needs the rank's communicator");
+  // A communicator of another size.
+  auto comms = makeLocalWorld(3, 1.0);
+  for (const std::string name : {"all_reduce", "shard_slice"}) {
+    KernelArgs args;
+    args.inputs = {x};
+    args.outputs = {name == "all_reduce" ? y.view() : shard.view()};
+    args.attrs = &two.map();
+    args.comm = comms[0].get();
+    WorkspaceStorage workspace(1024);
+    workspace.give(&args);
+    EXPECT_KERNEL_ERROR(findCpuKernel(name)(args),
+                        name + ": num_ranks is 2, but the communicator has 3 ranks");
+  }
+  // Malformed operands and attributes.
+  EXPECT_KERNEL_ERROR(runKernel("all_reduce", {x}, {y}), "missing attribute 'num_ranks'");
+  EXPECT_KERNEL_ERROR(runKernel("all_reduce", {x}, {y}, Attrs().i("num_ranks", 0)),
+                      "all_reduce: num_ranks must be a positive int, got 0");
+  EXPECT_KERNEL_ERROR(runKernel("all_reduce", {x, x}, {y}, two),
+                      "all_reduce: expected as many outputs as inputs, got 2 inputs and 1 outputs");
+  EXPECT_KERNEL_ERROR(runKernel("reduce_scatter", {x}, {y}, two), "reduce_scatter: output 0");
+  EXPECT_KERNEL_ERROR(runKernel("all_gather", {x}, {x}, two), "all_gather: input 0");
+  HostTensor ints(program::I64, {4});
+  EXPECT_KERNEL_ERROR(runKernel("shard_slice", {ints}, {shard}, two), "shard_slice: input 0");
+}
+
+} // namespace
+} // namespace shardc::runtime::testing

@@ -1,0 +1,161 @@
+// The pieces that keep the ranks of a local world together: shards sliced from and gathered
+// into full tensors, the threads that run the ranks and report the root cause of a failure, and
+// the agreement that ends setup with one report of a setup error.
+#include "runtime/comm/local/local_comm.h"
+#include "runtime/training/rank_threads.h"
+#include "runtime/training/setup_agreement.h"
+#include "runtime/training/sharded_tensor.h"
+#include "tests/unit/runtime/test_util.h"
+
+#include <atomic>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shardc::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<std::unique_ptr<Communicator>> localWorld(int size, double timeoutSeconds = 30.0) {
+  std::vector<std::unique_ptr<Communicator>> comms;
+  CommOptions options;
+  options.timeoutSeconds = timeoutSeconds;
+  Status status = createLocalWorld(size, options, &comms);
+  EXPECT_TRUE(status.isOk()) << status.message();
+  return comms;
+}
+
+std::vector<Communicator *> pointers(const std::vector<std::unique_ptr<Communicator>> &comms) {
+  std::vector<Communicator *> out;
+  for (const auto &comm : comms)
+    out.push_back(comm.get());
+  return out;
+}
+
+program::Sharding shardingOf(std::vector<int64_t> shape, int shards) {
+  program::Sharding sharding;
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    sharding.add_global_shape(d);
+    numel *= d;
+  }
+  sharding.set_num_shards(shards);
+  sharding.set_shard_numel((numel + shards - 1) / shards);
+  return sharding;
+}
+
+// f32[2x5] over 3 ranks: 4 elements each, the last shard 2 of them and 2 zeros; gathering the
+// shards gives the tensor back, shape and all.
+TEST(ShardedTensor, SliceAndGatherAreInverse) {
+  const program::Sharding sharding = shardingOf({2, 5}, 3);
+  std::vector<float> values(10);
+  for (int i = 0; i < 10; ++i)
+    values[i] = static_cast<float>(i + 1);
+  const HostTensor full = testing::makeTensor(program::F32, {2, 5}, values);
+  std::vector<HostTensor> shards(3);
+  for (int r = 0; r < 3; ++r)
+    ASSERT_TRUE(sliceShard(sharding, r, full, &shards[r]).isOk());
+  EXPECT_EQ(shards[2].describe(), "f32[4]");
+  EXPECT_EQ(std::vector<float>(shards[2].as<float>(), shards[2].as<float>() + 4),
+            (std::vector<float>{9, 10, 0, 0}));
+
+  auto comms = localWorld(3);
+  std::vector<HostTensor> gathered(3);
+  Status status = runRankThreads(pointers(comms), [&](int r) {
+    return gatherShards(comms[r].get(), sharding, shards[r], &gathered[r]);
+  });
+  ASSERT_TRUE(status.isOk()) << status.message();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(gathered[r].describe(), "f32[2x5]");
+    EXPECT_EQ(gathered[r].bytes, full.bytes) << "rank " << r;
+  }
+
+  HostTensor wrong;
+  status = sliceShard(sharding, 0, testing::makeTensor(program::F32, {10}, values), &wrong);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), "is f32[10], expected f32[2x5]");
+}
+
+TEST(ShardedTensor, ChecksTheShardingAgainstTheBuffer) {
+  program::Buffer buffer;
+  buffer.set_dtype(program::F32);
+  buffer.add_shape(4);
+  EXPECT_TRUE(checkSharding(shardingOf({2, 5}, 3), buffer, 3).isOk());
+  Status status = checkSharding(shardingOf({2, 5}, 3), buffer, 2);
+  EXPECT_THAT(status.message(), HasSubstr("split into 3 shards, but the program runs on 2 ranks"));
+  program::Sharding small = shardingOf({2, 5}, 3);
+  small.set_shard_numel(3);
+  status = checkSharding(small, buffer, 3);
+  EXPECT_THAT(status.message(), HasSubstr("3 shards of 3 elements cannot hold f32[2x5]"));
+  buffer.set_shape(0, 5);
+  status = checkSharding(shardingOf({2, 5}, 3), buffer, 3);
+  EXPECT_THAT(status.message(), HasSubstr("a shard of f32[2x5] must be f32[4], the buffer is f32[5]"));
+}
+
+// Rank 2 fails while ranks 0 and 1 wait for it in a collective: the abort frees them at once,
+// and the error reported is rank 2's own, not theirs ("rank 2 failed: ...").
+TEST(RankThreads, TheFirstFailureIsTheRootCause) {
+  auto comms = localWorld(3);
+  std::vector<std::string> seen(3);
+  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
+    if (r == 2)
+      return Status::error("disk full");
+    float value = 1.0f;
+    Status result = comms[r]->allReduceSum(&value, 1);
+    seen[r] = result.message();
+    return result;
+  });
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), "rank 2: disk full");
+  EXPECT_THAT(seen[0], HasSubstr("rank 2 failed: disk full"));
+  EXPECT_THAT(seen[1], HasSubstr("rank 2 failed: disk full"));
+}
+
+TEST(RankThreads, ExceptionsFailTheRank) {
+  auto comms = localWorld(2);
+  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
+    if (r == 0)
+      throw std::runtime_error("boom");
+    return Status::ok();
+  });
+  EXPECT_EQ(status.message(), "rank 0: internal error: boom");
+  std::atomic<int> ran{0};
+  status = runRankThreads(pointers(comms), [&](int) {
+    ++ran;
+    return Status::ok();
+  });
+  EXPECT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(ran.load(), 2);
+}
+
+// Ranks 1 and 2 fail their setup the same way: only rank 1, the lowest, reports it; the others
+// stop quietly, rank 0 included.
+TEST(SetupAgreement, OnlyTheLowestFailingRankReports) {
+  auto comms = localWorld(3);
+  std::vector<int> stopped(3, -1);
+  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
+    Status setup = r == 0 ? Status::ok() : Status::error("x.npy: no such file");
+    bool stop = false;
+    Status agreed = agreeOnSetup(comms[r].get(), setup, &stop);
+    stopped[r] = stop;
+    return agreed;
+  });
+  EXPECT_EQ(status.message(), "rank 1: x.npy: no such file");
+  EXPECT_EQ(stopped, (std::vector<int>{1, 1, 1}));
+
+  auto fresh = localWorld(3); // rank 1's report aborted the first world
+  status = runRankThreads(pointers(fresh), [&](int r) -> Status {
+    bool stop = true;
+    Status agreed = agreeOnSetup(fresh[r].get(), Status::ok(), &stop);
+    stopped[r] = stop;
+    return agreed;
+  });
+  EXPECT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(stopped, (std::vector<int>{0, 0, 0}));
+}
+
+} // namespace
+} // namespace shardc::runtime

@@ -1,0 +1,63 @@
+//===- DataParallelCompile.h - compiling for N data-parallel ranks ----------------------===//
+//
+// The model describes one step on the global batch. For N ranks shardc compiles the step once
+// per distinct number of rows a rank gets (two when N does not divide the batch), with every
+// graph input's dim 0 set to those rows and the data-parallel passes for the strategy, and
+// derives each rank's program (RankPrograms.h). `--strategy auto` compiles each candidate
+// and keeps the cheapest that fits in --gpu-memory.
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_TOOLS_SHARDC_DATAPARALLELCOMPILE_H
+#define SHARDC_TOOLS_SHARDC_DATAPARALLELCOMPILE_H
+
+#include "CommandLine.h"
+#include "Pipeline.h"
+
+#include "frontends/onnx/OnnxImporter.h"
+#include "shardc/Lowering/ProgramEmitter.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardc::driver {
+
+// The rows of the global batch: dim 0 of every graph input.
+struct GlobalBatch {
+  int64_t rows = 0;
+};
+
+// Reads the global batch from an import with the user's shapes; nullopt with `error` when an
+// input has no dim 0 or the inputs disagree on it.
+std::optional<GlobalBatch> findGlobalBatch(onnx_import::ImportedModel &imported,
+                                           const Options &opts, std::string &error);
+
+struct DataParallelBundle {
+  std::vector<program::Program> programs; // one per rank
+  std::vector<char> weights;              // shared by all programs
+  bool weightsComplete = true;
+};
+
+// Compiles the model for one rank's rows (dp.localRows) with the data-parallel passes `dp`.
+using CompileVariant =
+    std::function<mlir::FailureOr<EmittedProgram>(const DataParallelOptions &dp)>;
+
+// Every rank's program for `strategy`. Prints the error and returns false on failure.
+bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
+                         const GlobalBatch &batch, const CompileVariant &compileVariant,
+                         DataParallelBundle &out);
+
+// --strategy auto: tries dp, zero1, zero2, zero3 (all ranks on the data-parallel axis) and
+// keeps the first whose largest per-rank planned peak fits in --gpu-memory: they are in
+// increasing order of cost (zero3 sends about 1.5x the bytes of the others; each stage adds
+// work). `decision` says what was chosen and why each other candidate was not.
+using CompileStrategy = std::function<bool(const ParallelStrategy &, DataParallelBundle &)>;
+bool chooseStrategy(const Options &opts, const CompileStrategy &compileStrategy,
+                    ParallelStrategy &chosen, DataParallelBundle &out,
+                    std::vector<std::string> &decision);
+
+} // namespace shardc::driver
+
+#endif

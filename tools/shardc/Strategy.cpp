@@ -1,0 +1,93 @@
+//===- Strategy.cpp ---------------------------------------------------------------------===//
+#include "Strategy.h"
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+namespace shardc::driver {
+
+std::string ParallelStrategy::canonical() const {
+  if (automatic)
+    return "auto";
+  std::string s = "dp=" + std::to_string(dp);
+  if (tp != 1)
+    s += ",tp=" + std::to_string(tp);
+  if (pp != 1)
+    s += ",pp=" + std::to_string(pp);
+  return s + ",zero=" + std::to_string(zero);
+}
+
+namespace {
+
+bool parseCount(const std::string &text, int &out) {
+  if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  out = std::atoi(text.c_str());
+  return true;
+}
+
+} // namespace
+
+std::optional<std::string> parseStrategy(const std::string &text, int gpus,
+                                         ParallelStrategy &out) {
+  out = ParallelStrategy();
+  const std::string where = "--strategy '" + text + "': ";
+  if (text == "auto") {
+    out.automatic = true;
+    out.dp = gpus;
+    return std::nullopt;
+  }
+  static const std::map<std::string, int> shorthands = {
+      {"dp", 0}, {"zero1", 1}, {"zero2", 2}, {"zero3", 3}, {"fsdp", 3}};
+  if (auto it = shorthands.find(text); it != shorthands.end()) {
+    out.dp = gpus;
+    out.zero = it->second;
+    return std::nullopt;
+  }
+  if (text.find('=') == std::string::npos)
+    return where + "expected auto, dp, zero1, zero2, zero3, fsdp or KEY=VALUE,... with keys "
+                   "dp, tp, pp, zero";
+
+  std::map<std::string, int> given;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return where + "'" + item + "' is not KEY=VALUE";
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key != "dp" && key != "tp" && key != "pp" && key != "zero")
+      return where + "unknown key '" + key + "' (keys: dp, tp, pp, zero)";
+    if (given.count(key))
+      return where + "'" + key + "' given twice";
+    int n = 0;
+    if (!parseCount(value, n) || (key != "zero" && n < 1))
+      return where + key + "=" + value + ": expected a " +
+             (key == "zero" ? "stage 0-3" : "positive number of devices");
+    if (key == "zero" && n > 3)
+      return where + "zero=" + value + ": ZeRO stages are 0, 1, 2 and 3";
+    given[key] = n;
+  }
+  out.tp = given.count("tp") ? given["tp"] : 1;
+  out.pp = given.count("pp") ? given["pp"] : 1;
+  out.zero = given.count("zero") ? given["zero"] : 0;
+  if (out.tp > 1)
+    return where + "tensor parallelism (tp=" + std::to_string(out.tp) +
+           ") is not yet supported; use dp and zero";
+  if (out.pp > 1)
+    return where + "pipeline parallelism (pp=" + std::to_string(out.pp) +
+           ") is not yet supported; use dp and zero";
+  if (given.count("dp"))
+    out.dp = given["dp"];
+  else if (gpus % (out.tp * out.pp) == 0)
+    out.dp = gpus / (out.tp * out.pp);
+  long long total = 1LL * out.dp * out.tp * out.pp;
+  if (total != gpus)
+    return where + "dp=" + std::to_string(out.dp) + " x tp=" + std::to_string(out.tp) +
+           " x pp=" + std::to_string(out.pp) + " = " + std::to_string(total) +
+           " devices, but --gpus is " + std::to_string(gpus);
+  return std::nullopt;
+}
+
+} // namespace shardc::driver

@@ -1,0 +1,51 @@
+// shardrun's command line: the options, their parsing and the usage text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace shardrun {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// An error to report and the exit code it maps to.
+struct Failure {
+  std::string message;
+  int exitCode;
+};
+
+inline Failure error(std::string message) { return {std::move(message), kExitError}; }
+inline Failure usageError(std::string message) { return {std::move(message), kExitUsage}; }
+
+struct Options {
+  std::string bundle;
+  std::optional<std::string> dataDir;
+  std::optional<std::string> outputsDir;
+  std::optional<int> threads;
+  std::optional<long long> steps;
+  // Training loop (only with --steps).
+  std::optional<std::string> tokensFile;
+  std::optional<uint64_t> seed;
+  std::optional<std::string> metricsFile;
+  std::optional<std::string> saveDir;
+  std::optional<long long> saveEvery;
+  std::optional<std::string> resumeDir;
+  std::optional<double> lr;
+  std::optional<std::string> schedule;
+  std::optional<long long> warmupSteps;
+  std::optional<double> minLr;
+  std::optional<std::string> exportOnnx;
+  // Several ranks: the communication backend ("local", "mpi", "nccl") and its timeout.
+  std::optional<std::string> comm;
+  std::optional<double> commTimeout;
+  bool help = false;
+};
+
+extern const char kUsage[];
+
+// Parses argv into `options`; a usage error (exit 2) for anything malformed.
+std::optional<Failure> parseArgs(int argc, char **argv, Options *options);
+
+} // namespace shardrun

@@ -1,0 +1,265 @@
+#include "tools/shardrun/rank_training.h"
+
+#include "runtime/executor/executor.h"
+#include "runtime/memory/memory_report.h"
+#include "runtime/training/batch_source.h"
+#include "runtime/training/progress.h"
+#include "runtime/training/setup_agreement.h"
+#include "runtime/training/training_loop.h"
+#include "tools/shardrun/tensor_files.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include <unistd.h>
+
+namespace shardrun {
+
+using namespace shardc::runtime;
+namespace program = shardc::program;
+
+namespace {
+
+// What a rank holds for its run.
+struct RankState {
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<TrainingLoop> loop;
+  std::unique_ptr<BatchSource> batches;
+};
+
+Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTracker *tracker,
+                 RankState *state) {
+  const Options &options = *run.options;
+  const std::string &bundleDir = options.bundle;
+  const program::Program &program = run.bundle->bundle.programs(rank);
+  Status status = Executor::create(program, run.bundle->weights, &state->executor, tracker, comm);
+  if (!status.isOk())
+    return Status::error(bundleDir + ": " + status.message());
+  status = TrainingLoop::create(state->executor.get(), run.bundle->weights.get(), &state->loop);
+  if (!status.isOk())
+    return Status::error(bundleDir + ": " + status.message());
+  TrainingLoop &loop = *state->loop;
+  if (run.checkpoint) {
+    status = loop.restore(*run.checkpoint);
+    if (!status.isOk())
+      return Status::error(*options.resumeDir + ": " + status.message());
+  }
+  loop.setSeed(run.seed);
+
+  const TrainingSignature &signature = loop.signature();
+  if (options.tokensFile)
+    return openTokenBatchSource(*options.tokensFile, signature.batchInputs, run.seed,
+                                &state->batches, signature.batchSlice);
+  // No --data: the step has no batch inputs (prepareTraining checked), and nothing is read.
+  return openNpyBatchSource(options.dataDir.value_or(""), signature.batchInputs, &state->batches,
+                            signature.batchSlice);
+}
+
+// `full`: the state with every sharded tensor gathered (TrainingLoop::consolidatedSnapshot).
+Status saveFullCheckpoint(CheckpointContents *full, const std::string &dir, uint64_t seed) {
+  full->rngSeed = seed;
+  // Batches are a pure function of the step, so the data source resumes at the step count.
+  full->dataPosition = full->step;
+  return saveCheckpoint(dir, *full);
+}
+
+bool shardsAnything(const program::Program &program) {
+  for (const program::Binding &binding : program.inputs())
+    if (binding.has_sharding())
+      return true;
+  return false;
+}
+
+// Records what the step's run of the program sent, for the check against the plan.
+void recordCommSent(const Executor &executor, int64_t step, RankReport *report) {
+  const uint64_t sent = executor.lastRunCommSent().totalBytesSent();
+  if (!report->commMeasured) {
+    report->commMeasured = true;
+    report->commPerStep = executor.lastRunCommSent();
+    report->commFirstStep = step;
+  } else if (report->commOtherStep == 0 && sent != report->commPerStep.totalBytesSent()) {
+    report->commOtherStep = step;
+    report->commOtherBytes = sent;
+  }
+}
+
+// A rank's run after its setup: the steps, the final writes and the summary. Rank 0 leads:
+// it alone prints and writes files.
+class RankTrainer {
+public:
+  RankTrainer(TrainingRun &run, int rank, Communicator *comm, MemoryTracker *tracker,
+              RankState &state, RankOutcome *out)
+      : run_(run), options_(*run.options), rank_(rank), lead_(rank == 0), comm_(comm),
+        tracker_(tracker), executor_(*state.executor), loop_(*state.loop),
+        batches_(*state.batches), out_(out), firstStep_(loop_.step()) {}
+
+  Status train() {
+    std::optional<ProgressLine> progress;
+    if (lead_)
+      progress.emplace(stderr, isatty(fileno(stderr)) != 0, firstStep_, *options_.steps,
+                       batches_.itemsPerStep(), batches_.itemName());
+    const Clock::time_point start = Clock::now();
+    Status status = steps(progress ? &*progress : nullptr, start);
+    if (progress)
+      progress->finish();
+    seconds_ = std::chrono::duration<double>(Clock::now() - start).count();
+    SHARDC_RETURN_IF_ERROR(status);
+    if (lead_)
+      SHARDC_RETURN_IF_ERROR(run_.metrics.close());
+    SHARDC_RETURN_IF_ERROR(writeFinalState());
+    report();
+    return Status::ok();
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+
+  Status steps(ProgressLine *progress, Clock::time_point start) {
+    out_->report.rank = rank_;
+    out_->report.commPlanned = executor_.program().planned_comm_bytes();
+    while (loop_.step() < *options_.steps) {
+      const int64_t step = loop_.step() + 1;
+      const float lr = static_cast<float>(run_.schedule.at(step));
+      const Clock::time_point stepStart = Clock::now();
+      Status status = loop_.runStep(&batches_, lr, &loss_);
+      const double stepMs =
+          std::chrono::duration<double, std::milli>(Clock::now() - stepStart).count();
+      if (!status.isOk())
+        return Status::error(options_.bundle + ": " + status.message());
+      if (step == firstStep_ + 1)
+        allocationsAfterFirstStep_ = tracker_->allocationCount();
+      if (comm_ != nullptr)
+        recordCommSent(executor_, step, &out_->report);
+      if (lead_ && options_.metricsFile)
+        SHARDC_RETURN_IF_ERROR(
+            run_.metrics.write(step, loss_, lr, stepMs,
+                               comm_ != nullptr ? &executor_.lastRunCommSent() : nullptr));
+      if (progress != nullptr)
+        progress->update(step, loss_, lr,
+                         std::chrono::duration<double>(Clock::now() - start).count());
+      if (options_.saveDir && options_.saveEvery && step % *options_.saveEvery == 0) {
+        CheckpointContents full;
+        SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
+        if (lead_)
+          SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, *options_.saveDir, run_.seed));
+        lastSaved_ = step;
+      }
+    }
+    return Status::ok();
+  }
+
+  // The checkpoint (unless the last step saved it), --outputs and --export-onnx.
+  Status writeFinalState() {
+    // The state is gathered when the ranks hold shards of it (every rank joins, also those that
+    // write nothing); a single rank's own values serve as they are.
+    const bool save = options_.saveDir && lastSaved_ != loop_.step();
+    const bool writesParams = options_.outputsDir || options_.exportOnnx;
+    std::optional<CheckpointContents> full;
+    if (save || (writesParams && (comm_ != nullptr || shardsAnything(executor_.program())))) {
+      full.emplace();
+      SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &*full));
+    }
+    if (!lead_)
+      return Status::ok();
+    const std::function<const HostTensor *(const std::string &)> valueOf =
+        [&](const std::string &name) {
+          return full ? &full->params.at(name) : loop_.value(name);
+        };
+    if (save)
+      SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&*full, *options_.saveDir, run_.seed));
+    if (options_.outputsDir)
+      if (auto failure = writeParams(loop_.signature().params, valueOf, *options_.outputsDir))
+        return Status::error(failure->message);
+    if (run_.exporter) {
+      Status status =
+          run_.exporter->write(*options_.exportOnnx, valueOf, OnnxExportOptions(), &exported_);
+      if (!status.isOk())
+        return Status::error("--export-onnx: " + status.message());
+    }
+    return Status::ok();
+  }
+
+  // Rank 0's summary line and every rank's memory report.
+  void report() {
+    const int64_t ran = loop_.step() - firstStep_;
+    const int worldSize = run_.bundle->bundle.world_size();
+    if (lead_) {
+      std::string &summary = out_->summary;
+      summary = "shardrun: trained " + std::to_string(ran) + " step" + (ran == 1 ? "" : "s");
+      char text[160];
+      if (ran > 0) {
+        std::snprintf(text, sizeof text, " (%lld..%lld)", static_cast<long long>(firstStep_ + 1),
+                      static_cast<long long>(loop_.step()));
+        summary += text;
+        if (worldSize > 1)
+          summary += " on " + std::to_string(worldSize) + " ranks";
+        std::snprintf(text, sizeof text, " in %.2f s, %.1f ms/step, final loss %.9g", seconds_,
+                      seconds_ * 1000.0 / static_cast<double>(ran), static_cast<double>(loss_));
+        summary += text;
+      }
+      if (options_.saveDir)
+        summary +=
+            "; checkpoint at step " + std::to_string(loop_.step()) + " in " + *options_.saveDir;
+      if (options_.outputsDir)
+        summary += "; wrote " + std::to_string(loop_.signature().params.size()) +
+                   " parameters to " + *options_.outputsDir;
+      if (run_.exporter)
+        summary += "; exported the trained model to " + *options_.exportOnnx +
+                   (exported_.externalData.empty()
+                        ? ""
+                        : " (parameters in " + exported_.externalData + ")");
+    }
+
+    // Steps after the first reuse every tensor: none of them may allocate.
+    std::string &details = out_->report.memoryDetails;
+    if (ran > 1)
+      details += "; " + std::to_string(tracker_->allocationCount() - allocationsAfterFirstStep_) +
+                 " allocations after the first step";
+    details += "; the data source holds " + std::to_string(batches_.heldBytes()) +
+               " more bytes (" + (worldSize > 1 ? "this rank's data" : "the whole data set") +
+               ", not part of the plan)";
+    out_->report.memory = comparePeakMemory(executor_.program(), *tracker_);
+  }
+
+  TrainingRun &run_;
+  const Options &options_;
+  const int rank_;
+  const bool lead_;
+  Communicator *comm_;
+  MemoryTracker *tracker_;
+  Executor &executor_;
+  TrainingLoop &loop_;
+  BatchSource &batches_;
+  RankOutcome *out_;
+  const int64_t firstStep_;
+  float loss_ = NAN;
+  int64_t lastSaved_ = -1;
+  uint64_t allocationsAfterFirstStep_ = 0;
+  double seconds_ = 0;
+  OnnxExportResult exported_;
+};
+
+} // namespace
+
+Status runTrainingRank(TrainingRun &run, int rank, Communicator *comm, MemoryTracker *tracker,
+                       const Status &setup, RankOutcome *out) {
+  // Nothing of `run` is read before the setup succeeded: a failed setup may have left it empty.
+  RankState state;
+  Status status = setup.isOk() ? setUpRank(run, rank, comm, tracker, &state) : setup;
+  if (comm != nullptr) {
+    bool stop = false;
+    status = agreeOnSetup(comm, status, &stop);
+    out->stoppedForOtherRank = stop && status.isOk();
+    if (stop)
+      return status;
+  }
+  SHARDC_RETURN_IF_ERROR(status);
+  out->setupDone = true;
+  return RankTrainer(run, rank, comm, tracker, state, out).train();
+}
+
+} // namespace shardrun

@@ -1,0 +1,56 @@
+#include "tools/shardrun/single_run.h"
+
+#include "runtime/executor/executor.h"
+#include "runtime/memory/memory_report.h"
+#include "tools/shardrun/run_report.h"
+#include "tools/shardrun/tensor_files.h"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace shardrun {
+
+using namespace shardc::runtime;
+
+std::optional<Failure> runOnce(const Options &options, const LoadedBundle &bundle,
+                               MemoryTracker *tracker) {
+  const std::string &bundleDir = options.bundle;
+  const shardc::program::Program &program = bundle.bundle.programs(0);
+  if (!options.dataDir && program.inputs_size() > 0)
+    return usageError("missing --data DIR (the bundle has " +
+                      std::to_string(program.inputs_size()) + " graph input" +
+                      (program.inputs_size() == 1 ? "" : "s") + ")");
+  std::unique_ptr<Executor> executor;
+  Status status = Executor::create(program, bundle.weights, &executor, tracker);
+  if (!status.isOk())
+    return error(bundleDir + ": " + status.message());
+
+  std::map<std::string, HostTensor> inputs;
+  if (options.dataDir) {
+    MemoryScope scope(tracker, MemoryUse::StepInputs);
+    if (auto failure = readInputs(*executor, *options.dataDir, &inputs))
+      return failure;
+  }
+
+  std::map<std::string, HostTensor> outputs;
+  auto start = std::chrono::steady_clock::now();
+  status = executor->run(inputs, &outputs);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!status.isOk())
+    return error(bundleDir + ": " + status.message());
+
+  if (auto failure = writeOutputs(*executor, *options.outputsDir, outputs))
+    return failure;
+  std::fprintf(stderr, "shardrun: ran %d ops in %.1f ms, wrote %zu output%s to %s\n",
+               program.ops_size(), ms, outputs.size(), outputs.size() == 1 ? "" : "s",
+               options.outputsDir->c_str());
+  RankReport report;
+  report.memory = comparePeakMemory(program, *tracker);
+  return printRankReports({report}, 1);
+}
+
+} // namespace shardrun

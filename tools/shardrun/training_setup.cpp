@@ -1,0 +1,145 @@
+#include "tools/shardrun/training_setup.h"
+
+#include "runtime/support/quote.h"
+#include "runtime/training/sharded_tensor.h"
+#include "runtime/training/training_signature.h"
+
+#include <string>
+#include <vector>
+
+namespace shardrun {
+
+using namespace shardc::runtime;
+namespace program = shardc::program;
+
+namespace {
+
+// The full shape of each carried tensor, or "" for one that is not sharded: what has to agree
+// between ranks for their shards to be gathered together.
+std::string shardingText(const program::Program &program, const std::string &name) {
+  const program::Binding *binding = findBinding(program.inputs(), name);
+  return binding->has_sharding()
+             ? describeTensorType(program::F32, binding->sharding().global_shape())
+             : "";
+}
+
+std::optional<Failure> checkTrainingPrograms(const LoadedBundle &bundle) {
+  const std::string &dir = bundle.dir;
+  const int world = bundle.bundle.world_size();
+  std::vector<TrainingSignature> signatures(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    Status status = deriveTrainingSignature(bundle.bundle.programs(r), &signatures[r]);
+    if (!status.isOk())
+      return error(dir + ": " + (world > 1 ? "rank " + std::to_string(r) + ": " : "") +
+                   status.message());
+  }
+  const program::Program &first = bundle.bundle.programs(0);
+  for (int r = 1; r < world; ++r) {
+    const program::Program &program = bundle.bundle.programs(r);
+    const TrainingSignature &a = signatures[0], &b = signatures[r];
+    std::string differs = a.params != b.params                 ? "trained parameters"
+                          : a.optimizerState != b.optimizerState ? "optimizer state"
+                                                                 : "";
+    for (const auto *names : {&a.params, &a.optimizerState})
+      for (const std::string &name : *names)
+        if (differs.empty() && shardingText(first, name) != shardingText(program, name))
+          differs = "the sharding of " + quoteForMessage(name);
+    if (!differs.empty())
+      return error(dir + ": the programs of ranks 0 and " + std::to_string(r) + " differ in " +
+                   differs + " (the bundle's programs do not belong together)");
+  }
+  return std::nullopt;
+}
+
+// The exporter checks each trained parameter against its buffer in the rank-0 program, whose
+// shape is a shard's for a sharded parameter: this copy of the bundle gives those buffers the
+// full shape, which is what the exporter is handed (gathered values).
+LoadedBundle withFullParameterShapes(const LoadedBundle &bundle) {
+  LoadedBundle copy;
+  copy.dir = bundle.dir;
+  copy.weights = bundle.weights;
+  copy.bundle = bundle.bundle;
+  copy.bundle.mutable_programs()->DeleteSubrange(1, copy.bundle.programs_size() - 1);
+  program::Program *program = copy.bundle.mutable_programs(0);
+  for (const program::Binding &binding : program->inputs()) {
+    if (!binding.has_sharding())
+      continue;
+    program::Buffer *buffer = program->mutable_buffers(binding.buffer());
+    buffer->mutable_shape()->CopyFrom(binding.sharding().global_shape());
+    buffer->set_size_bytes(static_cast<uint64_t>(globalNumelOf(binding.sharding())) *
+                           sizeof(float));
+  }
+  return copy;
+}
+
+std::optional<Failure> loadResumeCheckpoint(const Options &options, TrainingRun *run) {
+  const std::string &dir = *options.resumeDir;
+  CheckpointContents checkpoint;
+  Status status = loadCheckpoint(dir, &checkpoint);
+  if (!status.isOk())
+    return error(status.message());
+  if (options.seed && *options.seed != checkpoint.rngSeed)
+    return error(dir + ": the checkpoint was written with --seed " +
+                 std::to_string(checkpoint.rngSeed) + ", not " + std::to_string(*options.seed) +
+                 " (a resumed run must draw the same batches)");
+  if (checkpoint.dataPosition != checkpoint.step)
+    return error(dir + ": data position " + std::to_string(checkpoint.dataPosition) +
+                 " does not match step " + std::to_string(checkpoint.step) +
+                 " (not written by shardrun's training loop)");
+  if (checkpoint.step > *options.steps)
+    return error(dir + ": the checkpoint is at step " + std::to_string(checkpoint.step) +
+                 ", beyond --steps " + std::to_string(*options.steps));
+  run->seed = checkpoint.rngSeed;
+  run->checkpoint = std::move(checkpoint);
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<Failure> prepareTraining(const Options &options, const LoadedBundle &bundle,
+                                       bool hostsRank0, TrainingRun *run) {
+  run->options = &options;
+  run->bundle = &bundle;
+  if (auto failure = checkTrainingPrograms(bundle))
+    return failure;
+
+  if (options.exportOnnx && hostsRank0) {
+    Status status = OnnxExporter::checkDestination(*options.exportOnnx);
+    if (status.isOk())
+      status = OnnxExporter::open(withFullParameterShapes(bundle), &run->exporter);
+    if (!status.isOk())
+      return error("--export-onnx: " + status.message());
+  }
+
+  run->seed = options.seed.value_or(0);
+  if (options.resumeDir)
+    if (auto failure = loadResumeCheckpoint(options, run))
+      return failure;
+
+  TrainingSignature signature;
+  (void)deriveTrainingSignature(bundle.bundle.programs(0), &signature); // checked above
+  if (!options.tokensFile && !options.dataDir && !signature.batchInputs.empty())
+    return usageError("missing --data DIR or --tokens FILE.bin (the training step has " +
+                      std::to_string(signature.batchInputs.size()) + " batch input" +
+                      (signature.batchInputs.size() == 1 ? "" : "s") + ")");
+
+  LrSchedule &schedule = run->schedule;
+  if (options.schedule) {
+    Status status = parseLrScheduleKind(*options.schedule, &schedule.kind);
+    if (!status.isOk())
+      return usageError("--schedule: " + status.message());
+  }
+  schedule.lr = options.lr.value_or(1e-3);
+  schedule.minLr = options.minLr.value_or(0.0);
+  schedule.warmupSteps = options.warmupSteps.value_or(0);
+  schedule.totalSteps = *options.steps;
+
+  if (options.metricsFile && hostsRank0) {
+    Status status = run->metrics.open(*options.metricsFile);
+    if (!status.isOk())
+      return error(status.message());
+  }
+  return std::nullopt;
+}
+
+} // namespace shardrun
