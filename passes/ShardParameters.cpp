@@ -12,6 +12,7 @@
 #include "passes/DataParallel.h"
 #include "passes/Passes.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
 
@@ -109,6 +110,37 @@ struct ShardParametersPass : impl::ShardParametersBase<ShardParametersPass> {
       }
       return uses;
     };
+
+    // The backward pass often reads a value computed from a parameter alone in the forward
+    // pass (a Linear's transposed weight). Keeping that alive would hold a whole copy of the
+    // parameter from forward to backward, which is what sharding avoids: recompute it in the
+    // backward pass from the parameter, which is gathered again there.
+    for (dp::TrainedParam &p : view.params) {
+      SmallVector<Operation *> derived;
+      for (Operation *user : p.param.getUsers())
+        if (user != p.update && user->isBeforeInBlock(view.lossDef) && isPure(user) &&
+            llvm::all_of(user->getOperands(), [&](Value v) {
+              return v == p.param || v.getDefiningOp<graph::ConstantOp>();
+            }))
+          derived.push_back(user);
+      for (Operation *op : derived) {
+        SmallVector<OpOperand *> late;
+        Operation *first = nullptr;
+        for (Value r : op->getResults())
+          for (OpOperand &use : r.getUses())
+            if (view.lossDef->isBeforeInBlock(use.getOwner())) {
+              late.push_back(&use);
+              if (!first || use.getOwner()->isBeforeInBlock(first))
+                first = use.getOwner();
+            }
+        if (late.empty())
+          continue;
+        b.setInsertionPoint(first);
+        Operation *again = b.clone(*op);
+        for (OpOperand *use : late)
+          use->set(again->getResult(cast<OpResult>(use->get()).getResultNumber()));
+      }
+    }
 
     // Gathers for one pass: units ordered by their first use; unit i's gather is issued just
     // before unit i-1's first use (prefetch), unit 0's just before its own.

@@ -22,12 +22,14 @@ Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
 import sys
 
 import numpy as np
+import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -43,6 +45,21 @@ STRATEGIES = ["dp", "zero1", "zero2", "zero3"]
 ZERO_GRADIENT_PARAMS = ("c_attn.bias",)
 
 
+def with_global_batch(path, rows):
+    """A copy of the model (next to it, sharing its external weights) whose graph inputs have
+    `rows` rows: the exports pin dim 0 to their small sample batch."""
+    model = onnx.load_model(path, load_external_data=False)
+    for value in model.graph.input:
+        value.type.tensor_type.shape.dim[0].dim_value = rows
+    for value in model.graph.output:
+        for dim in value.type.tensor_type.shape.dim:
+            dim.Clear()
+    del model.graph.value_info[:]
+    out = os.path.join(os.path.dirname(path), f"model_batch{rows}.onnx")
+    onnx.save_model(model, out)
+    return out
+
+
 class Model:
     """An exported model, its data (4 global batches) and the single-rank reference run."""
 
@@ -52,28 +69,23 @@ class Model:
         self.work = os.path.join(args.work, name)
         os.makedirs(self.work, exist_ok=True)
         self.dir = e2e_util.export_test_model(name, os.path.join(self.work, "export"))
-        self.onnx = os.path.join(self.dir, "model.onnx")
-        # Every graph input's dim 0 is the batch: set it to GLOBAL_BATCH.
-        self.shape_flags = []
-        shapes = {}
-        for flag in e2e_util.input_shape_flags(self.dir)[1::2]:
-            input_name, dims = flag.split("=")
-            shapes[input_name] = [int(d) for d in dims.split("x")]
+        self.onnx = with_global_batch(os.path.join(self.dir, "model.onnx"), GLOBAL_BATCH)
         rng = np.random.default_rng(1234)
         self.data = os.path.join(self.work, "data")
         os.makedirs(self.data, exist_ok=True)
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(HERE, os.pardir, "models", f"export_{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        n = 4 * GLOBAL_BATCH
         if name == "tiny_gpt":
-            seq = shapes["idx"][1]
-            tokens = rng.integers(0, 96, size=(4 * GLOBAL_BATCH, seq + 1))
+            tokens = rng.integers(0, module.VOCAB, size=(n, module.SEQ + 1))
             arrays = {"idx": tokens[:, :-1], "targets": tokens[:, 1:]}
         else:
-            arrays = {"x": rng.standard_normal((4 * GLOBAL_BATCH, 16)).astype(np.float32),
-                      "y": rng.integers(0, 4, size=(4 * GLOBAL_BATCH,))}
+            arrays = {"x": rng.standard_normal((n, module.IN_FEATURES)).astype(np.float32),
+                      "y": rng.integers(0, module.CLASSES, size=(n,))}
         for input_name, array in arrays.items():
             np.save(os.path.join(self.data, input_name + ".npy"), array)
-            dims = [GLOBAL_BATCH] + list(array.shape[1:])
-            self.shape_flags += ["--input-shape",
-                                 input_name + "=" + "x".join(str(d) for d in dims)]
         self.reference = self.run("single", [])
         if isinstance(self.reference, str):
             raise SystemExit(f"{name}: single-rank run: {self.reference}")
@@ -84,8 +96,7 @@ class Model:
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
         bundle = os.path.join(out, "model.shard")
-        res = e2e_util.run_tool([self.args.shardc, self.onnx, "-o", bundle, *self.shape_flags,
-                                 *compile_flags], self.args.timeout)
+        res = e2e_util.run_tool([self.args.shardc, self.onnx, "-o", bundle, *compile_flags], self.args.timeout)
         if not res.ok:
             return f"compile: {res.describe()}"
         metrics = os.path.join(out, "m.jsonl")
@@ -141,22 +152,30 @@ def compare(model, result):
 
 
 def check_accounting(plan, ranks, stage):
-    """ZeRO formulas and communication theory from plan.json; an error or None."""
-    state = plan["zero_accounting"]
-    psi = state["psi_padded"]
-    expected = {0: 16 * psi, 1: 8 * psi + 8 * psi // ranks, 2: 4 * psi + 12 * psi // ranks,
-                3: 16 * psi // ranks}[stage]
-    got = state["params_bytes"] + state["grads_bytes"] + state["optimizer_bytes"]
-    if got != expected:
-        return f"model state {got} bytes per rank, the stage-{stage} formula gives {expected}"
+    """ZeRO formulas and communication theory from plan.json; (error or None, detail)."""
+    acc = plan["zero_accounting"]
+    psi, actual, pad = acc["psi"], acc["actual"], acc["padding"]
+    # Bytes per rank, times N to stay in integers: a sharded part holds (psi + padding) / N
+    # elements per rank, a whole one psi.
+    sharded = {"parameter": stage == 3, "gradient": stage >= 2, "optimizer_state": stage >= 1}
+    per_element = {"parameter": 4, "gradient": 4, "optimizer_state": 8}
+    for part, is_sharded in sharded.items():
+        got = actual[part + "_bytes"] * ranks
+        if is_sharded:
+            want = per_element[part] * psi + 4 * pad[part + "_elements"]
+        else:
+            want = per_element[part] * psi * ranks
+        if got != want:
+            return (f"{part} bytes per rank {actual[part + '_bytes']}, the stage-{stage} "
+                    f"formula with padding gives {want / ranks:g}"), None
+    comm = plan["communication"]
     theory = 0
-    for c in plan["communication"]["collectives"]:
-        size = c["payload_bytes"]
-        theory += size * (ranks - 1) // ranks * (2 if c["kind"] == "all_reduce" else 1)
-    sent = plan["communication"]["bytes_sent_per_rank"]
-    if sent != theory:
-        return f"plan says {sent} bytes per step, theory {theory}"
-    return None
+    for c in comm["collectives"]:
+        factor = 2 if c["kind"] == "all_reduce" else 1
+        theory += factor * c["payload_bytes"] * (ranks - 1) // ranks
+    if comm["bytes_sent"] != theory or not comm["matches_plan"]:
+        return f"plan says {comm['bytes_sent']} bytes per step, theory {theory}", None
+    return None, f"model state {actual['total_bytes']} B/rank, {theory} B sent/step"
 
 
 def main():
@@ -185,11 +204,10 @@ def main():
                     err, detail = compare(model, result)
                     if err:
                         return err
-                    err = check_accounting(result[2], ranks, stage)
+                    err, accounting = check_accounting(result[2], ranks, stage)
                     if err:
                         return err
-                    comm = [line for line in result[3].splitlines() if "comm:" in line]
-                    return None, detail + ("; " + comm[-1].strip() if comm else "")
+                    return None, f"{detail}; {accounting}"
                 cases.append((f"{model_name}_{strategy}_{ranks}", case))
     e2e_util.run_cases(cases)
 

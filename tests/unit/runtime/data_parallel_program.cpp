@@ -4,6 +4,7 @@
 #include "runtime/memory/planned_memory.h"
 #include "tests/unit/runtime/test_util.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace shardc::runtime::testing {
@@ -103,15 +104,17 @@ program::Program linearProgram(int rank, int world) {
 
   program::StateInit *init = p.add_state_init();
   init->set_name("w");
-  init->set_offset(64 * (1 + static_cast<uint64_t>(rank)));
-  init->set_size_bytes(static_cast<uint64_t>(k) * sizeof(float));
+  const int64_t first = std::min<int64_t>(rank * k, kLinearFeatures);
+  init->set_offset(64 + static_cast<uint64_t>(first) * sizeof(float));
+  init->set_size_bytes(static_cast<uint64_t>(std::min<int64_t>(k, kLinearFeatures - first)) *
+                       sizeof(float));
   if (parallel) {
     p.set_batch_begin(rank * rows);
     p.set_batch_rows(rows);
     p.set_global_batch_rows(kLinearBatch);
   }
   p.set_arena_bytes(1024);
-  p.set_weights_bytes(64 * (1 + static_cast<uint64_t>(world)));
+  p.set_weights_bytes(128);
   p.set_workspace_bytes(256);
   p.set_planned_comm_bytes(commBytes);
   p.set_planned_peak_bytes(planPeakMemory(p).total);
@@ -136,15 +139,12 @@ program::Bundle linearSgdBundle(int world) {
   return bundle;
 }
 
-std::string linearSgdWeights(int world) {
-  std::string weights(64 * (1 + static_cast<size_t>(world)), '\0');
+std::string linearSgdWeights() {
+  std::string weights(128, '\0');
   const int64_t one = 1;
   std::memcpy(&weights[0], &one, sizeof one);
   const std::vector<float> w = linearInitialWeights();
-  const int k = world > 1 ? shardNumel(world) : kLinearFeatures;
-  for (int r = 0; r < world; ++r)
-    for (int i = 0; i < k && r * k + i < kLinearFeatures; ++i)
-      std::memcpy(&weights[64 * (1 + r) + 4 * i], &w[r * k + i], sizeof(float));
+  std::memcpy(&weights[64], w.data(), w.size() * sizeof(float));
   return weights;
 }
 

@@ -28,11 +28,12 @@ constexpr int kLinearBatch = 6; // divisible by 1, 2 and 3 ranks
 std::vector<float> linearInitialWeights();
 
 // A train bundle of `world` ranks (programs[r] for rank r) with planned peak memory and planned
-// comm bytes filled in. Weights: the i64 constant 1 at offset 0, rank r's part of w (padded to
-// its shard with zeros) at 64 * (1 + r).
+// comm bytes filled in. Weights, as shardc lays them out: the i64 constant 1 at offset 0, the
+// whole of w at 64. Rank r's state_init points at its part of w: elements [r*k, (r+1)*k) cut at
+// the end of w, so the last ranks' start unaligned and stop short of their shard.
 program::Bundle linearSgdBundle(int world);
-// Its weights file (64 * (1 + world) bytes).
-std::string linearSgdWeights(int world);
+// Its weights file (128 bytes, the same for every number of ranks).
+std::string linearSgdWeights();
 
 // The data set: `rows` rows of 5 small integers, as x.npy holds it.
 HostTensor linearData(int rows);

@@ -55,7 +55,7 @@ class Ranks {
 public:
   Ranks(int world, const std::string &dataDir, double timeoutSeconds = 30.0)
       : bundle_(testing::linearSgdBundle(world)), dataDir_(dataDir) {
-    const std::string bytes = testing::linearSgdWeights(world);
+    const std::string bytes = testing::linearSgdWeights();
     auto weights = std::make_shared<AlignedBuffer>();
     EXPECT_TRUE(AlignedBuffer::allocate(bytes.size(), "weights", weights.get()).isOk());
     std::memcpy(weights->data(), bytes.data(), bytes.size());

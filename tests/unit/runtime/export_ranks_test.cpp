@@ -43,7 +43,7 @@ void writeLinearBundle(const TempDir &dir, int world) {
   testing::writeBytes(dir.file("source.onnx"), source);
   bundle.set_source_onnx_file("source.onnx");
   bundle.set_source_onnx_checksum(fnv1a64(source.data(), source.size()));
-  testing::writeBundle(dir, bundle, testing::linearSgdWeights(world));
+  testing::writeBundle(dir, bundle, testing::linearSgdWeights());
 }
 
 TEST(OnnxExportRanks, SeveralRanksExportWhatOneRankExports) {

@@ -43,13 +43,13 @@ int lineCount(const std::string &text) {
 class ShardrunRanksTest : public ::testing::TestWithParam<int> {
 protected:
   void SetUp() override {
-    testing::writeBundle(one_, testing::linearSgdBundle(1), testing::linearSgdWeights(1));
+    testing::writeBundle(one_, testing::linearSgdBundle(1), testing::linearSgdWeights());
     writeBundle(testing::linearSgdBundle(GetParam()));
     ASSERT_TRUE(writeNpy(data_.file("x.npy"), testing::linearData(2 * testing::kLinearBatch))
                     .isOk());
   }
   void writeBundle(program::Bundle bundle) {
-    testing::writeBundle(many_, std::move(bundle), testing::linearSgdWeights(GetParam()));
+    testing::writeBundle(many_, std::move(bundle), testing::linearSgdWeights());
   }
   // shardrun BUNDLE --steps K --lr 0.5 --data DATA, then `extra`.
   RunResult train(const TempDir &bundle, int steps, std::vector<std::string> extra = {},
