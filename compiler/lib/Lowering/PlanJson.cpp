@@ -132,9 +132,8 @@ JsonValue memoryJson(const program::Bundle &bundle, const PlanSummary &s,
   JsonValue arena = JsonValue::object();
   arena.add("bytes", u64(m.arena));
   arena.add("peak_at", str(peakPointText(p, m.arenaPeakPoint)));
-  arena.add("peak_op", i64(m.arenaPeakPoint >= 0 && m.arenaPeakPoint < p.ops_size()
-                               ? m.arenaPeakPoint
-                               : -1));
+  arena.add("peak_op",
+            i64(m.arenaPeakPoint >= 0 && m.arenaPeakPoint < p.ops_size() ? m.arenaPeakPoint : -1));
   JsonValue live = JsonValue::object();
   for (program::BufferRole role :
        {program::ROLE_PARAMETER, program::ROLE_GRADIENT, program::ROLE_OPTIMIZER_STATE,

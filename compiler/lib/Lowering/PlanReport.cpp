@@ -181,8 +181,9 @@ std::string schedulePoint(const program::Program &p, int64_t point) {
 }
 
 constexpr program::BufferRole kRoleOrder[] = {
-    program::ROLE_PARAMETER,  program::ROLE_GRADIENT,   program::ROLE_OPTIMIZER_STATE,
-    program::ROLE_INPUT,      program::ROLE_ACTIVATION, program::ROLE_CONSTANT,
+    program::ROLE_PARAMETER,         program::ROLE_GRADIENT,
+    program::ROLE_OPTIMIZER_STATE,   program::ROLE_INPUT,
+    program::ROLE_ACTIVATION,        program::ROLE_CONSTANT,
     program::BUFFER_ROLE_UNSPECIFIED};
 
 // The planned peak memory and what it is made of (runtime/memory/planned_memory.h). Every
@@ -304,8 +305,8 @@ std::pair<const char *, const char *> stageDescription(int stage) {
 void formatMesh(const PlanSummary &s, std::ostringstream &os) {
   os << "== Mesh and strategy\n";
   auto [stageName, stageDetail] = stageDescription(s.zeroStage);
-  os << "strategy: " << (s.strategy.empty() ? "(not recorded)" : s.strategy) << " = "
-     << stageName << "\n";
+  os << "strategy: " << (s.strategy.empty() ? "(not recorded)" : s.strategy) << " = " << stageName
+     << "\n";
   wrap(os, "  ", "  ", stageDetail);
   os << "mesh:";
   int devices = 1;
@@ -349,8 +350,8 @@ std::string stateShardingText(const PlanParameter &p) {
 
 void formatParameters(const PlanSummary &s, std::ostringstream &os) {
   os << "== Parameters: " << s.trainedTensors << " trained (Ψ = " << s.trainedElements
-     << " elements), " << s.frozenTensors << (s.mode == "train" ? " frozen" : " weights")
-     << " (" << s.frozenElements << " elements); bytes per rank\n";
+     << " elements), " << s.frozenTensors << (s.mode == "train" ? " frozen" : " weights") << " ("
+     << s.frozenElements << " elements); bytes per rank\n";
   if (s.parameters.empty()) {
     os << "  (none)\n\n";
     return;
@@ -476,10 +477,10 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
                                        : static_cast<double>(z.wholeOptimizerStateBytes));
     const double diff = static_cast<double>(z.totalBytes) - exact;
     os << "  this bundle holds " << z.totalBytes << " bytes, the formula "
-       << z.stages[static_cast<size_t>(z.stage)].formula << " gives " << decimal(exact)
-       << ": " << (diff >= 0 ? "+" : "") << decimal(diff) << " bytes\n";
-    const int64_t padding = z.parameterPaddingElements + z.gradientPaddingElements +
-                            z.optimizerStatePaddingElements;
+       << z.stages[static_cast<size_t>(z.stage)].formula << " gives " << decimal(exact) << ": "
+       << (diff >= 0 ? "+" : "") << decimal(diff) << " bytes\n";
+    const int64_t padding =
+        z.parameterPaddingElements + z.gradientPaddingElements + z.optimizerStatePaddingElements;
     if (padding > 0)
       wrap(os, "  ", "    ",
            "padding of the flat shards (a tensor of n elements is stored as ceil(n/N) per "
@@ -506,8 +507,8 @@ void formatComm(const PlanSummary &s, std::ostringstream &os) {
   const PlanComm &comm = s.ranks.front().comm;
   bool same = true;
   for (const PlanRank &r : s.ranks)
-    same &= r.comm.bytesSent == comm.bytesSent &&
-            r.comm.collectives.size() == comm.collectives.size();
+    same &=
+        r.comm.bytesSent == comm.bytesSent && r.comm.collectives.size() == comm.collectives.size();
   os << "== Communication per step (rank 0; "
      << (same ? "every rank sends the same" : "other ranks: see Memory per rank")
      << "; group dp = " << s.worldSize << " ranks)\n";
@@ -559,9 +560,8 @@ void formatComm(const PlanSummary &s, std::ostringstream &os) {
     t.add({"DP", "all-reduce of the gradients", "2Ψ·4(N−1)/N",
            std::to_string(theory.dpAllReduceBytes) + " bytes", ""});
     if (z.stage == 1 || z.stage == 2)
-      t.add({"ZeRO-" + std::to_string(z.stage), "reduce-scatter + all-gather",
-             theory.stageFormula, std::to_string(theory.stageBytes) + " bytes",
-             times(dpExact)});
+      t.add({"ZeRO-" + std::to_string(z.stage), "reduce-scatter + all-gather", theory.stageFormula,
+             std::to_string(theory.stageBytes) + " bytes", times(dpExact)});
     else if (z.stage >= 3)
       t.add({"ZeRO-3", "all-gather x2 (forward, backward) + reduce-scatter", theory.stageFormula,
              std::to_string(theory.stageBytes) + " bytes", times(1.5 * dpExact)});
@@ -597,7 +597,8 @@ void formatRanks(const program::Bundle &bundle, const PlanSummary &s, std::ostri
     if (group.size() > 1) {
       std::vector<int> others(group.begin() + 1, group.end());
       os << " (" << formatRankSet(others)
-         << (others.size() > 1 ? " run the same program on their own" : " runs the same program on its own")
+         << (others.size() > 1 ? " run the same program on their own"
+                               : " runs the same program on its own")
          << " batch rows and shards)";
     }
     os << "\n";

@@ -16,9 +16,7 @@ namespace {
 
 constexpr uint64_t kF32Bytes = 4;
 
-bool validBuffer(const program::Program &p, int64_t id) {
-  return id >= 0 && id < p.buffers_size();
-}
+bool validBuffer(const program::Program &p, int64_t id) { return id >= 0 && id < p.buffers_size(); }
 
 uint64_t numel(const google::protobuf::RepeatedField<int64_t> &shape) {
   uint64_t n = 1;
@@ -154,8 +152,7 @@ std::pair<uint64_t, int64_t> wholeGradient(const program::Program &p,
       const uint64_t n = bufferNumel(p, whole), k = bufferNumel(p, current);
       auto ranks = op.attrs().find("num_ranks");
       const int64_t numRanks = ranks != op.attrs().end() ? ranks->second.i() : 1;
-      return {bufferBytes(p, whole),
-              static_cast<int64_t>(k) * numRanks - static_cast<int64_t>(n)};
+      return {bufferBytes(p, whole), static_cast<int64_t>(k) * numRanks - static_cast<int64_t>(n)};
     }
     break;
   }
@@ -282,8 +279,7 @@ program::Program comparable(const program::Program &p) {
 }
 
 // Groups indices 0..n-1 by an equivalence, keeping first-appearance order.
-template <typename Same>
-std::vector<std::vector<int>> groupBy(int n, Same same) {
+template <typename Same> std::vector<std::vector<int>> groupBy(int n, Same same) {
   std::vector<std::vector<int>> groups;
   for (int i = 0; i < n; ++i) {
     bool placed = false;
@@ -414,8 +410,7 @@ uint64_t PlanParameter::optimizerStateBytesPerRank() const {
 bool PlanModelState::operator==(const PlanModelState &o) const {
   return trainedParameterBytes == o.trainedParameterBytes &&
          frozenParameterBytes == o.frozenParameterBytes && gradientBytes == o.gradientBytes &&
-         wholeGradientBytes == o.wholeGradientBytes &&
-         optimizerStateBytes == o.optimizerStateBytes;
+         wholeGradientBytes == o.wholeGradientBytes && optimizerStateBytes == o.optimizerStateBytes;
 }
 
 std::string formatRankSet(const std::vector<int> &ranks) {
@@ -445,7 +440,10 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
   s.weightsPresent = !bundle.weights_file().empty();
   s.strategyDecision = notes.strategyDecision;
   StrategyAxes axes = parseStrategy(s.strategy);
-  s.mesh = {{"dp", s.worldSize}, {"tp", axes.tp > 0 ? axes.tp : 1}, {"pp", axes.pp > 0 ? axes.pp : 1}};
+  // Data parallelism only so far: dp is the world size unless the strategy says otherwise.
+  s.mesh = {{"dp", axes.dp > 0 ? axes.dp : s.worldSize},
+            {"tp", axes.tp > 0 ? axes.tp : 1},
+            {"pp", axes.pp > 0 ? axes.pp : 1}};
   if (bundle.programs_size() == 0)
     return s;
   const program::Program &rank0 = bundle.programs(0);

@@ -137,11 +137,14 @@ program::Program makeRankProgram(int rank, int64_t begin, int64_t rows) {
   int bv1 = pb.buffer("b_v", {1}, ACTIVATION, ROLE_OPTIMIZER_STATE);
   int lossSum = pb.buffer("loss", {}, ACTIVATION, ROLE_ACTIVATION);
 
-  for (auto [name, id] : std::vector<std::pair<std::string, int>>{
-           {"w", w}, {"b", b}, {"w.exp_avg", wm}, {"w.exp_avg_sq", wv}, {"b.exp_avg", bm},
-           {"b.exp_avg_sq", bv}}) {
-    std::vector<int64_t> whole = name[0] == 'w' ? std::vector<int64_t>{5, 2}
-                                                : std::vector<int64_t>{3};
+  for (auto [name, id] : std::vector<std::pair<std::string, int>>{{"w", w},
+                                                                  {"b", b},
+                                                                  {"w.exp_avg", wm},
+                                                                  {"w.exp_avg_sq", wv},
+                                                                  {"b.exp_avg", bm},
+                                                                  {"b.exp_avg_sq", bv}}) {
+    std::vector<int64_t> whole =
+        name[0] == 'w' ? std::vector<int64_t>{5, 2} : std::vector<int64_t>{3};
     pb.input(name, id, whole);
   }
   pb.input("step", step);
@@ -154,8 +157,7 @@ program::Program makeRankProgram(int rank, int64_t begin, int64_t rows) {
   pb.op("matmul", "fc/MatMul", {x, wFull, emb}, {y});
   pb.op("reduce_mean", "loss/Mean", {y}, {loss});
   pb.op("matmul", "fc/MatMul/grad", {x, y, bFull}, {gw, gb});
-  program::Op &scatter =
-      pb.op("reduce_scatter", "fc/reduce_scatter", {gw, gb}, {gwShard, gbShard});
+  program::Op &scatter = pb.op("reduce_scatter", "fc/reduce_scatter", {gw, gb}, {gwShard, gbShard});
   ProgramBuilder::intAttr(scatter, "num_ranks", kRanks);
   ProgramBuilder::intAttr(scatter, "bucket", 0);
   ProgramBuilder::stringAttr(scatter, "unit", "fc");
@@ -283,8 +285,7 @@ TEST(PlanSummary, CommunicationMatchesCommCost) {
   EXPECT_EQ(scatter.kind, "reduce_scatter");
   EXPECT_EQ(scatter.bucket, 0);
   EXPECT_EQ(scatter.payloadElements, 15u);
-  EXPECT_EQ(scatter.bytesSent,
-            runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, 15, 3));
+  EXPECT_EQ(scatter.bytesSent, runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, 15, 3));
 
   const PlanCollective &reduce = comm.collectives[2];
   EXPECT_EQ(reduce.kind, "all_reduce");
@@ -311,11 +312,11 @@ TEST(PlanSummary, CommunicationMatchesCommCost) {
 TEST(PlanSummary, ModelStateAndZeroAccounting) {
   PlanSummary s = summarizePlan(makeBundle());
   const PlanModelState &m = s.ranks[0].modelState;
-  EXPECT_EQ(m.trainedParameterBytes, 20u);  // shards of 4 + 1 floats
-  EXPECT_EQ(m.frozenParameterBytes, 16u);   // emb
-  EXPECT_EQ(m.gradientBytes, 20u);          // the reduce_scatter's shards
-  EXPECT_EQ(m.wholeGradientBytes, 52u);     // its inputs: 10 + 3 floats
-  EXPECT_EQ(m.optimizerStateBytes, 40u);    // 2 x (4 + 1) floats
+  EXPECT_EQ(m.trainedParameterBytes, 20u); // shards of 4 + 1 floats
+  EXPECT_EQ(m.frozenParameterBytes, 16u);  // emb
+  EXPECT_EQ(m.gradientBytes, 20u);         // the reduce_scatter's shards
+  EXPECT_EQ(m.wholeGradientBytes, 52u);    // its inputs: 10 + 3 floats
+  EXPECT_EQ(m.optimizerStateBytes, 40u);   // 2 x (4 + 1) floats
 
   const PlanZeroAccounting &z = s.zero;
   EXPECT_EQ(z.psi, 13u);
@@ -373,23 +374,39 @@ TEST(PlanText, MultiRankSections) {
                             "rejected: dp=3,zero=0 (needs 208 bytes of model state per rank)"};
   std::string text = formatPlan(makeBundle(), notes);
   for (const char *expected :
-       {"mode: train, world size: 3, strategy: dp=3,zero=3\n", "== Mesh and strategy\n",
-        "mesh: dp=3 x tp=1 x pp=1 (3 ranks)", "batch: 5 rows per step",
-        "split over dp: ranks 0-1: 2 rows each; rank 2: 1 row (", "== Parameters: 2 trained (Ψ = 13 elements)",
-        "flat_shard 4/3, padding 2 elements", "2 x flat_shard 4/3, padding 2 elements",
-        "== Memory per rank", "ranks 0-1", "== ZeRO accounting", "* ZeRO-3", "16Ψ/N",
-        "this bundle", "== Communication per step", "all_gather", "unit fc",
-        "bucket 0, unit fc", "total: 96 bytes (= planned_comm_bytes)",
-        "3Ψ·4(N−1)/N  104 bytes  1.50x DP", "this bundle - theory: -8 bytes", "== Strategy decision\n  chosen: dp=3,zero=3",
+       {"mode: train, world size: 3, strategy: dp=3,zero=3\n",
+        "== Mesh and strategy\n",
+        "mesh: dp=3 x tp=1 x pp=1 (3 ranks)",
+        "batch: 5 rows per step",
+        "split over dp: ranks 0-1: 2 rows each; rank 2: 1 row (",
+        "== Parameters: 2 trained (Ψ = 13 elements)",
+        "flat_shard 4/3, padding 2 elements",
+        "2 x flat_shard 4/3, padding 2 elements",
+        "== Memory per rank",
+        "ranks 0-1",
+        "== ZeRO accounting",
+        "* ZeRO-3",
+        "16Ψ/N",
+        "this bundle",
+        "== Communication per step",
+        "all_gather",
+        "unit fc",
+        "bucket 0, unit fc",
+        "total: 96 bytes (= planned_comm_bytes)",
+        "3Ψ·4(N−1)/N  104 bytes  1.50x DP",
+        "this bundle - theory: -8 bytes",
+        "== Strategy decision\n  chosen: dp=3,zero=3",
         "== rank 0 of 3 (rank 1 runs the same program on its own batch rows and shards)\n",
         "this bundle holds 80 bytes, the formula 16Ψ/N gives 69.3: +10.7 bytes",
-        "2\n    parameter, 2 gradient and 4 optimizer-state elements over all ranks = 10.7 bytes per rank\n",
+        "2\n    parameter, 2 gradient and 4 optimizer-state elements over all ranks = 10.7 bytes "
+        "per rank\n",
         "strategy: dp=3,zero=3 = ZeRO-3 (FSDP)\n",
-        "(rank 0; every rank sends the same; group dp = 3 ranks)", "== rank 2 of 3\n",
-        "batch: rows [4, 5) of 5", "program: the same 8 kernel calls as rank 0",
+        "(rank 0; every rank sends the same; group dp = 3 ranks)",
+        "== rank 2 of 3\n",
+        "batch: rows [4, 5) of 5",
+        "program: the same 8 kernel calls as rank 0",
         "memory: planned peak "})
-    EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\n"
-                                                      << text;
+    EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\n" << text;
   // The op list appears once: rank 2 runs the same kernels.
   EXPECT_EQ(text.find("program (A@"), text.rfind("program (A@"));
   // A pure function of the bundle and the notes.
@@ -489,7 +506,8 @@ TEST(PlanJson, KeysMatchTheDocumentation) {
   size_t begin = doc.find("## plan.json");
   ASSERT_NE(begin, std::string::npos);
   size_t end = doc.find("\n## ", begin + 1);
-  std::string section = doc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  std::string section =
+      doc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
   std::set<std::string> documented;
   std::regex row(R"(\n\| `([a-z_]+)` \|)");
   for (std::sregex_iterator it(section.begin(), section.end(), row), last; it != last; ++it)

@@ -46,9 +46,9 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
 // go into plan.txt and plan.json. Each file is written to a temporary name and renamed, so an
 // interrupted run never leaves a half-written file behind. On failure returns false with a
 // one-line `error`.
-bool writeBundle(const std::string &dir, program::Bundle bundle,
-                 const std::vector<char> *weights, const std::string *sourceOnnx,
-                 std::string &error, const PlanNotes &notes = PlanNotes());
+bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vector<char> *weights,
+                 const std::string *sourceOnnx, std::string &error,
+                 const PlanNotes &notes = PlanNotes());
 
 } // namespace shardc
 

@@ -73,11 +73,11 @@ struct PlanModelState {
 
 // One collective kernel call (all_reduce, reduce_scatter, all_gather, shard_slice).
 struct PlanCollective {
-  int opIndex = 0;    // position in Program.ops
-  std::string name;   // Op.name
-  std::string kind;   // the kernel
-  std::string group;  // the mesh axis it runs over: "dp"
-  int numRanks = 1;   // attr num_ranks
+  int opIndex = 0;     // position in Program.ops
+  std::string name;    // Op.name
+  std::string kind;    // the kernel
+  std::string group;   // the mesh axis it runs over: "dp"
+  int numRanks = 1;    // attr num_ranks
   int64_t bucket = -1; // attr bucket, -1 when absent
   std::string unit;    // attr unit (FSDP unit), empty when absent
   int tensors = 0;     // operands packed into the call
@@ -134,9 +134,9 @@ struct PlanZeroStage {
 };
 
 struct PlanZeroAccounting {
-  uint64_t psi = 0;  // Ψ: elements of the trained parameters
-  int ranks = 1;     // N
-  int stage = 0;     // the bundle's stage
+  uint64_t psi = 0; // Ψ: elements of the trained parameters
+  int ranks = 1;    // N
+  int stage = 0;    // the bundle's stage
   // Bytes of optimizer state per trained element, S: the whole state tensors' bytes / Ψ
   // (8 for AdamW, 4 for SGD). 0 when the state does not divide evenly (then the formulas use
   // the exact sum, wholeOptimizerStateBytes).
@@ -171,7 +171,7 @@ struct PlanSummary {
   int zeroStage = 0; // from the strategy ("zero=N"); else inferred from the shardings
   bool weightsPresent = true;
   std::vector<std::pair<std::string, int>> mesh; // ("dp", N), ("tp", 1), ("pp", 1)
-  int64_t globalBatchRows = 0;                    // 0 in a single-rank program
+  int64_t globalBatchRows = 0;                   // 0 in a single-rank program
 
   std::vector<PlanParameter> parameters; // trained (input order), then the others
   uint64_t trainedTensors = 0;
