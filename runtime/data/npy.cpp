@@ -367,8 +367,8 @@ Status readNpyInfo(const std::string &path, NpyFileInfo *out) {
   return Status::ok();
 }
 
-Status readNpyRows(const std::string &path, const NpyFileInfo &info, int64_t firstRow,
-                   int64_t rows, uint8_t *dst) {
+Status readNpyRows(const std::string &path, const NpyFileInfo &info, int64_t firstRow, int64_t rows,
+                   uint8_t *dst) {
   if (info.shape.empty() || firstRow < 0 || rows < 0 || firstRow > info.shape[0] ||
       rows > info.shape[0] - firstRow)
     return Status::error(path + ": rows [" + std::to_string(firstRow) + ", " +

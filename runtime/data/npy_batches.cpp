@@ -86,9 +86,9 @@ Status NpyBatchSource::open(const std::string &dataDir, const std::vector<GraphI
       SHARDC_RETURN_IF_ERROR(readNpyRows(path, files[i], 0, source.numRows_, data.bytes.data()));
     } else {
       for (int64_t b = 0; b < batches; ++b)
-        SHARDC_RETURN_IF_ERROR(readNpyRows(path, files[i], b * source.batchSize_ + source.firstRow_,
-                                           source.rows_,
-                                           data.bytes.data() + static_cast<size_t>(b) * batchBytes));
+        SHARDC_RETURN_IF_ERROR(
+            readNpyRows(path, files[i], b * source.batchSize_ + source.firstRow_, source.rows_,
+                        data.bytes.data() + static_cast<size_t>(b) * batchBytes));
     }
     source.data_.push_back(std::move(data));
   }

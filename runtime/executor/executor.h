@@ -51,8 +51,6 @@ public:
   // The tracker given to create() (null: none); callers that hold the step's input tensors
   // count them in it too (MemoryUse::StepInputs).
   MemoryTracker *memoryTracker() const { return tracker_; }
-  // The communicator given to create() (null: none).
-  Communicator *communicator() const { return comm_; }
   // What the communicator sent during the last run() (zero without one): the counters' change
   // across the kernels alone, so collectives outside the program (checkpoint gathering) never
   // mix in. This is what Program.planned_comm_bytes predicts.

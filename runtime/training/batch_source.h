@@ -34,7 +34,8 @@ public:
 // the `slice` of them a data-parallel rank takes (TrainingSignature::batchSlice).
 // With no batch inputs at all, a source that adds nothing (DIR is not read).
 Status openNpyBatchSource(const std::string &dataDir, const std::vector<GraphInputSpec> &inputs,
-                          std::unique_ptr<BatchSource> *out, const BatchSlice &slice = BatchSlice());
+                          std::unique_ptr<BatchSource> *out,
+                          const BatchSlice &slice = BatchSlice());
 
 // Language-model batches from a uint16 token file (TokenStream). The program must have exactly
 // two batch inputs, both i64[B x T]: the first in the program's input order (the ONNX graph's

@@ -36,8 +36,8 @@ Status MetricsLog::open(const std::string &path) {
 
 std::string MetricsLog::formatLine(int64_t step, float loss, float lr, double stepTimeMs,
                                    const CommCounters *comm) {
-  std::string line = "{\"step\": " + std::to_string(step) + ", \"loss\": " +
-                     number(loss, "%.9g") + ", \"lr\": " + number(lr, "%.9g") +
+  std::string line = "{\"step\": " + std::to_string(step) + ", \"loss\": " + number(loss, "%.9g") +
+                     ", \"lr\": " + number(lr, "%.9g") +
                      ", \"step_time_ms\": " + number(stepTimeMs, "%.3f");
   if (comm != nullptr) {
     line += ", \"comm_bytes\": {";

@@ -14,9 +14,9 @@ Status agreeOnSetup(Communicator *comm, const Status &setup, bool *stop) {
   if (!exchanged.isOk()) {
     *stop = true;
     // The exchange failing says less than this rank's own setup error, if it has one.
-    return setup.isOk() ? Status::error("waiting for the other ranks to set up: " +
-                                        exchanged.message())
-                        : setup;
+    return setup.isOk()
+               ? Status::error("waiting for the other ranks to set up: " + exchanged.message())
+               : setup;
   }
   for (int r = 0; r < comm->size(); ++r) {
     if (all[static_cast<size_t>(r)] == 0.0f)

@@ -6,8 +6,9 @@
 
 namespace shardc::runtime {
 
-const program::Binding *findBinding(
-    const google::protobuf::RepeatedPtrField<program::Binding> &bindings, const std::string &name) {
+const program::Binding *
+findBinding(const google::protobuf::RepeatedPtrField<program::Binding> &bindings,
+            const std::string &name) {
   for (const program::Binding &binding : bindings)
     if (binding.name() == name)
       return &binding;
@@ -48,10 +49,10 @@ Status checkSharding(const program::Sharding &sharding, const program::Buffer &b
                          std::to_string(sharding.shard_numel()) + " elements cannot hold " +
                          global);
   if (buffer.shape_size() != 1 || buffer.shape(0) != sharding.shard_numel())
-    return Status::error("a shard of " + global + " must be " +
-                         describeTensorType(program::F32,
-                                            std::vector<int64_t>{sharding.shard_numel()}) +
-                         ", the buffer is " + describeTensorType(buffer.dtype(), buffer.shape()));
+    return Status::error(
+        "a shard of " + global + " must be " +
+        describeTensorType(program::F32, std::vector<int64_t>{sharding.shard_numel()}) +
+        ", the buffer is " + describeTensorType(buffer.dtype(), buffer.shape()));
   return Status::ok();
 }
 
@@ -71,16 +72,16 @@ Status sliceShard(const program::Sharding &sharding, int shardIndex, const HostT
   return Status::ok();
 }
 
-Status gatherShards(Communicator *comm, const program::Sharding &sharding,
-                    const HostTensor &shard, HostTensor *full) {
+Status gatherShards(Communicator *comm, const program::Sharding &sharding, const HostTensor &shard,
+                    HostTensor *full) {
   const int64_t shardNumel = sharding.shard_numel();
   if (shard.dtype != program::F32 || shard.numel() != shardNumel)
     return Status::error("shard is " + shard.describe() + ", expected " +
                          describeTensorType(program::F32, std::vector<int64_t>{shardNumel}));
   const int shards = sharding.num_shards();
   if (comm == nullptr ? shards != 1 : comm->size() != shards)
-    return Status::error("gathering " + std::to_string(shards) + " shards needs a communicator of " +
-                         std::to_string(shards) + " ranks");
+    return Status::error("gathering " + std::to_string(shards) +
+                         " shards needs a communicator of " + std::to_string(shards) + " ranks");
   // Every shard in rank order, padding included, then the padding cut off.
   std::vector<float> all(static_cast<size_t>(shardNumel) * static_cast<size_t>(shards));
   if (comm == nullptr) {

@@ -19,8 +19,9 @@
 namespace shardc::runtime {
 
 // The binding named `name` in `bindings`, or null.
-const program::Binding *findBinding(
-    const google::protobuf::RepeatedPtrField<program::Binding> &bindings, const std::string &name);
+const program::Binding *
+findBinding(const google::protobuf::RepeatedPtrField<program::Binding> &bindings,
+            const std::string &name);
 
 std::vector<int64_t> globalShapeOf(const program::Sharding &sharding);
 int64_t globalNumelOf(const program::Sharding &sharding);
@@ -41,7 +42,7 @@ Status sliceShard(const program::Sharding &sharding, int shardIndex, const HostT
 // `comm` must call with its shard of the same tensor, in the same order. Each rank receives the
 // full tensor (padding dropped, shape global_shape) in `full`. With one shard, `comm` may be
 // null.
-Status gatherShards(Communicator *comm, const program::Sharding &sharding,
-                    const HostTensor &shard, HostTensor *full);
+Status gatherShards(Communicator *comm, const program::Sharding &sharding, const HostTensor &shard,
+                    HostTensor *full);
 
 } // namespace shardc::runtime

@@ -122,8 +122,7 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
       }
       Status status = sliceShard(*sharding, program.rank(), tensor, &inputs_[name]);
       if (!status.isOk())
-        return Status::error("checkpoint tensor " + quoteForMessage(name) + " " +
-                             status.message());
+        return Status::error("checkpoint tensor " + quoteForMessage(name) + " " + status.message());
     }
   step_ = checkpoint.step;
   *inputs_[kStepInputName].as<int64_t>() = step_;

@@ -31,18 +31,16 @@ std::string describeBuffer(const program::Buffer &buffer) {
 }
 
 bool sameType(const program::Buffer &a, const program::Buffer &b) {
-  return a.dtype() == b.dtype() &&
-         std::vector<int64_t>(a.shape().begin(), a.shape().end()) ==
-             std::vector<int64_t>(b.shape().begin(), b.shape().end());
+  return a.dtype() == b.dtype() && std::vector<int64_t>(a.shape().begin(), a.shape().end()) ==
+                                       std::vector<int64_t>(b.shape().begin(), b.shape().end());
 }
 
 bool sameSharding(const program::Binding &a, const program::Binding &b) {
   if (a.has_sharding() != b.has_sharding())
     return false;
-  return !a.has_sharding() ||
-         (globalShapeOf(a.sharding()) == globalShapeOf(b.sharding()) &&
-          a.sharding().num_shards() == b.sharding().num_shards() &&
-          a.sharding().shard_numel() == b.sharding().shard_numel());
+  return !a.has_sharding() || (globalShapeOf(a.sharding()) == globalShapeOf(b.sharding()) &&
+                               a.sharding().num_shards() == b.sharding().num_shards() &&
+                               a.sharding().shard_numel() == b.sharding().shard_numel());
 }
 
 // The rank's rows of the global batch; every batch input must have that many.
@@ -58,9 +56,9 @@ Status deriveBatchSlice(const program::Program &program,
                          std::to_string(global) + " rows");
   for (const GraphInputSpec &input : batchInputs)
     if (input.shape.empty() || input.shape[0] != rows)
-      return Status::error("training program: batch input " + quoteForMessage(input.name) +
-                           " is " + describeTensorType(input.dtype, input.shape) +
-                           ", but the rank takes " + std::to_string(rows) + " rows of each batch");
+      return Status::error("training program: batch input " + quoteForMessage(input.name) + " is " +
+                           describeTensorType(input.dtype, input.shape) + ", but the rank takes " +
+                           std::to_string(rows) + " rows of each batch");
   *out = BatchSlice{begin, rows, global};
   return Status::ok();
 }
@@ -89,8 +87,8 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
     if (it == map.end())
       return Status::error(std::string("training program has no ") + kind + " '" + name + "'");
     if (it->second->dtype() != dtype || it->second->shape_size() != 0)
-      return Status::error(std::string("training program: ") + kind + " '" + name +
-                           "' is " + describeBuffer(*it->second) + ", expected " +
+      return Status::error(std::string("training program: ") + kind + " '" + name + "' is " +
+                           describeBuffer(*it->second) + ", expected " +
                            describeTensorType(dtype, std::vector<int64_t>{}));
     return Status::ok();
   };
@@ -146,8 +144,7 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
     if (!inputs.count(param))
       return Status::error("training program: state_init names " + quoteForMessage(param) +
                            ", which is not an input");
-  SHARDC_RETURN_IF_ERROR(
-      deriveBatchSlice(program, signature.batchInputs, &signature.batchSlice));
+  SHARDC_RETURN_IF_ERROR(deriveBatchSlice(program, signature.batchInputs, &signature.batchSlice));
   *out = std::move(signature);
   return Status::ok();
 }

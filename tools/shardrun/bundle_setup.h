@@ -12,8 +12,8 @@ namespace shardrun {
 // Reads options.bundle's program.pb (enough to know its world size). *trainingLoop says whether
 // the run is the training loop (--steps on a training bundle) rather than one run of the
 // program.
-std::optional<Failure> readRunBundle(const Options &options,
-                                     shardc::runtime::LoadedBundle *bundle, bool *trainingLoop);
+std::optional<Failure> readRunBundle(const Options &options, shardc::runtime::LoadedBundle *bundle,
+                                     bool *trainingLoop);
 
 // Validates the bundle read by readRunBundle and loads its weights, counted in
 // `weightsTracker` (null: not counted).

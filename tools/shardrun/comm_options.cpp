@@ -20,9 +20,9 @@ std::optional<Failure> chooseCommBackend(const Options &options, CommBackend *ou
   }
   if (name == "mpi") {
 #ifndef SHARDC_HAVE_MPI
-    return error(std::string(launcher.launched ? std::string(launcher.launcher) +
-                                                     " started this shardrun, but it"
-                                               : "--comm mpi: this shardrun") +
+    return error(std::string(launcher.launched
+                                 ? std::string(launcher.launcher) + " started this shardrun, but it"
+                                 : "--comm mpi: this shardrun") +
                  " was built without MPI (install an MPI implementation such as Open MPI and "
                  "rebuild it), so it cannot run one rank per process");
 #else

@@ -75,8 +75,8 @@ std::optional<Failure> runUnderMpi(const Options &options, CommBackend backend) 
   std::unique_ptr<Communicator> comm;
   Status status = createCommunicator(options, backend, &comm);
   if (!status.isOk())
-    return error(std::string("--comm ") + (backend == CommBackend::Nccl ? "nccl" : "mpi") +
-                 ": " + status.message());
+    return error(std::string("--comm ") + (backend == CommBackend::Nccl ? "nccl" : "mpi") + ": " +
+                 status.message());
   const int rank = comm->rank(), size = comm->size();
   // A job of one process is a single-rank run, with nothing to communicate.
   if (size == 1)

@@ -162,16 +162,16 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
       }
       if (value.empty())
         return usageError(flag + " needs a value (" + expects + "), got an empty string");
-      std::optional<std::string> *textSlot = flag == "--data"       ? &options->dataDir
-                                              : flag == "--outputs"  ? &options->outputsDir
-                                              : flag == "--tokens"   ? &options->tokensFile
-                                              : flag == "--metrics"  ? &options->metricsFile
-                                              : flag == "--save"     ? &options->saveDir
-                                              : flag == "--resume"   ? &options->resumeDir
-                                              : flag == "--schedule" ? &options->schedule
-                                              : flag == "--export-onnx" ? &options->exportOnnx
-                                              : flag == "--comm"     ? &options->comm
-                                                                     : nullptr;
+      std::optional<std::string> *textSlot = flag == "--data"          ? &options->dataDir
+                                             : flag == "--outputs"     ? &options->outputsDir
+                                             : flag == "--tokens"      ? &options->tokensFile
+                                             : flag == "--metrics"     ? &options->metricsFile
+                                             : flag == "--save"        ? &options->saveDir
+                                             : flag == "--resume"      ? &options->resumeDir
+                                             : flag == "--schedule"    ? &options->schedule
+                                             : flag == "--export-onnx" ? &options->exportOnnx
+                                             : flag == "--comm"        ? &options->comm
+                                                                       : nullptr;
       if (textSlot != nullptr) {
         if (*textSlot)
           return usageError(flag + " given more than once");
@@ -183,8 +183,8 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
       } else if (flag == "--comm-timeout") {
         double seconds = 0;
         if (!parseRate(value, &seconds) || seconds <= 0)
-          return usageError("--comm-timeout: expected a positive number of seconds, got '" +
-                            value + "'");
+          return usageError("--comm-timeout: expected a positive number of seconds, got '" + value +
+                            "'");
         if (options->commTimeout)
           return usageError("--comm-timeout given more than once");
         options->commTimeout = seconds;
@@ -236,6 +236,5 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
     return usageError("missing --outputs DIR2");
   return std::nullopt;
 }
-
 
 } // namespace shardrun

@@ -94,8 +94,8 @@ public:
   RankTrainer(TrainingRun &run, int rank, Communicator *comm, MemoryTracker *tracker,
               RankState &state, RankOutcome *out)
       : run_(run), options_(*run.options), rank_(rank), lead_(rank == 0), comm_(comm),
-        tracker_(tracker), executor_(*state.executor), loop_(*state.loop),
-        batches_(*state.batches), out_(out), firstStep_(loop_.step()) {}
+        tracker_(tracker), executor_(*state.executor), loop_(*state.loop), batches_(*state.batches),
+        out_(out), firstStep_(loop_.step()) {}
 
   Status train() {
     std::optional<ProgressLine> progress;
@@ -135,9 +135,8 @@ private:
       if (comm_ != nullptr)
         recordCommSent(executor_, step, &out_->report);
       if (lead_ && options_.metricsFile)
-        SHARDC_RETURN_IF_ERROR(
-            run_.metrics.write(step, loss_, lr, stepMs,
-                               comm_ != nullptr ? &executor_.lastRunCommSent() : nullptr));
+        SHARDC_RETURN_IF_ERROR(run_.metrics.write(
+            step, loss_, lr, stepMs, comm_ != nullptr ? &executor_.lastRunCommSent() : nullptr));
       if (progress != nullptr)
         progress->update(step, loss_, lr,
                          std::chrono::duration<double>(Clock::now() - start).count());
@@ -166,9 +165,7 @@ private:
     if (!lead_)
       return Status::ok();
     const std::function<const HostTensor *(const std::string &)> valueOf =
-        [&](const std::string &name) {
-          return full ? &full->params.at(name) : loop_.value(name);
-        };
+        [&](const std::string &name) { return full ? &full->params.at(name) : loop_.value(name); };
     if (save)
       SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&*full, *options_.saveDir, run_.seed));
     if (options_.outputsDir)
@@ -208,10 +205,10 @@ private:
         summary += "; wrote " + std::to_string(loop_.signature().params.size()) +
                    " parameters to " + *options_.outputsDir;
       if (run_.exporter)
-        summary += "; exported the trained model to " + *options_.exportOnnx +
-                   (exported_.externalData.empty()
-                        ? ""
-                        : " (parameters in " + exported_.externalData + ")");
+        summary +=
+            "; exported the trained model to " + *options_.exportOnnx +
+            (exported_.externalData.empty() ? ""
+                                            : " (parameters in " + exported_.externalData + ")");
     }
 
     // Steps after the first reuse every tensor: none of them may allocate.
@@ -219,8 +216,8 @@ private:
     if (ran > 1)
       details += "; " + std::to_string(tracker_->allocationCount() - allocationsAfterFirstStep_) +
                  " allocations after the first step";
-    details += "; the data source holds " + std::to_string(batches_.heldBytes()) +
-               " more bytes (" + (worldSize > 1 ? "this rank's data" : "the whole data set") +
+    details += "; the data source holds " + std::to_string(batches_.heldBytes()) + " more bytes (" +
+               (worldSize > 1 ? "this rank's data" : "the whole data set") +
                ", not part of the plan)";
     out_->report.memory = comparePeakMemory(executor_.program(), *tracker_);
   }

@@ -35,7 +35,6 @@ struct RankOutcome {
 shardc::runtime::Status runTrainingRank(TrainingRun &run, int rank,
                                         shardc::runtime::Communicator *comm,
                                         shardc::runtime::MemoryTracker *tracker,
-                                        const shardc::runtime::Status &setup,
-                                        RankOutcome *out);
+                                        const shardc::runtime::Status &setup, RankOutcome *out);
 
 } // namespace shardrun

@@ -91,8 +91,7 @@ std::optional<Failure> printRankReports(const std::vector<RankReport> &ranks, in
   else
     for (size_t i = 0, j = 0; i < ranks.size(); ++i)
       if (ranks[i].commMeasured)
-        std::fprintf(stderr, "shardrun: comm: rank %d%s\n", ranks[i].rank,
-                     commTexts[j++].c_str());
+        std::fprintf(stderr, "shardrun: comm: rank %d%s\n", ranks[i].rank, commTexts[j++].c_str());
   return std::nullopt;
 }
 

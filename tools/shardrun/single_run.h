@@ -12,8 +12,7 @@
 namespace shardrun {
 
 // `tracker` counts the run's memory (the weights are already in it).
-std::optional<Failure> runOnce(const Options &options,
-                               const shardc::runtime::LoadedBundle &bundle,
+std::optional<Failure> runOnce(const Options &options, const shardc::runtime::LoadedBundle &bundle,
                                shardc::runtime::MemoryTracker *tracker);
 
 } // namespace shardrun

@@ -37,7 +37,7 @@ std::optional<Failure> checkTrainingPrograms(const LoadedBundle &bundle) {
   for (int r = 1; r < world; ++r) {
     const program::Program &program = bundle.bundle.programs(r);
     const TrainingSignature &a = signatures[0], &b = signatures[r];
-    std::string differs = a.params != b.params                 ? "trained parameters"
+    std::string differs = a.params != b.params                   ? "trained parameters"
                           : a.optimizerState != b.optimizerState ? "optimizer state"
                                                                  : "";
     for (const auto *names : {&a.params, &a.optimizerState})

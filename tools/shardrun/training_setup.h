@@ -33,7 +33,7 @@ struct TrainingRun {
 // Checked here rather than after training: a bundle that cannot export, a destination or a
 // metrics file that cannot be written, a checkpoint that does not fit.
 std::optional<Failure> prepareTraining(const Options &options,
-                                       const shardc::runtime::LoadedBundle &bundle,
-                                       bool hostsRank0, TrainingRun *run);
+                                       const shardc::runtime::LoadedBundle &bundle, bool hostsRank0,
+                                       TrainingRun *run);
 
 } // namespace shardrun

@@ -23,8 +23,8 @@ void setInt(program::Program *p, int op, const char *name, int64_t value) {
   (*p->mutable_ops(op)->mutable_attrs())[name].set_i(value);
 }
 
-void bindTo(google::protobuf::RepeatedPtrField<program::Binding> *bindings,
-            const std::string &name, int buffer, const program::Sharding *sharding) {
+void bindTo(google::protobuf::RepeatedPtrField<program::Binding> *bindings, const std::string &name,
+            int buffer, const program::Sharding *sharding) {
   program::Binding *b = bindings->Add();
   b->set_name(name);
   b->set_buffer(buffer);
@@ -47,14 +47,15 @@ program::Program linearProgram(int rank, int world) {
   int lr = addBuffer(&p, "lr", program::F32, {}, program::INPUT, ARENA, 192);
   int x = addBuffer(&p, "x", program::F32, {rows, kLinearFeatures}, program::INPUT, ARENA, 256);
   int one = addBuffer(&p, "one", program::I64, {}, program::CONSTANT, WEIGHTS, 0);
-  int wFull = addBuffer(&p, "w_full", program::F32, {kLinearFeatures}, program::ACTIVATION,
-                        ARENA, 384);
-  int xw = addBuffer(&p, "xw", program::F32, {rows, kLinearFeatures}, program::ACTIVATION, ARENA,
-                     448);
-  int partialLoss = addBuffer(&p, "loss_partial", program::F32, {}, program::ACTIVATION, ARENA, 576);
+  int wFull =
+      addBuffer(&p, "w_full", program::F32, {kLinearFeatures}, program::ACTIVATION, ARENA, 384);
+  int xw =
+      addBuffer(&p, "xw", program::F32, {rows, kLinearFeatures}, program::ACTIVATION, ARENA, 448);
+  int partialLoss =
+      addBuffer(&p, "loss_partial", program::F32, {}, program::ACTIVATION, ARENA, 576);
   int loss = addBuffer(&p, "loss", program::F32, {}, program::ACTIVATION, ARENA, 640);
-  int grad = addBuffer(&p, "grad", program::F32, {kLinearFeatures}, program::ACTIVATION, ARENA,
-                       704);
+  int grad =
+      addBuffer(&p, "grad", program::F32, {kLinearFeatures}, program::ACTIVATION, ARENA, 704);
   int gradShard = addBuffer(&p, "grad_shard", program::F32, {k}, program::ACTIVATION, ARENA, 768);
   int newStep = addBuffer(&p, "step_new", program::I64, {}, program::ACTIVATION, ARENA, 832);
   int newW = addBuffer(&p, "w_new", program::F32, {k}, program::ACTIVATION, ARENA, 896);

@@ -28,9 +28,9 @@ namespace shardc::runtime {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::kLinearBatch;
 using testing::kLinearFeatures;
+using ::testing::StartsWith;
 
 constexpr int kDataRows = 2 * kLinearBatch; // two batches per epoch
 constexpr float kLr = 0.5f;
@@ -83,8 +83,7 @@ public:
                                             rank.tracker.get(), comm(r)));
     SHARDC_RETURN_IF_ERROR(TrainingLoop::create(rank.executor.get(), weights_.get(), &rank.loop));
     const TrainingSignature &signature = rank.loop->signature();
-    return openNpyBatchSource(dataDir_, signature.batchInputs, &rank.batches,
-                              signature.batchSlice);
+    return openNpyBatchSource(dataDir_, signature.batchInputs, &rank.batches, signature.batchSlice);
   }
 
   // Runs body(r) for every rank, as threads when there are several.
@@ -156,8 +155,9 @@ TEST_P(DataParallelTest, EachRankGetsItsRowsOfTheGlobalBatch) {
   ASSERT_TRUE(NpyBatchSource::open(data_.path(), {whole}, &one).isOk());
   for (int r = 0; r < world; ++r) {
     NpyBatchSource part;
-    Status status = NpyBatchSource::open(data_.path(), {{"x", program::F32, {rows, kLinearFeatures}}},
-                                         &part, BatchSlice{r * rows, rows, kLinearBatch});
+    Status status =
+        NpyBatchSource::open(data_.path(), {{"x", program::F32, {rows, kLinearFeatures}}}, &part,
+                             BatchSlice{r * rows, rows, kLinearBatch});
     ASSERT_TRUE(status.isOk()) << status.message();
     EXPECT_EQ(part.batchSize(), kLinearBatch);
     EXPECT_EQ(part.heldBytes(), one.heldBytes() / world);
@@ -283,8 +283,8 @@ TEST_P(DataParallelTest, CheckpointsMoveBetweenRankCounts) {
   ASSERT_TRUE(many.consolidate(&fromMany).isOk());
   ASSERT_TRUE(saveCheckpoint(oneDir.path(), fromOne).isOk());
   ASSERT_TRUE(saveCheckpoint(manyDir.path(), fromMany).isOk());
-  for (const char *file : {"params-00000002.safetensors", "optimizer-00000002.safetensors",
-                           "manifest.json"})
+  for (const char *file :
+       {"params-00000002.safetensors", "optimizer-00000002.safetensors", "manifest.json"})
     EXPECT_EQ(testing::readBytes(manyDir.file(file)), testing::readBytes(oneDir.file(file)))
         << file;
 
@@ -371,8 +371,7 @@ TEST_P(DataParallelTest, AFailingRankStopsEveryRankAtOnce) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(status.isOk());
-  EXPECT_EQ(status.message(),
-            "rank " + std::to_string(failing) + ": injected failure at step 2");
+  EXPECT_EQ(status.message(), "rank " + std::to_string(failing) + ": injected failure at step 2");
   EXPECT_LT(seconds, 5.0);
   for (int r = 0; r < world; ++r) {
     EXPECT_FALSE(results[r].isOk()) << "rank " << r << " went on";

@@ -92,7 +92,8 @@ TEST(ShardedTensor, ChecksTheShardingAgainstTheBuffer) {
   EXPECT_THAT(status.message(), HasSubstr("3 shards of 3 elements cannot hold f32[2x5]"));
   buffer.set_shape(0, 5);
   status = checkSharding(shardingOf({2, 5}, 3), buffer, 3);
-  EXPECT_THAT(status.message(), HasSubstr("a shard of f32[2x5] must be f32[4], the buffer is f32[5]"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("a shard of f32[2x5] must be f32[4], the buffer is f32[5]"));
 }
 
 // Rank 2 fails while ranks 0 and 1 wait for it in a collective: the abort frees them at once,

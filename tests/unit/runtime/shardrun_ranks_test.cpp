@@ -45,8 +45,8 @@ protected:
   void SetUp() override {
     testing::writeBundle(one_, testing::linearSgdBundle(1), testing::linearSgdWeights());
     writeBundle(testing::linearSgdBundle(GetParam()));
-    ASSERT_TRUE(writeNpy(data_.file("x.npy"), testing::linearData(2 * testing::kLinearBatch))
-                    .isOk());
+    ASSERT_TRUE(
+        writeNpy(data_.file("x.npy"), testing::linearData(2 * testing::kLinearBatch)).isOk());
   }
   void writeBundle(program::Bundle bundle) {
     testing::writeBundle(many_, std::move(bundle), testing::linearSgdWeights());
@@ -54,9 +54,8 @@ protected:
   // shardrun BUNDLE --steps K --lr 0.5 --data DATA, then `extra`.
   RunResult train(const TempDir &bundle, int steps, std::vector<std::string> extra = {},
                   const std::string &prefix = "") {
-    std::vector<std::string> args = {bundle.path(), "--steps", std::to_string(steps),
-                                     "--lr",        "0.5",     "--data",
-                                     data_.path()};
+    std::vector<std::string> args = {bundle.path(), "--steps", std::to_string(steps), "--lr",
+                                     "0.5",         "--data",  data_.path()};
     args.insert(args.end(), extra.begin(), extra.end());
     return runShardrun(scratch_, args, prefix);
   }
@@ -96,9 +95,10 @@ TEST_P(ShardrunRanksTest, RanksAsThreadsTrainLikeOneRank) {
       std::to_string(testing::linearSgdBundle(world).programs(0).planned_comm_bytes());
   EXPECT_THAT(ranks.err, HasSubstr("shardrun: comm: each of the " + n + " ranks sent " + planned +
                                    " bytes per step (planned " + planned + "): all_reduce "));
-  EXPECT_EQ(testing::readBytes(out_.file("many/w.npy")), testing::readBytes(out_.file("one/w.npy")));
-  for (const char *file : {"params-00000003.safetensors", "optimizer-00000003.safetensors",
-                           "manifest.json"})
+  EXPECT_EQ(testing::readBytes(out_.file("many/w.npy")),
+            testing::readBytes(out_.file("one/w.npy")));
+  for (const char *file :
+       {"params-00000003.safetensors", "optimizer-00000003.safetensors", "manifest.json"})
     EXPECT_EQ(testing::readBytes(out_.file("ckptN/") + file),
               testing::readBytes(out_.file("ckpt1/") + file))
         << file;
@@ -134,8 +134,12 @@ TEST_P(ShardrunRanksTest, CommFlags) {
     std::vector<std::string> args;
     std::string prefix, message;
   } cases[] = {
-      {{"--comm", "carrier-pigeon"}, "", "--comm: expected local, mpi or nccl, got 'carrier-pigeon'"},
-      {{"--comm-timeout", "0"}, "", "--comm-timeout: expected a positive number of seconds, got '0'"},
+      {{"--comm", "carrier-pigeon"},
+       "",
+       "--comm: expected local, mpi or nccl, got 'carrier-pigeon'"},
+      {{"--comm-timeout", "0"},
+       "",
+       "--comm-timeout: expected a positive number of seconds, got '0'"},
       {{"--comm", "local"},
        "env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0",
        "--comm local runs every rank in one process, but "},
@@ -155,8 +159,9 @@ TEST_P(ShardrunRanksTest, ASetupErrorIsOneLine) {
   ASSERT_TRUE(writeNpy(data_.file("x.npy"), testing::linearData(5)).isOk());
   RunResult r = train(many_, 2);
   EXPECT_EQ(r.exitCode, 1);
-  EXPECT_EQ(r.err, "shardrun: error: rank 0: " + data_.file("x.npy") +
-                       ": input 'x': 5 rows is not a positive multiple of the global batch size 6\n");
+  EXPECT_EQ(r.err,
+            "shardrun: error: rank 0: " + data_.file("x.npy") +
+                ": input 'x': 5 rows is not a positive multiple of the global batch size 6\n");
 }
 
 // A kernel failing on the last rank at step 1, while the others wait for it at step 2: one
@@ -193,14 +198,14 @@ TEST_P(ShardrunRanksTest, CommBytesThatDifferFromThePlanAreAnError) {
   writeBundle(bundle);
   RunResult r = train(many_, 2);
   EXPECT_EQ(r.exitCode, 1);
-  EXPECT_THAT(r.err, HasSubstr("\nshardrun: error: rank 0: comm: sent " + std::to_string(sent) +
-                               " bytes per step, planned " + std::to_string(sent + 4) +
-                               " (all_reduce "));
+  EXPECT_THAT(r.err,
+              HasSubstr("\nshardrun: error: rank 0: comm: sent " + std::to_string(sent) +
+                        " bytes per step, planned " + std::to_string(sent + 4) + " (all_reduce "));
 }
 
 TEST_P(ShardrunRanksTest, OnlyTheTrainingLoopRunsSeveralRanks) {
-  RunResult r = runShardrun(scratch_, {many_.path(), "--data", data_.path(), "--outputs",
-                                       out_.file("o")});
+  RunResult r =
+      runShardrun(scratch_, {many_.path(), "--data", data_.path(), "--outputs", out_.file("o")});
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_EQ(r.err, "shardrun: error: " + many_.path() + ": compiled for " +
                        std::to_string(GetParam()) +
