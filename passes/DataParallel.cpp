@@ -190,6 +190,29 @@ void markFlatShardResult(func::FuncOp func, unsigned index, ArrayRef<int64_t> wh
                                            wholeShape));
 }
 
+void updateOnShards(TrainStepView &view, TrainedParam &p, Value gradShard) {
+  auto shardType = cast<RankedTensorType>(gradShard.getType());
+  if (p.clip) {
+    p.clip->setOperand(0, gradShard);
+    p.clip.getResult().setType(shardType);
+  } else {
+    p.update->setOperand(1, gradShard);
+  }
+  if (view.norm)
+    for (OpOperand &operand : view.norm->getOpOperands())
+      if (operand.get() == p.grad)
+        operand.set(gradShard);
+  auto wholeShape = cast<RankedTensorType>(p.param.getType()).getShape().vec();
+  for (BlockArgument s : p.state) {
+    setArgumentType(view.func, s, shardType);
+    markFlatShardArg(view.func, s.getArgNumber(), wholeShape);
+  }
+  for (Value r : p.update->getResults())
+    r.setType(shardType);
+  for (unsigned r : p.stateResults)
+    markFlatShardResult(view.func, r, wholeShape);
+}
+
 Operation *firstOptimizerOp(const TrainStepView &view) {
   Operation *first = view.norm ? static_cast<Operation *>(view.norm) : nullptr;
   for (const TrainedParam &p : view.params)

@@ -86,6 +86,13 @@ void markFlatShardArg(mlir::func::FuncOp func, unsigned index, llvm::ArrayRef<in
 void markFlatShardResult(mlir::func::FuncOp func, unsigned index,
                          llvm::ArrayRef<int64_t> wholeShape);
 
+// Makes `p`'s optimizer update work on flat shards: it (and the clip and the gradient norm,
+// when clipping is on) reads `gradShard` instead of the whole gradient, its optimizer state
+// arguments and results become flat shards of the parameter's shape, and so do the update's
+// results. The parameter operand is the caller's (a shard_slice, or the sharded argument).
+// Call while p.param still has the whole parameter's type.
+void updateOnShards(TrainStepView &view, TrainedParam &p, mlir::Value gradShard);
+
 // The earliest op of the optimizer phase: the gradient norm, a clip or an update.
 mlir::Operation *firstOptimizerOp(const TrainStepView &view);
 

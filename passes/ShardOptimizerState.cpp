@@ -83,27 +83,8 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
 
     // 3. Each update works on shards: gradient (clipped by the global norm), parameter, state.
     for (auto [i, p] : llvm::enumerate(view.params)) {
-      Value shard = gradShard.lookup(p.grad);
-      if (p.clip) {
-        p.clip->setOperand(0, shard);
-        p.clip.getResult().setType(cast<RankedTensorType>(shard.getType()));
-      } else {
-        p.update->setOperand(1, shard);
-      }
-      if (view.norm)
-        for (OpOperand &operand : view.norm->getOpOperands())
-          if (operand.get() == p.grad)
-            operand.set(shard);
+      dp::updateOnShards(view, p, gradShard.lookup(p.grad));
       p.update->setOperand(0, slice.getResult(i));
-      auto wholeShape = cast<RankedTensorType>(p.param.getType()).getShape();
-      for (BlockArgument s : p.state) {
-        dp::setArgumentType(func, s, shard.getType());
-        dp::markFlatShardArg(func, s.getArgNumber(), wholeShape);
-      }
-      for (Value r : p.update->getResults())
-        r.setType(shard.getType());
-      for (unsigned r : p.stateResults)
-        dp::markFlatShardResult(func, r, wholeShape);
     }
     dp::globalizeGradientNorm(view);
 

@@ -214,29 +214,10 @@ struct ShardParametersPass : impl::ShardParametersBase<ShardParametersPass> {
     // Shards everywhere in the optimizer; the step takes and returns shards.
     for (dp::TrainedParam &p : view.params) {
       auto wholeShape = cast<RankedTensorType>(p.param.getType()).getShape().vec();
-      RankedTensorType shardType = dp::flatShardType(p.param.getType(), view.ranks);
-      Value shard = gradShard.lookup(p.grad);
-      if (p.clip) {
-        p.clip->setOperand(0, shard);
-        p.clip.getResult().setType(shardType);
-      } else {
-        p.update->setOperand(1, shard);
-      }
-      if (view.norm)
-        for (OpOperand &operand : view.norm->getOpOperands())
-          if (operand.get() == p.grad)
-            operand.set(shard);
-      dp::setArgumentType(func, p.param, shardType);
+      dp::updateOnShards(view, p, gradShard.lookup(p.grad));
+      dp::setArgumentType(func, p.param, dp::flatShardType(p.param.getType(), view.ranks));
       dp::markFlatShardArg(func, p.param.getArgNumber(), wholeShape);
-      for (BlockArgument s : p.state) {
-        dp::setArgumentType(func, s, shardType);
-        dp::markFlatShardArg(func, s.getArgNumber(), wholeShape);
-      }
-      for (Value r : p.update->getResults())
-        r.setType(shardType);
       dp::markFlatShardResult(func, p.paramResult, wholeShape);
-      for (unsigned r : p.stateResults)
-        dp::markFlatShardResult(func, r, wholeShape);
     }
     dp::globalizeGradientNorm(view);
     dp::refreshFunctionType(func);
