@@ -66,6 +66,8 @@ def main():
     def killed_rank():
         bundle = os.path.join(model.work, "local_dp", "model.shard")
         metrics = os.path.join(model.work, "killed.jsonl")
+        if os.path.exists(metrics):  # a previous run's: the job has not started until it is new
+            os.remove(metrics)
         proc = subprocess.Popen(mpirun_argv(args, args.shardrun, bundle, "--steps", "100000000",
                                             "--data", model.data, "--metrics", metrics),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
