@@ -74,11 +74,8 @@ void planWeights(const program::Program &program, PlannedMemory *plan) {
     else
       plan->weightsParameters += buffer.size_bytes();
   }
-  for (const program::StateInit &init : program.state_init())
-    plan->weightsInitialValues += init.size_bytes();
   plan->weights = AlignedBuffer::allocationSize(program.weights_bytes());
-  const uint64_t data =
-      plan->weightsParameters + plan->weightsInitialValues + plan->weightsConstants;
+  const uint64_t data = plan->weightsParameters + plan->weightsConstants;
   plan->weightsPadding = plan->weights > data ? plan->weights - data : 0;
 }
 

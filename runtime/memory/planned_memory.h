@@ -3,7 +3,9 @@
 // "Peak memory"):
 //
 //   arena        one allocation of arena_bytes
-//   weights      one allocation of weights_bytes (the bundle's weights file)
+//   weights      one allocation of weights_bytes (the WEIGHTS region at the start of the
+//                bundle's weights file; the initial values after it are read into the step
+//                inputs, not held)
 //   workspace    one allocation of workspace_bytes (the kernels' scratch)
 //   step inputs  a host tensor per graph input (size_bytes each): what shardrun reads, or the
 //                training loop carries and feeds, every run of the program
@@ -38,11 +40,10 @@ struct PlannedMemory {
   uint64_t arenaLive = 0;                                   // the sum of arenaLiveByRole
   uint64_t arenaUnused = 0; // arena - arenaLive: fragmentation and alignment padding
 
-  // The weights allocation: frozen parameters, the initial values of trained parameters
-  // (state_init), constants, and the alignment padding between them and at the end.
+  // The weights allocation: frozen parameters, constants, and the alignment padding between
+  // them and at the end.
   uint64_t weights = 0;
   uint64_t weightsParameters = 0;
-  uint64_t weightsInitialValues = 0;
   uint64_t weightsConstants = 0;
   uint64_t weightsPadding = 0;
 

@@ -10,6 +10,7 @@
 #include <google/protobuf/stubs/logging.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -54,6 +55,7 @@ Status readBundleProgram(const std::string &dir, LoadedBundle *out) {
   out->dir = dir;
   out->bundle.Clear();
   out->weights.reset();
+  out->weightsPath.clear();
   SHARDC_RETURN_IF_ERROR(checkIsBundleDirectory(dir));
 
   std::string path = joinPath(dir, kProgramFile);
@@ -134,19 +136,47 @@ Status validateBundleAndLoadWeights(LoadedBundle *loaded) {
                 " is not a file name inside the bundle");
 
   const std::string weightsPath = joinPath(loaded->dir, bundle.weights_file());
-  auto weights = std::make_shared<AlignedBuffer>();
-  SHARDC_RETURN_IF_ERROR(readFile(weightsPath, weights.get()));
-  if (fnv1a64(weights->data(), weights->size()) != bundle.weights_checksum())
-    return Status::error(weightsPath + ": checksum mismatch (file damaged)");
+  uint64_t fileBytes = 0;
+  SHARDC_RETURN_IF_ERROR(regularFileSize(weightsPath, &fileBytes));
+  uint64_t regionBytes = 0;
   for (int r = 0; r < bundle.programs_size(); ++r) {
-    uint64_t needed = bundle.programs(r).weights_bytes();
-    if (needed > weights->size())
-      return fail((bundle.world_size() > 1 ? "rank " + std::to_string(r) + ": " : "") +
-                  "weights_bytes is " + std::to_string(needed) + " but " + weightsPath + " has " +
-                  std::to_string(weights->size()) + " bytes");
+    const program::Program &program = bundle.programs(r);
+    const std::string who = bundle.world_size() > 1 ? "rank " + std::to_string(r) + ": " : "";
+    if (program.weights_bytes() > fileBytes)
+      return fail(who + "weights_bytes is " + std::to_string(program.weights_bytes()) + " but " +
+                  weightsPath + " has " + std::to_string(fileBytes) + " bytes");
+    regionBytes = std::max<uint64_t>(regionBytes, program.weights_bytes());
+    for (const program::StateInit &init : program.state_init())
+      if (init.offset() > fileBytes || init.size_bytes() > fileBytes - init.offset())
+        return fail(who + "the initial value of " + quoteForMessage(init.name()) + ", bytes [" +
+                    std::to_string(init.offset()) + ", " +
+                    std::to_string(init.offset() + init.size_bytes()) + "), lies past the end of " +
+                    weightsPath + " (" + std::to_string(fileBytes) + " bytes)");
   }
+
+  // The region is read into the memory the kernels use; the rest of the file (the initial
+  // values) only passes through a buffer of at most 4 MiB for the checksum, freed before
+  // anything the memory plan counts besides the region is allocated.
+  auto weights = std::make_shared<AlignedBuffer>();
+  SHARDC_RETURN_IF_ERROR(AlignedBuffer::allocate(regionBytes, "weights", weights.get()));
+  SHARDC_RETURN_IF_ERROR(readFileRange(weightsPath, 0, regionBytes, weights->data()));
+  uint64_t checksum = fnv1a64(weights->data(), weights->size());
+  constexpr uint64_t kChunkBytes = uint64_t{4} << 20;
+  std::vector<uint8_t> chunk;
+  for (uint64_t offset = regionBytes; offset < fileBytes; offset += kChunkBytes) {
+    chunk.resize(std::min(kChunkBytes, fileBytes - offset));
+    SHARDC_RETURN_IF_ERROR(readFileRange(weightsPath, offset, chunk.size(), chunk.data()));
+    checksum = fnv1a64(chunk.data(), chunk.size(), checksum);
+  }
+  if (checksum != bundle.weights_checksum())
+    return Status::error(weightsPath + ": checksum mismatch (file damaged)");
   loaded->weights = std::move(weights);
+  loaded->weightsPath = weightsPath;
   return Status::ok();
+}
+
+Status readInitialValue(const LoadedBundle &bundle, const program::StateInit &init, uint8_t *dst) {
+  return readFileRange(bundle.weightsPath, init.offset(), init.size_bytes(), dst);
 }
 
 Status loadBundle(const std::string &dir, LoadedBundle *out) {

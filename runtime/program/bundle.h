@@ -1,5 +1,10 @@
 // Loading a compiled bundle: a directory holding program.pb (a binary shardc.program.Bundle)
 // and, unless it was compiled for planning only, the weights file it names.
+//
+// The weights file starts with the WEIGHTS region the programs read while they run (frozen
+// parameters, constants): it is loaded and stays resident. The initial values of the trained
+// parameters (StateInit) follow it; they are read from the file once, when training starts,
+// each rank only its own part, straight into the rank's parameter tensors.
 #pragma once
 
 #include "runtime/program/program.pb.h"
@@ -18,9 +23,11 @@ constexpr uint32_t kBundleFormatVersion = 1;
 struct LoadedBundle {
   std::string dir; // as the user spelled it, for messages
   program::Bundle bundle;
-  // The weights file, shared read-only by the executors of every rank. Null until
+  // The WEIGHTS region (the weights file's first bytes, as many as the largest weights_bytes
+  // of the programs), shared read-only by the executors of every rank. Null until
   // validateBundleAndLoadWeights succeeds.
   std::shared_ptr<const AlignedBuffer> weights;
+  std::string weightsPath; // the weights file, for readInitialValue
 };
 
 // Reads and parses DIR/program.pb and checks only what identifies it: a shardc bundle of a
@@ -28,10 +35,16 @@ struct LoadedBundle {
 // are not executable yet) before the full validation, whose errors would be less helpful.
 Status readBundleProgram(const std::string &dir, LoadedBundle *out);
 
-// Validates every rank's program (see validateProgram), then reads the weights file and checks
-// its checksum and that it covers each program's weights region. A bundle compiled without
-// weights is an error: it cannot be executed.
+// Validates every rank's program (see validateProgram), then reads the weights file: checks
+// its checksum (streaming past the region, which alone is kept) and that it covers each
+// program's weights region and initial values. A bundle compiled without weights is an error:
+// it cannot be executed.
 Status validateBundleAndLoadWeights(LoadedBundle *bundle);
+
+// Reads the initial value `init` of one of the bundle's programs from its weights file into
+// `dst` (init.size_bytes() bytes). The bundle must have been loaded (validateBundleAndLoadWeights
+// checked the range against the file).
+Status readInitialValue(const LoadedBundle &bundle, const program::StateInit &init, uint8_t *dst);
 
 // readBundleProgram followed by validateBundleAndLoadWeights: a bundle ready to execute.
 Status loadBundle(const std::string &dir, LoadedBundle *out);

@@ -165,9 +165,10 @@ Status validateBindings(const Program &program, bool areInputs) {
   return Status::ok();
 }
 
-// A state_init entry gives the first value of a trained parameter, which the training loop copies
-// out of the weights into that input: the bytes must lie in the weights region and be exactly
-// the input's size, or the copy would read out of bounds or produce a tensor of the wrong size.
+// A state_init entry gives the first value of a trained parameter, which the training loop reads
+// from the weights file (after the WEIGHTS region) into that input: the bytes must be exactly the
+// input's size, or it would produce a tensor of the wrong size. Whether they lie inside the
+// file is checked when the file is opened (validateBundleAndLoadWeights).
 Status validateStateInit(const Program &program) {
   std::set<std::string> seen;
   for (int i = 0; i < program.state_init_size(); ++i) {
@@ -189,12 +190,9 @@ Status validateStateInit(const Program &program) {
     if (!sharded && init.offset() % kBufferAlignment != 0)
       return Status::error(what + ": offset " + std::to_string(init.offset()) + " is not " +
                            std::to_string(kBufferAlignment) + "-byte aligned");
-    if (init.offset() > program.weights_bytes() ||
-        init.size_bytes() > program.weights_bytes() - init.offset())
-      return Status::error(what + ": bytes [" + std::to_string(init.offset()) + ", " +
-                           std::to_string(init.offset() + init.size_bytes()) +
-                           ") lie outside the WEIGHTS region (weights_bytes = " +
-                           std::to_string(program.weights_bytes()) + ")");
+    if (init.size_bytes() > UINT64_MAX - init.offset())
+      return Status::error(what + ": offset " + std::to_string(init.offset()) + " + size_bytes " +
+                           std::to_string(init.size_bytes()) + " overflows");
     // A shard's init may stop short of its buffer: the padding past the parameter's end.
     if (sharded ? init.size_bytes() > input->size_bytes()
                 : init.size_bytes() != input->size_bytes())

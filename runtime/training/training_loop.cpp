@@ -53,7 +53,7 @@ Status checkCheckpointTensors(const program::Program &program,
 
 } // namespace
 
-Status TrainingLoop::create(Executor *executor, const AlignedBuffer *weights,
+Status TrainingLoop::create(Executor *executor, const InitialValueReader &readInitialValue,
                             std::unique_ptr<TrainingLoop> *out) {
   std::unique_ptr<TrainingLoop> loop(new TrainingLoop());
   loop->executor_ = executor;
@@ -65,10 +65,6 @@ Status TrainingLoop::create(Executor *executor, const AlignedBuffer *weights,
 
   for (const program::StateInit &init : program.state_init()) {
     const program::Buffer &buffer = inputBuffer(program, init.name());
-    if (weights == nullptr || init.offset() > weights->size() ||
-        init.size_bytes() > weights->size() - init.offset())
-      return Status::error("initial value of " + quoteForMessage(init.name()) +
-                           " lies outside the weights");
     HostTensor tensor = zerosLike(buffer);
     // A shard's initial value may stop short of the buffer: the rest is the padding past the
     // end of the full tensor, which stays zero.
@@ -78,8 +74,12 @@ Status TrainingLoop::create(Executor *executor, const AlignedBuffer *weights,
       return Status::error("initial value of " + quoteForMessage(init.name()) + " has " +
                            std::to_string(init.size_bytes()) + " bytes, the input " +
                            (sharded ? "holds " : "needs ") + std::to_string(tensor.bytes.size()));
-    if (init.size_bytes() > 0)
-      std::memcpy(tensor.bytes.data(), weights->data() + init.offset(), init.size_bytes());
+    if (init.size_bytes() > 0) {
+      Status status = readInitialValue(init, tensor.bytes.data());
+      if (!status.isOk())
+        return Status::error("initial value of " + quoteForMessage(init.name()) + ": " +
+                             status.message());
+    }
     loop->inputs_[init.name()] = std::move(tensor);
   }
   for (const std::string &name : loop->signature_.optimizerState)

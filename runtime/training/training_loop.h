@@ -1,7 +1,7 @@
 // The state a training run carries from step to step, and one step of the run.
 //
-// State = the trained parameters (initialised from the program's state_init bytes in the
-// weights), their optimizer state (initialised to zeros, as PyTorch's optimizers do) and the
+// State = the trained parameters (initialised from the program's state_init bytes, which the
+// bundle's weights file holds after the WEIGHTS region), their optimizer state (initialised to zeros, as PyTorch's optimizers do) and the
 // step count (0). Step k feeds the state, the batch of step k and the lr of step k to the
 // training-step program, and takes the loss and the updated state back from its outputs; the
 // outputs are moved into the input map, never copied. The input tensors are allocated by
@@ -23,18 +23,23 @@
 #include "runtime/training/training_signature.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 
 namespace shardc::runtime {
 
+// Reads the bytes a StateInit names (init.size_bytes() of them, from init.offset() of the
+// bundle's weights file: readInitialValue in runtime/program/bundle.h) into `dst`.
+using InitialValueReader = std::function<Status(const program::StateInit &init, uint8_t *dst)>;
+
 class TrainingLoop {
 public:
   // Derives the signature of the executor's program and builds the initial state. `executor`
-  // must outlive the loop; `weights` is the WEIGHTS region the program's state_init points into
-  // (validated by validateProgram against weights_bytes; checked against its size here too).
-  static Status create(Executor *executor, const AlignedBuffer *weights,
+  // must outlive the loop; `readInitialValue` supplies each state_init's bytes, read straight
+  // into the parameter's input tensor (they are not kept anywhere else).
+  static Status create(Executor *executor, const InitialValueReader &readInitialValue,
                        std::unique_ptr<TrainingLoop> *out);
 
   const TrainingSignature &signature() const { return signature_; }

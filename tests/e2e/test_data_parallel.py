@@ -14,6 +14,9 @@ data as a single-rank run of the same model. Checked per case:
     |diff| <= 2 * steps * lr;
   * shardrun's own checks pass: planned peak memory == measured and planned bytes sent per
     step == the bytes its communicator counted, on every rank (it exits 1 otherwise);
+  * no rank keeps a copy of the whole initial parameters: its weights region (frozen
+    parameters and constants; the initial values are read from weights.bin when training
+    starts) is smaller than its own part of the trained parameters;
   * plan.json's ZeRO accounting matches the formulas (fp32 AdamW: stage 0 16 psi, stage 1
     8 psi + 8 psi/N, stage 2 4 psi + 12 psi/N, stage 3 16 psi/N bytes, psi counted with each
     parameter padded to a multiple of N) and its bytes per step match the theory (all-reduce
@@ -168,6 +171,11 @@ def check_accounting(plan, ranks, stage):
         if got != want:
             return (f"{part} bytes per rank {actual[part + '_bytes']}, the stage-{stage} "
                     f"formula with padding gives {want / ranks:g}"), None
+    for m in plan["memory_per_rank"]:
+        weights, trained = m["weights"]["bytes"], m["model_state"]["trained_parameter_bytes"]
+        if weights >= trained:
+            return (f"ranks {m['ranks']}: weights region {weights} B, not below the rank's "
+                    f"{trained} B of trained parameters"), None
     comm = plan["communication"]
     theory = 0
     for c in comm["collectives"]:

@@ -104,9 +104,11 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
       baseRows = slice.rows;
     variants.emplace(slice.rows, std::move(*emitted));
   }
-  out.weights = variants.at(*baseRows).weights;
+  const EmittedProgram &base = variants.at(*baseRows);
+  std::vector<program::Program *> compiled;
   for (auto &[rows, v] : variants)
-    finishSharedWeights(v.program, out.weights);
+    compiled.push_back(&v.program);
+  out.weights = layOutWeightsFile(base.weights, base.initialValues, compiled);
   out.programs.clear();
   for (int r = 0; r < strategy.dp; ++r)
     out.programs.push_back(

@@ -36,7 +36,7 @@ std::optional<GlobalBatch> findGlobalBatch(onnx_import::ImportedModel &imported,
 
 struct DataParallelBundle {
   std::vector<program::Program> programs; // one per rank
-  std::vector<char> weights;              // shared by all programs
+  std::vector<char> weights;              // the weights file, shared by all programs
   bool weightsComplete = true;
 };
 

@@ -182,8 +182,10 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
   program::Bundle bundle = newBundle(opts);
   bundle.set_world_size(1);
   *bundle.add_programs() = emitted->program;
-  const std::vector<char> *weights = emitted->weightsComplete ? &emitted->weights : nullptr;
-  return writeCompiledBundle(ctx, opts, bundle, weights, PlanNotes());
+  std::vector<char> weightsFile =
+      layOutWeightsFile(emitted->weights, emitted->initialValues, {bundle.mutable_programs(0)});
+  return writeCompiledBundle(ctx, opts, bundle, emitted->weightsComplete ? &weightsFile : nullptr,
+                             PlanNotes());
 }
 
 int compile(const Options &opts) {

@@ -39,7 +39,13 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
   Status status = Executor::create(program, run.bundle->weights, &state->executor, tracker, comm);
   if (!status.isOk())
     return Status::error(bundleDir + ": " + status.message());
-  status = TrainingLoop::create(state->executor.get(), run.bundle->weights.get(), &state->loop);
+  const LoadedBundle &bundle = *run.bundle;
+  status = TrainingLoop::create(
+      state->executor.get(),
+      [&bundle](const program::StateInit &init, uint8_t *dst) {
+        return readInitialValue(bundle, init, dst);
+      },
+      &state->loop);
   if (!status.isOk())
     return Status::error(bundleDir + ": " + status.message());
   TrainingLoop &loop = *state->loop;

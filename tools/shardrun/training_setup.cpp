@@ -58,6 +58,7 @@ LoadedBundle withFullParameterShapes(const LoadedBundle &bundle) {
   LoadedBundle copy;
   copy.dir = bundle.dir;
   copy.weights = bundle.weights;
+  copy.weightsPath = bundle.weightsPath;
   copy.bundle = bundle.bundle;
   copy.bundle.mutable_programs()->DeleteSubrange(1, copy.bundle.programs_size() - 1);
   program::Program *program = copy.bundle.mutable_programs(0);

@@ -146,7 +146,6 @@ JsonValue memoryJson(const program::Bundle &bundle, const PlanSummary &s,
   JsonValue weights = JsonValue::object();
   weights.add("bytes", u64(m.weights));
   weights.add("parameters", u64(m.weightsParameters));
-  weights.add("initial_values", u64(m.weightsInitialValues));
   weights.add("constants", u64(m.weightsConstants));
   weights.add("alignment", u64(m.weightsPadding));
   o.add("weights", std::move(weights));

@@ -202,9 +202,6 @@ void formatMemory(const program::Program &p, std::ostringstream &os) {
   os << "    unused (fragmentation, alignment): " << exactBytes(plan.arenaUnused) << "\n";
   os << "  weights: " << exactBytes(plan.weights) << "\n";
   os << "    parameters: " << exactBytes(plan.weightsParameters) << "\n";
-  if (p.state_init_size() > 0)
-    os << "    initial values of trained parameters: " << exactBytes(plan.weightsInitialValues)
-       << "\n";
   os << "    constants: " << exactBytes(plan.weightsConstants) << "\n";
   os << "    alignment: " << exactBytes(plan.weightsPadding) << "\n";
   os << "  workspace: " << exactBytes(plan.workspace);
@@ -254,7 +251,8 @@ void formatProgramBody(const program::Program &p, std::ostringstream &os) {
     for (const program::StateInit &s : p.state_init())
       bytes += s.size_bytes();
     os << "training state: " << p.state_init_size() << " trained parameters fed back each "
-       << "step (initial values " << bytesString(bytes) << " in the weights)\n";
+       << "step (initial values " << bytesString(bytes)
+       << " read from the weights file when training starts)\n";
   }
   os << "outputs:\n";
   for (const program::Binding &b : p.outputs())
@@ -413,7 +411,7 @@ void formatMemoryPerRank(const PlanSummary &s, std::ostringstream &os) {
       });
   }
   bytesRow("    unused", [](const PlanRank &r) { return r.memory.arenaUnused; });
-  bytesRow("  weights (parameters, initial values, constants)",
+  bytesRow("  weights (frozen parameters, constants)",
            [](const PlanRank &r) { return r.memory.weights; });
   bytesRow("  workspace", [](const PlanRank &r) { return r.memory.workspace; });
   bytesRow("  step inputs (host)", [](const PlanRank &r) { return r.memory.stepInputs; });

@@ -257,7 +257,6 @@ bool sameMemory(const runtime::PlannedMemory &a, const runtime::PlannedMemory &b
          a.arenaLiveByRole == b.arenaLiveByRole && a.arenaLive == b.arenaLive &&
          a.arenaUnused == b.arenaUnused && a.weights == b.weights &&
          a.weightsParameters == b.weightsParameters &&
-         a.weightsInitialValues == b.weightsInitialValues &&
          a.weightsConstants == b.weightsConstants && a.weightsPadding == b.weightsPadding &&
          a.workspace == b.workspace && a.workspaceOp == b.workspaceOp &&
          a.stepInputs == b.stepInputs && a.stepOutputs == b.stepOutputs && a.total == b.total;

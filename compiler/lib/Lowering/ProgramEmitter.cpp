@@ -161,8 +161,8 @@ private:
     return meshOp && meshOp.getRank() == 1 ? meshOp.getShape()[0] : 1;
   }
 
-  // The whole parameter goes into the weights; a flat-shard binding's init covers rank 0's
-  // part of it (shardc's per-rank programs move it to their own part).
+  // The whole parameter goes into the initial values; a flat-shard binding's init covers rank
+  // 0's part of it (shardc's per-rank programs move it to their own part).
   LogicalResult addStateInit(const std::string &name, uint64_t sizeBytes,
                              DenseI64ArrayAttr wholeShape) {
     const WeightTensor *w = weights_.find(name);
@@ -179,12 +179,13 @@ private:
     if (w->bytes.size() != wholeBytes)
       return func_.emitError("parameter '") << name << "' holds " << w->bytes.size()
                                             << " bytes, its type needs " << wholeBytes;
-    out_.weights.resize(alignUp(out_.weights.size()), 0);
+    std::vector<char> &values = out_.initialValues;
+    values.resize(alignUp(values.size()), 0);
     program::StateInit *init = out_.program.add_state_init();
     init->set_name(name);
-    init->set_offset(out_.weights.size());
+    init->set_offset(values.size());
     init->set_size_bytes(std::min(sizeBytes, wholeBytes));
-    out_.weights.insert(out_.weights.end(), w->bytes.begin(), w->bytes.end());
+    values.insert(values.end(), w->bytes.begin(), w->bytes.end());
     return success();
   }
 
@@ -232,6 +233,22 @@ private:
 
 FailureOr<EmittedProgram> emitProgram(func::FuncOp func, const WeightStore &weights) {
   return Emitter(func, weights).run();
+}
+
+std::vector<char> layOutWeightsFile(const std::vector<char> &region,
+                                    const std::vector<char> &initialValues,
+                                    llvm::ArrayRef<program::Program *> programs) {
+  std::vector<char> file = region;
+  file.resize(alignUp(file.size()), 0);
+  const uint64_t start = file.size();
+  file.insert(file.end(), initialValues.begin(), initialValues.end());
+  for (program::Program *p : programs) {
+    for (program::StateInit &init : *p->mutable_state_init())
+      init.set_offset(start + init.offset());
+    p->set_weights_bytes(region.size());
+    p->set_planned_peak_bytes(runtime::planPeakMemory(*p).total);
+  }
+  return file;
 }
 
 } // namespace shardc

@@ -25,7 +25,7 @@ std::vector<RowSlice> splitRows(int64_t globalRows, int ranks) {
 
 namespace {
 
-// Index of byte ranges already in the shared weights, by content.
+// Index of byte ranges already in shared bytes (the region or the initial values), by content.
 class WeightsIndex {
 public:
   explicit WeightsIndex(std::vector<char> &shared) : shared_(shared) {}
@@ -34,7 +34,7 @@ public:
     known_.emplace(std::string(shared_.data() + offset, size), offset);
   }
 
-  // The offset of `bytes` in the shared weights, appending them when new.
+  // The offset of `bytes` in the shared bytes, appending them when new.
   uint64_t place(const char *bytes, uint64_t size) {
     std::string key(bytes, size);
     if (auto it = known_.find(key); it != known_.end())
@@ -51,7 +51,7 @@ private:
   std::map<std::string, uint64_t> known_;
 };
 
-// Bytes of the weights a state init's value spans: the whole parameter, also when the
+// Bytes of the initial values a state init's value spans: the whole parameter, also when the
 // binding is a shard and the init covers only rank 0's part of it.
 uint64_t initSpan(const program::Program &p, const program::StateInit &init) {
   for (const program::Binding &b : p.inputs())
@@ -67,23 +67,18 @@ uint64_t initSpan(const program::Program &p, const program::StateInit &init) {
 } // namespace
 
 void mergeWeightsInto(EmittedProgram &base, EmittedProgram &variant) {
-  WeightsIndex index(base.weights);
+  WeightsIndex region(base.weights), initialValues(base.initialValues);
   for (const program::Buffer &b : base.program.buffers())
     if (b.region() == program::WEIGHTS)
-      index.add(b.offset(), b.size_bytes());
+      region.add(b.offset(), b.size_bytes());
   for (const program::StateInit &init : base.program.state_init())
-    index.add(init.offset(), initSpan(base.program, init));
-  const std::vector<char> &own = variant.weights;
+    initialValues.add(init.offset(), initSpan(base.program, init));
   for (program::Buffer &b : *variant.program.mutable_buffers())
     if (b.region() == program::WEIGHTS)
-      b.set_offset(index.place(own.data() + b.offset(), b.size_bytes()));
+      b.set_offset(region.place(variant.weights.data() + b.offset(), b.size_bytes()));
   for (program::StateInit &init : *variant.program.mutable_state_init())
-    init.set_offset(index.place(own.data() + init.offset(), initSpan(variant.program, init)));
-}
-
-void finishSharedWeights(program::Program &program, const std::vector<char> &shared) {
-  program.set_weights_bytes(shared.size());
-  program.set_planned_peak_bytes(runtime::planPeakMemory(program).total);
+    init.set_offset(initialValues.place(variant.initialValues.data() + init.offset(),
+                                        initSpan(variant.program, init)));
 }
 
 uint64_t plannedCommBytes(const program::Program &program) {

@@ -275,6 +275,54 @@ TEST(Bundle, WeightsChecks) {
   }
 }
 
+// The initial values of trained parameters follow the WEIGHTS region in the weights file: the
+// loader keeps only the region, checksums the whole file and checks every init lies inside it;
+// readInitialValue reads an init from the file. (A state_init on x, the one input, stands in
+// for a trained parameter: 24 bytes from offset 128, right after the region.)
+TEST(Bundle, InitialValuesAfterTheRegion) {
+  std::string file = kWeights;
+  std::string initial(24, '\0');
+  for (size_t i = 0; i < initial.size(); ++i)
+    initial[i] = static_cast<char>(i + 1);
+  file += initial;
+  program::Bundle bundle = validBundle();
+  program::StateInit *init = prog(bundle).add_state_init();
+  init->set_name("x");
+  init->set_offset(128);
+  init->set_size_bytes(24);
+  {
+    TempDir dir;
+    writeBundle(dir, bundle, file);
+    LoadedBundle loaded;
+    Status status = loadBundle(dir.path(), &loaded);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    EXPECT_EQ(loaded.weights->size(), 128u); // the region only
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(loaded.weights->data()), 128), kWeights);
+    std::string read(24, '\0');
+    ASSERT_TRUE(readInitialValue(loaded, *init, reinterpret_cast<uint8_t *>(&read[0])).isOk());
+    EXPECT_EQ(read, initial);
+  }
+  {
+    // The checksum covers the initial values too.
+    TempDir dir;
+    program::Bundle checked = bundle;
+    checked.set_weights_checksum(fnv1a64(file.data(), file.size()));
+    std::string damaged = file;
+    damaged[140] ^= 0x10;
+    writeBundle(dir, checked, damaged, /*fixChecksum=*/false);
+    EXPECT_EQ(loadError(dir), dir.file("weights.bin") + ": checksum mismatch (file damaged)");
+  }
+  {
+    // A file that ends inside an initial value.
+    TempDir dir;
+    writeBundle(dir, bundle, file.substr(0, 140));
+    EXPECT_EQ(loadError(dir), dir.file("program.pb") +
+                                  ": the initial value of 'x', bytes [128, 152), lies past the "
+                                  "end of " +
+                                  dir.file("weights.bin") + " (140 bytes)");
+  }
+}
+
 TEST(Bundle, ReadProgramOnlyChecksIdentity) {
   // readBundleProgram accepts a training bundle with kernels the runtime lacks, so a caller can
   // decide by mode before full validation.

@@ -115,7 +115,7 @@ program::Program linearProgram(int rank, int world) {
     p.set_global_batch_rows(kLinearBatch);
   }
   p.set_arena_bytes(1024);
-  p.set_weights_bytes(128);
+  p.set_weights_bytes(64);
   p.set_workspace_bytes(256);
   p.set_planned_comm_bytes(commBytes);
   p.set_planned_peak_bytes(planPeakMemory(p).total);
@@ -141,7 +141,7 @@ program::Bundle linearSgdBundle(int world) {
 }
 
 std::string linearSgdWeights() {
-  std::string weights(128, '\0');
+  std::string weights(64 + kLinearFeatures * sizeof(float), '\0');
   const int64_t one = 1;
   std::memcpy(&weights[0], &one, sizeof one);
   const std::vector<float> w = linearInitialWeights();

@@ -28,11 +28,12 @@ constexpr int kLinearBatch = 6; // divisible by 1, 2 and 3 ranks
 std::vector<float> linearInitialWeights();
 
 // A train bundle of `world` ranks (programs[r] for rank r) with planned peak memory and planned
-// comm bytes filled in. Weights, as shardc lays them out: the i64 constant 1 at offset 0, the
-// whole of w at 64. Rank r's state_init points at its part of w: elements [r*k, (r+1)*k) cut at
-// the end of w, so the last ranks' start unaligned and stop short of their shard.
+// comm bytes filled in. The weights file, as shardc lays it out: the WEIGHTS region (64 bytes:
+// the i64 constant 1 at offset 0), then the initial values (the whole of w at 64). Rank r's
+// state_init points at its part of w: elements [r*k, (r+1)*k) cut at the end of w, so the last
+// ranks' start unaligned and stop short of their shard.
 program::Bundle linearSgdBundle(int world);
-// Its weights file (128 bytes, the same for every number of ranks).
+// Its weights file (84 bytes, the same for every number of ranks).
 std::string linearSgdWeights();
 
 // The data set: `rows` rows of 5 small integers, as x.npy holds it.

@@ -55,10 +55,12 @@ class Ranks {
 public:
   Ranks(int world, const std::string &dataDir, double timeoutSeconds = 30.0)
       : bundle_(testing::linearSgdBundle(world)), dataDir_(dataDir) {
-    const std::string bytes = testing::linearSgdWeights();
+    // The region stays resident, as the bundle loader keeps it; the initial values are read
+    // from the rest of the file.
+    const uint64_t regionBytes = bundle_.programs(0).weights_bytes();
     auto weights = std::make_shared<AlignedBuffer>();
-    EXPECT_TRUE(AlignedBuffer::allocate(bytes.size(), "weights", weights.get()).isOk());
-    std::memcpy(weights->data(), bytes.data(), bytes.size());
+    EXPECT_TRUE(AlignedBuffer::allocate(regionBytes, "weights", weights.get()).isOk());
+    std::memcpy(weights->data(), weightsFile_.data(), regionBytes);
     weights_ = weights;
     if (world > 1) {
       CommOptions options;
@@ -81,7 +83,13 @@ public:
     Rank &rank = this->rank(r);
     SHARDC_RETURN_IF_ERROR(Executor::create(bundle_.programs(r), weights_, &rank.executor,
                                             rank.tracker.get(), comm(r)));
-    SHARDC_RETURN_IF_ERROR(TrainingLoop::create(rank.executor.get(), weights_.get(), &rank.loop));
+    SHARDC_RETURN_IF_ERROR(TrainingLoop::create(
+        rank.executor.get(),
+        [this](const program::StateInit &init, uint8_t *dst) {
+          std::memcpy(dst, weightsFile_.data() + init.offset(), init.size_bytes());
+          return Status::ok();
+        },
+        &rank.loop));
     const TrainingSignature &signature = rank.loop->signature();
     return openNpyBatchSource(dataDir_, signature.batchInputs, &rank.batches, signature.batchSlice);
   }
@@ -127,6 +135,7 @@ public:
 private:
   program::Bundle bundle_;
   std::string dataDir_;
+  const std::string weightsFile_ = testing::linearSgdWeights();
   std::shared_ptr<const AlignedBuffer> weights_;
   std::vector<std::unique_ptr<Communicator>> comms_;
   std::vector<Rank> ranks_;

@@ -40,7 +40,8 @@ void addBinding(google::protobuf::RepeatedPtrField<program::Binding> *bindings,
   b->set_buffer(buffer);
 }
 
-// Weights: w's initial value {1, -1} at 0, the i64 constant 1 at 64.
+// The weights file: the WEIGHTS region (the i64 constant 1 at 0), then w's initial value
+// {1, -1} at 64.
 program::Program sgdProgram() {
   program::Program p;
   p.set_rank(0);
@@ -52,7 +53,7 @@ program::Program sgdProgram() {
   int step = addBuffer(&p, "step", program::I64, {}, program::INPUT, ARENA, 128);
   int lr = addBuffer(&p, "lr", program::F32, {}, program::INPUT, ARENA, 192);
   int x = addBuffer(&p, "x", program::F32, {2}, program::INPUT, ARENA, 256);
-  int one = addBuffer(&p, "one", program::I64, {}, program::CONSTANT, WEIGHTS, 64);
+  int one = addBuffer(&p, "one", program::I64, {}, program::CONSTANT, WEIGHTS, 0);
   int wx = addBuffer(&p, "wx", program::F32, {2}, program::ACTIVATION, ARENA, 320);
   int loss = addBuffer(&p, "loss", program::F32, {}, program::ACTIVATION, ARENA, 384);
   int newStep = addBuffer(&p, "step_new", program::I64, {}, program::ACTIVATION, ARENA, 448);
@@ -76,22 +77,38 @@ program::Program sgdProgram() {
     addBinding(p.mutable_outputs(), name, index);
   program::StateInit *init = p.add_state_init();
   init->set_name("w");
-  init->set_offset(0);
+  init->set_offset(64);
   init->set_size_bytes(8);
   p.set_arena_bytes(640);
-  p.set_weights_bytes(128);
+  p.set_weights_bytes(64);
   p.set_workspace_bytes(8); // reduce_sum's accumulator: one double
   return p;
 }
 
+std::vector<uint8_t> sgdWeightsFile() {
+  std::vector<uint8_t> file(72, 0);
+  int64_t one = 1;
+  float w0[2] = {1.0f, -1.0f};
+  std::memcpy(file.data(), &one, sizeof one);
+  std::memcpy(file.data() + 64, w0, sizeof w0);
+  return file;
+}
+
+// The region, as the bundle loader keeps it.
 std::shared_ptr<const AlignedBuffer> sgdWeights() {
   auto weights = std::make_shared<AlignedBuffer>();
-  EXPECT_TRUE(AlignedBuffer::allocate(128, "weights", weights.get()).isOk());
-  float w0[2] = {1.0f, -1.0f};
-  int64_t one = 1;
-  std::memcpy(weights->data(), w0, sizeof w0);
-  std::memcpy(weights->data() + 64, &one, sizeof one);
+  EXPECT_TRUE(AlignedBuffer::allocate(64, "weights", weights.get()).isOk());
+  std::memcpy(weights->data(), sgdWeightsFile().data(), 64);
   return weights;
+}
+
+// Reads initial values from the weights file, as readInitialValue does from a bundle's.
+Status readSgdInitialValue(const program::StateInit &init, uint8_t *dst) {
+  std::vector<uint8_t> file = sgdWeightsFile();
+  if (init.offset() > file.size() || init.size_bytes() > file.size() - init.offset())
+    return Status::error("past the end of the weights file");
+  std::memcpy(dst, file.data() + init.offset(), init.size_bytes());
+  return Status::ok();
 }
 
 std::vector<float> values(const HostTensor *t) {
@@ -115,7 +132,7 @@ protected:
 
   std::unique_ptr<TrainingLoop> makeLoop() {
     std::unique_ptr<TrainingLoop> loop;
-    Status status = TrainingLoop::create(executor_.get(), weights_.get(), &loop);
+    Status status = TrainingLoop::create(executor_.get(), readSgdInitialValue, &loop);
     EXPECT_TRUE(status.isOk()) << status.message();
     return loop;
   }
@@ -235,7 +252,7 @@ TEST_F(TrainingLoopTest, MemoryIsAsPlannedAndLaterStepsAllocateNothing) {
   Status status = Executor::create(program, weights, &executor, &tracker);
   ASSERT_TRUE(status.isOk()) << status.message();
   std::unique_ptr<TrainingLoop> loop;
-  ASSERT_TRUE(TrainingLoop::create(executor.get(), weights.get(), &loop).isOk());
+  ASSERT_TRUE(TrainingLoop::create(executor.get(), readSgdInitialValue, &loop).isOk());
   std::unique_ptr<BatchSource> batches = makeBatches(*loop);
   ASSERT_NE(batches, nullptr);
   EXPECT_EQ(batches->heldBytes(), 16u); // x.npy: four floats, not part of the plan
@@ -307,8 +324,8 @@ TEST(StateInitValidation, RejectsBadEntries) {
     const char *expected;
   } cases[] = {
       {"unknown name", "v", 0, 8, "no input binding has that name"},
-      {"unaligned", "w", 8, 8, "offset 8 is not 64-byte aligned"},
-      {"outside the weights", "w", 128, 8, "lie outside the WEIGHTS region (weights_bytes = 128)"},
+      {"unaligned", "w", 72, 8, "offset 72 is not 64-byte aligned"},
+      {"overflowing", "w", UINT64_MAX - 63, 128, "overflows"},
       {"wrong size", "w", 0, 4, "size_bytes is 4 but the input holds 8"},
   };
   for (const Case &c : cases) {

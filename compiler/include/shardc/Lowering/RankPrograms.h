@@ -24,12 +24,11 @@ struct RowSlice {
 };
 std::vector<RowSlice> splitRows(int64_t globalRows, int ranks);
 
-// Moves `variant`'s WEIGHTS bytes into `base.weights` (the weights file all programs share),
-// reusing identical byte ranges already there (parameters are the same in every variant), and
-// rewrites the variant's WEIGHTS offsets to match. Afterwards every program's weights_bytes
-// must be set to the final shared size (finishSharedWeights).
+// Moves `variant`'s WEIGHTS bytes into `base.weights` and its initial values into
+// `base.initialValues` (what all programs share), reusing identical byte ranges already there
+// (parameters are the same in every variant), and rewrites the variant's offsets to match.
+// Afterwards layOutWeightsFile(base.weights, base.initialValues, every program) makes the file.
 void mergeWeightsInto(EmittedProgram &base, EmittedProgram &variant);
-void finishSharedWeights(program::Program &program, const std::vector<char> &shared);
 
 // Bytes one rank sends in one run of `program` (program.proto, planned_comm_bytes).
 uint64_t plannedCommBytes(const program::Program &program);
