@@ -1,5 +1,6 @@
 #include "runtime/comm/communicator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -32,6 +33,34 @@ Status validateCommOptions(const CommOptions &options) {
     return Status::error(message.str());
   }
   return Status::ok();
+}
+
+Status Communicator::setTimeoutSeconds(double seconds) {
+  CommOptions options;
+  options.timeoutSeconds = seconds;
+  SHARDC_RETURN_IF_ERROR(validateCommOptions(options));
+  timeoutSeconds_ = seconds;
+  return Status::ok();
+}
+
+std::chrono::steady_clock::time_point Communicator::deadlineFromNow() const {
+  constexpr double kLongestWaitSeconds = 365.0 * 24 * 3600;
+  using Clock = std::chrono::steady_clock;
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                            std::min(timeoutSeconds_, kLongestWaitSeconds)));
+}
+
+CommTimeoutScope::CommTimeoutScope(Communicator *comm, double atLeastSeconds) : comm_(comm) {
+  if (comm_ == nullptr)
+    return;
+  previous_ = comm_->timeoutSeconds();
+  if (atLeastSeconds > previous_ && !comm_->setTimeoutSeconds(atLeastSeconds).isOk())
+    comm_ = nullptr; // an invalid timeout leaves the usual one in place
+}
+
+CommTimeoutScope::~CommTimeoutScope() {
+  if (comm_ != nullptr)
+    (void)comm_->setTimeoutSeconds(previous_);
 }
 
 std::string commTimeoutMessage(double timeoutSeconds, int peer) {

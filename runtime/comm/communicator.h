@@ -13,6 +13,7 @@
 
 #include "runtime/support/status.h"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -72,8 +73,35 @@ public:
 
   const CommCounters &counters() const { return counters_; }
 
+  // How long this rank waits for a peer inside one collective before it fails
+  // (CommOptions::timeoutSeconds when the communicator was created).
+  double timeoutSeconds() const { return timeoutSeconds_; }
+  // Changes it for the collectives this rank starts from now on (checked as CommOptions is).
+  Status setTimeoutSeconds(double seconds);
+
 protected:
+  // When a wait that starts now gives up (a year at most, so that huge timeouts cannot
+  // overflow the clock).
+  std::chrono::steady_clock::time_point deadlineFromNow() const;
+
   CommCounters counters_;
+  double timeoutSeconds_ = CommOptions().timeoutSeconds;
+};
+
+// Gives `comm` (null: none) a longer timeout while it lives, then the previous one back: for
+// the exchanges that follow long work on one rank which the others wait through (loading a
+// large bundle, writing a checkpoint), where the usual timeout, sized for the gaps between
+// collectives of a step, would end a healthy run.
+class CommTimeoutScope {
+public:
+  CommTimeoutScope(Communicator *comm, double atLeastSeconds);
+  ~CommTimeoutScope();
+  CommTimeoutScope(const CommTimeoutScope &) = delete;
+  CommTimeoutScope &operator=(const CommTimeoutScope &) = delete;
+
+private:
+  Communicator *comm_;
+  double previous_ = 0;
 };
 
 } // namespace shardc::runtime

@@ -20,7 +20,9 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       if (!failed_) {
         failed_ = true;
-        status_ = Status::error("rank " + std::to_string(rank) + ": " + cause);
+        // Collective errors already start with the rank ("rank 1: all_gather #3: ...").
+        const std::string prefix = "rank " + std::to_string(rank) + ": ";
+        status_ = Status::error(cause.rfind(prefix, 0) == 0 ? cause : prefix + cause);
       }
     }
     if (comm != nullptr)

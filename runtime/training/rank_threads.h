@@ -19,7 +19,8 @@ namespace shardc::runtime {
 
 // Runs body(r) on its own thread for every rank r of `comms` (comms[r] is rank r's
 // communicator), and returns once every thread has ended: ok when every body succeeded, else
-// "rank R: cause" for the first failure. A body that throws fails with "internal error: ...".
+// "rank R: cause" for the first failure (a cause that already starts with "rank R: ", as the
+// collectives' errors do, as it is). A body that throws fails with "internal error: ...".
 Status runRankThreads(const std::vector<Communicator *> &comms,
                       const std::function<Status(int rank)> &body);
 

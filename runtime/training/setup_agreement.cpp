@@ -4,13 +4,17 @@
 
 namespace shardc::runtime {
 
-Status agreeOnSetup(Communicator *comm, const Status &setup, bool *stop) {
+Status agreeOnSetup(Communicator *comm, const Status &setup, double timeoutSeconds, bool *stop) {
   *stop = !setup.isOk();
   if (comm == nullptr)
     return setup;
   const float failed = setup.isOk() ? 0.0f : 1.0f;
   std::vector<float> all(static_cast<size_t>(comm->size()));
-  Status exchanged = comm->allGather(&failed, all.data(), 1);
+  Status exchanged;
+  {
+    CommTimeoutScope longer(comm, timeoutSeconds);
+    exchanged = comm->allGather(&failed, all.data(), 1);
+  }
   if (!exchanged.isOk()) {
     *stop = true;
     // The exchange failing says less than this rank's own setup error, if it has one.
@@ -24,6 +28,18 @@ Status agreeOnSetup(Communicator *comm, const Status &setup, bool *stop) {
     *stop = true;
     return r == comm->rank() ? setup : Status::ok();
   }
+  return Status::ok();
+}
+
+Status waitForRanks(Communicator *comm, double timeoutSeconds, const std::string &what) {
+  if (comm == nullptr)
+    return Status::ok();
+  const float here = 1.0f;
+  std::vector<float> all(static_cast<size_t>(comm->size()));
+  CommTimeoutScope longer(comm, timeoutSeconds);
+  Status status = comm->allGather(&here, all.data(), 1);
+  if (!status.isOk())
+    return Status::error(status.message() + " (" + what + ")");
   return Status::ok();
 }
 

@@ -53,4 +53,8 @@ std::string mpiWorldMismatch(const std::string &bundle, int bundleWorld, int mpi
          std::to_string(bundleWorld) + ")";
 }
 
+double ioTimeoutOf(const Options &options) {
+  return options.ioTimeout.value_or(kDefaultIoTimeoutSeconds);
+}
+
 } // namespace shardrun

@@ -1,5 +1,5 @@
 // How the ranks of a run talk to each other: the backend (--comm, or what launched us) and its
-// options (--comm-timeout).
+// options (--comm-timeout, --io-timeout).
 #pragma once
 
 #include "runtime/comm/communicator.h"
@@ -18,6 +18,12 @@ enum class CommBackend { Local, Mpi, Nccl };
 std::optional<Failure> chooseCommBackend(const Options &options, CommBackend *out);
 
 shardc::runtime::CommOptions commOptionsOf(const Options &options);
+
+// --io-timeout, or its default: how long the ranks wait through long work on one of them
+// (setup, a checkpoint written by rank 0). Long enough for a large bundle or checkpoint on a
+// slow file system; a rank that fails instead of stalling ends the run at once anyway.
+constexpr double kDefaultIoTimeoutSeconds = 600;
+double ioTimeoutOf(const Options &options);
 
 // The error for a bundle compiled for `bundleWorld` ranks started as `mpiWorld` MPI processes.
 std::string mpiWorldMismatch(const std::string &bundle, int bundleWorld, int mpiWorld);

@@ -3,6 +3,7 @@
 //   shardrun BUNDLE --data DIR --outputs DIR2 [--threads N]
 //   shardrun TRAIN_BUNDLE --steps K (--data DIR | --tokens FILE.bin) [loop options]
 //            [--export-onnx FILE] [--comm local|mpi|nccl] [--comm-timeout S]
+//            [--io-timeout S]
 //
 // Reads each graph input from DIR/<name>.npy, runs the program, writes each graph output to
 // DIR2/<name>.npy (names mapped to file names by tensorNpyFileName). With --steps, a training

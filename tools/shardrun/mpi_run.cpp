@@ -38,6 +38,8 @@ namespace {
 std::optional<Failure> setUpProcess(const Options &options, int rank, int size,
                                     MemoryTracker *tracker, LoadedBundle *bundle,
                                     TrainingRun *run) {
+  // Set first: a rank whose setup fails still reads its --io-timeout in runTrainingRank.
+  run->options = &options;
   bool trainingLoop = false;
   if (auto failure = readRunBundle(options, bundle, &trainingLoop))
     return failure;

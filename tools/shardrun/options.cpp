@@ -47,6 +47,8 @@ const char kUsage[] =
     "                     local)\n"
     "  --comm-timeout S   seconds a rank waits for another inside a collective before failing\n"
     "                     (default 30)\n"
+    "  --io-timeout S     seconds the ranks wait for the slowest to load the bundle and data,\n"
+    "                     and for rank 0 to write a --save-every checkpoint (default 600)\n"
     "  -h, --help      print this help and exit\n"
     "\n"
     "A tensor's file name is its name with every character outside [A-Za-z0-9._-] replaced by\n"
@@ -152,6 +154,7 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
                             : flag == "--export-onnx"  ? "a file"
                             : flag == "--comm"         ? "local, mpi or nccl"
                             : flag == "--comm-timeout" ? "a number of seconds"
+                            : flag == "--io-timeout"   ? "a number of seconds"
                                                        : nullptr;
       if (expects == nullptr)
         return usageError("unknown flag '" + flag + "'");
@@ -180,14 +183,16 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
         if (flag == "--comm" && value != "local" && value != "mpi" && value != "nccl")
           return usageError("--comm: expected local, mpi or nccl, got '" + value + "'");
         *textSlot = value;
-      } else if (flag == "--comm-timeout") {
+      } else if (flag == "--comm-timeout" || flag == "--io-timeout") {
         double seconds = 0;
         if (!parseRate(value, &seconds) || seconds <= 0)
-          return usageError("--comm-timeout: expected a positive number of seconds, got '" + value +
+          return usageError(flag + ": expected a positive number of seconds, got '" + value +
                             "'");
-        if (options->commTimeout)
-          return usageError("--comm-timeout given more than once");
-        options->commTimeout = seconds;
+        std::optional<double> &slot =
+            flag == "--comm-timeout" ? options->commTimeout : options->ioTimeout;
+        if (slot)
+          return usageError(flag + " given more than once");
+        slot = seconds;
       } else if (flag == "--lr" || flag == "--min-lr") {
         double rate = 0;
         if (!parseRate(value, &rate))

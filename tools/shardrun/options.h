@@ -37,9 +37,11 @@ struct Options {
   std::optional<long long> warmupSteps;
   std::optional<double> minLr;
   std::optional<std::string> exportOnnx;
-  // Several ranks: the communication backend ("local", "mpi", "nccl") and its timeout.
+  // Several ranks: the communication backend ("local", "mpi", "nccl") and its timeout; how long
+  // the ranks wait through long work of one of them (kDefaultIoTimeoutSeconds when absent).
   std::optional<std::string> comm;
   std::optional<double> commTimeout;
+  std::optional<double> ioTimeout;
   bool help = false;
 };
 

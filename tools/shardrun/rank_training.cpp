@@ -6,6 +6,7 @@
 #include "runtime/training/progress.h"
 #include "runtime/training/setup_agreement.h"
 #include "runtime/training/training_loop.h"
+#include "tools/shardrun/comm_options.h"
 #include "tools/shardrun/tensor_files.h"
 
 #include <chrono>
@@ -151,6 +152,11 @@ private:
         SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
         if (lead_)
           SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, *options_.saveDir, run_.seed));
+        // The others wait for the write here, under --io-timeout, rather than in the next
+        // step's first collective under --comm-timeout, which a large checkpoint could outlast.
+        SHARDC_RETURN_IF_ERROR(waitForRanks(comm_, ioTimeoutOf(options_),
+                                            "while rank 0 writes the checkpoint of step " +
+                                                std::to_string(step)));
         lastSaved_ = step;
       }
     }
@@ -255,7 +261,8 @@ Status runTrainingRank(TrainingRun &run, int rank, Communicator *comm, MemoryTra
   Status status = setup.isOk() ? setUpRank(run, rank, comm, tracker, &state) : setup;
   if (comm != nullptr) {
     bool stop = false;
-    status = agreeOnSetup(comm, status, &stop);
+    // (run.options is set whether or not the caller's setup succeeded.)
+    status = agreeOnSetup(comm, status, ioTimeoutOf(*run.options), &stop);
     out->stoppedForOtherRank = stop && status.isOk();
     if (stop)
       return status;

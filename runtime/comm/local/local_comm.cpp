@@ -15,9 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Beyond this a deadline is as good as never; it keeps time_point arithmetic from overflowing.
-constexpr double kLongestWaitSeconds = 365.0 * 24 * 3600;
-
 // A message from one rank to another. The sender posts it and waits until the receiver has
 // copied it (or refused it), so the sender's buffer is never read after sendRecv returns.
 struct Mailbox {
@@ -32,12 +29,14 @@ struct Mailbox {
 // What the ranks of one world share.
 class LocalWorld {
 public:
-  LocalWorld(int size, const CommOptions &options)
-      : size_(size), timeoutSeconds_(options.timeoutSeconds),
-        mailboxes_(static_cast<size_t>(size) * static_cast<size_t>(size)) {}
+  explicit LocalWorld(int size)
+      : size_(size), mailboxes_(static_cast<size_t>(size) * static_cast<size_t>(size)) {}
 
+  // One ring step of `rank`, which waits until `deadline` (its own communicator's timeout of
+  // `timeoutSeconds`, named in the message when it passes).
   Status sendRecv(int rank, const void *send, size_t sendBytes, int to, void *recv,
-                  size_t recvBytes, int from, uint64_t sequence);
+                  size_t recvBytes, int from, uint64_t sequence, Clock::time_point deadline,
+                  double timeoutSeconds);
 
   void abort(int rank, const std::string &cause) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -61,7 +60,6 @@ private:
   Mailbox::State withdraw(std::unique_lock<std::mutex> &lock, Mailbox &box);
 
   const int size_;
-  const double timeoutSeconds_;
   std::mutex mutex_;
   std::condition_variable changed_; // any mailbox or the failure state changed
   std::vector<Mailbox> mailboxes_;  // [from * size + to]
@@ -78,10 +76,8 @@ Mailbox::State LocalWorld::withdraw(std::unique_lock<std::mutex> &lock, Mailbox 
 }
 
 Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to, void *recv,
-                            size_t recvBytes, int from, uint64_t sequence) {
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                         std::min(timeoutSeconds_, kLongestWaitSeconds)));
+                            size_t recvBytes, int from, uint64_t sequence,
+                            Clock::time_point deadline, double timeoutSeconds) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (failedRank_ >= 0)
     return failure();
@@ -110,7 +106,7 @@ Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to
   }
   if (!arrived || incoming.state != Mailbox::State::Posted) {
     withdraw(lock, outgoing);
-    return failedRank_ >= 0 ? failure() : Status::error(commTimeoutMessage(timeoutSeconds_, from));
+    return failedRank_ >= 0 ? failure() : Status::error(commTimeoutMessage(timeoutSeconds, from));
   }
   if (incoming.sequence != sequence || incoming.bytes != recvBytes) {
     const std::string mismatch =
@@ -145,14 +141,16 @@ Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to
   // A copy that finishes while we give up still counts: both halves of the step are done.
   if (withdraw(lock, outgoing) == Mailbox::State::Taken)
     return Status::ok();
-  return settled ? failure() : Status::error(commTimeoutMessage(timeoutSeconds_, to));
+  return settled ? failure() : Status::error(commTimeoutMessage(timeoutSeconds, to));
 }
 
 // One rank's view of the world.
 class LocalCommunicator final : public RingCommunicator, private Transport {
 public:
-  LocalCommunicator(std::shared_ptr<LocalWorld> world, int rank, int size)
-      : RingCommunicator(rank, size), world_(std::move(world)) {}
+  LocalCommunicator(std::shared_ptr<LocalWorld> world, int rank, int size, double timeoutSeconds)
+      : RingCommunicator(rank, size), world_(std::move(world)) {
+    timeoutSeconds_ = timeoutSeconds;
+  }
 
   const char *backendName() const override { return "local"; }
   void abort(const std::string &cause) override { world_->abort(rank(), cause); }
@@ -163,7 +161,8 @@ protected:
 private:
   Status sendRecv(const void *send, size_t sendBytes, int to, void *recv, size_t recvBytes,
                   int from, uint64_t sequence) override {
-    return world_->sendRecv(rank(), send, sendBytes, to, recv, recvBytes, from, sequence);
+    return world_->sendRecv(rank(), send, sendBytes, to, recv, recvBytes, from, sequence,
+                            deadlineFromNow(), timeoutSeconds_);
   }
 
   std::shared_ptr<LocalWorld> world_;
@@ -177,10 +176,10 @@ Status createLocalWorld(int size, const CommOptions &options,
     return Status::error("local communicator: the world needs at least 1 rank, got " +
                          std::to_string(size));
   SHARDC_RETURN_IF_ERROR(validateCommOptions(options));
-  auto world = std::make_shared<LocalWorld>(size, options);
+  auto world = std::make_shared<LocalWorld>(size);
   out->clear();
   for (int rank = 0; rank < size; ++rank)
-    out->push_back(std::make_unique<LocalCommunicator>(world, rank, size));
+    out->push_back(std::make_unique<LocalCommunicator>(world, rank, size, options.timeoutSeconds));
   return Status::ok();
 }
 

@@ -17,8 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Beyond this a deadline is as good as never; it keeps time_point arithmetic from overflowing.
-constexpr double kLongestWaitSeconds = 365.0 * 24 * 3600;
 // MPI counts are ints: larger messages go in pieces of this many bytes.
 constexpr size_t kMaxPieceBytes = size_t{1} << 30;
 
@@ -45,8 +43,9 @@ int gLiveCommunicators = 0;
 class MpiCommunicator final : public RingCommunicator, private Transport {
 public:
   MpiCommunicator(MPI_Comm comm, int rank, int size, int tagUpperBound, double timeoutSeconds)
-      : RingCommunicator(rank, size), comm_(comm), tagUpperBound_(tagUpperBound),
-        timeoutSeconds_(std::min(timeoutSeconds, kLongestWaitSeconds)) {}
+      : RingCommunicator(rank, size), comm_(comm), tagUpperBound_(tagUpperBound) {
+    timeoutSeconds_ = timeoutSeconds;
+  }
   ~MpiCommunicator() override;
 
   const char *backendName() const override { return "mpi"; }
@@ -67,10 +66,7 @@ private:
   Status await(MPI_Request *request, int peer, Clock::time_point deadline, MPI_Status *status);
   // Cancels what is still pending after a failure, so that MPI stops touching our buffers.
   void cancel(MPI_Request *request);
-  Clock::time_point deadline() const {
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(timeoutSeconds_));
-  }
+  Clock::time_point deadline() const { return deadlineFromNow(); }
   Status fail(Status status) {
     if (failure_.empty())
       failure_ = status.message();
@@ -79,7 +75,6 @@ private:
 
   MPI_Comm comm_;
   int tagUpperBound_;
-  double timeoutSeconds_;
   // The first failure: later collectives refuse to run, since a stale message of the failed
   // one may still arrive, and the destructor skips MPI_Finalize.
   std::string failure_;

@@ -21,8 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr double kLongestWaitSeconds = 365.0 * 24 * 3600;
-
 // "30", "0.5": seconds as the other backends print them.
 std::string seconds(double value) {
   std::ostringstream text;
@@ -50,7 +48,9 @@ Status ncclCheck(ncclResult_t code, const char *call, ncclComm_t comm = nullptr)
 class NcclCommunicator final : public Communicator {
 public:
   NcclCommunicator(std::unique_ptr<Communicator> mpi, double timeoutSeconds)
-      : mpi_(std::move(mpi)), timeoutSeconds_(std::min(timeoutSeconds, kLongestWaitSeconds)) {}
+      : mpi_(std::move(mpi)) {
+    timeoutSeconds_ = timeoutSeconds;
+  }
   ~NcclCommunicator() override;
 
   // The steps of createNcclCommunicator that need the object.
@@ -79,10 +79,7 @@ private:
   // watching NCCL's asynchronous error; aborts the communicator at the deadline.
   Status waitForNccl(Clock::time_point deadline);
   Status finish(Clock::time_point deadline);
-  Clock::time_point deadline() const {
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(timeoutSeconds_));
-  }
+  Clock::time_point deadline() const { return deadlineFromNow(); }
   // The part every collective shares: refuse after a failure (the NCCL communicator is then
   // aborted), otherwise run `work` and label its error with the rank and the collective.
   template <typename Work> Status run(CollectiveKind kind, uint64_t sequence, Work &work) {
@@ -96,7 +93,6 @@ private:
   Status startSteps(int device);
 
   std::unique_ptr<Communicator> mpi_;
-  double timeoutSeconds_;
   int device_ = -1;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;

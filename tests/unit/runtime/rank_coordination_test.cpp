@@ -8,10 +8,13 @@
 #include "tests/unit/runtime/test_util.h"
 
 #include <atomic>
+#include <chrono>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace shardc::runtime {
@@ -140,7 +143,7 @@ TEST(SetupAgreement, OnlyTheLowestFailingRankReports) {
   Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
     Status setup = r == 0 ? Status::ok() : Status::error("x.npy: no such file");
     bool stop = false;
-    Status agreed = agreeOnSetup(comms[r].get(), setup, &stop);
+    Status agreed = agreeOnSetup(comms[r].get(), setup, 30.0, &stop);
     stopped[r] = stop;
     return agreed;
   });
@@ -150,12 +153,76 @@ TEST(SetupAgreement, OnlyTheLowestFailingRankReports) {
   auto fresh = localWorld(3); // rank 1's report aborted the first world
   status = runRankThreads(pointers(fresh), [&](int r) -> Status {
     bool stop = true;
-    Status agreed = agreeOnSetup(fresh[r].get(), Status::ok(), &stop);
+    Status agreed = agreeOnSetup(fresh[r].get(), Status::ok(), 30.0, &stop);
     stopped[r] = stop;
     return agreed;
   });
   EXPECT_TRUE(status.isOk()) << status.message();
   EXPECT_EQ(stopped, (std::vector<int>{0, 0, 0}));
+}
+
+// A rank slower to set up than the communicator's timeout allows (0.2 s) still joins: the
+// agreement waits up to its own timeout (2 s), and afterwards the collectives are back to
+// 0.2 s.
+TEST(SetupAgreement, WaitsForASlowRankUnderItsOwnTimeout) {
+  auto comms = localWorld(2, 0.2);
+  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
+    if (r == 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    bool stop = true;
+    SHARDC_RETURN_IF_ERROR(agreeOnSetup(comms[r].get(), Status::ok(), 2.0, &stop));
+    EXPECT_FALSE(stop);
+    EXPECT_EQ(comms[r]->timeoutSeconds(), 0.2);
+    return Status::ok();
+  });
+  EXPECT_TRUE(status.isOk()) << status.message();
+
+  // The same stall in an ordinary collective ends it after 0.2 s.
+  auto world = localWorld(2, 0.2);
+  status = runRankThreads(pointers(world), [&](int r) -> Status {
+    if (r == 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    float value = 1.0f;
+    return world[r]->allReduceSum(&value, 1);
+  });
+  EXPECT_THAT(status.message(), HasSubstr("timed out after 0.2 s waiting for rank 1"));
+}
+
+// Rank 0 writes a checkpoint for longer than the communicator's timeout: the others wait for it
+// in waitForRanks; a rank that never comes makes it fail, naming what they waited for.
+TEST(WaitForRanks, CoversLongWorkOfOneRank) {
+  auto comms = localWorld(3, 0.2);
+  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
+    if (r == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    return waitForRanks(comms[r].get(), 2.0, "while rank 0 writes the checkpoint");
+  });
+  EXPECT_TRUE(status.isOk()) << status.message();
+  EXPECT_TRUE(waitForRanks(nullptr, 1.0, "nothing").isOk());
+
+  auto world = localWorld(2, 0.2);
+  status = runRankThreads(pointers(world), [&](int r) -> Status {
+    if (r == 0)
+      return Status::ok(); // never joins
+    return waitForRanks(world[r].get(), 0.5, "while rank 0 writes the checkpoint");
+  });
+  EXPECT_EQ(status.message(), "rank 1: all_gather #1: timed out after 0.5 s waiting for rank 0 "
+                              "(while rank 0 writes the checkpoint)");
+}
+
+TEST(CommTimeoutScope, RaisesAndRestores) {
+  auto comms = localWorld(1, 0.2);
+  Communicator *comm = comms[0].get();
+  {
+    CommTimeoutScope longer(comm, 5.0);
+    EXPECT_EQ(comm->timeoutSeconds(), 5.0);
+    CommTimeoutScope shorter(comm, 1.0); // never lowers it
+    EXPECT_EQ(comm->timeoutSeconds(), 5.0);
+  }
+  EXPECT_EQ(comm->timeoutSeconds(), 0.2);
+  EXPECT_FALSE(comm->setTimeoutSeconds(0).isOk());
+  EXPECT_FALSE(comm->setTimeoutSeconds(std::numeric_limits<double>::infinity()).isOk());
+  EXPECT_EQ(comm->timeoutSeconds(), 0.2);
 }
 
 } // namespace

@@ -140,6 +140,8 @@ TEST_P(ShardrunRanksTest, CommFlags) {
       {{"--comm-timeout", "0"},
        "",
        "--comm-timeout: expected a positive number of seconds, got '0'"},
+      {{"--io-timeout", "inf"}, "", "--io-timeout: expected a positive number of seconds, got 'inf'"},
+      {{"--io-timeout", "60", "--io-timeout", "90"}, "", "--io-timeout given more than once"},
       {{"--comm", "local"},
        "env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0",
        "--comm local runs every rank in one process, but "},
@@ -150,7 +152,7 @@ TEST_P(ShardrunRanksTest, CommFlags) {
     EXPECT_THAT(r.err, ::testing::StartsWith("shardrun: error: " + c.message)) << r.err;
     EXPECT_EQ(lineCount(r.err), 1) << r.err;
   }
-  RunResult r = train(many_, 1, {"--comm", "local", "--comm-timeout", "2.5"});
+  RunResult r = train(many_, 1, {"--comm", "local", "--comm-timeout", "2.5", "--io-timeout", "60"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 
