@@ -32,11 +32,12 @@ import shutil
 import sys
 
 import numpy as np
-import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, os.pardir, "models"))
 import e2e_util  # noqa: E402
+import export_util  # noqa: E402
 
 STEPS = 30
 LR = 1e-3
@@ -48,21 +49,6 @@ STRATEGIES = ["dp", "zero1", "zero2", "zero3"]
 ZERO_GRADIENT_PARAMS = ("c_attn.bias",)
 
 
-def with_global_batch(path, rows):
-    """A copy of the model (next to it, sharing its external weights) whose graph inputs have
-    `rows` rows: the exports pin dim 0 to their small sample batch."""
-    model = onnx.load_model(path, load_external_data=False)
-    for value in model.graph.input:
-        value.type.tensor_type.shape.dim[0].dim_value = rows
-    for value in model.graph.output:
-        for dim in value.type.tensor_type.shape.dim:
-            dim.Clear()
-    del model.graph.value_info[:]
-    out = os.path.join(os.path.dirname(path), f"model_batch{rows}.onnx")
-    onnx.save_model(model, out)
-    return out
-
-
 class Model:
     """An exported model, its data (4 global batches) and the single-rank reference run."""
 
@@ -72,7 +58,8 @@ class Model:
         self.work = os.path.join(args.work, name)
         os.makedirs(self.work, exist_ok=True)
         self.dir = e2e_util.export_test_model(name, os.path.join(self.work, "export"))
-        self.onnx = with_global_batch(os.path.join(self.dir, "model.onnx"), GLOBAL_BATCH)
+        self.onnx = export_util.with_global_batch(os.path.join(self.dir, "model.onnx"),
+                                                  GLOBAL_BATCH)
         rng = np.random.default_rng(1234)
         self.data = os.path.join(self.work, "data")
         os.makedirs(self.data, exist_ok=True)

@@ -165,3 +165,19 @@ def export_model(model, inputs, input_names, output_names, out_dir, dynamic_axes
     print(f"wrote {model_path} ({size} bytes with {WEIGHTS_FILE}, {len(proto.graph.node)} nodes)")
     print("  ops: " + ", ".join(f"{k}x{v}" for k, v in sorted(ops.items())))
     return proto
+
+
+def with_global_batch(path, rows):
+    """A copy of the model (next to it, sharing its external weights) whose graph inputs have
+    `rows` rows: the exports pin dim 0 to their small sample batch. Returns its path,
+    DIR/model_batch<rows>.onnx."""
+    model = onnx.load_model(path, load_external_data=False)
+    for value in model.graph.input:
+        value.type.tensor_type.shape.dim[0].dim_value = rows
+    for value in model.graph.output:
+        for dim in value.type.tensor_type.shape.dim:
+            dim.Clear()
+    del model.graph.value_info[:]
+    out = os.path.join(os.path.dirname(path), f"model_batch{rows}.onnx")
+    onnx.save_model(model, out)
+    return out

@@ -1,7 +1,7 @@
 """PyTorch reference training run for the test models: the numbers shardc's training must follow.
 
     train_reference.py --model tiny_gpt --model-dir EXPORTED --out DIR [--make-data BATCHES]
-                       [--data DIR] [--steps 30] [--dropout-seed S] [--optimizer adamw|sgd]
+                       [--data DIR] [--batch ROWS] [--steps 30] [--dropout-seed S] [--optimizer adamw|sgd]
                        [optimizer flags]
 
 The module is rebuilt from the export script's class and loaded with the *ONNX model's*
@@ -46,17 +46,18 @@ MODELS = {
 }
 
 
-def make_data(name, module, batches, rng):
-    """`batches` batches of valid inputs for model `name` (token ids below the vocabulary...)."""
+def make_data(name, module, batches, rows, rng):
+    """`batches` batches of `rows` rows of valid inputs for model `name` (token ids below the
+    vocabulary...)."""
     if name in ("tiny_gpt", "tied_gpt", "dropout_gpt"):
-        n = module.BATCH * batches
+        n = rows * batches
         tokens = rng.integers(0, module.VOCAB, size=(n, module.SEQ + 1))
         return {"idx": tokens[:, :-1], "targets": tokens[:, 1:]}
     if name == "mlp_classifier":
-        n = module.BATCH * batches
+        n = rows * batches
         return {"x": rng.standard_normal((n, module.IN_FEATURES)).astype(np.float32),
                 "y": rng.integers(0, module.CLASSES, size=(n,))}
-    n = module.BATCH * batches
+    n = rows * batches
     lengths = rng.integers(3, module.SEQ + 1, size=n)
     mask = (np.arange(module.SEQ)[None, :] < lengths[:, None]).astype(np.int64)
     segments = (np.arange(module.SEQ)[None, :] >= lengths[:, None] // 2).astype(np.int64)
@@ -99,6 +100,10 @@ def main():
     p.add_argument("--data", help="training data directory (default: OUT/data)")
     p.add_argument("--make-data", type=int, metavar="BATCHES",
                    help="first write this many batches of deterministic data")
+    p.add_argument("--batch", type=int, metavar="ROWS",
+                   help="rows per step (default: the export script's sample batch, the model's "
+                        "dim 0; a model re-batched with export_util.with_global_batch trains "
+                        "on more)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--dropout-seed", type=int, default=0,
@@ -129,12 +134,13 @@ def main():
     if args.make_data:
         os.makedirs(data_dir, exist_ok=True)
         rng = np.random.default_rng(args.seed)
-        for name, value in make_data(args.model, module, args.make_data, rng).items():
+        rows = args.batch or module.BATCH
+        for name, value in make_data(args.model, module, args.make_data, rows, rng).items():
             np.save(os.path.join(data_dir, export_util.npy_name(name) + ".npy"), value)
     data = {n: np.load(os.path.join(data_dir, export_util.npy_name(n) + ".npy"))
             for n in input_names}
     rows = {len(v) for v in data.values()}
-    batch = module.BATCH
+    batch = args.batch or module.BATCH
     if len(rows) != 1 or rows.pop() % batch:
         raise SystemExit(f"{data_dir}: every input needs the same number of rows, a multiple of {batch}")
     total = len(data[input_names[0]])
