@@ -4,17 +4,24 @@
 
 namespace shardc::runtime {
 
+namespace {
+
+// Every rank's `flag`, gathered into *all (one per rank) while waiting up to `timeoutSeconds`
+// for the last rank to arrive.
+Status gatherFlags(Communicator *comm, float flag, double timeoutSeconds, std::vector<float> *all) {
+  all->assign(static_cast<size_t>(comm->size()), 0.0f);
+  CommTimeoutScope longer(comm, timeoutSeconds);
+  return comm->allGather(&flag, all->data(), 1);
+}
+
+} // namespace
+
 Status agreeOnSetup(Communicator *comm, const Status &setup, double timeoutSeconds, bool *stop) {
   *stop = !setup.isOk();
   if (comm == nullptr)
     return setup;
-  const float failed = setup.isOk() ? 0.0f : 1.0f;
-  std::vector<float> all(static_cast<size_t>(comm->size()));
-  Status exchanged;
-  {
-    CommTimeoutScope longer(comm, timeoutSeconds);
-    exchanged = comm->allGather(&failed, all.data(), 1);
-  }
+  std::vector<float> all;
+  Status exchanged = gatherFlags(comm, setup.isOk() ? 0.0f : 1.0f, timeoutSeconds, &all);
   if (!exchanged.isOk()) {
     *stop = true;
     // The exchange failing says less than this rank's own setup error, if it has one.
@@ -34,10 +41,8 @@ Status agreeOnSetup(Communicator *comm, const Status &setup, double timeoutSecon
 Status waitForRanks(Communicator *comm, double timeoutSeconds, const std::string &what) {
   if (comm == nullptr)
     return Status::ok();
-  const float here = 1.0f;
-  std::vector<float> all(static_cast<size_t>(comm->size()));
-  CommTimeoutScope longer(comm, timeoutSeconds);
-  Status status = comm->allGather(&here, all.data(), 1);
+  std::vector<float> all;
+  Status status = gatherFlags(comm, 1.0f, timeoutSeconds, &all);
   if (!status.isOk())
     return Status::error(status.message() + " (" + what + ")");
   return Status::ok();
