@@ -1,12 +1,12 @@
 // The state a training run carries from step to step, and one step of the run.
 //
 // State = the trained parameters (initialised from the program's state_init bytes, which the
-// bundle's weights file holds after the WEIGHTS region), their optimizer state (initialised to zeros, as PyTorch's optimizers do) and the
-// step count (0). Step k feeds the state, the batch of step k and the lr of step k to the
-// training-step program, and takes the loss and the updated state back from its outputs; the
-// outputs are moved into the input map, never copied. The input tensors are allocated by
-// create() (counted as the step inputs in the executor's MemoryTracker), the outputs by the
-// first step: later steps allocate nothing.
+// bundle's weights file holds after the WEIGHTS region), their optimizer state (initialised to
+// zeros, as PyTorch's optimizers do) and the step count (0). Step k feeds the state, the batch
+// of step k and the lr of step k to the training-step program, and takes the loss and the
+// updated state back from its outputs; the outputs are moved into the input map, never
+// copied. The input tensors are allocated by create() (counted as the step inputs in the
+// executor's MemoryTracker), the outputs by the first step: later steps allocate nothing.
 //
 // One of several data-parallel ranks: sharded parameters and optimizer state hold this rank's
 // shard (runtime/training/sharded_tensor.h); a sharded parameter's state_init bytes are this

@@ -66,7 +66,6 @@ private:
   Status await(MPI_Request *request, int peer, Clock::time_point deadline, MPI_Status *status);
   // Cancels what is still pending after a failure, so that MPI stops touching our buffers.
   void cancel(MPI_Request *request);
-  Clock::time_point deadline() const { return deadlineFromNow(); }
   Status fail(Status status) {
     if (failure_.empty())
       failure_ = status.message();
@@ -166,7 +165,7 @@ Status MpiCommunicator::sendRecv(const void *send, size_t sendBytes, int to, voi
     return Status::error("the communicator failed earlier: " + failure_);
   // Tags tell collectives apart, so a message from another collective is never taken as data.
   const int tag = static_cast<int>(sequence % (static_cast<uint64_t>(tagUpperBound_) + 1));
-  const Clock::time_point until = deadline();
+  const Clock::time_point until = deadlineFromNow();
   const auto *sendBytesPtr = static_cast<const unsigned char *>(send);
   auto *recvBytesPtr = static_cast<unsigned char *>(recv);
   // One exchange per piece, and at least one, so that even an empty message is matched.
@@ -199,7 +198,7 @@ Status MpiCommunicator::broadcast(void *data, size_t bytes, int root) {
       MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm_, &request), "MPI_Ibcast");
   MPI_Status done;
   if (status.isOk())
-    status = await(&request, root, deadline(), &done);
+    status = await(&request, root, deadlineFromNow(), &done);
   if (!status.isOk()) {
     cancel(&request);
     return fail(Status::error(prefix + status.message()));

@@ -79,7 +79,6 @@ private:
   // watching NCCL's asynchronous error; aborts the communicator at the deadline.
   Status waitForNccl(Clock::time_point deadline);
   Status finish(Clock::time_point deadline);
-  Clock::time_point deadline() const { return deadlineFromNow(); }
   // The part every collective shares: refuse after a failure (the NCCL communicator is then
   // aborted), otherwise run `work` and label its error with the rank and the collective.
   template <typename Work> Status run(CollectiveKind kind, uint64_t sequence, Work &work) {
@@ -139,7 +138,7 @@ Status NcclCommunicator::startSteps(int device) {
   config.blocking = 0;
   SHARDC_RETURN_IF_ERROR(ncclCheck(ncclCommInitRankConfig(&comm_, size(), id, rank(), &config),
                                    "ncclCommInitRankConfig"));
-  return waitForNccl(deadline());
+  return waitForNccl(deadlineFromNow());
 }
 
 Status NcclCommunicator::waitForNccl(Clock::time_point deadline) {
@@ -218,7 +217,7 @@ Status NcclCommunicator::allReduceSum(float *data, size_t count) {
   if (count == 0)
     return Status::ok();
   auto work = [&]() -> Status {
-    const auto until = deadline();
+    const auto until = deadlineFromNow();
     const size_t bytes = count * sizeof(float);
     float *device = nullptr;
     SHARDC_RETURN_IF_ERROR(deviceBuffer(count, &device));
@@ -242,7 +241,7 @@ Status NcclCommunicator::reduceScatterSum(const float *in, float *out, size_t ch
   if (chunk == 0)
     return Status::ok();
   auto work = [&]() -> Status {
-    const auto until = deadline();
+    const auto until = deadlineFromNow();
     float *device = nullptr;
     SHARDC_RETURN_IF_ERROR(deviceBuffer(total + chunk, &device));
     SHARDC_RETURN_IF_ERROR(cudaCheck(
@@ -267,7 +266,7 @@ Status NcclCommunicator::allGather(const float *in, float *out, size_t chunk) {
   if (chunk == 0)
     return Status::ok();
   auto work = [&]() -> Status {
-    const auto until = deadline();
+    const auto until = deadlineFromNow();
     float *device = nullptr;
     SHARDC_RETURN_IF_ERROR(deviceBuffer(total, &device));
     // In place: this rank's shard already sits at its slot of the gathered buffer.
