@@ -55,7 +55,7 @@ int64_t shardLength(int64_t numel, int64_t ranks);
 mlir::RankedTensorType flatShardType(mlir::Type whole, int64_t ranks);
 
 // Makes the loss global: the step returns the sum over the ranks of each rank's (already
-// scaled, shardc-scale-loss) loss, with an upstream mesh.all_reduce before the return.
+// partitioned: a pending sum) loss, with an upstream mesh.all_reduce before the return.
 void allReduceLoss(TrainStepView &view);
 
 // With sharded gradients, each rank's graph.global_norm sees only its shards: square it,

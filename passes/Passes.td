@@ -100,45 +100,97 @@ def BuildTrainStep : Pass<"shardc-build-train-step", "mlir::ModuleOp"> {
 }
 
 //===-------------------------------------------------------------------------------------===//
-// Data parallelism (docs/architecture.md, "Data parallelism in the IR")
+// Sharding (docs/architecture.md, "Sharding"): rules per op, propagation, partitioning
 //===-------------------------------------------------------------------------------------===//
 
-def ScaleLoss : Pass<"shardc-scale-loss", "mlir::ModuleOp"> {
-  let summary = "Make @forward's loss this rank's share of the global batch's loss";
+def DecomposeMeanLoss : Pass<"shardc-decompose-mean-loss", "mlir::ModuleOp"> {
+  let summary = "Write each mean loss of @forward as its sum divided by the count of its labels";
   let description = [{
-    A data-parallel rank computes @forward on its `local-rows` rows of a global batch of
-    `global-rows` rows. Its loss becomes its share of the global loss, so that the ranks'
-    losses (and, through autodiff, their gradients) sum to the global batch's, also when the
-    batch does not divide evenly. The loss is followed back through scaling by constants to
-    the op that reduces over the batch: a plain mean (loss op without ignore_index, or
-    ReduceMean) is multiplied by local-rows/global-rows; a mean loss with ignore_index becomes
-    its sum divided by the number of labels not ignored, counted over all `ranks` ranks with
-    mesh.all_reduce (on the mesh `mesh-name`, created here); a sum needs nothing. Class
-    weights and other losses are rejected.
+    A loss op with reduction "mean" divides by the number of labels it counts (all of them, or
+    those not equal to ignore_index). Once the batch is split no device has that number, so
+    before the training step is built each such loss (softmax_cross_entropy_loss, nll_loss
+    without class weights) becomes its sum divided by the count, computed in the graph: a
+    constant, or a sum over the labels that the partitioner turns into an all-reduce. The math
+    is unchanged (up to float rounding); so is the gradient, which autodiff derives from it.
 
-    After (3 of 8 rows, no ignore_index):
+    Before:
     ```mlir
-    %l = graph.softmax_cross_entropy_loss %s, %y {reduction = "mean"} : ...
-    %c = graph.constant dense<3.750000e-01> : tensor<f32>
-    %w = graph.mul %l, %c : (tensor<f32>, tensor<f32>) -> tensor<f32>
-    return %w : tensor<f32>
+    %l, %p = graph.softmax_cross_entropy_loss %s, %y {ignore_index = -100 : i64, reduction = "mean"}
     ```
-    With ignore_index = -100:
+    After:
     ```mlir
-    %l = graph.softmax_cross_entropy_loss %s, %y {ignore_index = -100 : i64, reduction = "sum"}
-    %k = graph.reduce_sum (graph.cast (graph.not (graph.equal %y, -100)))   // this rank's count
-    %n = mesh.all_reduce %k on @dp mesh_axes = [0] : tensor<f32> -> tensor<f32>
-    %w = graph.div %l, %n
+    %l, %p = graph.softmax_cross_entropy_loss %s, %y {ignore_index = -100 : i64, reduction = "sum"}
+    %k = graph.reduce_sum (graph.cast (graph.not (graph.equal %y, -100)))  // the labels counted
+    %m = graph.div %l, %k : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    ```
+  }];
+  let dependentDialects = ["shardc::graph::GraphDialect"];
+}
+
+def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
+  let summary = "Find the batch from the ops' sharding rules and split it on the dp mesh axis";
+  let description = [{
+    Links the dimensions of every value of @train_step (else @forward) through each op's
+    sharding rule (ShardingRuleOpInterface) into classes that must be split together. The
+    batch is the class of a dimension of the first graph input along which rows never interact:
+    no op needs it whole (softmax or normalisation axes, concat axes, a training dropout, ...),
+    no op lacks a rule, every graph input has exactly one dimension in it and no parameter has
+    any. Dimensions are tried in order, so a sequence-first model is split along its batch
+    (dim 1); a model with no such dimension is refused, naming the op that mixes each
+    candidate. Adds `mesh.mesh @<mesh-name>(shape = ranks)` and records on every value in the
+    class the upstream sharding that splits it on mesh axis 0 (`graph.sharding` on arguments,
+    `graph.shardings` on ops) and the batch size on the function (`graph.batch_size`).
+
+    After (ranks = 2):
+    ```mlir
+    mesh.mesh @dp(shape = 2) {graph.axis_names = ["dp"]}
+    func.func @forward(%x: tensor<8x16xf32> {graph.input = "x", graph.sharding = #mesh.shard<@dp, [[0]]>},
+                       %w: tensor<16x4xf32> {graph.param = "w"}) -> tensor<f32>
+        attributes {graph.batch_size = 8 : i64} {
+      %h = graph.matmul %x, %w {graph.shardings = [#mesh.shard<@dp, [[0]]>]} : ...
+      %l = graph.reduce_sum %h {axes = array<i64: 0, 1>, keepdims = false} : ...
     ```
   }];
   let options = [
-    Option<"localRows", "local-rows", "int64_t", "1", "rows of the global batch on this rank">,
-    Option<"globalRows", "global-rows", "int64_t", "1", "rows of the global batch">,
-    Option<"ranks", "ranks", "int64_t", "1", "data-parallel ranks (the label count's mesh)">,
+    Option<"ranks", "ranks", "int64_t", "1", "devices on the data-parallel mesh axis">,
     Option<"meshName", "mesh-name", "std::string", "\"dp\"", "symbol of the mesh">,
   ];
   let dependentDialects = ["shardc::graph::GraphDialect", "mlir::mesh::MeshDialect"];
 }
+
+def Partition : Pass<"shardc-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrite the sharded function from global to local types (SPMD), with collectives";
+  let description = [{
+    Every value split on the mesh takes its local type: a dimension in the batch class of
+    global size D holds D / batch * local-rows elements (`local-rows`: this device's rows;
+    0 means batch / ranks, which must divide). Shapes that ops carry are recomputed with it
+    (Reshape and Expand targets are result types, Slice ends, constants: a constant split
+    along a dimension must hold the same values in every block). Reductions over a split
+    factor leave pending sums (`partial = sum[0]` in the result's sharding); a mean is first
+    scaled by local-rows / batch. A pending sum passes through ops that are linear in it and
+    is all-reduced (upstream `mesh.all_reduce` on the mesh axis) before any other use. The
+    loss and the gradients the optimizer reads stay pending: the data-parallel passes reduce
+    them in buckets (or reduce-scatter them for ZeRO).
+
+    After (2 ranks, batch 8):
+    ```mlir
+    func.func @forward(%x: tensor<4x16xf32> {..., graph.sharding = #mesh.shard<@dp, [[0]]>}, ...) {
+      %h = graph.matmul %x, %w {graph.shardings = [#mesh.shard<@dp, [[0]]>]} : (tensor<4x16xf32>, ...) -> tensor<4x4xf32>
+      %s = graph.reduce_sum %h {..., graph.shardings = [#mesh.shard<@dp, [], partial = sum[0]>]} : ...
+      %r = mesh.all_reduce %s on @dp mesh_axes = [0] : tensor<f32> -> tensor<f32>
+      %e = graph.exp %r : tensor<f32>
+    ```
+  }];
+  let options = [
+    Option<"localRows", "local-rows", "int64_t", "0",
+           "rows of the batch on this device (0: batch / ranks)">,
+  ];
+  let dependentDialects = ["shardc::graph::GraphDialect", "mlir::mesh::MeshDialect"];
+}
+
+//===-------------------------------------------------------------------------------------===//
+// Data parallelism (docs/architecture.md, "Data parallelism in the IR")
+//===-------------------------------------------------------------------------------------===//
 
 def PlaceOnMesh : Pass<"shardc-place-on-mesh", "mlir::ModuleOp"> {
   let summary = "Add the data-parallel mesh and say how each argument of @train_step is laid out";

@@ -30,7 +30,7 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
       return signalPassFailure();
     }
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    // shardc-scale-loss may have created the mesh already (to count labels over the ranks).
+    // shardc-propagate-sharding has created the mesh when it split the batch.
     auto meshOp = module.lookupSymbol<mesh::MeshOp>(meshName);
     if (!meshOp && module.lookupSymbol(meshName)) {
       module.emitError("symbol @") << meshName << " already exists and is not a mesh";
@@ -59,8 +59,10 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
         return zero == 3 ? "flat_shard" : "replicated";
       return "replicated";
     };
+    // Graph inputs keep the sharding propagation gave them (their batch dimension's split).
     for (unsigned i = 0; i < step.getNumArguments(); ++i)
-      step.setArgAttr(i, dp::kShardingAttr, b.getStringAttr(layout(step.getArgAttrDict(i))));
+      if (!step.getArgAttrOfType<mesh::MeshShardingAttr>(i, dp::kShardingAttr))
+        step.setArgAttr(i, dp::kShardingAttr, b.getStringAttr(layout(step.getArgAttrDict(i))));
     for (unsigned i = 0; i < step.getNumResults(); ++i) {
       DictionaryAttr attrs = step.getResultAttrDict(i);
       StringRef l = attrs && attrs.get(graph::kOutputAttr) ? "replicated" : layout(attrs);

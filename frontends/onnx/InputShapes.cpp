@@ -143,28 +143,6 @@ mlir::LogicalResult checkStaticInput(const onnx::ValueInfoProto &input, ErrorRep
 
 } // namespace
 
-mlir::LogicalResult setBatchRows(onnx::GraphProto &graph,
-                                 const std::set<std::string> &initializerNames, int64_t rows,
-                                 ErrorReporter &errors) {
-  for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
-    if (initializerNames.count(input.name()) || !input.type().has_tensor_type() ||
-        !input.type().tensor_type().has_shape())
-      continue;
-    auto *shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (shape->dim_size() == 0)
-      return errors.fail("input " + quote(input.name()) +
-                         " is a scalar: data parallelism splits every graph input along dim 0");
-    shape->mutable_dim(0)->set_dim_value(rows);
-  }
-  // Shapes recorded for the global batch would contradict the rank's; inference redoes them.
-  graph.clear_value_info();
-  for (onnx::ValueInfoProto &output : *graph.mutable_output())
-    if (output.type().has_tensor_type() && output.type().tensor_type().has_shape())
-      for (auto &dim : *output.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
-        dim.Clear(); // unknown: rank kept, sizes inferred
-  return mlir::success();
-}
-
 mlir::LogicalResult applyInputShapes(onnx::GraphProto &graph,
                                      const std::set<std::string> &initializerNames,
                                      const std::map<std::string, std::vector<int64_t>> &overrides,

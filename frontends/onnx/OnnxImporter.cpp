@@ -65,9 +65,6 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
   if (failed(checkAllOpsSupported(graph, *opset, errors)) ||
       failed(applyInputShapes(graph, initializerNames(graph), opts.inputShapes, errors)))
     return failure();
-  if (opts.batchRows > 0 &&
-      failed(setBatchRows(graph, initializerNames(graph), opts.batchRows, errors)))
-    return failure();
 
   ImportedModel result;
   InitializerSet initializers;

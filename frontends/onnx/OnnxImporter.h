@@ -39,9 +39,6 @@ struct ImportOptions {
   // true when compiling a training step: a Dropout whose training_mode is true keeps its random
   // mask (graph.dropout {training}). false: every Dropout has inference semantics (identity).
   bool trainingDropout = false;
-  // > 0: data parallelism. Dim 0 of every graph input (after inputShapes) becomes this many
-  // rows, one rank's part of the global batch.
-  int64_t batchRows = 0;
 };
 
 struct ImportedModel {

@@ -7,6 +7,7 @@
 #include "shardc/Lowering/RankPrograms.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -31,42 +32,33 @@ uint64_t largestPeak(const DataParallelBundle &b) {
 
 } // namespace
 
-std::optional<GlobalBatch> findGlobalBatch(onnx_import::ImportedModel &imported,
-                                           const Options &opts, std::string &error) {
-  auto forward = imported.module->lookupSymbol<mlir::func::FuncOp>("forward");
-  if (!forward) {
-    error = opts.model + ": the imported module has no @forward function";
+std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options &opts,
+                                           std::string &error) {
+  auto step = global.lookupSymbol<mlir::func::FuncOp>("train_step");
+  auto size = step ? step->getAttrOfType<mlir::IntegerAttr>("graph.batch_size") : nullptr;
+  if (!size) {
+    error = opts.model + ": the training step has no batch to split across ranks";
     return std::nullopt;
+  }
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto name = step.getArgAttrOfType<mlir::StringAttr>(i, graph::kInputAttr);
+    auto sharding = step.getArgAttrOfType<mlir::mesh::MeshShardingAttr>(i, graph::kShardingAttr);
+    if (!name || !sharding)
+      continue;
+    auto axes = sharding.getSplitAxes();
+    unsigned dim = 0;
+    while (dim < axes.size() && axes[dim].empty())
+      ++dim;
+    if (dim != 0) {
+      error = opts.model + ": input '" + name.str() + "': its batch is dim " +
+              std::to_string(dim) + " (dim 0 mixes rows: the model is sequence-first); " +
+              "shardrun cuts the rows of every input along dim 0, so --gpus " +
+              std::to_string(opts.gpus) + " cannot split this model yet";
+      return std::nullopt;
+    }
   }
   GlobalBatch batch;
-  std::string first;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
-    auto name = forward.getArgAttrOfType<mlir::StringAttr>(i, graph::kInputAttr);
-    if (!name)
-      continue;
-    auto type = mlir::cast<mlir::RankedTensorType>(forward.getArgument(i).getType());
-    if (type.getRank() == 0) {
-      error = opts.model + ": input '" + name.str() +
-              "' is a scalar; data parallelism splits every graph input along dim 0 (the "
-              "batch)";
-      return std::nullopt;
-    }
-    int64_t rows = type.getDimSize(0);
-    if (batch.rows == 0) {
-      batch.rows = rows;
-      first = name.str();
-    } else if (rows != batch.rows) {
-      error = opts.model + ": inputs '" + first + "' (" + std::to_string(batch.rows) +
-              " rows) and '" + name.str() + "' (" + std::to_string(rows) +
-              " rows) disagree on dim 0; data parallelism splits every graph input along the "
-              "batch dimension";
-      return std::nullopt;
-    }
-  }
-  if (batch.rows == 0) {
-    error = opts.model + ": the model has no graph inputs to split across ranks";
-    return std::nullopt;
-  }
+  batch.rows = size.getInt();
   return batch;
 }
 
@@ -90,7 +82,6 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
     dp.ranks = strategy.dp;
     dp.zeroStage = strategy.zero;
     dp.localRows = slice.rows;
-    dp.globalRows = batch.rows;
     dp.bucketMb = opts.bucketMb;
     dp.fsdpUnit = opts.fsdpUnit;
     mlir::FailureOr<EmittedProgram> emitted = compileVariant(dp);

@@ -1,8 +1,9 @@
 //===- DataParallelCompile.h - compiling for N data-parallel ranks ----------------------===//
 //
-// The model describes one step on the global batch. For N ranks shardc compiles the step once
-// per distinct number of rows a rank gets (two when N does not divide the batch), with every
-// graph input's dim 0 set to those rows and the data-parallel passes for the strategy, and
+// The model describes one step on the global batch. shardc imports it once, builds the global
+// training step and propagates the batch's sharding through it (Pipeline.h); then, for N
+// ranks, it partitions a copy of that step once per distinct number of rows a rank gets (two
+// when N does not divide the batch), runs the data-parallel passes for the strategy, and
 // derives each rank's program (RankPrograms.h). `--strategy auto` compiles each candidate
 // and keeps the cheapest that fits in --gpu-memory.
 //
@@ -24,15 +25,16 @@
 
 namespace shardc::driver {
 
-// The rows of the global batch: dim 0 of every graph input.
+// The rows of the global batch, as shardc-propagate-sharding found it.
 struct GlobalBatch {
   int64_t rows = 0;
 };
 
-// Reads the global batch from an import with the user's shapes; nullopt with `error` when an
-// input has no dim 0 or the inputs disagree on it.
-std::optional<GlobalBatch> findGlobalBatch(onnx_import::ImportedModel &imported,
-                                           const Options &opts, std::string &error);
+// Reads the batch that propagation found on the global training step; nullopt with `error`
+// when there is none or a graph input's batch is not its dim 0 (shardrun cuts every input's
+// rows along dim 0).
+std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options &opts,
+                                           std::string &error);
 
 struct DataParallelBundle {
   std::vector<program::Program> programs; // one per rank
@@ -40,7 +42,7 @@ struct DataParallelBundle {
   bool weightsComplete = true;
 };
 
-// Compiles the model for one rank's rows (dp.localRows) with the data-parallel passes `dp`.
+// Compiles the program of the ranks holding dp.localRows rows with the data-parallel passes.
 using CompileVariant =
     std::function<mlir::FailureOr<EmittedProgram>(const DataParallelOptions &dp)>;
 

@@ -50,16 +50,35 @@ mlir::LogicalResult writeModule(mlir::ModuleOp module, const std::string &path) 
   return mlir::success();
 }
 
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &dumpDir,
-                                const TrainStepOptions *train, const DataParallelOptions *dp) {
-  mlir::PassManager pm(module->getContext());
-  if (train && dp) {
-    ScaleLossOptions scale;
-    scale.localRows = dp->localRows;
-    scale.globalRows = dp->globalRows;
-    scale.ranks = dp->ranks;
-    pm.addPass(createScaleLoss(scale));
+namespace {
+
+// Adds the dump instrumentation (and the import's dump, before the first pass).
+mlir::LogicalResult instrument(mlir::PassManager &pm, mlir::ModuleOp module,
+                               const std::string &dumpDir, int &nextDumpIndex) {
+  if (dumpDir.empty())
+    return mlir::success();
+  if (nextDumpIndex == 0) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
+      return mlir::emitError(module.getLoc(), "--dump-ir-after-all: cannot create '")
+             << dumpDir << "': " << ec.message();
+    if (failed(writeModule(module, dumpDir + "/00-import.mlir")))
+      return mlir::failure();
+    nextDumpIndex = 1;
   }
+  auto dump = std::make_unique<DumpAfterEachPass>(dumpDir, nextDumpIndex);
+  pm.addInstrumentation(std::move(dump));
+  return mlir::success();
+}
+
+} // namespace
+
+mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
+                                    const TrainStepOptions *train, int64_t ranks,
+                                    int &nextDumpIndex) {
+  mlir::PassManager pm(module->getContext());
+  bool sharded = train && ranks > 1;
+  if (sharded)
+    pm.addPass(createDecomposeMeanLoss());
   if (train) {
     BuildTrainStepOptions options;
     options.optimizer = train->optimizer;
@@ -74,7 +93,26 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &dumpDi
     options.trainable = train->trainable;
     pm.addPass(createBuildTrainStep(options));
   }
+  if (sharded) {
+    PropagateShardingOptions propagate;
+    propagate.ranks = ranks;
+    pm.addPass(createPropagateSharding(propagate));
+  }
+  if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))
+    return mlir::failure();
+  mlir::LogicalResult result = pm.run(module);
+  nextDumpIndex += pm.size();
+  return result;
+}
+
+mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dumpDir,
+                                   const TrainStepOptions *train, const DataParallelOptions *dp,
+                                   int &nextDumpIndex) {
+  mlir::PassManager pm(module->getContext());
   if (train && dp) {
+    PartitionOptions partition;
+    partition.localRows = dp->localRows;
+    pm.addPass(createPartition(partition));
     PlaceOnMeshOptions place;
     place.ranks = dp->ranks;
     place.zero = dp->zeroStage;
@@ -95,14 +133,8 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &dumpDi
   }
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldConstants());
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory());
-  if (!dumpDir.empty()) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
-      return mlir::emitError(module.getLoc(), "--dump-ir-after-all: cannot create '")
-             << dumpDir << "': " << ec.message();
-    if (failed(writeModule(module, dumpDir + "/00-import.mlir")))
-      return mlir::failure();
-    pm.addInstrumentation(std::make_unique<DumpAfterEachPass>(dumpDir, 1));
-  }
+  if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))
+    return mlir::failure();
   return pm.run(module);
 }
 

@@ -10,24 +10,30 @@
 
 namespace shardc::driver {
 
-// One data-parallel rank's compilation: its rows of the global batch and the strategy.
+// One data-parallel program: the strategy and the rows of the batch its devices hold.
 struct DataParallelOptions {
   int64_t ranks = 1;
   int64_t zeroStage = 0;
-  int64_t localRows = 1;
-  int64_t globalRows = 1;
+  int64_t localRows = 0; // 0: the batch divides evenly
   double bucketMb = 25.0;
   std::string fsdpUnit;
 };
 
-// Runs [scale-loss when `dp` is given,] [build-train-step when `train` is given,]
-// [place-on-mesh and the strategy's collective pass (all-reduce-gradients,
-// shard-optimizer-state or shard-parameters) when both are,] fold-constants and plan-memory
-// on `module`. When `dumpDir` is not empty, writes the module after import (00-import.mlir)
-// and after each pass (NN-<pass>.mlir) into it.
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, const std::string &dumpDir,
-                                const TrainStepOptions *train,
-                                const DataParallelOptions *dp = nullptr);
+// The passes on the global program, once per compilation: [decompose-mean-loss when sharding
+// (`ranks` > 1),] [build-train-step when `train` is given,] [propagate-sharding when
+// sharding]. Afterwards the training step carries the batch's sharding (graph.batch_size).
+// When `dumpDir` is not empty, writes the module after import (00-import.mlir) and after each
+// pass (NN-<pass>.mlir) into it; `nextDumpIndex` numbers the files across both phases.
+mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
+                                    const TrainStepOptions *train, int64_t ranks,
+                                    int &nextDumpIndex);
+
+// The passes on one device's program: [partition, place-on-mesh and the strategy's
+// collective pass (all-reduce-gradients, shard-optimizer-state or shard-parameters) when `dp`
+// is given,] fold-constants and plan-memory.
+mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dumpDir,
+                                   const TrainStepOptions *train, const DataParallelOptions *dp,
+                                   int &nextDumpIndex);
 
 // Writes `module` to `path`; emits an error on failure.
 mlir::LogicalResult writeModule(mlir::ModuleOp module, const std::string &path);

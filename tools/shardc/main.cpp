@@ -53,15 +53,12 @@ std::string describeLossOutput(mlir::func::FuncOp func) {
   return "";
 }
 
-// Imports the model with the user's input shapes, dim 0 of every input set to `batchRows`
-// when given (one data-parallel rank's rows).
+// Imports the model with the user's input shapes: the global batch.
 mlir::FailureOr<onnx_import::ImportedModel>
-importModel(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &errors,
-            int64_t batchRows = 0) {
+importModel(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &errors) {
   onnx_import::ImportOptions importOptions;
   importOptions.modelPath = opts.model;
   importOptions.inputShapes = opts.inputShapes;
-  importOptions.batchRows = batchRows;
   importOptions.requireWeights = !opts.withoutWeights;
   importOptions.trainingDropout = opts.mode == Mode::Train;
   std::string error;
@@ -73,31 +70,34 @@ importModel(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &er
   return imported;
 }
 
-// Runs the pass pipeline on an imported model and lowers it to a program.
-mlir::FailureOr<EmittedProgram> compileImported(onnx_import::ImportedModel &imported,
-                                                const Options &opts, FirstErrorCollector &errors,
-                                                const DataParallelOptions *dp) {
-  mlir::ModuleOp module = imported.module.get();
-  bool training = opts.mode == Mode::Train;
-  if (training && describeLossOutput(module.lookupSymbol<mlir::func::FuncOp>("forward")).empty()) {
+bool checkHasLoss(const Options &opts, mlir::ModuleOp module) {
+  if (opts.mode == Mode::Train &&
+      describeLossOutput(module.lookupSymbol<mlir::func::FuncOp>("forward")).empty()) {
     printError(opts.model + ": --mode train needs a scalar float output (the loss), and the "
                             "model has none; use --mode forward to compile inference");
-    return mlir::failure();
+    return false;
   }
-  if (mlir::failed(runPipeline(module, opts.dumpIrDir, training ? &opts.train : nullptr, dp))) {
-    printError(errors.hasError() ? errors.message() : opts.model + ": pass pipeline failed");
-    return mlir::failure();
-  }
+  return true;
+}
+
+// Lowers the compiled @train_step (or @forward) of `module` to a program.
+mlir::FailureOr<EmittedProgram> emitCompiled(mlir::ModuleOp module, WeightStore &weights,
+                                             const Options &opts, FirstErrorCollector &errors) {
+  bool training = opts.mode == Mode::Train;
   auto func = module.lookupSymbol<mlir::func::FuncOp>(training ? "train_step" : "forward");
   if (!func) {
     printError(opts.model + ": the compiled module has no @" +
                (training ? "train_step" : "forward") + " function");
     return mlir::failure();
   }
-  mlir::FailureOr<EmittedProgram> emitted = emitProgram(func, imported.weights);
+  mlir::FailureOr<EmittedProgram> emitted = emitProgram(func, weights);
   if (mlir::failed(emitted))
     printError(errors.hasError() ? errors.message() : opts.model + ": lowering failed");
   return emitted;
+}
+
+void printPassFailure(const Options &opts, FirstErrorCollector &errors) {
+  printError(errors.hasError() ? errors.message() : opts.model + ": pass pipeline failed");
 }
 
 // Writes the bundle (with source.onnx for training bundles) and reports what was written.
@@ -176,7 +176,18 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
     llvm::outs().flush();
     return 0;
   }
-  mlir::FailureOr<EmittedProgram> emitted = compileImported(*imported, opts, errors, nullptr);
+  if (!checkHasLoss(opts, imported->module.get()))
+    return 1;
+  const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
+  int dumpIndex = 0;
+  if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, dumpIndex)) ||
+      mlir::failed(runLocalPasses(imported->module.get(), opts.dumpIrDir, train, nullptr,
+                                  dumpIndex))) {
+    printPassFailure(opts, errors);
+    return 1;
+  }
+  mlir::FailureOr<EmittedProgram> emitted =
+      emitCompiled(imported->module.get(), imported->weights, opts, errors);
   if (mlir::failed(emitted))
     return 1;
   program::Bundle bundle = newBundle(opts);
@@ -196,30 +207,36 @@ int compile(const Options &opts) {
   if (opts.emitMlir || opts.mode == Mode::Forward || opts.gpus == 1)
     return compileSingleRank(ctx, opts, errors);
 
-  // The global batch: every graph input's dim 0, as the model (or --input-shape) gives it.
-  mlir::FailureOr<onnx_import::ImportedModel> global =
-      importModel(ctx, opts, errors);
-  if (mlir::failed(global))
+  // One import and one global training step; the batch's sharding comes from propagation.
+  mlir::FailureOr<onnx_import::ImportedModel> global = importModel(ctx, opts, errors);
+  if (mlir::failed(global) || !checkHasLoss(opts, global->module.get()))
     return 1;
+  int globalDumps = 0;
+  if (mlir::failed(runGlobalPasses(global->module.get(), opts.dumpIrDir, &opts.train, opts.gpus,
+                                   globalDumps))) {
+    printPassFailure(opts, errors);
+    return 1;
+  }
   std::string error;
-  std::optional<GlobalBatch> batch = findGlobalBatch(*global, opts, error);
+  std::optional<GlobalBatch> batch = findGlobalBatch(global->module.get(), opts, error);
   if (!batch) {
     printError(error);
     return 1;
   }
-  global->module = nullptr;
 
-  // One compilation per strategy (several under auto) and per distinct number of rows.
+  // One partitioned copy per strategy (several under auto) and per distinct number of rows.
   auto compileStrategy = [&](const ParallelStrategy &strategy,
                              DataParallelBundle &out) -> bool {
     return compileDataParallel(
         opts, strategy, *batch,
         [&](const DataParallelOptions &dp) -> mlir::FailureOr<EmittedProgram> {
-          mlir::FailureOr<onnx_import::ImportedModel> imported =
-              importModel(ctx, opts, errors, dp.localRows);
-          if (mlir::failed(imported))
+          mlir::OwningOpRef<mlir::ModuleOp> local(global->module->clone());
+          int dumps = globalDumps;
+          if (mlir::failed(runLocalPasses(local.get(), opts.dumpIrDir, &opts.train, &dp, dumps))) {
+            printPassFailure(opts, errors);
             return mlir::failure();
-          return compileImported(*imported, opts, errors, &dp);
+          }
+          return emitCompiled(local.get(), global->weights, opts, errors);
         },
         out);
   };

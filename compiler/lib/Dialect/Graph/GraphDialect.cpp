@@ -10,6 +10,7 @@ using namespace shardc::graph;
 
 #include "shardc/Dialect/Graph/GraphDialect.cpp.inc"
 #include "shardc/Dialect/Graph/GradientInterface.cpp.inc"
+#include "shardc/Dialect/Graph/ShardingRuleInterface.cpp.inc"
 
 void GraphDialect::initialize() {
   addOperations<

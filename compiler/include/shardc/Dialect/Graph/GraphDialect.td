@@ -10,6 +10,7 @@
 #define SHARDC_DIALECT_GRAPH_GRAPHDIALECT_TD
 
 include "mlir/IR/OpBase.td"
+include "shardc/Dialect/Graph/ShardingRuleInterface.td"
 
 def Graph_Dialect : Dialect {
   let name = "graph";
@@ -30,8 +31,10 @@ def Graph_Dialect : Dialect {
   let usePropertiesForAttributes = 1;
 }
 
+// Every op says how its dimensions may be split (ShardingRule.h); an op answering "no rule"
+// is computed replicated.
 class Graph_Op<string mnemonic, list<Trait> traits = []> :
-    Op<Graph_Dialect, mnemonic, traits>;
+    Op<Graph_Dialect, mnemonic, !listconcat(traits, [Graph_Shardable])>;
 
 // The element types the runtime supports.
 def Graph_Tensor : RankedTensorOf<[F32, I64, I32, I1]>;

@@ -13,6 +13,8 @@
 #include "shardc/Dialect/Graph/GraphDialect.h"
 
 #include "shardc/Dialect/Graph/GradientInterface.h.inc"
+#include "shardc/Dialect/Graph/ShardingRule.h"
+#include "shardc/Dialect/Graph/ShardingRuleInterface.h.inc"
 
 #define GET_OP_CLASSES
 #include "shardc/Dialect/Graph/GraphOps.h.inc"

@@ -1,0 +1,283 @@
+//===- LinalgShardingRules.cpp - rules of matmul, normalisation, softmax and losses -----===//
+//
+//   matmul   [..., m, k] x [..., k, n] -> [..., m, n]   k is summed: a split k leaves partial
+//            sums (a row-parallel matmul); a split n is a column-parallel one
+//   softmax / layer_norm: the normalised axes stay whole
+//   losses   the rows (and any extra label dims) are summed or averaged into the loss; the
+//            classes stay whole (a vocab-parallel cross-entropy is a rule of its own, later)
+//
+//===-------------------------------------------------------------------------------------===//
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+using namespace mlir;
+
+namespace shardc::graph {
+
+namespace {
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+int factorOrNone(OpShardingRule &rule, int64_t size) {
+  return size == 1 ? -1 : rule.addFactor(size);
+}
+} // namespace
+
+std::optional<OpShardingRule> MatMulOp::getShardingRule() {
+  ArrayRef<int64_t> a = shapeOf(getLhs()), b = shapeOf(getRhs()), c = shapeOf(getResult());
+  OpShardingRule rule;
+  // 1-D operands are promoted (a: [1, k], b: [k, 1]) and the added dimension removed.
+  int64_t k = a.back();
+  int fk = k == 1 ? -1 : rule.addReduction(k);
+  int64_t m = a.size() >= 2 ? a[a.size() - 2] : 1;
+  int64_t n = b.size() >= 2 ? b.back() : 1;
+  int fm = a.size() >= 2 ? factorOrNone(rule, m) : -1;
+  int fn = b.size() >= 2 ? factorOrNone(rule, n) : -1;
+  // Batch dimensions broadcast like an elementwise op over the result's leading dims.
+  size_t batchRank = c.size() - (a.size() >= 2 ? 1 : 0) - (b.size() >= 2 ? 1 : 0);
+  SmallVector<int> batch;
+  for (size_t d = 0; d < batchRank; ++d)
+    batch.push_back(factorOrNone(rule, c[d]));
+  auto batchDims = [&](ArrayRef<int64_t> shape, size_t own, TensorFactors &t) {
+    size_t lead = shape.size() - own;
+    for (size_t d = 0; d < lead; ++d) {
+      size_t cd = batchRank - lead + d;
+      t.emplace_back();
+      if (batch[cd] >= 0 && shape[d] == c[cd])
+        t.back().push_back(batch[cd]);
+    }
+  };
+  TensorFactors ta, tb, tc;
+  if (a.size() >= 2) {
+    batchDims(a, 2, ta);
+    ta.push_back(fm >= 0 ? DimFactors{fm} : DimFactors{});
+  }
+  ta.push_back(fk >= 0 ? DimFactors{fk} : DimFactors{});
+  if (b.size() >= 2)
+    batchDims(b, 2, tb);
+  tb.push_back(fk >= 0 ? DimFactors{fk} : DimFactors{});
+  if (b.size() >= 2)
+    tb.push_back(fn >= 0 ? DimFactors{fn} : DimFactors{});
+  for (int f : batch)
+    tc.push_back(f >= 0 ? DimFactors{f} : DimFactors{});
+  if (a.size() >= 2)
+    tc.push_back(fm >= 0 ? DimFactors{fm} : DimFactors{});
+  if (b.size() >= 2)
+    tc.push_back(fn >= 0 ? DimFactors{fn} : DimFactors{});
+  rule.operands = {ta, tb};
+  rule.results = {tc};
+  rule.linear = {true, true};
+  return rule;
+}
+
+std::optional<OpShardingRule> GemmOp::getShardingRule() {
+  ArrayRef<int64_t> a = shapeOf(getA()), c = shapeOf(getResult());
+  OpShardingRule rule;
+  int64_t k = getTransA() ? a[0] : a[1];
+  int fm = factorOrNone(rule, c[0]), fn = factorOrNone(rule, c[1]);
+  int fk = k == 1 ? -1 : rule.addReduction(k);
+  auto two = [](int x, int y) { return OpShardingRule::tensor({x, y}); };
+  rule.operands.push_back(getTransA() ? two(fk, fm) : two(fm, fk));
+  rule.operands.push_back(getTransB() ? two(fn, fk) : two(fk, fn));
+  if (Value bias = getC()) {
+    // c broadcasts (unidirectionally) to [m, n].
+    ArrayRef<int64_t> s = shapeOf(bias);
+    SmallVector<int> dims;
+    int outer[2] = {fm, fn};
+    for (size_t d = 0; d < s.size(); ++d) {
+      size_t cd = 2 - s.size() + d;
+      dims.push_back(s[d] == c[cd] ? outer[cd] : -1);
+    }
+    rule.operands.push_back(OpShardingRule::tensor(dims));
+  }
+  rule.results.push_back(two(fm, fn));
+  // With a bias, a pending sum in a or b would add the bias once per device.
+  bool linear = !getC();
+  rule.linear.assign(getNumOperands(), linear);
+  return rule;
+}
+
+std::optional<OpShardingRule> LayerNormOp::getShardingRule() {
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  OpShardingRule rule;
+  SmallVector<int> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d)
+    dims.push_back(x[d] == 1 ? -1
+                   : d < axis ? rule.addFactor(x[d])
+                              : rule.addWhole(x[d], "layer_norm normalises over it"));
+  TensorFactors input = OpShardingRule::tensor(dims);
+  // scale and bias have the normalised shape (they may broadcast over its leading dims).
+  auto normalised = [&](Value v) {
+    ArrayRef<int64_t> s = shapeOf(v);
+    SmallVector<int> f;
+    for (size_t d = 0; d < s.size(); ++d) {
+      size_t xd = x.size() - s.size() + d;
+      f.push_back(s[d] == x[xd] ? dims[xd] : -1);
+    }
+    return OpShardingRule::tensor(f);
+  };
+  rule.operands.push_back(input);
+  rule.operands.push_back(normalised(getScale()));
+  if (getBias())
+    rule.operands.push_back(normalised(getBias()));
+  SmallVector<int> stats(dims.begin(), dims.end());
+  for (int64_t d = axis; d < static_cast<int64_t>(x.size()); ++d)
+    stats[d] = -1;
+  rule.results = {input, OpShardingRule::tensor(stats), OpShardingRule::tensor(stats)};
+  rule.linear.assign(getNumOperands(), false);
+  return rule;
+}
+
+namespace {
+// softmax-like ops: every operand and result has the input's shape; `axis` stays whole.
+OpShardingRule alongAxis(Operation *op, int64_t axis, StringRef why) {
+  OpShardingRule rule = sharding::elementwise(op);
+  for (int f : rule.results[0][axis])
+    rule.makeWhole(f, why.str());
+  return rule;
+}
+} // namespace
+
+std::optional<OpShardingRule> SoftmaxOp::getShardingRule() {
+  return alongAxis(*this, getAxis(), "softmax normalises over it");
+}
+std::optional<OpShardingRule> LogSoftmaxOp::getShardingRule() {
+  return alongAxis(*this, getAxis(), "log_softmax normalises over it");
+}
+std::optional<OpShardingRule> SoftmaxGradOp::getShardingRule() {
+  return alongAxis(*this, getAxis(), "softmax's gradient sums over it");
+}
+std::optional<OpShardingRule> LogSoftmaxGradOp::getShardingRule() {
+  return alongAxis(*this, getAxis(), "log_softmax's gradient sums over it");
+}
+
+std::optional<OpShardingRule> LayerNormGradOp::getShardingRule() {
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  OpShardingRule rule;
+  SmallVector<int> dims;
+  // The rows are parallel for dinput and summed into dscale and dbias.
+  for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d)
+    dims.push_back(x[d] == 1 ? -1
+                   : d < axis ? rule.addReduction(x[d])
+                              : rule.addWhole(x[d], "layer_norm normalises over it"));
+  TensorFactors input = OpShardingRule::tensor(dims);
+  SmallVector<int> stats(dims.begin(), dims.end()), normalised;
+  for (int64_t d = axis; d < static_cast<int64_t>(x.size()); ++d)
+    stats[d] = -1;
+  auto scaleShape = shapeOf(getScale());
+  for (size_t d = 0; d < scaleShape.size(); ++d) {
+    size_t xd = x.size() - scaleShape.size() + d;
+    normalised.push_back(scaleShape[d] == x[xd] ? dims[xd] : -1);
+  }
+  TensorFactors scale = OpShardingRule::tensor(normalised);
+  rule.operands = {input, input, scale, OpShardingRule::tensor(stats),
+                   OpShardingRule::tensor(stats)};
+  rule.results = {input, scale, scale};
+  rule.linear.assign(getNumOperands(), false);
+  return rule;
+}
+
+namespace {
+// Losses over scores [n, c, d1..dk] and labels [n, d1..dk] (class weights [c]). `reduction`
+// decides the loss's shape: "none" keeps [n, d1..]; "sum" sums them; "mean" averages them,
+// which a split can follow only when the count is the number of labels (no class weights, no
+// ignore_index): shardc rewrites other means into a sum divided by the count before sharding.
+struct LossFactors {
+  SmallVector<int> rows; // n, d1..dk
+  int classes = -1;
+};
+
+LossFactors lossFactors(OpShardingRule &rule, ArrayRef<int64_t> scores, StringRef reduction,
+                        bool countedMean, StringRef op) {
+  LossFactors lf;
+  PartialKind partial = reduction == "mean" ? PartialKind::Mean : PartialKind::Sum;
+  for (size_t d = 0; d < scores.size(); ++d) {
+    if (d == 1) {
+      lf.classes = rule.addWhole(scores[1], (op + " normalises over the classes").str());
+      continue;
+    }
+    int f = scores[d] == 1 ? -1 : rule.addReduction(scores[d], partial);
+    if (f >= 0 && reduction == "mean" && !countedMean)
+      rule.makeWhole(f, (op + " with reduction \"mean\" divides by a count of the whole "
+                              "batch's labels").str());
+    lf.rows.push_back(f);
+  }
+  return lf;
+}
+
+TensorFactors scoresTensor(const LossFactors &lf) {
+  SmallVector<int> dims = {lf.rows[0], lf.classes};
+  dims.append(lf.rows.begin() + 1, lf.rows.end());
+  return OpShardingRule::tensor(dims);
+}
+
+OpShardingRule lossRule(Operation *op, Value scores, Value weights, StringRef reduction,
+                        bool hasIgnoreIndex, StringRef name, bool withLogProb) {
+  OpShardingRule rule;
+  LossFactors lf = lossFactors(rule, shapeOf(scores), reduction,
+                               !weights && !hasIgnoreIndex, name);
+  rule.operands.push_back(scoresTensor(lf));
+  rule.operands.push_back(OpShardingRule::tensor(lf.rows));
+  if (weights)
+    rule.operands.push_back(OpShardingRule::tensor({lf.classes}));
+  rule.results.push_back(reduction == "none" ? OpShardingRule::tensor(lf.rows)
+                                             : TensorFactors());
+  if (withLogProb)
+    rule.results.push_back(scoresTensor(lf));
+  rule.linear.assign(op->getNumOperands(), false);
+  return rule;
+}
+
+// Gradients of the losses: dscores [n, c, d..] from dloss (a scalar, or [n, d..] for "none").
+// A mean divides by the count of the whole batch's labels, which a device does not have.
+OpShardingRule lossGradRule(Operation *op, Value dloss, ArrayRef<int64_t> scores,
+                            bool hasScoresOperand, Value weights, StringRef reduction,
+                            StringRef name) {
+  OpShardingRule rule;
+  LossFactors lf;
+  for (size_t d = 0; d < scores.size(); ++d) {
+    if (d == 1) {
+      lf.classes = rule.addWhole(scores[1], (name + " normalises over the classes").str());
+      continue;
+    }
+    int f = scores[d] == 1 ? -1 : rule.addFactor(scores[d]);
+    if (f >= 0 && reduction == "mean")
+      rule.makeWhole(f, (name + " with reduction \"mean\" divides by a count of the whole "
+                                "batch's labels").str());
+    lf.rows.push_back(f);
+  }
+  rule.operands.push_back(shapeOf(dloss).empty() ? TensorFactors()
+                                                 : OpShardingRule::tensor(lf.rows));
+  if (hasScoresOperand)
+    rule.operands.push_back(scoresTensor(lf));
+  rule.operands.push_back(OpShardingRule::tensor(lf.rows));
+  if (weights)
+    rule.operands.push_back(OpShardingRule::tensor({lf.classes}));
+  rule.results.push_back(scoresTensor(lf));
+  // Linear in dloss: a pending sum there scales every row alike.
+  rule.linear.assign(op->getNumOperands(), false);
+  rule.linear[0] = true;
+  return rule;
+}
+} // namespace
+
+std::optional<OpShardingRule> SoftmaxCrossEntropyLossOp::getShardingRule() {
+  return lossRule(*this, getScores(), getWeights(), getReduction(),
+                  getIgnoreIndex().has_value(), "softmax_cross_entropy_loss", true);
+}
+
+std::optional<OpShardingRule> NegativeLogLikelihoodLossOp::getShardingRule() {
+  return lossRule(*this, getInput(), getWeight(), getReduction(), getIgnoreIndex().has_value(),
+                  "nll_loss", false);
+}
+
+std::optional<OpShardingRule> SoftmaxCrossEntropyLossGradOp::getShardingRule() {
+  return lossGradRule(*this, getDloss(), shapeOf(getLogProb()), true, getWeights(),
+                      getReduction(), "softmax_cross_entropy_loss_grad");
+}
+
+std::optional<OpShardingRule> NegativeLogLikelihoodLossGradOp::getShardingRule() {
+  return lossGradRule(*this, getDloss(), shapeOf(getDinput()), false, getWeight(),
+                      getReduction(), "nll_loss_grad");
+}
+
+} // namespace shardc::graph

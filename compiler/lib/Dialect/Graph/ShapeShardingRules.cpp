@@ -1,0 +1,237 @@
+//===- ShapeShardingRules.cpp - rules of reductions and data movement -------------------===//
+//
+// Reshapes map dimension groups (768 -> 12 x 64 keeps a split of the heads); transposes
+// permute factors; concat, split and sliced dimensions stay whole; a gather's indexed axis is
+// whole (a vocab-parallel lookup is a rule of its own, later), its index dimensions are
+// parallel, and in its gradient (a scatter-add) they are summed.
+//
+//===-------------------------------------------------------------------------------------===//
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+using namespace mlir;
+
+namespace shardc::graph {
+
+namespace {
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+} // namespace
+
+std::optional<OpShardingRule> ReduceSumOp::getShardingRule() {
+  return sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Sum);
+}
+std::optional<OpShardingRule> ReduceMeanOp::getShardingRule() {
+  return sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Mean);
+}
+std::optional<OpShardingRule> ReduceMaxOp::getShardingRule() {
+  return sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Max);
+}
+
+#define RESHAPE_RULE(OP)                                                                       \
+  std::optional<OpShardingRule> OP::getShardingRule() {                                        \
+    return sharding::reshape(shapeOf(getInput()), getType().getShape());                       \
+  }
+RESHAPE_RULE(ReshapeOp)
+RESHAPE_RULE(FlattenOp)
+RESHAPE_RULE(SqueezeOp)
+RESHAPE_RULE(UnsqueezeOp)
+#undef RESHAPE_RULE
+
+std::optional<OpShardingRule> TransposeOp::getShardingRule() {
+  OpShardingRule rule;
+  TensorFactors in = rule.freshTensor(shapeOf(getInput())), out;
+  for (int64_t p : getPerm())
+    out.push_back(in[p]);
+  rule.operands = {in};
+  rule.results = {out};
+  rule.linear = {true};
+  return rule;
+}
+
+std::optional<OpShardingRule> ExpandOp::getShardingRule() {
+  OpShardingRule rule = sharding::elementwise(*this);
+  rule.linear = {true};
+  return rule;
+}
+
+std::optional<OpShardingRule> ConcatOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> out = getType().getShape();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  SmallVector<int> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d)
+    dims.push_back(d == axis || out[d] == 1 ? -1 : rule.addFactor(out[d]));
+  for (Value in : getInputs()) {
+    TensorFactors t = OpShardingRule::tensor(dims);
+    if (shapeOf(in)[axis] != 1)
+      t[axis].push_back(rule.addWhole(shapeOf(in)[axis], "concat joins along it"));
+    rule.operands.push_back(std::move(t));
+  }
+  TensorFactors result = OpShardingRule::tensor(dims);
+  if (out[axis] != 1)
+    result[axis].push_back(rule.addWhole(out[axis], "concat joins along it"));
+  rule.results = {result};
+  rule.linear.assign(getNumOperands(), false);
+  rule.sumsOperands = true;
+  return rule;
+}
+
+std::optional<OpShardingRule> SplitOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  SmallVector<int> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
+    dims.push_back(d == axis || in[d] == 1 ? -1 : rule.addFactor(in[d]));
+  TensorFactors input = OpShardingRule::tensor(dims);
+  if (in[axis] != 1)
+    input[axis].push_back(rule.addWhole(in[axis], "split cuts along it"));
+  rule.operands = {input};
+  for (Value r : getResults()) {
+    TensorFactors t = OpShardingRule::tensor(dims);
+    if (shapeOf(r)[axis] != 1)
+      t[axis].push_back(rule.addWhole(shapeOf(r)[axis], "split cuts along it"));
+    rule.results.push_back(std::move(t));
+  }
+  rule.linear = {true};
+  return rule;
+}
+
+namespace {
+// A slice (or its gradient) along `whole` and `part`: a dimension taken entirely (start 0,
+// step 1, all elements) is parallel, any other stays whole.
+OpShardingRule sliceRule(ArrayRef<int64_t> whole, ArrayRef<int64_t> part,
+                         ArrayRef<int64_t> starts, ArrayRef<int64_t> steps, StringRef op) {
+  OpShardingRule rule;
+  SmallVector<int> w, p;
+  for (size_t d = 0; d < whole.size(); ++d) {
+    bool full = starts[d] == 0 && steps[d] == 1 && whole[d] == part[d];
+    if (full) {
+      int f = whole[d] == 1 ? -1 : rule.addFactor(whole[d]);
+      w.push_back(f);
+      p.push_back(f);
+      continue;
+    }
+    w.push_back(whole[d] == 1 ? -1 : rule.addWhole(whole[d], (op + " takes part of it").str()));
+    p.push_back(part[d] == 1 ? -1 : rule.addWhole(part[d], (op + " takes part of it").str()));
+  }
+  rule.operands = {OpShardingRule::tensor(w)};
+  rule.results = {OpShardingRule::tensor(p)};
+  rule.linear = {true};
+  return rule;
+}
+} // namespace
+
+std::optional<OpShardingRule> SliceOp::getShardingRule() {
+  return sliceRule(shapeOf(getInput()), getType().getShape(), getStarts(), getSteps(), "slice");
+}
+
+std::optional<OpShardingRule> SliceGradOp::getShardingRule() {
+  OpShardingRule rule = sliceRule(getType().getShape(), shapeOf(getDy()), getStarts(), getSteps(),
+                                  "slice_grad");
+  std::swap(rule.operands[0], rule.results[0]);
+  return rule;
+}
+
+namespace {
+// data [..., axis, ...] and indices [I...] -> [...data before axis, I..., data after axis...].
+struct GatherFactors {
+  SmallVector<int> before, index, after;
+  int axis = -1;
+};
+
+GatherFactors gatherFactors(OpShardingRule &rule, ArrayRef<int64_t> data,
+                            ArrayRef<int64_t> indices, int64_t axis, bool scatter) {
+  GatherFactors g;
+  auto fresh = [&](int64_t size) { return size == 1 ? -1 : rule.addFactor(size); };
+  for (int64_t d = 0; d < axis; ++d)
+    g.before.push_back(fresh(data[d]));
+  if (data[axis] != 1)
+    g.axis = rule.addWhole(data[axis], scatter ? "gather_grad scatters into it"
+                                               : "gather picks rows of it by index");
+  for (int64_t size : indices)
+    g.index.push_back(size == 1 ? -1 : scatter ? rule.addReduction(size) : rule.addFactor(size));
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(data.size()); ++d)
+    g.after.push_back(fresh(data[d]));
+  return g;
+}
+
+TensorFactors gathered(const GatherFactors &g) {
+  SmallVector<int> dims(g.before);
+  dims.append(g.index.begin(), g.index.end());
+  dims.append(g.after.begin(), g.after.end());
+  return OpShardingRule::tensor(dims);
+}
+
+TensorFactors dataTensor(const GatherFactors &g) {
+  SmallVector<int> dims(g.before);
+  dims.push_back(g.axis);
+  dims.append(g.after.begin(), g.after.end());
+  return OpShardingRule::tensor(dims);
+}
+} // namespace
+
+std::optional<OpShardingRule> GatherOp::getShardingRule() {
+  OpShardingRule rule;
+  GatherFactors g = gatherFactors(rule, shapeOf(getData()), shapeOf(getIndices()),
+                                  static_cast<int64_t>(getAxis()), false);
+  rule.operands = {dataTensor(g), OpShardingRule::tensor(g.index)};
+  rule.results = {gathered(g)};
+  rule.linear = {true, false};
+  return rule;
+}
+
+std::optional<OpShardingRule> GatherGradOp::getShardingRule() {
+  OpShardingRule rule;
+  GatherFactors g = gatherFactors(rule, getType().getShape(), shapeOf(getIndices()),
+                                  static_cast<int64_t>(getAxis()), true);
+  rule.operands = {gathered(g), OpShardingRule::tensor(g.index)};
+  rule.results = {dataTensor(g)};
+  rule.linear = {true, false};
+  return rule;
+}
+
+std::optional<OpShardingRule> ReduceMaxGradOp::getShardingRule() {
+  // dy and output have the reduced shape, input and dinput the full one; the reduced axes stay
+  // whole (ties are shared among all maxima of the whole axis).
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  OpShardingRule rule;
+  SmallVector<int> full, reduced;
+  for (size_t d = 0; d < x.size(); ++d) {
+    bool isReduced = llvm::is_contained(getAxes(), static_cast<int64_t>(d));
+    int f = x[d] == 1 ? -1
+            : isReduced ? rule.addWhole(x[d], "reduce_max's gradient finds the maxima of it")
+                        : rule.addFactor(x[d]);
+    full.push_back(f);
+    if (!isReduced)
+      reduced.push_back(f);
+    else if (getKeepdims())
+      reduced.push_back(-1);
+  }
+  TensorFactors t = OpShardingRule::tensor(full), r = OpShardingRule::tensor(reduced);
+  rule.operands = {r, t, r};
+  rule.results = {t};
+  rule.linear = {true, false, false};
+  return rule;
+}
+
+// Shape computations fold away at import; should one remain, its value is the shape itself.
+std::optional<OpShardingRule> ShapeOp::getShardingRule() {
+  return sharding::allWhole(*this, "shape reads the whole tensor's dimensions");
+}
+std::optional<OpShardingRule> RangeOp::getShardingRule() {
+  return sharding::allWhole(*this, "range's values are positions");
+}
+std::optional<OpShardingRule> ConstantOfShapeOp::getShardingRule() {
+  // Every element is the same value: any block of it is the same block.
+  OpShardingRule rule;
+  ArrayRef<int64_t> shape = shapeOf(getShape());
+  rule.operands.push_back(OpShardingRule::tensor(
+      {shape.empty() || shape[0] == 1 ? -1 : rule.addWhole(shape[0], "it holds a shape")}));
+  if (shape.empty())
+    rule.operands.back().clear();
+  rule.results.push_back(rule.freshTensor(getType().getShape()));
+  rule.linear = {false};
+  return rule;
+}
+
+} // namespace shardc::graph

@@ -1,0 +1,173 @@
+//===- DimensionClasses.cpp -------------------------------------------------------------===//
+#include "passes/sharding/DimensionClasses.h"
+
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace shardc::sharding {
+
+std::string nodeName(Operation *op) {
+  std::string kind = op->getName().stripDialect().str();
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    return "node '" + name.getName().str() + "' (" + kind + ")";
+  return "op " + op->getName().getStringRef().str();
+}
+
+int DimensionClasses::node(Value value, unsigned dim) {
+  auto key = std::make_pair(value.getAsOpaquePointer(), dim);
+  auto [it, inserted] = ids_.try_emplace(key, static_cast<int>(refs_.size()));
+  if (inserted) {
+    refs_.push_back({value, dim});
+    parent_.push_back(it->second);
+    unit_.push_back(0);
+    blocked_.emplace_back(nullptr, "");
+    max_.push_back(false);
+  }
+  return it->second;
+}
+
+int DimensionClasses::find(int n) const {
+  while (parent_[n] != n)
+    n = parent_[n] = parent_[parent_[n]];
+  return n;
+}
+
+void DimensionClasses::unite(int a, int b) {
+  a = find(a);
+  b = find(b);
+  if (a == b)
+    return;
+  // Keep the earlier node as the root, so that the first blocker in program order wins.
+  if (b < a)
+    std::swap(a, b);
+  parent_[b] = a;
+  unit_[a] = std::gcd(unit_[a], unit_[b]);
+  if (!blocked_[a].first && blocked_[b].first)
+    blocked_[a] = blocked_[b];
+  max_[a] = max_[a] || max_[b];
+}
+
+void DimensionClasses::block(int n, Operation *op, const std::string &why) {
+  int r = find(n);
+  if (!blocked_[r].first)
+    blocked_[r] = {op, why};
+}
+
+DimensionClasses::DimensionClasses(func::FuncOp func) {
+  auto dimsOf = [](Value v) -> unsigned {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t ? static_cast<unsigned>(t.getRank()) : 0;
+  };
+  auto sizeOf = [](Value v, unsigned d) { return cast<RankedTensorType>(v.getType()).getDimSize(d); };
+  // Every dimension of size > 1 of the arguments and of every op result is a node.
+  for (BlockArgument arg : func.getArguments())
+    for (unsigned d = 0; d < dimsOf(arg); ++d)
+      if (sizeOf(arg, d) != 1)
+        unit_[node(arg, d)] = sizeOf(arg, d);
+
+  func.walk([&](Operation *op) {
+    if (op == func || isa<func::ReturnOp>(op))
+      return;
+    SmallVector<Value> values(op->getOperands());
+    values.append(op->result_begin(), op->result_end());
+    auto rules = dyn_cast<graph::ShardingRuleOpInterface>(op);
+    std::optional<graph::OpShardingRule> rule;
+    if (rules)
+      rule = rules.getShardingRule();
+    for (Value v : op->getResults())
+      for (unsigned d = 0; d < dimsOf(v); ++d)
+        if (sizeOf(v, d) != 1)
+          unit_[node(v, d)] = sizeOf(v, d);
+    if (!rule) {
+      for (Value v : values)
+        for (unsigned d = 0; d < dimsOf(v); ++d)
+          if (sizeOf(v, d) != 1)
+            block(node(v, d), op, "it has no sharding rule");
+      return;
+    }
+    // Where each factor is the major factor of a dimension, and where it is a minor one.
+    std::vector<int> firstMajor(rule->factors.size(), -1);
+    auto visit = [&](Value v, const graph::TensorFactors &tf) {
+      for (unsigned d = 0; d < tf.size() && d < dimsOf(v); ++d) {
+        if (tf[d].empty() || sizeOf(v, d) == 1)
+          continue;
+        int n = node(v, d);
+        int major = tf[d][0];
+        const graph::ShardingFactor &f = rule->factors[major];
+        unit_[find(n)] = std::gcd(unit_[find(n)], f.size);
+        if (firstMajor[major] < 0)
+          firstMajor[major] = n;
+        else
+          unite(firstMajor[major], n);
+        if (f.kind == graph::FactorKind::Whole)
+          block(n, op, f.why);
+      }
+    };
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (i < rule->operands.size())
+        visit(v, rule->operands[i]);
+    for (auto [i, v] : llvm::enumerate(op->getResults()))
+      if (i < rule->results.size())
+        visit(v, rule->results[i]);
+    // A factor that is the minor part of some dimension cannot be split as a block of it:
+    // block the classes where it is major.
+    auto blockMinor = [&](Value v, const graph::TensorFactors &tf) {
+      for (unsigned d = 0; d < tf.size() && d < dimsOf(v); ++d)
+        for (size_t k = 1; k < tf[d].size(); ++k)
+          if (firstMajor[tf[d][k]] >= 0)
+            block(firstMajor[tf[d][k]], op, "a reshape merges it into the minor part of a "
+                                            "dimension");
+    };
+    // A reduction that leaves a pending maximum.
+    auto markMax = [&](Value v, const graph::TensorFactors &tf) {
+      for (unsigned d = 0; d < tf.size() && d < dimsOf(v); ++d)
+        if (!tf[d].empty() && sizeOf(v, d) != 1 &&
+            rule->factors[tf[d][0]].partial == graph::PartialKind::Max)
+          max_[find(node(v, d))] = true;
+    };
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (i < rule->operands.size()) {
+        blockMinor(v, rule->operands[i]);
+        markMax(v, rule->operands[i]);
+      }
+    for (auto [i, v] : llvm::enumerate(op->getResults()))
+      if (i < rule->results.size())
+        blockMinor(v, rule->results[i]);
+  });
+
+  classIndex_.assign(refs_.size(), -1);
+  for (int n = 0; n < static_cast<int>(refs_.size()); ++n) {
+    int r = find(n);
+    if (classIndex_[r] < 0) {
+      classIndex_[r] = static_cast<int>(classes_.size());
+      DimClass c;
+      c.unit = unit_[r];
+      c.blocker = blocked_[r].first;
+      c.why = blocked_[r].second;
+      c.maxReduction = max_[r];
+      classes_.push_back(std::move(c));
+    }
+    classes_[classIndex_[r]].members.push_back(refs_[n]);
+  }
+}
+
+int DimensionClasses::classOf(Value value, unsigned dim) const {
+  auto it = ids_.find(std::make_pair(value.getAsOpaquePointer(), dim));
+  if (it == ids_.end())
+    return -1;
+  return classIndex_[find(it->second)];
+}
+
+std::string DimensionClasses::describeBlocker(int cls) const {
+  const DimClass &c = classes_[cls];
+  if (c.blocker)
+    return nodeName(c.blocker) + ": " + c.why;
+  if (c.maxReduction)
+    return "a reduce_max over it would leave a pending maximum, which no collective takes yet";
+  return "";
+}
+
+} // namespace shardc::sharding

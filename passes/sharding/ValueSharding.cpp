@@ -1,0 +1,75 @@
+//===- ValueSharding.cpp ----------------------------------------------------------------===//
+#include "passes/sharding/ValueSharding.h"
+
+using namespace mlir;
+
+namespace shardc::sharding {
+
+mesh::MeshShardingAttr getSharding(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    return func ? func.getArgAttrOfType<mesh::MeshShardingAttr>(arg.getArgNumber(),
+                                                                 kArgShardingAttr)
+                : nullptr;
+  }
+  Operation *def = v.getDefiningOp();
+  auto all = def->getAttrOfType<ArrayAttr>(kResultShardingsAttr);
+  if (!all)
+    return nullptr;
+  auto s = dyn_cast<mesh::MeshShardingAttr>(all[cast<OpResult>(v).getResultNumber()]);
+  return s;
+}
+
+void setSharding(Value v, mesh::MeshShardingAttr sharding) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (sharding)
+      func.setArgAttr(arg.getArgNumber(), kArgShardingAttr, sharding);
+    else
+      func.removeArgAttr(arg.getArgNumber(), kArgShardingAttr);
+    return;
+  }
+  Operation *def = v.getDefiningOp();
+  Builder b(def->getContext());
+  SmallVector<Attribute> all;
+  if (auto existing = def->getAttrOfType<ArrayAttr>(kResultShardingsAttr))
+    all.assign(existing.begin(), existing.end());
+  else
+    all.assign(def->getNumResults(), b.getUnitAttr());
+  all[cast<OpResult>(v).getResultNumber()] = sharding ? Attribute(sharding) : b.getUnitAttr();
+  if (llvm::all_of(all, [](Attribute a) { return isa<UnitAttr>(a); }))
+    def->removeAttr(kResultShardingsAttr);
+  else
+    def->setAttr(kResultShardingsAttr, b.getArrayAttr(all));
+}
+
+SmallVector<SmallVector<mesh::MeshAxis>> splitAxes(Value v) {
+  auto rank = cast<RankedTensorType>(v.getType()).getRank();
+  SmallVector<SmallVector<mesh::MeshAxis>> axes(rank);
+  if (auto s = getSharding(v))
+    for (auto [d, a] : llvm::enumerate(s.getSplitAxes()))
+      if (static_cast<int64_t>(d) < rank)
+        axes[d].assign(a.asArrayRef().begin(), a.asArrayRef().end());
+  return axes;
+}
+
+bool isPartial(Value v) {
+  auto s = getSharding(v);
+  return s && !s.getPartialAxes().empty();
+}
+
+mesh::MeshShardingAttr makeSharding(FlatSymbolRefAttr mesh,
+                                    ArrayRef<SmallVector<mesh::MeshAxis>> axesOfDim,
+                                    ArrayRef<mesh::MeshAxis> partialAxes) {
+  bool split = llvm::any_of(axesOfDim, [](const auto &a) { return !a.empty(); });
+  if (!split && partialAxes.empty())
+    return nullptr;
+  // Trailing whole dimensions are left out, as upstream prints them.
+  size_t n = axesOfDim.size();
+  while (n > 0 && axesOfDim[n - 1].empty())
+    --n;
+  return mesh::MeshShardingAttr::get(mesh.getContext(), mesh, axesOfDim.take_front(n),
+                                     partialAxes, mesh::ReductionKind::Sum);
+}
+
+} // namespace shardc::sharding
