@@ -83,8 +83,10 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     return r;
   }
 
-  // A constant split along some dimensions keeps its first blocks: every device must hold the
-  // same values (one program serves them all), so each block must equal the first.
+  // A constant split along the batch: one program serves devices that hold different rows, so
+  // the constant must be the same for every row of the batch (along a dimension of size D
+  // that holds D / batch elements per row, it repeats with that period). Each device keeps
+  // its first local rows.
   LogicalResult sliceConstant(graph::ConstantOp op, RankedTensorType local) {
     auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
     if (!dense)
@@ -94,33 +96,33 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       op.getResult().setType(local);
       return success();
     }
-    auto global = cast<RankedTensorType>(op.getType());
+    auto global = cast<RankedTensorType>(dense.getType());
     ArrayRef<int64_t> shape = global.getShape();
-    SmallVector<int64_t> strides(shape.size(), 1);
+    SmallVector<int64_t> strides(shape.size(), 1), period(shape.size(), 0);
     for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
       strides[d] = strides[d + 1] * shape[d + 1];
+    for (size_t d = 0; d < shape.size(); ++d)
+      period[d] = local.getDimSize(d) != shape[d] ? shape[d] / batch : 0;
     SmallVector<Attribute> values(dense.getValues<Attribute>());
     SmallVector<Attribute> kept;
     kept.reserve(local.getNumElements());
     for (int64_t i = 0; i < global.getNumElements(); ++i) {
-      int64_t rest = i;
-      bool inFirst = true;
-      int64_t firstBlockIndex = 0;
+      int64_t rest = i, firstRow = 0;
+      bool inLocal = true;
       for (size_t d = 0; d < shape.size(); ++d) {
         int64_t c = rest / strides[d];
         rest %= strides[d];
-        int64_t lc = c;
-        if (local.getDimSize(d) != shape[d]) {
-          lc = c % local.getDimSize(d);
-          inFirst = inFirst && c < local.getDimSize(d);
+        if (period[d]) {
+          inLocal = inLocal && c < local.getDimSize(d);
+          c %= period[d];
         }
-        firstBlockIndex += lc * strides[d];
+        firstRow += c * strides[d];
       }
-      if (values[i] != values[firstBlockIndex])
-        return op.emitError("a constant of shape ")
-               << global << " differs between the blocks of its batch dimension; it cannot be "
-               << "split across data-parallel devices";
-      if (inFirst)
+      if (values[i] != values[firstRow])
+        return op.emitError() << nodeName(op) << ": a constant of type " << global
+                              << " holds different values for different rows of the batch; it "
+                              << "cannot be split across data-parallel devices";
+      if (inLocal)
         kept.push_back(values[i]);
     }
     op.setValueAttr(DenseElementsAttr::get(local, kept));
@@ -279,7 +281,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       rows = batch / ranks;
     }
     if (rows < 1 || rows > batch) {
-      func.emitError("local-rows ") << rows << " is not in [1, " << batch << "]";
+      func.emitError("local-rows ") << static_cast<int64_t>(rows) << " is not in [1, " << batch << "]";
       return signalPassFailure();
     }
 

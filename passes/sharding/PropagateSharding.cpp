@@ -74,7 +74,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       return signalPassFailure();
     }
     if (ranks < 1) {
-      func.emitError("propagate-sharding needs ranks >= 1, got ") << ranks;
+      func.emitError("propagate-sharding needs ranks >= 1, got ") << static_cast<int64_t>(ranks);
       return signalPassFailure();
     }
     SmallVector<BlockArgument> inputs;
@@ -103,7 +103,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     }
     if (batch < 0) {
       func.emitError("cannot split the batch across ")
-          << ranks << " data-parallel devices: no dimension of input '"
+          << static_cast<int64_t>(ranks) << " data-parallel devices: no dimension of input '"
           << argName(func, first.getArgNumber())
           << "' is one along which rows never interact: " << rejected;
       return signalPassFailure();
