@@ -168,23 +168,25 @@ void setArgumentType(func::FuncOp func, BlockArgument arg, Type type) {
   refreshFunctionType(func);
 }
 
-static DictionaryAttr withFlatShard(DictionaryAttr attrs, ArrayRef<int64_t> wholeShape) {
-  Builder b(attrs.getContext());
+static DictionaryAttr withFlatShard(func::FuncOp func, DictionaryAttr attrs,
+                                    ArrayRef<int64_t> wholeShape) {
   NamedAttrList list(attrs);
-  list.set(kShardingAttr, b.getStringAttr("flat_shard"));
-  list.set(kGlobalShapeAttr, b.getDenseI64ArrayAttr(wholeShape));
-  return list.getDictionary(attrs.getContext());
+  auto mesh = func->getAttrOfType<FlatSymbolRefAttr>(kMeshAttr);
+  list.set(kShardingAttr, graph::FlatShardAttr::get(func.getContext(), mesh, 0, wholeShape));
+  return list.getDictionary(func.getContext());
 }
 
 void markFlatShardArg(func::FuncOp func, unsigned index, ArrayRef<int64_t> wholeShape) {
-  func.setArgAttrs(index, withFlatShard(func.getArgAttrDict(index)
+  func.setArgAttrs(index, withFlatShard(func,
+                                        func.getArgAttrDict(index)
                                             ? func.getArgAttrDict(index)
                                             : DictionaryAttr::get(func.getContext()),
                                         wholeShape));
 }
 
 void markFlatShardResult(func::FuncOp func, unsigned index, ArrayRef<int64_t> wholeShape) {
-  func.setResultAttrs(index, withFlatShard(func.getResultAttrDict(index)
+  func.setResultAttrs(index, withFlatShard(func,
+                                           func.getResultAttrDict(index)
                                                ? func.getResultAttrDict(index)
                                                : DictionaryAttr::get(func.getContext()),
                                            wholeShape));

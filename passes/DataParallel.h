@@ -20,7 +20,6 @@
 namespace shardc::dp {
 
 // The layout attributes, shared with the program emitter.
-using graph::kGlobalShapeAttr;
 using graph::kMeshAttr;
 using graph::kShardingAttr;
 using graph::kZeroStageAttr;

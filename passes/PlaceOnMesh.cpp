@@ -48,25 +48,38 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
     step->setAttr(dp::kMeshAttr, FlatSymbolRefAttr::get(meshOp.getSymNameAttr()));
     step->setAttr(dp::kZeroStageAttr, b.getI64IntegerAttr(zero));
 
-    auto layout = [&](DictionaryAttr attrs) -> StringRef {
+    // Graph inputs split along their batch (dim 0 unless propagation found another and
+    // recorded it), parameters and optimizer state replicated or, under ZeRO, flat shards.
+    auto meshRef = FlatSymbolRefAttr::get(meshOp.getSymNameAttr());
+    auto replicated = mesh::MeshShardingAttr::get(&getContext(), meshRef,
+                                                  ArrayRef<SmallVector<mesh::MeshAxis>>{});
+    auto batchOnDim0 = mesh::MeshShardingAttr::get(
+        &getContext(), meshRef, ArrayRef<SmallVector<mesh::MeshAxis>>{{0}});
+    auto layout = [&](DictionaryAttr attrs, Type type) -> Attribute {
+      auto flat = [&] {
+        return graph::FlatShardAttr::get(&getContext(), meshRef, 0,
+                                         cast<RankedTensorType>(type).getShape());
+      };
       if (!attrs)
-        return "replicated";
+        return replicated;
       if (attrs.get(graph::kInputAttr))
-        return "batch";
+        return cast<RankedTensorType>(type).getRank() ? Attribute(batchOnDim0) : replicated;
       if (attrs.get(kStateAttr))
-        return zero >= 1 ? "flat_shard" : "replicated";
+        return zero >= 1 ? Attribute(flat()) : replicated;
       if (attrs.get(graph::kParamAttr))
-        return zero == 3 ? "flat_shard" : "replicated";
-      return "replicated";
+        return zero == 3 ? Attribute(flat()) : replicated;
+      return replicated;
     };
-    // Graph inputs keep the sharding propagation gave them (their batch dimension's split).
     for (unsigned i = 0; i < step.getNumArguments(); ++i)
       if (!step.getArgAttrOfType<mesh::MeshShardingAttr>(i, dp::kShardingAttr))
-        step.setArgAttr(i, dp::kShardingAttr, b.getStringAttr(layout(step.getArgAttrDict(i))));
+        step.setArgAttr(i, dp::kShardingAttr,
+                        layout(step.getArgAttrDict(i), step.getArgument(i).getType()));
     for (unsigned i = 0; i < step.getNumResults(); ++i) {
       DictionaryAttr attrs = step.getResultAttrDict(i);
-      StringRef l = attrs && attrs.get(graph::kOutputAttr) ? "replicated" : layout(attrs);
-      step.setResultAttr(i, dp::kShardingAttr, b.getStringAttr(l));
+      Type type = step.getFunctionType().getResult(i);
+      Attribute l = attrs && attrs.get(graph::kOutputAttr) ? Attribute(replicated)
+                                                           : layout(attrs, type);
+      step.setResultAttr(i, dp::kShardingAttr, l);
     }
   }
 };

@@ -68,8 +68,8 @@ public:
       program::Binding *binding = out_.program.add_outputs();
       binding->set_name(resultName(func_, i));
       binding->set_buffer(buffers_.lookup(v));
-      if (auto wholeShape = func_.getResultAttrOfType<DenseI64ArrayAttr>(i, graph::kGlobalShapeAttr))
-        setSharding(binding, wholeShape,
+      if (auto flat = func_.getResultAttrOfType<graph::FlatShardAttr>(i, graph::kShardingAttr))
+        setSharding(binding, flat.getGlobalShape(),
                     out_.program.buffers(binding->buffer()).size_bytes() / 4);
       // An op result returned as the next step's parameter or state holds that (an argument
       // returned as it is keeps its own role).
@@ -119,9 +119,12 @@ private:
       program::Binding *binding = out_.program.add_inputs();
       binding->set_name(*input);
       binding->set_buffer(buffers_.lookup(arg));
-      auto wholeShape = func_.getArgAttrOfType<DenseI64ArrayAttr>(i, graph::kGlobalShapeAttr);
+      auto flat = func_.getArgAttrOfType<graph::FlatShardAttr>(i, graph::kShardingAttr);
+      std::optional<llvm::ArrayRef<int64_t>> wholeShape;
+      if (flat)
+        wholeShape = flat.getGlobalShape();
       if (wholeShape)
-        setSharding(binding, wholeShape, buf->size_bytes() / 4);
+        setSharding(binding, *wholeShape, buf->size_bytes() / 4);
       // A trained parameter is fed step after step; its first value ships in the weights.
       if (func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr))
         return addStateInit(*input, buf->size_bytes(), wholeShape);
@@ -146,9 +149,10 @@ private:
   }
 
   // Records how a flat-shard binding relates to its whole tensor (program.proto, Sharding).
-  void setSharding(program::Binding *binding, DenseI64ArrayAttr wholeShape, int64_t shardNumel) {
+  void setSharding(program::Binding *binding, llvm::ArrayRef<int64_t> wholeShape,
+                   int64_t shardNumel) {
     program::Sharding *sharding = binding->mutable_sharding();
-    for (int64_t d : wholeShape.asArrayRef())
+    for (int64_t d : wholeShape)
       sharding->add_global_shape(d);
     sharding->set_num_shards(static_cast<int32_t>(numShards()));
     sharding->set_shard_numel(shardNumel);
@@ -164,7 +168,7 @@ private:
   // The whole parameter goes into the initial values; a flat-shard binding's init covers rank
   // 0's part of it (shardc's per-rank programs move it to their own part).
   LogicalResult addStateInit(const std::string &name, uint64_t sizeBytes,
-                             DenseI64ArrayAttr wholeShape) {
+                             std::optional<llvm::ArrayRef<int64_t>> wholeShape) {
     const WeightTensor *w = weights_.find(name);
     if (!w || !w->present) {
       out_.weightsComplete = false;
@@ -173,7 +177,7 @@ private:
     uint64_t wholeBytes = sizeBytes;
     if (wholeShape) {
       wholeBytes = 4;
-      for (int64_t d : wholeShape.asArrayRef())
+      for (int64_t d : *wholeShape)
         wholeBytes *= static_cast<uint64_t>(d);
     }
     if (w->bytes.size() != wholeBytes)

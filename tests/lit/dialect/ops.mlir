@@ -73,3 +73,15 @@ func.func @collectives(%a: tensor<7xf32>, %b: tensor<2x3xf32>) -> (tensor<7xf32>
   %r = graph.all_reduce %a on @dp : (tensor<7xf32>) -> tensor<7xf32>
   return %w#0, %w#1, %t, %r : tensor<7xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<7xf32>
 }
+
+// -----
+
+// Shardings on arguments: upstream #mesh.shard (split dimensions) and ZeRO's flat shard.
+// CHECK-LABEL: func.func @shardings(
+// CHECK-SAME: %{{.*}}: tensor<8x4xf32> {graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>}
+// CHECK-SAME: %{{.*}}: tensor<6xf32> {graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [4, 3]>}
+mesh.mesh @dp(shape = 2)
+func.func @shardings(%x: tensor<8x4xf32> {graph.sharding = #mesh.shard<@dp, [[0]]>},
+                     %m: tensor<6xf32> {graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [4, 3]>}) -> tensor<6xf32> {
+  return %m : tensor<6xf32>
+}

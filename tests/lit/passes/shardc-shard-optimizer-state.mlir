@@ -3,10 +3,10 @@
 
 // Stage 2 on 3 ranks. Optimizer state is a flat shard: fc1.weight (12 elements) -> 4 each.
 // CHECK-LABEL: func.func @train_step(
-// CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<4x3xf32> {graph.param = "fc1.weight", graph.sharding = "replicated"}
-// CHECK-SAME: %[[M1:[a-z0-9]+]]: tensor<4xf32> {graph.global_shape = array<i64: 4, 3>, graph.sharding = "flat_shard", graph.state = "fc1.weight.exp_avg"}
-// CHECK-SAME: -> (tensor<f32> {graph.output = "loss", graph.sharding = "replicated"}, tensor<4x3xf32> {graph.param = "fc1.weight", graph.sharding = "replicated"}
-// CHECK-SAME: tensor<4xf32> {graph.global_shape = array<i64: 4, 3>, graph.sharding = "flat_shard", graph.state = "fc1.weight.exp_avg"}
+// CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<4x3xf32> {graph.param = "fc1.weight", graph.sharding = #mesh.shard<@dp, []>}
+// CHECK-SAME: %[[M1:[a-z0-9]+]]: tensor<4xf32> {graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [4, 3]>, graph.state = "fc1.weight.exp_avg"}
+// CHECK-SAME: -> (tensor<f32> {graph.output = "loss", graph.sharding = #mesh.shard<@dp, []>}, tensor<4x3xf32> {graph.param = "fc1.weight", graph.sharding = #mesh.shard<@dp, []>}
+// CHECK-SAME: tensor<4xf32> {graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [4, 3]>, graph.state = "fc1.weight.exp_avg"}
 // Each bucket is reduce-scattered as soon as its last gradient is final.
 // CHECK: %[[DW2:.*]] = graph.matmul %{{.*}} : (tensor<3x2xf32>, tensor<2x5xf32>) -> tensor<3x5xf32>
 // CHECK-NEXT: %[[S0:.*]] = graph.reduce_scatter %[[DW2]] on @dp {bucket = 0 : i64} : (tensor<3x5xf32>) -> tensor<5xf32>

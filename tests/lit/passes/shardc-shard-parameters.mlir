@@ -4,10 +4,10 @@
 // Three blocks h.0, h.1, h.2 (found automatically: the name up to its first number), then a
 // head. Parameters and state are stored as shards on 2 ranks (4x4 = 16 elements -> 8).
 // CHECK-LABEL: func.func @train_step(
-// CHECK-SAME: %[[W0:[a-z0-9]+]]: tensor<8xf32> {graph.global_shape = array<i64: 4, 4>, graph.param = "h.0.weight", graph.sharding = "flat_shard"}
-// CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<8xf32> {graph.global_shape = array<i64: 4, 4>, graph.param = "h.1.weight", graph.sharding = "flat_shard"}
-// CHECK-SAME: %[[W2:[a-z0-9]+]]: tensor<8xf32> {graph.global_shape = array<i64: 4, 4>, graph.param = "h.2.weight", graph.sharding = "flat_shard"}
-// CHECK-SAME: %[[WH:[a-z0-9]+]]: tensor<6xf32> {graph.global_shape = array<i64: 4, 3>, graph.param = "head.weight", graph.sharding = "flat_shard"}
+// CHECK-SAME: %[[W0:[a-z0-9]+]]: tensor<8xf32> {graph.param = "h.0.weight", graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [4, 4]>}
+// CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<8xf32> {graph.param = "h.1.weight", graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [4, 4]>}
+// CHECK-SAME: %[[W2:[a-z0-9]+]]: tensor<8xf32> {graph.param = "h.2.weight", graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [4, 4]>}
+// CHECK-SAME: %[[WH:[a-z0-9]+]]: tensor<6xf32> {graph.param = "head.weight", graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [4, 3]>}
 // Forward: unit h.0 is gathered, and h.1's gather is issued before h.0 computes (prefetch);
 // each later unit's gather comes before the previous unit's first use.
 // CHECK: %[[F0:.*]] = graph.all_gather %[[W0]] on @dp {unit = "h.0"} : (tensor<8xf32>) -> tensor<4x4xf32>
@@ -49,7 +49,7 @@ func.func @forward(%x: tensor<2x4xf32> {graph.input = "x"}, %y: tensor<2xi64> {g
 // "h.0.mlp.w"); parameters it does not match form the unit "(rest)". A 3-element bias on 2
 // ranks is padded to 2 x 2.
 // REGEX-LABEL: func.func @train_step({{.*}}"h.0.attn.w"
-// REGEX-SAME: tensor<2xf32> {graph.global_shape = array<i64: 3>, graph.param = "bias", graph.sharding = "flat_shard"}
+// REGEX-SAME: tensor<2xf32> {graph.param = "bias", graph.sharding = #graph.flat_shard<@dp, axis = 0, global_shape = [3]>}
 // REGEX: graph.all_gather %{{.*}}, %{{.*}} on @dp {unit = "h.0"} : (tensor<6xf32>, tensor<6xf32>) -> (tensor<3x4xf32>, tensor<4x3xf32>)
 // REGEX: graph.all_gather %{{.*}} on @dp {unit = "(rest)"} : (tensor<2xf32>) -> tensor<3xf32>
 func.func @forward(%x: tensor<2x3xf32> {graph.input = "x"}, %y: tensor<2xi64> {graph.input = "y"},

@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/Mesh/IR/MeshDialect.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace shardc::graph;
@@ -11,8 +13,14 @@ using namespace shardc::graph;
 #include "shardc/Dialect/Graph/GraphDialect.cpp.inc"
 #include "shardc/Dialect/Graph/GradientInterface.cpp.inc"
 #include "shardc/Dialect/Graph/ShardingRuleInterface.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "shardc/Dialect/Graph/GraphAttributes.cpp.inc"
 
 void GraphDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "shardc/Dialect/Graph/GraphAttributes.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "shardc/Dialect/Graph/GraphOps.cpp.inc"

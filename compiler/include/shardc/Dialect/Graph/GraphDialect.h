@@ -4,7 +4,13 @@
 
 #include "mlir/IR/Dialect.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+
 #include "shardc/Dialect/Graph/GraphDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "shardc/Dialect/Graph/GraphAttributes.h.inc"
 
 namespace shardc::graph {
 // Argument / result attribute names that carry ONNX names on @forward.
@@ -16,12 +22,10 @@ inline constexpr llvm::StringLiteral kOutputAttr = "graph.output";
 // reference to a 1-D mesh.mesh) and its ZeRO stage (0-3).
 inline constexpr llvm::StringLiteral kMeshAttr = "graph.mesh";
 inline constexpr llvm::StringLiteral kZeroStageAttr = "graph.zero_stage";
-// On arguments and results: "batch" (dim 0 is split across the ranks: each rank holds its own
-// rows), "replicated" (every rank holds all of it) or "flat_shard" (flattened, zero-padded to
-// a multiple of the rank count, and split: the value is this rank's tensor<ceil(numel/N)>).
+// On arguments and results of a sharded step: how the value is laid out on the mesh, an
+// upstream #mesh.shard (split dimensions, e.g. the batch; none: replicated) or a
+// #graph.flat_shard (ZeRO: flattened, zero-padded and split; GraphAttributes.td).
 inline constexpr llvm::StringLiteral kShardingAttr = "graph.sharding";
-// On "flat_shard" arguments and results: the shape of the whole tensor.
-inline constexpr llvm::StringLiteral kGlobalShapeAttr = "graph.global_shape";
 } // namespace shardc::graph
 
 #endif

@@ -29,6 +29,7 @@ def Graph_Dialect : Dialect {
   let dependentDialects = ["::mlir::mesh::MeshDialect"];
   let hasConstantMaterializer = 1;
   let usePropertiesForAttributes = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 // Every op says how its dimensions may be split (ShardingRule.h); an op answering "no rule"

@@ -11,6 +11,7 @@
 #define SHARDC_DIALECT_GRAPH_GRAPHOPS_TD
 
 include "shardc/Dialect/Graph/GraphDialect.td"
+include "shardc/Dialect/Graph/GraphAttributes.td"
 include "shardc/Dialect/Graph/GradientInterface.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
