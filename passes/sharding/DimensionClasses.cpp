@@ -57,6 +57,9 @@ void DimensionClasses::block(int n, Operation *op, const std::string &why) {
 }
 
 DimensionClasses::DimensionClasses(func::FuncOp func) {
+  // Per op, one node of each of its factors, to find ops whose distinct factors end up in one
+  // class once every link is made.
+  std::vector<std::pair<Operation *, std::vector<int>>> factorNodes;
   auto dimsOf = [](Value v) -> unsigned {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     return t ? static_cast<unsigned>(t.getRank()) : 0;
@@ -136,7 +139,23 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
     for (auto [i, v] : llvm::enumerate(op->getResults()))
       if (i < rule->results.size())
         blockMinor(v, rule->results[i]);
+    factorNodes.emplace_back(op, std::move(firstMajor));
   });
+
+  // An op whose two distinct factors are in one class pairs the blocks of that class with each
+  // other (x @ x^T over the batch gives every pair of rows): a device holding its blocks would
+  // compute only the pairs of its own. Such a class must stay whole.
+  for (auto &[op, nodes] : factorNodes) {
+    llvm::SmallDenseMap<int, int> seen; // root -> factor
+    for (auto [f, n] : llvm::enumerate(nodes)) {
+      if (n < 0)
+        continue;
+      auto [it, inserted] = seen.try_emplace(find(n), static_cast<int>(f));
+      if (!inserted)
+        block(n, op, "it pairs blocks of the same dimension with each other (two of its "
+                     "factors are in it)");
+    }
+  }
 
   classIndex_.assign(refs_.size(), -1);
   for (int n = 0; n < static_cast<int>(refs_.size()); ++n) {

@@ -72,3 +72,17 @@ func.func @forward(%x: tensor<4x6xf32> {graph.input = "x"}) -> (tensor<4x6xf32> 
   %b = graph.softmax %a {axis = 1 : i64} : tensor<4x6xf32>
   return %b : tensor<4x6xf32>
 }
+
+// -----
+
+// Rows that interact through a product of the batch with itself (a contrastive loss's logits):
+// a device would only compute the pairs of its own rows. Refused.
+// (Dim 1 alone would be fine, its split giving pending sums; the softmax keeps it whole.)
+// expected-error @+1 {{cannot split the batch across 2 data-parallel devices: no dimension of input 'x' is one along which rows never interact: dim 0 (size 4): op graph.matmul: it pairs blocks of the same dimension with each other (two of its factors are in it); dim 1 (size 6): op graph.softmax: softmax normalises over it}}
+func.func @forward(%x: tensor<4x6xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %n = graph.softmax %x {axis = 1 : i64} : tensor<4x6xf32>
+  %t = graph.transpose %n {perm = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %s = graph.matmul %n, %t : (tensor<4x6xf32>, tensor<6x4xf32>) -> tensor<4x4xf32>
+  %l = graph.reduce_sum %s {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
