@@ -27,6 +27,9 @@ namespace {
 using namespace mlir;
 using sharding::getSharding;
 using sharding::nodeName;
+using sharding::kDropoutGlobalShapeAttr;
+using sharding::kDropoutSplitDimAttr;
+using sharding::kDropoutSplitUnitAttr;
 
 // Uses of a pending sum that the data-parallel passes reduce themselves: the loss the step
 // returns, and the gradients the optimizer reads (bucketed all-reduce or reduce-scatter).
@@ -164,7 +167,21 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     if (isa<func::ReturnOp>(op) || !rule)
       return success();
 
-    // 2. Local result types.
+    // 2. Local result types. A training dropout keeps the whole tensor's shape and where the
+    // block lies, for its mask (the kernel adds each device's offset along the split dim).
+    if (auto dropout = dyn_cast<graph::DropoutOp>(op); dropout && dropout.isRandom()) {
+      auto axes = sharding::splitAxes(dropout.getOutput());
+      for (auto [d, a] : llvm::enumerate(axes))
+        if (!a.empty()) {
+          auto global = cast<RankedTensorType>(dropout.getOutput().getType());
+          OpBuilder b(op);
+          op->setAttr(kDropoutGlobalShapeAttr, b.getDenseI64ArrayAttr(global.getShape()));
+          op->setAttr(kDropoutSplitDimAttr, b.getI64IntegerAttr(static_cast<int64_t>(d)));
+          op->setAttr(kDropoutSplitUnitAttr,
+                      b.getI64IntegerAttr(global.getDimSize(d) / batch));
+          break;
+        }
+    }
     for (Value r : op->getResults())
       if (auto t = dyn_cast<RankedTensorType>(r.getType()))
         r.setType(localType(t, sharding::splitAxes(r)));

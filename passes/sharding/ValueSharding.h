@@ -19,6 +19,12 @@ inline constexpr llvm::StringLiteral kArgShardingAttr = "graph.sharding";
 // On a function whose batch is split: the global batch size (the rows the data-parallel axis
 // cuts into blocks: every dimension in the batch's class is a multiple of it).
 inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";
+// On a training dropout whose tensor is split along the batch: the whole tensor's shape, the
+// split dimension and the elements of it per row of the batch (a device's block starts at
+// its first row times that).
+inline constexpr llvm::StringLiteral kDropoutGlobalShapeAttr = "graph.global_shape";
+inline constexpr llvm::StringLiteral kDropoutSplitDimAttr = "graph.split_dim";
+inline constexpr llvm::StringLiteral kDropoutSplitUnitAttr = "graph.split_unit";
 
 // The sharding of `v`, or null when it is replicated.
 mlir::mesh::MeshShardingAttr getSharding(mlir::Value v);

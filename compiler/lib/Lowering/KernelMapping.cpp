@@ -265,6 +265,15 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             KernelCall c = direct(o, "dropout");
             c.attrs["ratio"] = floatAttr(o.getRatio().convertToFloat());
             c.attrs["stream"] = intAttr(o.getStream());
+            // A device's block of a tensor split along the batch (passes/sharding/Partition):
+            // the whole shape and the split dim; programForRank sets the block's offset.
+            if (auto global = o->getAttrOfType<DenseI64ArrayAttr>("graph.global_shape")) {
+              c.attrs["global_shape"] = intsAttr(global.asArrayRef());
+              c.attrs["split_dim"] = intAttr(o->getAttrOfType<IntegerAttr>("graph.split_dim").getInt());
+              c.attrs["split_unit"] =
+                  intAttr(o->getAttrOfType<IntegerAttr>("graph.split_unit").getInt());
+              c.attrs["split_offset"] = intAttr(0);
+            }
             return c;
           })
           // Optimizer updates.

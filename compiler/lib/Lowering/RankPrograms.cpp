@@ -143,6 +143,13 @@ program::Program programForRank(const program::Program &compiled, int rank, int 
     init.set_offset(init.offset() + first * 4);
     init.set_size_bytes(count * 4);
   }
+  // A dropout of a tensor split along the batch keys its mask on the whole tensor's indices:
+  // this rank's block starts at its first row.
+  for (program::Op &op : *p.mutable_ops()) {
+    auto unit = op.attrs().find("split_unit");
+    if (op.kernel() == "dropout" && unit != op.attrs().end())
+      (*op.mutable_attrs())["split_offset"].set_i(slice.begin * unit->second.i());
+  }
   p.set_planned_comm_bytes(plannedCommBytes(p));
   return p;
 }

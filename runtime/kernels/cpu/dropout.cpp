@@ -2,11 +2,15 @@
 // output. Element i of the tensor (row-major) is kept when the uniform float of word i of the
 // Philox stream (seed, philoxStreamId(step, stream)) is >= ratio, so the mask depends only on
 // (seed, step, stream, i): any split of the tensor across ranks or threads draws the same mask.
+// When x is a rank's block of a tensor split along one dimension (attributes global_shape,
+// split_dim and split_offset: where the block starts along it), i is the element's index in
+// the whole tensor.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/support/philox.h"
 
 #include <limits>
+#include <vector>
 
 namespace shardc::runtime::cpu {
 
@@ -38,6 +42,35 @@ Status dropoutKernel(KernelArgs &args) {
     return Status::error("dropout: step " + std::to_string(stepValue) +
                          " is outside [0, 2^32 - 1]");
 
+  // The block's place in the whole tensor (the whole tensor itself when not split).
+  std::vector<int64_t> global = x.shape;
+  int64_t splitDim = 0, splitOffset = 0;
+  if (args.attrs && args.attrs->count("global_shape")) {
+    SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "global_shape", &global));
+    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "split_dim", &splitDim));
+    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "split_offset", &splitOffset));
+    bool fits = global.size() == x.shape.size() && splitDim >= 0 &&
+                splitDim < static_cast<int64_t>(global.size()) && splitOffset >= 0;
+    for (size_t d = 0; fits && d < global.size(); ++d)
+      fits = static_cast<int64_t>(d) == splitDim ? x.shape[d] + splitOffset <= global[d]
+                                                 : x.shape[d] == global[d];
+    if (!fits)
+      return Status::error("dropout: " + x.describe() + " is not a block at offset " +
+                           std::to_string(splitOffset) + " of dim " + std::to_string(splitDim) +
+                           " of the whole tensor");
+  }
+  // Runs of elements contiguous in both the block and the whole tensor: everything after the
+  // split dimension.
+  int64_t inner = 1, outer = 1;
+  for (size_t d = 0; d < global.size(); ++d) {
+    if (static_cast<int64_t>(d) > splitDim)
+      inner *= global[d];
+    else if (static_cast<int64_t>(d) < splitDim)
+      outer *= global[d];
+  }
+  const int64_t localRows = global.empty() ? 1 : x.shape[splitDim];
+  const int64_t globalRows = global.empty() ? 1 : global[splitDim];
+
   const PhiloxStream philox(static_cast<uint64_t>(seed.as<int64_t>()[0]),
                             philoxStreamId(static_cast<uint32_t>(stepValue),
                                            static_cast<uint32_t>(stream)));
@@ -47,18 +80,23 @@ Status dropoutKernel(KernelArgs &args) {
   const float *in = x.as<float>();
   float *out = y.as<float>();
   uint8_t *keep = mask.as<uint8_t>();
-  const int64_t n = x.numel();
   constexpr int64_t kChunk = 256;
   uint32_t words[kChunk];
-  for (int64_t first = 0; first < n; first += kChunk) {
-    const int64_t count = std::min(kChunk, n - first);
-    philox.fill(static_cast<uint64_t>(first), static_cast<size_t>(count), words);
-    for (int64_t i = 0; i < count; ++i) {
-      const bool kept = uniformFloat(words[i]) >= ratio;
-      keep[first + i] = kept ? 1 : 0;
-      out[first + i] = in[first + i] * (kept ? scale : 0.0f);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < localRows; ++r) {
+      const int64_t local = (o * localRows + r) * inner;
+      const int64_t whole = (o * globalRows + r + splitOffset) * inner;
+      for (int64_t first = 0; first < inner; first += kChunk) {
+        const int64_t count = std::min(kChunk, inner - first);
+        philox.fill(static_cast<uint64_t>(whole + first), static_cast<size_t>(count), words);
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t e = local + first + i;
+          const bool kept = uniformFloat(words[i]) >= ratio;
+          keep[e] = kept ? 1 : 0;
+          out[e] = in[e] * (kept ? scale : 0.0f);
+        }
+      }
     }
-  }
   return Status::ok();
 }
 

@@ -63,6 +63,65 @@ TEST(Dropout, MaskDependsOnSeedStepAndStreamOnly) {
   EXPECT_NE(runDropout(x, shape, 7, 3, 0.5f, 2).mask, base.mask);
 }
 
+// A block of a tensor split along one dimension (a rank's rows of the batch, or the middle
+// dimension of a sequence-first tensor) draws exactly the whole tensor's mask for its elements.
+TEST(Dropout, BlockOfASplitTensorDrawsTheWholeTensorsMask) {
+  const std::vector<int64_t> whole = {4, 6, 70};
+  const std::vector<float> x = randomFloats(4 * 6 * 70, -1.0f, 1.0f, 3);
+  DropoutResult all = runDropout(x, whole, 99, 2, 0.4f, 3);
+  for (int64_t dim : {0, 1, 2})
+    for (int64_t offset : {int64_t{0}, int64_t{1}, int64_t{3}}) {
+      std::vector<int64_t> block = whole;
+      block[dim] = 2;
+      if (offset + 2 > whole[dim])
+        continue;
+      std::vector<float> bx;
+      std::vector<size_t> at; // the block's elements' indices in the whole tensor
+      for (int64_t a = 0; a < block[0]; ++a)
+        for (int64_t b = 0; b < block[1]; ++b)
+          for (int64_t c = 0; c < block[2]; ++c) {
+            int64_t g[3] = {a, b, c};
+            g[dim] += offset;
+            size_t i = static_cast<size_t>((g[0] * whole[1] + g[1]) * whole[2] + g[2]);
+            at.push_back(i);
+            bx.push_back(x[i]);
+          }
+      HostTensor y(program::F32, block), mask(program::BOOL, block);
+      Status st = runKernel("dropout",
+                            {HostTensor::of<float>(block, bx), HostTensor::scalar<int64_t>(99),
+                             HostTensor::scalar<int64_t>(2)},
+                            {y, mask},
+                            dropoutAttrs(0.4f, 3)
+                                .ints("global_shape", whole)
+                                .i("split_dim", dim)
+                                .i("split_offset", offset));
+      ASSERT_TRUE(st.isOk()) << st.message();
+      std::vector<uint8_t> m = mask.values<uint8_t>();
+      std::vector<float> yy = y.values<float>();
+      for (size_t k = 0; k < at.size(); ++k) {
+        ASSERT_EQ(m[k], all.mask[at[k]]) << "dim " << dim << " offset " << offset << " at " << k;
+        ASSERT_EQ(yy[k], all.y[at[k]]);
+      }
+    }
+}
+
+TEST(Dropout, RejectsABlockThatDoesNotFitTheWholeTensor) {
+  const std::vector<int64_t> block = {2, 3};
+  HostTensor x = HostTensor::of<float>(block, std::vector<float>(6, 1.0f));
+  HostTensor y(program::F32, block), mask(program::BOOL, block);
+  auto call = [&](std::vector<int64_t> whole, int64_t dim, int64_t offset) {
+    return runKernel("dropout", {x, HostTensor::scalar<int64_t>(1), HostTensor::scalar<int64_t>(0)},
+                     {y, mask},
+                     dropoutAttrs(0.5f, 0).ints("global_shape", whole).i("split_dim", dim).i(
+                         "split_offset", offset));
+  };
+  EXPECT_TRUE(call({4, 3}, 0, 2).isOk());
+  EXPECT_KERNEL_ERROR(call({4, 3}, 0, 3), "is not a block at offset 3 of dim 0");
+  EXPECT_KERNEL_ERROR(call({4, 4}, 0, 0), "is not a block");
+  EXPECT_KERNEL_ERROR(call({4, 3}, 2, 0), "is not a block");
+  EXPECT_KERNEL_ERROR(call({4, 3, 1}, 0, 0), "is not a block");
+}
+
 // As PyTorch's x * noise: a dropped negative element is -0, a dropped infinity NaN; ratio 0
 // keeps everything unscaled.
 TEST(Dropout, ProductSemantics) {

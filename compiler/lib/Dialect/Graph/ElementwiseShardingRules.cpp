@@ -93,15 +93,9 @@ std::optional<OpShardingRule> TriluOp::getShardingRule() {
   return rule;
 }
 
-std::optional<OpShardingRule> DropoutOp::getShardingRule() {
-  OpShardingRule rule = elementwise(*this);
-  if (isRandom())
-    // The keep-mask is drawn from the element's index in the whole tensor.
-    for (ShardingFactor &f : rule.factors) {
-      f.kind = FactorKind::Whole;
-      f.why = "training dropout draws its mask by the element's index in the whole tensor";
-    }
-  return rule;
-}
+// A training dropout draws each element's keep-bit from its index in the whole tensor; the
+// partitioner records where a device's block lies (graph.global_shape, graph.split_dim), so a
+// split step draws the same mask as the whole one.
+std::optional<OpShardingRule> DropoutOp::getShardingRule() { return elementwise(*this); }
 
 } // namespace shardc::graph
