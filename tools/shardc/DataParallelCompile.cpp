@@ -4,6 +4,7 @@
 #include "Diagnostics.h"
 
 #include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Lowering/PlanSummary.h"
 #include "shardc/Lowering/RankPrograms.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -107,21 +108,66 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
   return true;
 }
 
+namespace {
+
+// The model-state bytes per rank of each ZeRO stage (the plan's formulas) from a compiled
+// bundle's programs.
+std::vector<uint64_t> modelStateByStage(const DataParallelBundle &compiled,
+                                        const ParallelStrategy &strategy) {
+  program::Bundle bundle;
+  bundle.set_world_size(strategy.dp);
+  bundle.set_strategy(strategy.canonical());
+  for (const program::Program &p : compiled.programs)
+    *bundle.add_programs() = p;
+  PlanSummary summary = summarizePlan(bundle);
+  std::vector<uint64_t> bytes;
+  for (const PlanZeroStage &stage : summary.zero.stages)
+    bytes.push_back(stage.totalBytes);
+  return bytes;
+}
+
+} // namespace
+
 bool chooseStrategy(const Options &opts, const CompileStrategy &compileStrategy,
                     ParallelStrategy &chosen, DataParallelBundle &out,
                     std::vector<std::string> &decision) {
   const char *names[] = {"dp", "zero1", "zero2", "zero3"};
   std::string limit = opts.gpuMemoryBytes ? mib(opts.gpuMemoryBytes) : "unlimited";
   decision.push_back("auto: candidates dp, zero1, zero2, zero3 on " + std::to_string(opts.gpus) +
-                     " ranks, in order of cost; --gpu-memory " + limit);
-  uint64_t smallest = UINT64_MAX;
-  std::string smallestName;
+                     " ranks, in order of cost; --gpu-memory " + limit +
+                     "; a candidate whose model state alone (from dp's partitioned program, by "
+                     "the ZeRO formulas) exceeds it is rejected without compiling");
+  auto candidate = [&](int stage) {
+    ParallelStrategy c;
+    c.dp = opts.gpus;
+    c.zero = stage;
+    return c;
+  };
+  // dp first: the cheapest candidate, and its program gives every stage's model state per
+  // rank, a lower bound of that stage's peak.
+  DataParallelBundle baseline;
+  if (!compileStrategy(candidate(0), baseline))
+    return false;
+  std::vector<uint64_t> state = modelStateByStage(baseline, candidate(0));
+  // For the error: the smallest compiled peak, else the smallest lower bound.
+  uint64_t smallestPeak = UINT64_MAX, smallestBound = UINT64_MAX;
+  std::string peakName, boundName;
   for (int stage = 0; stage <= 3; ++stage) {
-    ParallelStrategy candidate;
-    candidate.dp = opts.gpus;
-    candidate.zero = stage;
+    ParallelStrategy c = candidate(stage);
+    uint64_t atLeast = stage < static_cast<int>(state.size()) ? state[stage] : 0;
+    if (stage > 0 && opts.gpuMemoryBytes && atLeast > opts.gpuMemoryBytes) {
+      decision.push_back(std::string("rejected ") + names[stage] + ": its model state alone is " +
+                         mib(atLeast) + " per rank (not compiled); does not fit in " + limit);
+      if (atLeast < smallestBound) {
+        smallestBound = atLeast;
+        boundName = names[stage];
+      }
+      continue;
+    }
     DataParallelBundle compiled;
-    if (!compileStrategy(candidate, compiled))
+    if (stage == 0)
+      compiled = std::move(baseline);
+    else if (!compileStrategy(c, compiled))
       return false;
     uint64_t peak = largestPeak(compiled);
     uint64_t comm = compiled.programs.empty() ? 0 : compiled.programs[0].planned_comm_bytes();
@@ -130,24 +176,29 @@ bool chooseStrategy(const Options &opts, const CompileStrategy &compileStrategy,
     if (opts.gpuMemoryBytes && peak > opts.gpuMemoryBytes) {
       decision.push_back(std::string("rejected ") + names[stage] + ": " + numbers +
                          "; does not fit in " + limit);
-      if (peak < smallest) {
-        smallest = peak;
-        smallestName = names[stage];
+      if (peak < smallestPeak) {
+        smallestPeak = peak;
+        peakName = names[stage];
       }
       continue;
     }
-    decision.push_back(std::string("chose ") + names[stage] + " (" + candidate.canonical() +
-                       "): " + numbers + "; the cheapest candidate that fits" +
+    decision.push_back(std::string("chose ") + names[stage] + " (" + c.canonical() + "): " +
+                       numbers + "; the cheapest candidate that fits" +
                        (stage == 3 ? "" : "; the higher ZeRO stages were not needed (more "
                                           "work per step, and zero3 sends about 1.5x the "
                                           "bytes)"));
-    chosen = candidate;
+    chosen = c;
     out = std::move(compiled);
     return true;
   }
+  std::string need;
+  if (smallestPeak != UINT64_MAX)
+    need = "the smallest compiled, " + peakName + ", needs " + mib(smallestPeak) + " per rank";
+  if (smallestBound < smallestPeak)
+    need += std::string(need.empty() ? "" : "; ") + boundName + " (not compiled) needs at least " +
+            mib(smallestBound) + " per rank for its model state alone";
   printError(opts.model + ": --strategy auto: no data-parallel strategy fits in --gpu-memory " +
-             limit + " on " + std::to_string(opts.gpus) + " ranks; the smallest, " +
-             smallestName + ", needs " + mib(smallest) + " per rank");
+             limit + " on " + std::to_string(opts.gpus) + " ranks; " + need);
   return false;
 }
 

@@ -51,10 +51,13 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
                          const GlobalBatch &batch, const CompileVariant &compileVariant,
                          DataParallelBundle &out);
 
-// --strategy auto: tries dp, zero1, zero2, zero3 (all ranks on the data-parallel axis) and
-// keeps the first whose largest per-rank planned peak fits in --gpu-memory: they are in
+// --strategy auto: dp, zero1, zero2, zero3 (all ranks on the data-parallel axis), in
 // increasing order of cost (zero3 sends about 1.5x the bytes of the others; each stage adds
-// work). `decision` says what was chosen and why each other candidate was not.
+// work); keeps the first whose largest per-rank planned peak fits in --gpu-memory. dp is
+// compiled first; its program gives each stage's model state per rank (the ZeRO formulas), a
+// lower bound of the stage's peak: a stage whose bound exceeds --gpu-memory is rejected
+// without compiling, the others are compiled in order until one fits. `decision` says what
+// was chosen and why each other candidate was not.
 using CompileStrategy = std::function<bool(const ParallelStrategy &, DataParallelBundle &)>;
 bool chooseStrategy(const Options &opts, const CompileStrategy &compileStrategy,
                     ParallelStrategy &chosen, DataParallelBundle &out,
