@@ -1,0 +1,110 @@
+"""Compile time, peak compiler memory and bundle size of `shardc --no-weights` on a large GPT.
+
+    compile_scale.py --shardc PATH --work DIR [--layers 24 --d-model 1024 --heads 16
+                     --vocab 50257 --seq 1024 --batch 512] [--gpus 8,64,512] [--strategy dp]
+
+Exports the test GPT (tests/models/export_tiny_gpt.py) at the given size with its sequence
+baked into the graph and a symbolic batch (the trace runs one row; `--input-shape` gives the
+global batch), drops its weights (planning only needs shapes), and compiles it with
+`--no-weights` for each --gpus, measuring wall time and peak RSS of shardc (GNU time's maximum resident set size) and
+the size of the bundle directory. Prints one line per --gpus and a JSON summary.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, os.pardir, os.pardir, "tests", "models")
+
+
+def export(args, out_dir):
+    import torch
+    sys.path.insert(0, MODELS)
+    spec = importlib.util.spec_from_file_location("gpt", os.path.join(MODELS, "export_tiny_gpt.py"))
+    gpt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpt)
+    # The module's sizes are module constants; the classes read them when built.
+    gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL = args.vocab, args.seq, args.d_model
+    gpt.N_LAYER, gpt.N_HEAD = args.layers, args.heads
+    torch.manual_seed(0)
+    model = gpt.TinyGPT()
+    # Traced at one row (a trace runs the forward pass: 512 rows of 1024 x 50257 logits would
+    # not fit in memory); the batch is the one symbolic dimension, --input-shape sets it.
+    idx = torch.randint(0, args.vocab, (1, args.seq))
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "model.onnx")
+    model.train()
+    batch = {0: "batch"}
+    with torch.no_grad():
+        torch.onnx.export(model, (idx, idx), path, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["idx", "targets"], output_names=["loss", "logits"],
+                          dynamic_axes={"idx": batch, "targets": batch, "logits": batch})
+    params = sum(p.numel() for p in model.parameters())
+    # Below 2 GiB the exporter keeps the weights inside the model; move them out, so that they
+    # can be left behind.
+    import onnx
+    proto = onnx.load_model(path)
+    onnx.save_model(proto, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="model.weights", size_threshold=1024)
+    return path, params
+
+
+def dir_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--layers", type=int, default=24)
+    p.add_argument("--d-model", type=int, default=1024)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--vocab", type=int, default=50257)
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--batch", type=int, default=512)
+    p.add_argument("--gpus", default="8,64,512")
+    p.add_argument("--strategy", default="dp")
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    model_dir = os.path.join(args.work, "model")
+    t0 = time.time()
+    path, params = export(args, model_dir)
+    print(f"exported {params / 1e6:.1f}M parameters in {time.time() - t0:.0f} s: {path}")
+    # Planning needs no weights: leave only the graph.
+    for f in os.listdir(model_dir):
+        if f != "model.onnx":
+            os.remove(os.path.join(model_dir, f))
+    results = []
+    for gpus in [int(g) for g in args.gpus.split(",")]:
+        out = os.path.join(args.work, f"g{gpus}.shard")
+        shutil.rmtree(out, ignore_errors=True)
+        shape = f"{args.batch}x{args.seq}"
+        argv = ["/usr/bin/time", "-f", "%M", args.shardc, path, "--no-weights", "--gpus",
+                str(gpus), "--strategy", args.strategy, "--input-shape", f"idx={shape}",
+                "--input-shape", f"targets={shape}", "-o", out]
+        t0 = time.time()
+        res = subprocess.run(argv, capture_output=True, text=True)
+        wall = time.time() - t0
+        if res.returncode != 0:
+            print(f"--gpus {gpus}: shardc failed: {res.stderr.strip()[-500:]}")
+            results.append({"gpus": gpus, "error": res.stderr.strip()[-500:]})
+            continue
+        rss_kib = int(res.stderr.strip().splitlines()[-1])
+        size = dir_bytes(out)
+        results.append({"gpus": gpus, "strategy": args.strategy, "seconds": round(wall, 2),
+                        "peak_rss_mib": round(rss_kib / 1024, 1), "bundle_bytes": size})
+        print(f"--gpus {gpus} --strategy {args.strategy}: {wall:.1f} s, peak RSS "
+              f"{rss_kib / 1024:.0f} MiB, bundle {size / 2**20:.1f} MiB")
+    print(json.dumps({"model": vars(args) | {"parameters": params}, "results": results}))
+
+
+if __name__ == "__main__":
+    main()
