@@ -141,6 +141,18 @@ def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
     class the upstream sharding that splits it on mesh axis 0 (`graph.sharding` on arguments,
     `graph.shardings` on ops) and the batch size on the function (`graph.batch_size`).
 
+    With `tp` > 1 the mesh is `mesh.mesh @mesh(shape = ranks x tp)` (axes dp, tp) and the
+    tensor-parallel layout is found from the graph alone: every class that is not blocked, not
+    the batch, holds a dimension of a trained parameter (and of no constant or frozen
+    parameter) and divides by tp is split on mesh axis 1, largest parameters first, unless an
+    op has one of its factors in it and another in a class already split on tp (the op would
+    compute only the pairs of blocks a device holds). A column-parallel Linear feeding a
+    row-parallel one through elementwise ops is one such class (the hidden features), as are
+    the heads of separate Q/K/V projections through their Reshape and Transpose; the
+    partitioner then all-reduces the row-parallel product's pending sum. LayerNorm axes and
+    the model dimension are blocked, so they stay replicated; `graph.tp_layout` on the function
+    lists each class considered and what was decided.
+
     After (ranks = 2):
     ```mlir
     mesh.mesh @dp(shape = 2) {graph.axis_names = ["dp"]}
@@ -153,7 +165,9 @@ def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", "1", "devices on the data-parallel mesh axis">,
-    Option<"meshName", "mesh-name", "std::string", "\"dp\"", "symbol of the mesh">,
+    Option<"tp", "tp", "int64_t", "1", "devices on the tensor-parallel mesh axis">,
+    Option<"meshName", "mesh-name", "std::string", "\"dp\"",
+           "symbol of the mesh (a 1-D mesh; with tp > 1 the 2-D mesh is @mesh)">,
   ];
   let dependentDialects = ["shardc::graph::GraphDialect", "mlir::mesh::MeshDialect"];
 }

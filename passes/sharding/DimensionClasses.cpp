@@ -171,6 +171,12 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
     }
     classes_[classIndex_[r]].members.push_back(refs_[n]);
   }
+  for (auto &[op, nodes] : factorNodes) {
+    std::vector<int> classes;
+    for (int n : nodes)
+      classes.push_back(n < 0 ? -1 : classIndex_[find(n)]);
+    opFactorClasses_.emplace_back(op, std::move(classes));
+  }
 }
 
 int DimensionClasses::classOf(Value value, unsigned dim) const {

@@ -46,6 +46,13 @@ public:
   const DimClass &info(int cls) const { return classes_[cls]; }
   // "node 'NAME' (op): WHY", for messages.
   std::string describeBlocker(int cls) const;
+  int numClasses() const { return static_cast<int>(classes_.size()); }
+  // For every op with a rule: the class of each of its factors (-1 for a factor no dimension
+  // of size > 1 carries). Two classes split on the same mesh axis must never be two factors
+  // of one op (it would compute only the pairs of blocks a device holds).
+  const std::vector<std::pair<mlir::Operation *, std::vector<int>>> &opFactorClasses() const {
+    return opFactorClasses_;
+  }
 
 private:
   int node(mlir::Value value, unsigned dim);
@@ -61,6 +68,7 @@ private:
   std::vector<bool> max_;
   std::vector<int> classIndex_; // root -> index into classes_
   std::vector<DimClass> classes_;
+  std::vector<std::pair<mlir::Operation *, std::vector<int>>> opFactorClasses_;
 };
 
 // The op's name for messages: its ONNX node name (the location's name), else its op name.

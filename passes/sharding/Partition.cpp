@@ -43,36 +43,75 @@ bool reducedByDataParallelPasses(Operation *user, unsigned operand) {
   return isa<graph::GlobalNormOp>(user);
 }
 
+// Mesh axes as a bit set (bit a: axis a); axis 0 is dp, axis 1 tp.
+using AxisMask = unsigned;
+
+AxisMask maskOf(ArrayRef<mesh::MeshAxis> axes) {
+  AxisMask m = 0;
+  for (mesh::MeshAxis a : axes)
+    m |= 1u << a;
+  return m;
+}
+
+SmallVector<mesh::MeshAxis> axesOf(AxisMask m) {
+  SmallVector<mesh::MeshAxis> axes;
+  for (mesh::MeshAxis a = 0; a < 8; ++a)
+    if (m & (1u << a))
+      axes.push_back(a);
+  return axes;
+}
+
+// The axes over which `v` is a pending sum.
+AxisMask pendingOf(Value v) {
+  auto s = getSharding(v);
+  return s ? maskOf(s.getPartialAxes()) : 0;
+}
+
+// The axes that split some dimension of `v`.
+AxisMask splitOf(Value v) {
+  AxisMask m = 0;
+  for (const auto &axes : sharding::splitAxes(v))
+    m |= maskOf(axes);
+  return m;
+}
+
 struct PartitionPass : impl::PartitionBase<PartitionPass> {
   using PartitionBase::PartitionBase;
 
   int64_t batch = 0, rows = 0;
+  SmallVector<int64_t> meshShape;
   FlatSymbolRefAttr mesh;
-  DenseMap<Value, Value> reduced; // pending sum -> its all-reduce
+  // (pending sum, axes reduced) -> its all-reduce
+  DenseMap<std::pair<Value, AxisMask>, Value> reduced;
   // Each op's rule, taken from the global program before any type changes.
   DenseMap<Operation *, std::optional<graph::OpShardingRule>> rules;
 
-  // The local size of dimension `d` of a value of global `type` split per `axes`.
+  // The local size of a dimension of global size `size` split on `axes`: the batch's rows on
+  // dp (axis 0), an even block on any other axis.
+  int64_t localSize(int64_t size, ArrayRef<mesh::MeshAxis> axes) {
+    for (mesh::MeshAxis a : axes)
+      size = a == 0 ? size / batch * rows : size / meshShape[a];
+    return size;
+  }
+
   RankedTensorType localType(RankedTensorType type,
                              ArrayRef<SmallVector<mesh::MeshAxis>> axes) {
     SmallVector<int64_t> shape(type.getShape());
     for (size_t d = 0; d < shape.size() && d < axes.size(); ++d)
-      if (!axes[d].empty())
-        shape[d] = shape[d] / batch * rows;
+      shape[d] = localSize(shape[d], axes[d]);
     return RankedTensorType::get(shape, type.getElementType());
   }
 
-  void setPartial(Value v, bool partial) {
-    auto axes = sharding::splitAxes(v);
-    SmallVector<mesh::MeshAxis> pending;
-    if (partial)
-      pending.push_back(0);
-    sharding::setSharding(v, sharding::makeSharding(mesh, axes, pending));
+  void setPending(Value v, AxisMask pending) {
+    sharding::setSharding(v, sharding::makeSharding(mesh, sharding::splitAxes(v),
+                                                    axesOf(pending)));
   }
 
-  // The all-reduce of pending sum `v`, created once, right after its definition.
-  Value allReduced(Value v) {
-    if (Value r = reduced.lookup(v))
+  // `v` summed over the axes `axes` of its pending sum: an all-reduce created once, right after
+  // its definition; what stays pending is the rest.
+  Value allReduced(Value v, AxisMask axes) {
+    auto key = std::make_pair(v, axes);
+    if (Value r = reduced.lookup(key))
       return r;
     OpBuilder b(v.getContext());
     b.setInsertionPointAfterValue(v);
@@ -80,9 +119,12 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     if (auto name = dyn_cast<NameLoc>(loc))
       loc = NameLoc::get(b.getStringAttr(name.getName().str() + "/all_reduce"),
                          name.getChildLoc());
-    Value r = b.create<mesh::AllReduceOp>(loc, v.getType(), mesh.getValue(),
-                                          ArrayRef<int16_t>{0}, v);
-    reduced[v] = r;
+    SmallVector<int16_t> meshAxes;
+    for (mesh::MeshAxis a : axesOf(axes))
+      meshAxes.push_back(a);
+    Value r = b.create<mesh::AllReduceOp>(loc, v.getType(), mesh.getValue(), meshAxes, v);
+    setPending(r, pendingOf(v) & ~axes);
+    reduced[key] = r;
     return r;
   }
 
@@ -100,6 +142,10 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return success();
     }
     auto global = cast<RankedTensorType>(dense.getType());
+    for (const auto &axes : sharding::splitAxes(op.getResult()))
+      if (!axes.empty() && maskOf(axes) != 1u)
+        return op.emitError() << nodeName(op) << ": a constant split on a mesh axis other than "
+                              << "the batch's must hold one value";
     ArrayRef<int64_t> shape = global.getShape();
     SmallVector<int64_t> strides(shape.size(), 1), period(shape.size(), 0);
     for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
@@ -134,36 +180,47 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   }
 
   LogicalResult rewrite(Operation *op) {
-    // 1. Pending sums among the operands: keep those the op is linear in, reduce the others.
+    // 1. Pending sums among the operands. An op passes on a pending sum over an axis only
+    // where it is linear in it and splits nothing along that axis (a device's block times its
+    // partial sum is not its block of the sum); everything else is all-reduced first.
     const std::optional<graph::OpShardingRule> &rule = rules[op];
-    SmallVector<unsigned> pending;
-    for (OpOperand &use : op->getOpOperands())
-      if (sharding::isPartial(use.get()))
-        pending.push_back(use.getOperandNumber());
-    bool passesPending = false;
-    SmallVector<unsigned> toReduce;
-    if (isa<func::ReturnOp>(op) || isa<graph::AdamWUpdateOp, graph::SGDUpdateOp,
-                                       graph::ScaleByClipOp, graph::GlobalNormOp>(op)) {
-      for (unsigned i : pending)
-        if (!reducedByDataParallelPasses(op, i))
-          toReduce.push_back(i);
-    } else if (!pending.empty() && rule && rule->sumsOperands) {
-      if (pending.size() == op->getNumOperands())
-        passesPending = true;
-      else
-        toReduce = pending;
-    } else if (!pending.empty() && rule) {
-      for (unsigned i : pending) {
-        if (!passesPending && i < rule->linear.size() && rule->linear[i])
-          passesPending = true;
-        else
-          toReduce.push_back(i);
-      }
-    } else {
-      toReduce = pending;
+    AxisMask splitHere = 0;
+    for (Value v : op->getOperands())
+      if (isa<RankedTensorType>(v.getType()))
+        splitHere |= splitOf(v);
+    for (Value v : op->getResults())
+      splitHere |= splitOf(v);
+    SmallVector<AxisMask> pending;
+    for (Value v : op->getOperands())
+      pending.push_back(pendingOf(v));
+    SmallVector<AxisMask> keep(op->getNumOperands(), 0);
+    bool deferredOp = isa<func::ReturnOp, graph::AdamWUpdateOp, graph::SGDUpdateOp,
+                          graph::ScaleByClipOp, graph::GlobalNormOp>(op);
+    if (deferredOp) {
+      // The data-parallel passes reduce the loss and the gradients over dp themselves.
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        if (reducedByDataParallelPasses(op, i))
+          keep[i] = pending[i] & 1u;
+    } else if (rule && rule->sumsOperands) {
+      AxisMask common = ~0u;
+      for (AxisMask m : pending)
+        common &= m;
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        keep[i] = common & ~splitHere;
+    } else if (rule) {
+      // One linear operand may keep its pending sum (when no other operand has one left).
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        if (pending[i] && i < rule->linear.size() && rule->linear[i]) {
+          keep[i] = pending[i] & ~splitHere;
+          break;
+        }
     }
-    for (unsigned i : toReduce)
-      op->setOperand(i, allReduced(op->getOperand(i)));
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      if (AxisMask reduce = pending[i] & ~keep[i])
+        op->setOperand(i, allReduced(op->getOperand(i), reduce));
+    AxisMask passed = 0;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      passed |= keep[i];
     if (isa<func::ReturnOp>(op) || !rule)
       return success();
 
@@ -171,6 +228,10 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     // block lies, for its mask (the kernel adds each device's offset along the split dim).
     if (auto dropout = dyn_cast<graph::DropoutOp>(op); dropout && dropout.isRandom()) {
       auto axes = sharding::splitAxes(dropout.getOutput());
+      for (auto [d, a] : llvm::enumerate(axes))
+        if (!a.empty() && maskOf(a) != 1u)
+          return op->emitError() << nodeName(op) << ": a training dropout split on a mesh axis "
+                                 << "other than the batch's is not supported yet";
       for (auto [d, a] : llvm::enumerate(axes))
         if (!a.empty()) {
           auto global = cast<RankedTensorType>(dropout.getOutput().getType());
@@ -186,19 +247,20 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       if (auto t = dyn_cast<RankedTensorType>(r.getType()))
         r.setType(localType(t, sharding::splitAxes(r)));
 
-    // 3. Which of the op's factors are split (from any dimension whose major factor it is).
-    std::vector<bool> split(rule->factors.size(), false);
+    // 3. The mesh axes of each of the op's factors (from any dimension whose major factor it is).
+    std::vector<AxisMask> factorAxes(rule->factors.size(), 0);
     auto markSplit = [&](Value v, const graph::TensorFactors &tf) {
       auto axes = sharding::splitAxes(v);
       for (size_t d = 0; d < tf.size() && d < axes.size(); ++d)
-        if (!tf[d].empty() && !axes[d].empty())
-          split[tf[d][0]] = true;
+        if (!tf[d].empty())
+          factorAxes[tf[d][0]] |= maskOf(axes[d]);
     };
     for (auto [i, v] : llvm::enumerate(op->getOperands()))
       if (i < rule->operands.size())
         markSplit(v, rule->operands[i]);
 
-    // 4. A result that lacks a split factor is a pending reduction over it.
+    // 4. A result that lacks a split factor is a pending reduction over the factor's axes. The
+    // optimizer's results are whole values again (the data-parallel passes make them so).
     for (auto [i, r] : llvm::enumerate(op->getResults())) {
       if (i >= rule->results.size())
         break;
@@ -206,39 +268,40 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       for (const graph::DimFactors &dim : rule->results[i])
         for (int f : dim)
           present[f] = true;
-      bool partial = passesPending;
-      int meanFactors = 0;
-      for (size_t f = 0; f < split.size(); ++f) {
-        if (!split[f] || present[f])
+      AxisMask resultPending = deferredOp ? 0 : passed;
+      double weight = 1.0;
+      for (size_t f = 0; f < factorAxes.size(); ++f) {
+        if (!factorAxes[f] || present[f])
           continue;
         switch (rule->factors[f].partial) {
         case graph::PartialKind::Max:
-          return op->emitError() << nodeName(op) << ": a maximum over the split batch would "
+          return op->emitError() << nodeName(op) << ": a maximum over a split dimension would "
                                  << "need an all-reduce of maxima, which is not supported";
-        case graph::PartialKind::Mean:
-          ++meanFactors;
+        case graph::PartialKind::Mean: {
+          int64_t size = rule->factors[f].size;
+          SmallVector<mesh::MeshAxis> axes = axesOf(factorAxes[f]);
+          weight *= static_cast<double>(localSize(size, axes)) / static_cast<double>(size);
           [[fallthrough]];
+        }
         case graph::PartialKind::Sum:
-          partial = true;
+          resultPending |= factorAxes[f];
           break;
         }
       }
-      setPartial(r, partial);
-      if (meanFactors) {
-        // The local mean covers rows of the batch: weight it by rows / batch before summing.
+      setPending(r, resultPending);
+      if (weight != 1.0) {
+        // The local mean covers a block of the factor: weight it by its share before summing.
         OpBuilder b(op->getContext());
         b.setInsertionPointAfter(op);
         auto type = cast<RankedTensorType>(r.getType());
-        double w = 1.0;
-        for (int k = 0; k < meanFactors; ++k)
-          w *= static_cast<double>(rows) / static_cast<double>(batch);
         auto scalar = RankedTensorType::get({}, type.getElementType());
         Value factor = b.create<graph::ConstantOp>(
-            op->getLoc(), DenseElementsAttr::get(scalar, llvm::ArrayRef(static_cast<float>(w))));
+            op->getLoc(),
+            DenseElementsAttr::get(scalar, llvm::ArrayRef(static_cast<float>(weight))));
         auto scaled = b.create<graph::MulOp>(op->getLoc(), type, r, factor);
         r.replaceAllUsesExcept(scaled, scaled);
-        setPartial(scaled, true);
-        setPartial(r, false);
+        setPending(scaled, resultPending);
+        setPending(r, 0);
       }
     }
 
@@ -283,11 +346,12 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       if (auto s = getSharding(arg))
         mesh = s.getMesh();
     auto meshOp = mesh ? module.lookupSymbol<mesh::MeshOp>(mesh.getAttr()) : nullptr;
-    if (!meshOp || meshOp.getRank() != 1) {
-      func.emitError("the batch's sharding names no 1-D mesh.mesh");
+    if (!meshOp || meshOp.getRank() < 1 || meshOp.getRank() > 2) {
+      func.emitError("the batch's sharding names no mesh.mesh of 1 (dp) or 2 (dp, tp) axes");
       return signalPassFailure();
     }
-    int64_t ranks = meshOp.getShape()[0];
+    meshShape.assign(meshOp.getShape().begin(), meshOp.getShape().end());
+    int64_t ranks = meshShape[0];
     rows = localRows;
     if (rows == 0) {
       if (batch % ranks) {
@@ -298,7 +362,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       rows = batch / ranks;
     }
     if (rows < 1 || rows > batch) {
-      func.emitError("local-rows ") << static_cast<int64_t>(rows) << " is not in [1, " << batch << "]";
+      func.emitError("local-rows ") << static_cast<int64_t>(rows) << " is not in [1, " << batch
+                                    << "]";
       return signalPassFailure();
     }
 

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -37,8 +38,107 @@ std::string argName(func::FuncOp func, unsigned i) {
   return "argument " + std::to_string(i);
 }
 
+// The trained parameters of a training step: those it returns updated. A forward function
+// returns none: all its parameters count.
+llvm::StringSet<> trainedParams(func::FuncOp func) {
+  llvm::StringSet<> trained;
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto n = func.getResultAttrOfType<StringAttr>(i, graph::kParamAttr))
+      trained.insert(n.getValue());
+  if (trained.empty())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto n = func.getArgAttrOfType<StringAttr>(i, graph::kParamAttr))
+        trained.insert(n.getValue());
+  return trained;
+}
+
 struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass> {
   using PropagateShardingBase::PropagateShardingBase;
+
+  // Tensor parallelism: the classes to split on mesh axis 1 (classAxis[c] = 1), with a note
+  // per class holding a trained parameter saying what was decided and why.
+  void chooseTensorParallel(func::FuncOp func, const DimensionClasses &dc, int batch,
+                            std::vector<int> &classAxis, SmallVectorImpl<std::string> &notes) {
+    llvm::StringSet<> trained = trainedParams(func);
+    struct Candidate {
+      int cls;
+      int64_t elements;
+      std::string label;
+    };
+    SmallVector<Candidate> candidates;
+    for (int c = 0; c < dc.numClasses(); ++c) {
+      if (c == batch)
+        continue;
+      const sharding::DimClass &info = dc.info(c);
+      int64_t elements = 0;
+      std::string label, holdsConstant;
+      for (const sharding::DimRef &m : info.members) {
+        auto type = cast<RankedTensorType>(m.value.getType());
+        if (auto arg = dyn_cast<BlockArgument>(m.value)) {
+          // Devices of one tp group are fed the same rows, whole: inputs never split on tp.
+          if (auto input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                             graph::kInputAttr))
+            holdsConstant = "input '" + input.str() + "', which every device reads whole";
+          auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), graph::kParamAttr);
+          if (!name)
+            continue;
+          if (!trained.contains(name.getValue())) {
+            holdsConstant = "frozen parameter '" + name.str() + "', the same on every device";
+            continue;
+          }
+          elements += type.getNumElements();
+          if (label.empty())
+            label = "'" + name.str() + "' dim " + std::to_string(m.dim) + " (size " +
+                    std::to_string(type.getDimSize(m.dim)) + ")";
+        } else if (auto dropout = m.value.getDefiningOp<graph::DropoutOp>();
+                   dropout && dropout.isRandom()) {
+          holdsConstant = "a training dropout (its mask offsets are per batch row only, so far)";
+        } else if (auto constant = m.value.getDefiningOp<graph::ConstantOp>()) {
+          auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+          if (!dense || !dense.isSplat())
+            holdsConstant = "a constant whose blocks would differ between devices";
+        }
+      }
+      if (!elements)
+        continue; // no parameter: nothing to gain from splitting it
+      std::string why = dc.describeBlocker(c);
+      if (why.empty() && !holdsConstant.empty())
+        why = "it holds " + holdsConstant;
+      if (why.empty() && info.unit % tp)
+        why = "--strategy tp=" + std::to_string(tp) + " does not divide its size " +
+              std::to_string(info.unit);
+      if (!why.empty()) {
+        notes.push_back("replicated " + label + ": " + why);
+        continue;
+      }
+      candidates.push_back({c, elements, label});
+    }
+    // Largest parameters first; a class that meets an already split one in an op stays whole.
+    llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
+      return a.elements > b.elements;
+    });
+    for (const Candidate &cand : candidates) {
+      Operation *conflict = nullptr;
+      for (const auto &[op, classes] : dc.opFactorClasses()) {
+        bool hasCand = llvm::is_contained(classes, cand.cls);
+        bool hasSplit = llvm::any_of(classes, [&](int c) {
+          return c >= 0 && c != cand.cls && classAxis[c] == 1;
+        });
+        if (hasCand && hasSplit) {
+          conflict = op;
+          break;
+        }
+      }
+      if (conflict) {
+        notes.push_back("replicated " + cand.label + ": " + sharding::nodeName(conflict) +
+                        " also has a dimension already split on tp");
+        continue;
+      }
+      classAxis[cand.cls] = 1;
+      notes.push_back("split on tp " + cand.label + ": " + std::to_string(cand.elements) +
+                      " parameter elements");
+    }
+  }
 
   // Why class `cls` cannot be the batch; empty when it can.
   std::string whyNotBatch(func::FuncOp func, const DimensionClasses &dc, int cls) {
@@ -110,23 +210,44 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     }
 
     OpBuilder b(&getContext());
-    auto meshOp = module.lookupSymbol<mesh::MeshOp>(meshName);
+    bool twoAxes = tp > 1;
+    StringRef name = twoAxes ? StringRef("mesh") : StringRef(meshName);
+    SmallVector<int64_t> shape = {ranks};
+    SmallVector<StringRef> axisNames = {"dp"};
+    if (twoAxes) {
+      shape.push_back(tp);
+      axisNames.push_back("tp");
+    }
+    auto meshOp = module.lookupSymbol<mesh::MeshOp>(name);
     if (!meshOp) {
       b.setInsertionPointToStart(module.getBody());
-      meshOp = b.create<mesh::MeshOp>(module.getLoc(), meshName.getValue(),
-                                      ArrayRef<int64_t>{ranks});
-      meshOp->setAttr("graph.axis_names", b.getStrArrayAttr({"dp"}));
+      meshOp = b.create<mesh::MeshOp>(module.getLoc(), name, shape);
+      meshOp->setAttr("graph.axis_names", b.getStrArrayAttr(axisNames));
     }
     auto meshRef = FlatSymbolRefAttr::get(&getContext(), meshOp.getSymName());
     func->setAttr(sharding::kBatchSizeAttr, b.getI64IntegerAttr(dc.info(batch).unit));
 
-    // Every value with a dimension in the batch class is split on mesh axis 0 along it.
+    // The mesh axis of each class: the batch on dp (axis 0), the tensor-parallel layout on tp.
+    std::vector<int> classAxis(dc.numClasses(), -1);
+    classAxis[batch] = 0;
+    if (twoAxes) {
+      SmallVector<std::string> notes;
+      chooseTensorParallel(func, dc, batch, classAxis, notes);
+      SmallVector<StringRef> refs(notes.begin(), notes.end());
+      func->setAttr("graph.tp_layout", b.getStrArrayAttr(refs));
+    }
+
+    // Every value with a dimension in a split class is split along it on that class's axis.
     llvm::MapVector<Value, SmallVector<SmallVector<mesh::MeshAxis>>> split;
-    for (const sharding::DimRef &ref : dc.info(batch).members) {
-      auto [it, inserted] = split.try_emplace(ref.value);
-      if (inserted)
-        it->second.resize(cast<RankedTensorType>(ref.value.getType()).getRank());
-      it->second[ref.dim] = {0};
+    for (int c = 0; c < dc.numClasses(); ++c) {
+      if (classAxis[c] < 0)
+        continue;
+      for (const sharding::DimRef &ref : dc.info(c).members) {
+        auto [it, inserted] = split.try_emplace(ref.value);
+        if (inserted)
+          it->second.resize(cast<RankedTensorType>(ref.value.getType()).getRank());
+        it->second[ref.dim] = {static_cast<mesh::MeshAxis>(classAxis[c])};
+      }
     }
     for (auto &[value, axes] : split)
       sharding::setSharding(value, sharding::makeSharding(meshRef, axes));
