@@ -44,7 +44,7 @@ struct AllReduceGradientsPass : impl::AllReduceGradientsBase<AllReduceGradientsP
                                   getOperation().getLoc());
       auto reduce = b.create<graph::AllReduceOp>(
           loc, ValueRange(bucket).getTypes(), view->mesh.getSymName(), bucket,
-          b.getI64IntegerAttr(index), StringAttr());
+          b.getI64IntegerAttr(index), StringAttr(), view->dpAxes);
       for (auto [grad, sum] : llvm::zip(bucket, reduce.getResults()))
         dp::replaceUsesAfter(grad, sum, reduce);
     }

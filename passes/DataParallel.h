@@ -39,7 +39,10 @@ struct TrainedParam {
 struct TrainStepView {
   mlir::func::FuncOp func;
   mlir::mesh::MeshOp mesh;
-  int64_t ranks = 1;
+  // The mesh axes the data-parallel collectives run over: null on a 1-D mesh (its one axis),
+  // [0] (dp) on a dp x tp mesh.
+  mlir::DenseI16ArrayAttr dpAxes;
+  int64_t ranks = 1; // devices on the data-parallel axis
   int zeroStage = 0;
   llvm::SmallVector<TrainedParam> params; // in argument order
   graph::GlobalNormOp norm;               // when clipping is on

@@ -30,21 +30,31 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
       return signalPassFailure();
     }
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    // shardc-propagate-sharding has created the mesh when it split the batch.
-    auto meshOp = module.lookupSymbol<mesh::MeshOp>(meshName);
+    // shardc-propagate-sharding has created the mesh when it split the batch (the 2-D
+    // @mesh(dp x tp) with tensor parallelism); its shardings name it.
+    mesh::MeshOp meshOp;
+    for (BlockArgument arg : step.getArguments())
+      if (auto s = step.getArgAttrOfType<mesh::MeshShardingAttr>(arg.getArgNumber(),
+                                                                 dp::kShardingAttr))
+        meshOp = module.lookupSymbol<mesh::MeshOp>(s.getMesh().getAttr());
+    if (!meshOp)
+      meshOp = module.lookupSymbol<mesh::MeshOp>(meshName);
     if (!meshOp && module.lookupSymbol(meshName)) {
       module.emitError("symbol @") << meshName << " already exists and is not a mesh";
       return signalPassFailure();
     }
-    if (meshOp && (meshOp.getRank() != 1 || meshOp.getShape()[0] != ranks)) {
-      module.emitError("mesh @") << meshName << " does not have shape " << ranks;
+    if (meshOp && (meshOp.getRank() < 1 || meshOp.getRank() > 2 ||
+                   meshOp.getShape()[0] != ranks)) {
+      module.emitError("mesh @") << meshOp.getSymName() << " does not have " << ranks
+                                 << " devices on its first (data-parallel) axis";
       return signalPassFailure();
     }
-    if (!meshOp)
+    if (!meshOp) {
       meshOp = b.create<mesh::MeshOp>(module.getLoc(), meshName.getValue(),
                                       ArrayRef<int64_t>{ranks});
-    // The mesh's one axis is the data-parallel one; upstream meshes number their axes.
-    meshOp->setAttr("graph.axis_names", b.getStrArrayAttr({"dp"}));
+      // The mesh's one axis is the data-parallel one; upstream meshes number their axes.
+      meshOp->setAttr("graph.axis_names", b.getStrArrayAttr({"dp"}));
+    }
     step->setAttr(dp::kMeshAttr, FlatSymbolRefAttr::get(meshOp.getSymNameAttr()));
     step->setAttr(dp::kZeroStageAttr, b.getI64IntegerAttr(zero));
 

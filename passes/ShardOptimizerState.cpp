@@ -64,7 +64,7 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
         shardTypes.push_back(dp::flatShardType(g.getType(), view.ranks));
       auto scatter = b.create<graph::ReduceScatterOp>(
           namedLoc(b, "gradients/bucket" + std::to_string(index), func.getLoc()), shardTypes,
-          mesh, bucket, b.getI64IntegerAttr(index), StringAttr());
+          mesh, bucket, b.getI64IntegerAttr(index), StringAttr(), view.dpAxes);
       for (auto [g, s] : llvm::zip(bucket, scatter.getResults()))
         gradShard[g] = s;
     }
@@ -79,7 +79,7 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
     }
     auto slice = b.create<graph::ShardSliceOp>(namedLoc(b, "optimizer/shard_slice", func.getLoc()),
                                                paramShardTypes, mesh, params, IntegerAttr(),
-                                               StringAttr());
+                                               StringAttr(), view.dpAxes);
 
     // 3. Each update works on shards: gradient (clipped by the global norm), parameter, state.
     for (auto [i, p] : llvm::enumerate(view.params)) {
@@ -104,7 +104,7 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
         wholeTypes.push_back(owner[v]->param.getType());
       auto gather = b.create<graph::AllGatherOp>(
           namedLoc(b, "parameters/bucket" + std::to_string(index), func.getLoc()), wholeTypes,
-          mesh, bucket, b.getI64IntegerAttr(index), StringAttr());
+          mesh, bucket, b.getI64IntegerAttr(index), StringAttr(), view.dpAxes);
       for (auto [v, whole] : llvm::zip(bucket, gather.getResults()))
         ret->setOperand(owner[v]->paramResult, whole);
     }

@@ -184,7 +184,7 @@ struct ShardParametersPass : impl::ShardParametersBase<ShardParametersPass> {
         auto gather = b.create<graph::AllGatherOp>(
             NameLoc::get(b.getStringAttr((forward ? "forward/" : "backward/") + pu.unit->name),
                          func.getLoc()),
-            wholeTypes, mesh, shards, IntegerAttr(), b.getStringAttr(pu.unit->name));
+            wholeTypes, mesh, shards, IntegerAttr(), b.getStringAttr(pu.unit->name), view.dpAxes);
         for (auto [useList, whole] : llvm::zip(uses, gather.getResults()))
           for (OpOperand *use : useList)
             use->set(whole);
@@ -206,7 +206,7 @@ struct ShardParametersPass : impl::ShardParametersBase<ShardParametersPass> {
       b.setInsertionPointAfter(dp::lastDefinition(grads));
       auto scatter = b.create<graph::ReduceScatterOp>(
           NameLoc::get(b.getStringAttr("gradients/" + u.name), func.getLoc()), shardTypes, mesh,
-          grads, IntegerAttr(), b.getStringAttr(u.name));
+          grads, IntegerAttr(), b.getStringAttr(u.name), view.dpAxes);
       for (auto [g, s] : llvm::zip(grads, scatter.getResults()))
         gradShard[g] = s;
     }

@@ -102,3 +102,28 @@ func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
   %l = graph.reduce_sum %y {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x4x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// ZeRO composes with TP: the data-parallel passes run on the dp x tp mesh, their collectives
+// over the dp axis (mesh_axes = [0]) on each device's tensor-parallel part; the tensor-parallel
+// all-reduces stay on tp.
+// RUN: shardc-opt %s -split-input-file --shardc-build-train-step --shardc-propagate-sharding="ranks=2 tp=2" --shardc-partition --shardc-place-on-mesh="ranks=2 zero=1" --shardc-shard-optimizer-state | FileCheck %s --check-prefix=ZERO1
+// ZERO1-LABEL: func.func @train_step(
+// ZERO1: mesh.all_reduce {{.*}} on @mesh mesh_axes = [1] : tensor<4x16xf32>
+// ZERO1: graph.reduce_scatter {{.*}} on @mesh {bucket = 0 : i64, mesh_axes = array<i16: 0>}
+// ZERO1-SAME: tensor<16x32xf32>
+// ZERO1: graph.shard_slice {{.*}} on @mesh {mesh_axes = array<i16: 0>}
+// ZERO1: graph.all_gather {{.*}} on @mesh {bucket = 0 : i64, mesh_axes = array<i16: 0>}
+// ZERO1: mesh.all_reduce %loss on @mesh mesh_axes = [0]
+func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"}, %y: tensor<8xi64> {graph.input = "y"},
+                   %w1: tensor<16x64xf32> {graph.param = "fc1.weight"}, %w2: tensor<64x16xf32> {graph.param = "fc2.weight"},
+                   %wh: tensor<16x5xf32> {graph.param = "head.weight"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %h = graph.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+  %a = graph.relu %h : tensor<8x64xf32>
+  %o = graph.matmul %a, %w2 : (tensor<8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
+  %r = graph.add %x, %o : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %z = graph.matmul %r, %wh : (tensor<8x16xf32>, tensor<16x5xf32>) -> tensor<8x5xf32>
+  %l, %lp = graph.softmax_cross_entropy_loss %z, %y {reduction = "sum"} : (tensor<8x5xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<8x5xf32>)
+  return %l : tensor<f32>
+}

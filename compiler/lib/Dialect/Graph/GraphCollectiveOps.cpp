@@ -9,15 +9,36 @@ using namespace shardc::graph;
 
 namespace {
 
-// The 1-D mesh a collective runs on, or an error naming the symbol.
-FailureOr<mesh::MeshOp> lookupMesh(Operation *op, FlatSymbolRefAttr symbol,
-                                   SymbolTableCollection &symbols) {
+// The number of ranks a collective on `meshOp` over `axes` (absent: the mesh's one axis) runs
+// over; 0 when they do not name static axes of the mesh.
+int64_t ranksOver(mesh::MeshOp meshOp, std::optional<ArrayRef<int16_t>> axes) {
+  if (!meshOp)
+    return 0;
+  if (!axes)
+    return meshOp.getRank() == 1 && !ShapedType::isDynamic(meshOp.getShape()[0])
+               ? meshOp.getShape()[0]
+               : 0;
+  int64_t n = 1;
+  for (int16_t a : *axes) {
+    if (a < 0 || a >= meshOp.getRank() || ShapedType::isDynamic(meshOp.getShape()[a]))
+      return 0;
+    n *= meshOp.getShape()[a];
+  }
+  return axes->empty() ? 0 : n;
+}
+
+// The ranks a collective runs over, or an error naming the mesh and its axes.
+FailureOr<int64_t> lookupRanks(Operation *op, FlatSymbolRefAttr symbol,
+                               std::optional<ArrayRef<int16_t>> axes,
+                               SymbolTableCollection &symbols) {
   auto meshOp = symbols.lookupNearestSymbolFrom<mesh::MeshOp>(op, symbol);
   if (!meshOp)
     return op->emitOpError("mesh ") << symbol << " is not a mesh.mesh";
-  if (meshOp.getRank() != 1 || ShapedType::isDynamic(meshOp.getShape()[0]))
-    return op->emitOpError("mesh ") << symbol << " must have one static axis (data parallel)";
-  return meshOp;
+  int64_t ranks = ranksOver(meshOp, axes);
+  if (!ranks)
+    return op->emitOpError("mesh_axes must name static axes of mesh ")
+           << symbol << " (they may be left out only on a mesh of one axis)";
+  return ranks;
 }
 
 int64_t numelOf(Type t) { return cast<RankedTensorType>(t).getNumElements(); }
@@ -32,15 +53,16 @@ bool isFlatShard(Type shard, Type whole, int64_t ranks) {
 
 // Checks operand/result pairs: `wholeIsInput` says which side is the whole tensor for the
 // sharding collectives; `sameType` is for all_reduce.
-LogicalResult verifyPairs(Operation *op, FlatSymbolRefAttr meshName, ValueRange inputs,
+LogicalResult verifyPairs(Operation *op, FlatSymbolRefAttr meshName,
+                          std::optional<ArrayRef<int16_t>> axes, ValueRange inputs,
                           ValueRange results, SymbolTableCollection &symbols, bool sameType,
                           bool wholeIsInput) {
-  FailureOr<mesh::MeshOp> meshOp = lookupMesh(op, meshName, symbols);
-  if (failed(meshOp))
+  FailureOr<int64_t> meshRanks = lookupRanks(op, meshName, axes, symbols);
+  if (failed(meshRanks))
     return failure();
   if (inputs.size() != results.size() || inputs.empty())
     return op->emitOpError("needs as many results as operands, at least one");
-  int64_t ranks = meshOp->getShape()[0];
+  int64_t ranks = *meshRanks;
   for (auto [i, in, out] : llvm::enumerate(inputs.getTypes(), results.getTypes())) {
     if (sameType ? in != out
                  : !(wholeIsInput ? isFlatShard(out, in, ranks) : isFlatShard(in, out, ranks)))
@@ -54,23 +76,23 @@ LogicalResult verifyPairs(Operation *op, FlatSymbolRefAttr meshName, ValueRange 
 
 template <typename Op> int64_t meshRanks(Op op) {
   SymbolTableCollection symbols;
-  auto meshOp = symbols.lookupNearestSymbolFrom<mesh::MeshOp>(op, op.getMeshAttr());
-  return meshOp && meshOp.getRank() == 1 ? meshOp.getShape()[0] : 0;
+  return ranksOver(symbols.lookupNearestSymbolFrom<mesh::MeshOp>(op, op.getMeshAttr()),
+                   op.getMeshAxes());
 }
 
 } // namespace
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  return verifyPairs(*this, getMeshAttr(), getInputs(), getResults(), symbols, true, false);
+  return verifyPairs(*this, getMeshAttr(), getMeshAxes(), getInputs(), getResults(), symbols, true, false);
 }
 LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  return verifyPairs(*this, getMeshAttr(), getInputs(), getResults(), symbols, false, true);
+  return verifyPairs(*this, getMeshAttr(), getMeshAxes(), getInputs(), getResults(), symbols, false, true);
 }
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  return verifyPairs(*this, getMeshAttr(), getInputs(), getResults(), symbols, false, false);
+  return verifyPairs(*this, getMeshAttr(), getMeshAxes(), getInputs(), getResults(), symbols, false, false);
 }
 LogicalResult ShardSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  return verifyPairs(*this, getMeshAttr(), getInputs(), getResults(), symbols, false, true);
+  return verifyPairs(*this, getMeshAttr(), getMeshAxes(), getInputs(), getResults(), symbols, false, true);
 }
 
 int64_t AllReduceOp::getNumRanks() { return meshRanks(*this); }

@@ -10,8 +10,9 @@
 //   * ZeRO's flat shards: a tensor is flattened and zero-padded to a multiple of the number of
 //     ranks N, and rank r owns elements [r*k, (r+1)*k) with k = ceil(numel / N); upstream
 //     shardings split dimensions and need them divisible by the mesh size.
-// Every op names its mesh (a 1-D mesh.mesh: the data-parallel axis) and is not Pure: each
-// rank must issue the same collectives in the same order, so none may be moved or removed.
+// Every op names its mesh and the mesh axes it runs over (`mesh_axes`; absent on a 1-D mesh,
+// the data-parallel axis, as the data-parallel passes use them) and is not Pure: each rank must
+// issue the same collectives in the same order, so none may be moved or removed.
 //
 //===-------------------------------------------------------------------------------------===//
 
@@ -23,13 +24,15 @@ include "mlir/IR/SymbolInterfaces.td"
 class Graph_CollectiveOp<string mnemonic> : Graph_Op<mnemonic,
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_FloatTensor>:$inputs,
-                   OptionalAttr<I64Attr>:$bucket, OptionalAttr<StrAttr>:$unit);
+                   OptionalAttr<I64Attr>:$bucket, OptionalAttr<StrAttr>:$unit,
+                   OptionalAttr<DenseI16ArrayAttr>:$mesh_axes);
   let results = (outs Variadic<Graph_FloatTensor>:$results);
   let assemblyFormat = [{
     $inputs `on` $mesh attr-dict `:` functional-type($inputs, $results)
   }];
   let extraClassDeclaration = [{
-    // The number of ranks of the mesh (its one axis); 0 if the symbol does not resolve.
+    // The number of ranks it runs over: the size of its mesh axes (the mesh's one axis when
+    // mesh_axes is absent); 0 if the symbol does not resolve.
     int64_t getNumRanks();
   }];
 }
