@@ -169,12 +169,14 @@ def compare_outputs(out_dir, expected_outputs, rtol, atol):
     return errors
 
 
-def export_test_model(model, out_dir):
-    """Runs tests/models/export_MODEL.py into out_dir unless it already holds model.onnx."""
+def export_test_model(model, out_dir, static_batch=None):
+    """Runs tests/models/export_MODEL.py into out_dir unless it already holds model.onnx;
+    with `static_batch`, exported without dynamic_axes from that many rows."""
     if not os.path.exists(os.path.join(out_dir, "model.onnx")):
         models = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "models")
+        extra = ["--static-batch", str(static_batch)] if static_batch else []
         subprocess.run([sys.executable, os.path.join(models, f"export_{model}.py"), "--out",
-                        out_dir], check=True, stdout=subprocess.DEVNULL)
+                        out_dir, *extra], check=True, stdout=subprocess.DEVNULL)
     return out_dir
 
 

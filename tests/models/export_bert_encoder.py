@@ -123,23 +123,26 @@ def main():
     torch.manual_seed(0)
     model = BertClassifier()
     export_util.randomize_layer_norms(model)
-    input_ids = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.long)
+    rows = export_util.sample_rows(args, BATCH)
+    input_ids = torch.randint(0, VOCAB, (rows, SEQ), dtype=torch.long)
     # Two segments: the first 7 tokens are segment 0, the rest segment 1.
-    token_type_ids = torch.zeros(BATCH, SEQ, dtype=torch.long)
+    token_type_ids = torch.zeros(rows, SEQ, dtype=torch.long)
     token_type_ids[:, 7:] = 1
     # Rows padded to different lengths (the first one not at all).
-    lengths = [SEQ, 9, 5, 10]
-    attention_mask = torch.zeros(BATCH, SEQ, dtype=torch.long)
+    lengths = [[SEQ, 9, 5, 10][row % 4] for row in range(rows)]
+    attention_mask = torch.zeros(rows, SEQ, dtype=torch.long)
     for row, n in enumerate(lengths):
         attention_mask[row, :n] = 1
-    labels = torch.tensor([0, 2, -100, 1], dtype=torch.long)  # one ignored label
+    # One ignored label in every four.
+    labels = torch.tensor([[0, 2, -100, 1][row % 4] for row in range(rows)], dtype=torch.long)
 
     batch = {0: "batch"}
     names = ["input_ids", "token_type_ids", "attention_mask", "labels"]
     export_util.export_model(
         model, (input_ids, token_type_ids, attention_mask, labels), names, ["loss", "logits"],
-        args.out, dynamic_axes={**{n: batch for n in names}, "logits": batch},
-        keep_symbolic=True)
+        args.out,
+        dynamic_axes=export_util.export_axes(args, {**{n: batch for n in names}, "logits": batch}),
+        keep_symbolic=not args.static_batch)
 
 
 if __name__ == "__main__":

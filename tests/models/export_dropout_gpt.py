@@ -28,7 +28,7 @@ class DropoutGPT(gpt.TinyGPT):
 
 def main():
     args = export_util.parse_args(__doc__.splitlines()[0])
-    gpt.export_gpt(DropoutGPT, args.out)
+    gpt.export_gpt(DropoutGPT, args)
 
 
 if __name__ == "__main__":

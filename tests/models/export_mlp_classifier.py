@@ -46,8 +46,9 @@ def main():
     args = export_util.parse_args(__doc__.splitlines()[0])
     torch.manual_seed(0)
     model = MLPClassifier()
-    x = torch.randn(BATCH, IN_FEATURES)
-    y = torch.randint(0, CLASSES, (BATCH,), dtype=torch.long)
+    rows = export_util.sample_rows(args, BATCH)
+    x = torch.randn(rows, IN_FEATURES)
+    y = torch.randint(0, CLASSES, (rows,), dtype=torch.long)
     export_util.export_model(model, (x, y), ["x", "y"], ["loss", "logits"], args.out)
 
 

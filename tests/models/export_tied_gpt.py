@@ -25,7 +25,7 @@ class TiedGPT(gpt.TinyGPT):
 
 def main():
     args = export_util.parse_args(__doc__.splitlines()[0])
-    gpt.export_gpt(TiedGPT, args.out)
+    gpt.export_gpt(TiedGPT, args)
 
 
 if __name__ == "__main__":

@@ -102,21 +102,24 @@ class TinyGPT(nn.Module):
         return loss, logits
 
 
-def export_gpt(model_class, out):
-    """Builds `model_class` (TinyGPT or a variant) with seed 0 and exports it into `out`."""
+def export_gpt(model_class, args):
+    """Builds `model_class` (TinyGPT or a variant) with seed 0 and exports it into args.out
+    (--static-batch: without dynamic_axes, from that many rows)."""
     torch.manual_seed(0)
     model = model_class()
     export_util.randomize_layer_norms(model)
-    idx = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.long)
-    targets = torch.randint(0, VOCAB, (BATCH, SEQ), dtype=torch.long)
+    rows = export_util.sample_rows(args, BATCH)
+    idx = torch.randint(0, VOCAB, (rows, SEQ), dtype=torch.long)
+    targets = torch.randint(0, VOCAB, (rows, SEQ), dtype=torch.long)
     bt = {0: "batch", 1: "seq"}
-    export_util.export_model(model, (idx, targets), ["idx", "targets"], ["loss", "logits"],
-                             out, dynamic_axes={"idx": bt, "targets": bt, "logits": bt})
+    export_util.export_model(
+        model, (idx, targets), ["idx", "targets"], ["loss", "logits"], args.out,
+        dynamic_axes=export_util.export_axes(args, {"idx": bt, "targets": bt, "logits": bt}))
 
 
 def main():
     args = export_util.parse_args(__doc__.splitlines()[0])
-    export_gpt(TinyGPT, args.out)
+    export_gpt(TinyGPT, args)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,21 @@ def npy_name(tensor_name):
 def parse_args(description):
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", required=True, help="output directory (created if missing)")
+    parser.add_argument("--static-batch", type=int, default=None, metavar="N",
+                        help="export as torch.onnx.export does by default, without "
+                             "dynamic_axes, from sample inputs of N rows: the batch and "
+                             "sequence sizes end up baked into Reshape constants")
     return parser.parse_args()
+
+
+def sample_rows(args, default):
+    """Rows of the sample inputs: --static-batch's, else the model's default."""
+    return args.static_batch or default
+
+
+def export_axes(args, dynamic_axes):
+    """The dynamic_axes to export with: none at all for --static-batch."""
+    return None if args.static_batch else dynamic_axes
 
 
 def randomize_layer_norms(module, generator=None):

@@ -73,8 +73,8 @@ def main():
     model_dir = os.path.join(args.work, "model")
     data_dir = os.path.join(args.work, "data")
     os.makedirs(data_dir, exist_ok=True)
-    gpt.export_gpt(gpt.TinyGPT, model_dir)
-    data = train_reference.make_data("tiny_gpt", gpt, 4, np.random.default_rng(0))
+    gpt.export_gpt(gpt.TinyGPT, argparse.Namespace(out=model_dir, static_batch=None))
+    data = train_reference.make_data("tiny_gpt", gpt, 4, gpt.BATCH, np.random.default_rng(0))
     for name, value in data.items():
         np.save(os.path.join(data_dir, name + ".npy"), value)
 
