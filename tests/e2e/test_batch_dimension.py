@@ -1,0 +1,111 @@
+"""A model whose batch is not dim 0 is split along its real batch or refused, never wrong.
+
+    test_batch_dimension.py --shardc PATH --shardrun PATH --work DIR
+
+PyTorch's nn.TransformerEncoder with its default batch_first=False takes [seq, batch] inputs
+(tests/models/export_seq_first_transformer.py), exported with dynamic_axes and without. With
+--gpus 2 shardc must either
+  * compile it, and then 2 ranks must follow the single-rank run (every step's loss within
+    1e-5 relative, 10 AdamW steps on the same data): the batch was found along dim 1; or
+  * exit 1 with exactly one line on stderr, starting `shardc: error:`, that names the batch or
+    dimension and the node that keeps it from being split.
+Splitting dim 0 (the sequence) as if it were the batch trains a different model, which the first
+branch catches. Prints PASS/FAIL per case and `N passed, M failed`.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, os.pardir, "models"))
+import e2e_util  # noqa: E402
+import export_seq_first_transformer as model  # noqa: E402
+
+STEPS = 10
+ROWS = 8
+
+
+def run(args, onnx_path, data, tag, flags):
+    out = os.path.join(args.work, tag)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    bundle = os.path.join(out, "m.shard")
+    res = e2e_util.run_tool([args.shardc, onnx_path, "-o", bundle, *flags], args.timeout)
+    if not res.ok:
+        return res
+    metrics = os.path.join(out, "m.jsonl")
+    res = e2e_util.run_tool([args.shardrun, bundle, "--steps", str(STEPS), "--data", data,
+                             "--lr", "1e-3", "--metrics", metrics], args.timeout)
+    if not res.ok:
+        raise RuntimeError(f"shardrun: {res.describe()}")
+    return [json.loads(line)["loss"] for line in open(metrics)]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--timeout", type=float, default=300)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+
+    # Batches along the data set's dim 0 (the sequence positions of the step), as shardrun cuts
+    # them: every input is [SEQ * batches, ROWS].
+    rng = np.random.default_rng(7)
+    data = os.path.join(args.work, "data")
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(data, "tokens.npy"), rng.integers(0, model.VOCAB, (model.SEQ * 4, ROWS)))
+    np.save(os.path.join(data, "labels.npy"), rng.integers(0, model.CLASSES, (model.SEQ * 4, ROWS)))
+
+    cases = []
+    for style in ("dynamic", "static"):
+        def case(style=style):
+            export = os.path.join(args.work, f"export_{style}")
+            e2e_util.export_test_model("seq_first_transformer", export,
+                                       static_batch=ROWS if style == "static" else None)
+            onnx_path = os.path.join(export, "model.onnx")
+            if style == "dynamic":
+                onnx_path = with_batch(onnx_path)
+            single = run(args, onnx_path, data, f"{style}_single", [])
+            if not isinstance(single, list):
+                return f"single rank: {single.describe()}"
+            res = run(args, onnx_path, data, f"{style}_dp2", ["--gpus", "2", "--strategy", "dp"])
+            if isinstance(res, list):
+                worst = max(abs(a - b) / abs(b) for a, b in zip(res, single))
+                if len(res) != STEPS or worst > 1e-5:
+                    return f"2 ranks trained another model: worst loss rel diff {worst:.3g}"
+                return None, f"split along its batch: loss rel {worst:.2g}"
+            lines = res.stderr.strip().splitlines()
+            if res.returncode != 1 or len(lines) != 1 or not lines[0].startswith("shardc: error:"):
+                return f"expected one error line, got {res.describe()}"
+            if "batch" not in lines[0] or "node '" not in lines[0]:
+                return f"the error names neither the batch nor the node: {lines[0]}"
+            return None, "refused: " + lines[0][:160] + "..."
+        cases.append((f"seq_first_transformer_{style}", case))
+    e2e_util.run_cases(cases)
+
+
+def with_batch(onnx_path):
+    """The dynamic export with its batch (dim 1) pinned to ROWS."""
+    m = onnx.load_model(onnx_path, load_external_data=False)
+    for value in m.graph.input:
+        value.type.tensor_type.shape.dim[1].dim_value = ROWS
+    for value in m.graph.output:
+        for dim in value.type.tensor_type.shape.dim:
+            dim.Clear()
+    del m.graph.value_info[:]
+    out = os.path.join(os.path.dirname(onnx_path), f"model_batch{ROWS}.onnx")
+    onnx.save_model(m, out)
+    return out
+
+
+if __name__ == "__main__":
+    main()
