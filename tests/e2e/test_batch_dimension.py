@@ -3,7 +3,8 @@
     test_batch_dimension.py --shardc PATH --shardrun PATH --work DIR
 
 PyTorch's nn.TransformerEncoder with its default batch_first=False takes [seq, batch] inputs
-(tests/models/export_seq_first_transformer.py), exported with dynamic_axes and without. With
+(tests/models/export_seq_first_transformer.py, a language model), exported with dynamic_axes
+and without. With
 --gpus 2 shardc must either
   * compile it, and then 2 ranks must follow the single-rank run (every step's loss within
     1e-5 relative, 10 AdamW steps on the same data): the batch was found along dim 1; or
@@ -62,8 +63,9 @@ def main():
     rng = np.random.default_rng(7)
     data = os.path.join(args.work, "data")
     os.makedirs(data, exist_ok=True)
-    np.save(os.path.join(data, "tokens.npy"), rng.integers(0, model.VOCAB, (model.SEQ * 4, ROWS)))
-    np.save(os.path.join(data, "labels.npy"), rng.integers(0, model.CLASSES, (model.SEQ * 4, ROWS)))
+    for name in ("src", "targets"):
+        np.save(os.path.join(data, name + ".npy"),
+                rng.integers(0, model.VOCAB, (model.SEQ * 4, ROWS)))
 
     cases = []
     for style in ("dynamic", "static"):
@@ -94,10 +96,10 @@ def main():
 
 
 def with_batch(onnx_path):
-    """The dynamic export with its batch (dim 1) pinned to ROWS."""
+    """The dynamic export with its batch (model.BATCH_DIM) pinned to ROWS."""
     m = onnx.load_model(onnx_path, load_external_data=False)
     for value in m.graph.input:
-        value.type.tensor_type.shape.dim[1].dim_value = ROWS
+        value.type.tensor_type.shape.dim[model.BATCH_DIM].dim_value = ROWS
     for value in m.graph.output:
         for dim in value.type.tensor_type.shape.dim:
             dim.Clear()
