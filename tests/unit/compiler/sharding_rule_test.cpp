@@ -1,0 +1,180 @@
+// The sharding rules' factor mappings (ShardingRule.h): reshape dimension groups, reductions,
+// broadcasting, matmul, and the ops' own rules read through the interface.
+#include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+namespace shardc::graph {
+namespace {
+
+// The sizes of the factors of each dimension, e.g. {{12, 64}} for one dimension of 12 x 64.
+std::vector<std::vector<int64_t>> factorSizes(const OpShardingRule &rule,
+                                              const TensorFactors &tensor) {
+  std::vector<std::vector<int64_t>> sizes;
+  for (const DimFactors &dim : tensor) {
+    sizes.emplace_back();
+    for (int f : dim)
+      sizes.back().push_back(rule.factors[f].size);
+  }
+  return sizes;
+}
+
+using Sizes = std::vector<std::vector<int64_t>>;
+
+TEST(ReshapeRule, SplitsAHiddenDimensionIntoHeads) {
+  // [b, s, 768] -> [b, s, 12, 64]: 768 is the heads (major) and the head dim.
+  OpShardingRule r = sharding::reshape({2, 5, 768}, {2, 5, 12, 64});
+  EXPECT_EQ(factorSizes(r, r.operands[0]), (Sizes{{2}, {5}, {12, 64}}));
+  EXPECT_EQ(factorSizes(r, r.results[0]), (Sizes{{2}, {5}, {12}, {64}}));
+  // The heads factor is the 768-dimension's major factor and the result's dim 2.
+  EXPECT_EQ(r.operands[0][2][0], r.results[0][2][0]);
+  EXPECT_EQ(r.operands[0][0][0], r.results[0][0][0]);
+  EXPECT_TRUE(r.linear[0]);
+}
+
+TEST(ReshapeRule, MergesBatchAndSequenceWithTheBatchMajor) {
+  OpShardingRule r = sharding::reshape({4, 6, 8}, {24, 8});
+  EXPECT_EQ(factorSizes(r, r.results[0]), (Sizes{{4, 6}, {8}}));
+  EXPECT_EQ(r.results[0][0][0], r.operands[0][0][0]); // the batch stays major
+  EXPECT_EQ(r.results[0][0][1], r.operands[0][1][0]); // the sequence becomes minor
+}
+
+TEST(ReshapeRule, RefinesOverlappingGroups) {
+  // [8, 16] -> [16, 8] over one group of 128: cuts 8 | 16 | 128 give factors 8, 2, 8.
+  OpShardingRule r = sharding::reshape({8, 16}, {16, 8});
+  EXPECT_EQ(factorSizes(r, r.operands[0]), (Sizes{{8}, {2, 8}}));
+  EXPECT_EQ(factorSizes(r, r.results[0]), (Sizes{{8, 2}, {8}}));
+  EXPECT_EQ(r.operands[0][0][0], r.results[0][0][0]);
+}
+
+TEST(ReshapeRule, KeepsGroupsWithoutACommonRefinementWhole) {
+  // 6x4 -> 4x6: no dimension of one side is a block of the other's.
+  OpShardingRule r = sharding::reshape({6, 4}, {4, 6});
+  for (const ShardingFactor &f : r.factors) {
+    EXPECT_EQ(f.kind, FactorKind::Whole);
+    EXPECT_FALSE(f.why.empty());
+  }
+}
+
+TEST(ReshapeRule, SizeOneDimensionsHaveNoFactor) {
+  OpShardingRule r = sharding::reshape({1, 8, 1}, {8});
+  EXPECT_EQ(factorSizes(r, r.operands[0]), (Sizes{{}, {8}, {}}));
+  EXPECT_EQ(factorSizes(r, r.results[0]), (Sizes{{8}}));
+}
+
+TEST(ReshapeRule, DifferentElementCountsAreNotSplit) {
+  OpShardingRule r = sharding::reshape({4, 6}, {5, 5});
+  for (const ShardingFactor &f : r.factors)
+    EXPECT_EQ(f.kind, FactorKind::Whole);
+}
+
+TEST(ReductionRule, ReducedAxesAreMissingFromTheResult) {
+  OpShardingRule r = sharding::reduction({4, 6, 8}, {1}, /*keepdims=*/true, PartialKind::Mean);
+  EXPECT_EQ(factorSizes(r, r.results[0]), (Sizes{{4}, {}, {8}}));
+  EXPECT_EQ(r.factors[r.operands[0][1][0]].partial, PartialKind::Mean);
+  EXPECT_TRUE(r.linear[0]);
+  OpShardingRule max = sharding::reduction({4, 6}, {0}, false, PartialKind::Max);
+  EXPECT_FALSE(max.linear[0]); // a maximum of pending sums is not their sum
+}
+
+class OpRules : public ::testing::Test {
+protected:
+  OpRules() {
+    ctx.loadDialect<mlir::func::FuncDialect, GraphDialect, mlir::mesh::MeshDialect>();
+  }
+  // The rule of the first op of @f in `source`.
+  OpShardingRule ruleOf(const char *source) {
+    module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
+    EXPECT_TRUE(module);
+    auto f = module->lookupSymbol<mlir::func::FuncOp>("f");
+    mlir::Operation *op = &f.getBody().front().front();
+    auto rule = mlir::cast<ShardingRuleOpInterface>(op).getShardingRule();
+    EXPECT_TRUE(rule.has_value());
+    return *rule;
+  }
+  mlir::MLIRContext ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+TEST_F(OpRules, MatMulContractsK) {
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%a: tensor<3x4x5xf32>, %b: tensor<5x7xf32>) -> tensor<3x4x7xf32> {
+      %c = graph.matmul %a, %b : (tensor<3x4x5xf32>, tensor<5x7xf32>) -> tensor<3x4x7xf32>
+      return %c : tensor<3x4x7xf32>
+    })");
+  int k = r.operands[0][2][0];
+  EXPECT_EQ(r.operands[1][0][0], k);
+  for (const DimFactors &dim : r.results[0])
+    EXPECT_NE(dim[0], k); // k is summed
+  EXPECT_EQ(r.results[0][2][0], r.operands[1][1][0]);
+  EXPECT_EQ(r.results[0][0][0], r.operands[0][0][0]);
+  EXPECT_TRUE(r.linear[0] && r.linear[1]);
+}
+
+TEST_F(OpRules, BroadcastDimensionsHaveNoFactor) {
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%a: tensor<4x1x8xf32>, %b: tensor<6x8xf32>) -> tensor<4x6x8xf32> {
+      %c = graph.add %a, %b : (tensor<4x1x8xf32>, tensor<6x8xf32>) -> tensor<4x6x8xf32>
+      return %c : tensor<4x6x8xf32>
+    })");
+  EXPECT_TRUE(r.operands[0][1].empty());
+  EXPECT_EQ(r.operands[1][0][0], r.results[0][1][0]);
+  EXPECT_TRUE(r.sumsOperands);
+}
+
+TEST_F(OpRules, SoftmaxAxisAndLayerNormAxesStayWhole) {
+  OpShardingRule s = ruleOf(R"(
+    func.func @f(%a: tensor<4x6xf32>) -> tensor<4x6xf32> {
+      %c = graph.softmax %a {axis = 1 : i64} : tensor<4x6xf32>
+      return %c : tensor<4x6xf32>
+    })");
+  EXPECT_EQ(s.factors[s.operands[0][0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(s.factors[s.operands[0][1][0]].kind, FactorKind::Whole);
+  OpShardingRule ln = ruleOf(R"(
+    func.func @f(%x: tensor<4x6x8xf32>, %g: tensor<8xf32>) -> tensor<4x6x8xf32> {
+      %y, %m, %r = graph.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x6x8xf32>, tensor<8xf32>) -> (tensor<4x6x8xf32>, tensor<4x6x1xf32>, tensor<4x6x1xf32>)
+      return %y : tensor<4x6x8xf32>
+    })");
+  EXPECT_EQ(ln.factors[ln.operands[0][2][0]].kind, FactorKind::Whole);
+  EXPECT_EQ(ln.operands[1][0][0], ln.operands[0][2][0]); // the scale has the normalised dim
+  EXPECT_EQ(ln.factors[ln.operands[0][1][0]].kind, FactorKind::Parallel);
+}
+
+TEST_F(OpRules, LossesSumTheirRowsAndKeepTheClassesWhole) {
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%s: tensor<4x5xf32>, %y: tensor<4xi64>) -> tensor<f32> {
+      %l, %p = graph.softmax_cross_entropy_loss %s, %y {reduction = "sum"} : (tensor<4x5xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x5xf32>)
+      return %l : tensor<f32>
+    })");
+  EXPECT_TRUE(r.results[0].empty()); // the scalar loss: the rows are summed
+  EXPECT_EQ(r.factors[r.operands[0][0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[r.operands[0][1][0]].kind, FactorKind::Whole);
+  EXPECT_EQ(r.operands[1][0][0], r.operands[0][0][0]);
+  // A mean over labels with ignore_index divides by a count no device has: rows whole.
+  OpShardingRule mean = ruleOf(R"(
+    func.func @f(%s: tensor<4x5xf32>, %y: tensor<4xi64>) -> tensor<f32> {
+      %l, %p = graph.softmax_cross_entropy_loss %s, %y {ignore_index = -100 : i64, reduction = "mean"} : (tensor<4x5xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x5xf32>)
+      return %l : tensor<f32>
+    })");
+  EXPECT_EQ(mean.factors[mean.operands[0][0][0]].kind, FactorKind::Whole);
+}
+
+TEST_F(OpRules, GatherGradSumsOverTheIndices) {
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%dy: tensor<4x6x8xf32>, %i: tensor<4x6xi64>) -> tensor<10x8xf32> {
+      %g = graph.gather_grad %dy, %i {axis = 0 : i64} : (tensor<4x6x8xf32>, tensor<4x6xi64>) -> tensor<10x8xf32>
+      return %g : tensor<10x8xf32>
+    })");
+  EXPECT_EQ(r.factors[r.results[0][0][0]].kind, FactorKind::Whole); // the table's rows
+  EXPECT_EQ(r.results[0][1][0], r.operands[0][2][0]);              // the features
+  EXPECT_EQ(r.operands[1][0][0], r.operands[0][0][0]);             // index dims, summed
+}
+
+} // namespace
+} // namespace shardc::graph
