@@ -42,7 +42,7 @@ def main():
     p.add_argument("--timeout", type=float, default=300)
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    model = Model("mlp_classifier", args)
+    model = Model("mlp_classifier", "static", args)
 
     def same_as_local(strategy):
         local = model.run(f"local_{strategy}", ["--gpus", str(RANKS), "--strategy", strategy])
