@@ -43,6 +43,53 @@ Status Communicator::setTimeoutSeconds(double seconds) {
   return Status::ok();
 }
 
+int Communicator::worldRankOf(int rank) const {
+  if (worldRanks_.empty() || rank < 0 || rank >= static_cast<int>(worldRanks_.size()))
+    return rank;
+  return worldRanks_[static_cast<size_t>(rank)];
+}
+
+std::string Communicator::groupSuffix() const {
+  if (worldRanks_.empty())
+    return "";
+  std::string text = " in group";
+  if (!groupName_.empty())
+    text += " '" + groupName_ + "'";
+  // A large group is named by its size and first members: the whole list helps nobody.
+  constexpr size_t kListed = 8;
+  text += " (";
+  if (worldRanks_.size() > kListed)
+    text += std::to_string(worldRanks_.size()) + " ranks: ";
+  else
+    text += worldRanks_.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < worldRanks_.size() && i < kListed; ++i)
+    text += (i ? ", " : "") + std::to_string(worldRanks_[i]);
+  if (worldRanks_.size() > kListed)
+    text += ", ...";
+  return text + ")";
+}
+
+Status Communicator::labelled(const char *what, uint64_t sequence, const Status &status) const {
+  if (status.isOk())
+    return status;
+  return Status::error("rank " + std::to_string(worldRank()) + ": " + what + " #" +
+                       std::to_string(sequence) + groupSuffix() + ": " + status.message());
+}
+
+std::vector<int> splitMembers(const std::vector<int32_t> &colorKey, int color) {
+  std::vector<int> members;
+  if (color < 0)
+    return members;
+  for (size_t r = 0; 2 * r + 1 < colorKey.size(); ++r)
+    if (colorKey[2 * r] == color)
+      members.push_back(static_cast<int>(r));
+  // Stable: equal keys keep the order of their ranks.
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+    return colorKey[2 * static_cast<size_t>(a) + 1] < colorKey[2 * static_cast<size_t>(b) + 1];
+  });
+  return members;
+}
+
 std::chrono::steady_clock::time_point Communicator::deadlineFromNow() const {
   constexpr double kLongestWaitSeconds = 365.0 * 24 * 3600;
   using Clock = std::chrono::steady_clock;

@@ -9,6 +9,13 @@
 // Every wait has a deadline: a rank that dies or stops answering makes every other rank's
 // collective fail within CommOptions::timeoutSeconds with a message naming the rank, the
 // collective and the cause, instead of hanging.
+//
+// A communicator can be split into groups (split(), MPI_Comm_split's semantics): each group is a
+// communicator of its own, with its own ranks 0..n-1, collective numbering and counters, over
+// which the same collectives run. Messages always name ranks by their number in the world the
+// first communicator was created for ("rank 3: all_reduce #2 in group 'tp' (ranks 2, 3): timed
+// out after 30 s waiting for rank 2"), and a failure or abort anywhere ends the collectives of
+// the world and of every group split from it.
 #pragma once
 
 #include "runtime/support/status.h"
@@ -16,7 +23,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace shardc::runtime {
 
@@ -57,6 +66,30 @@ public:
   // "local", "mpi" or "nccl".
   virtual const char *backendName() const = 0;
 
+  // Splits this communicator into groups, as MPI_Comm_split does: a collective that every rank
+  // of this communicator calls (in the same order relative to its other collectives). The ranks
+  // that pass the same `color` >= 0 form one new communicator, in which they are numbered in
+  // the order of their `key`, ties broken by their rank here; *out is this rank's. A rank that
+  // passes a negative color (kNoGroup) joins no group and gets null. The new communicator has
+  // this one's backend and current timeout, and counts its own calls and bytes; an abort of
+  // any communicator of the family (this one, its groups, theirs) fails all of them. Waits at
+  // most the timeout for the other ranks, like any collective ("rank 1: split #4: ...").
+  virtual Status split(int color, int key, std::unique_ptr<Communicator> *out) = 0;
+  static constexpr int kNoGroup = -1;
+
+  // The number in the world (the communicator the backend created, before any split) of this
+  // communicator's rank `rank`; rank itself for a world.
+  int worldRankOf(int rank) const;
+  int worldRank() const { return worldRankOf(this->rank()); }
+  // Whether this communicator came from split().
+  bool isGroup() const { return !worldRanks_.empty(); }
+  // A name for messages and reports ("tp"); empty for a world and for a group not yet named.
+  const std::string &groupName() const { return groupName_; }
+  void setGroupName(std::string name) { groupName_ = std::move(name); }
+  // " in group 'tp' (ranks 2, 3)" for a group (the world ranks of its members, the first few
+  // of a large one), "" for a world: what collective errors put after the collective's name.
+  std::string groupSuffix() const;
+
   // data[0, count) <- sum over ranks of every rank's data[0, count). In place.
   virtual Status allReduceSum(float *data, size_t count) = 0;
   // out[0, chunk) <- sum over ranks r' of in_{r'}[rank()*chunk, (rank()+1)*chunk), where each
@@ -80,13 +113,25 @@ public:
   Status setTimeoutSeconds(double seconds);
 
 protected:
+  // "rank W: <what> #S<groupSuffix()>: <status's message>" (W: this rank in the world); `status`
+  // itself when it is ok. Every backend's collective errors read this way.
+  Status labelled(const char *what, uint64_t sequence, const Status &status) const;
+
   // When a wait that starts now gives up (a year at most, so that huge timeouts cannot
   // overflow the clock).
   std::chrono::steady_clock::time_point deadlineFromNow() const;
 
   CommCounters counters_;
   double timeoutSeconds_ = CommOptions().timeoutSeconds;
+  // A group's members' world ranks, in group rank order; empty for a world.
+  std::vector<int> worldRanks_;
+  std::string groupName_;
 };
+
+// The members of the group of `color` after a split in which rank r of the split communicator
+// passed (colorKey[2r], colorKey[2r+1]): their ranks there, ordered by key, then by rank.
+// Empty for a negative color.
+std::vector<int> splitMembers(const std::vector<int32_t> &colorKey, int color);
 
 // Gives `comm` (null: none) a longer timeout while it lives, then the previous one back: for
 // the exchanges that follow long work on one rank which the others wait through (loading a

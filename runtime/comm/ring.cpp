@@ -111,12 +111,23 @@ Status RingCommunicator::begin(CollectiveKind kind, size_t elements, uint64_t *s
   return Status::ok();
 }
 
-Status RingCommunicator::labelled(CollectiveKind kind, uint64_t sequence,
-                                  const Status &status) const {
-  if (status.isOk())
-    return status;
-  return Status::error("rank " + std::to_string(rank_) + ": " + collectiveName(kind) + " #" +
-                       std::to_string(sequence) + ": " + status.message());
+Status RingCommunicator::exchangeSplitRequests(int color, int key, std::vector<int32_t> *colorKey,
+                                               uint64_t *sequence) {
+  *sequence = ++sequence_;
+  // The ring moves floats but only copies them (an all-gather adds nothing), so the ints travel
+  // as their bit patterns.
+  const int32_t mine[2] = {static_cast<int32_t>(color), static_cast<int32_t>(key)};
+  float in[2];
+  std::memcpy(in, mine, sizeof in);
+  std::vector<float> out(2 * static_cast<size_t>(size_));
+  uint64_t uncounted = 0;
+  Status status =
+      ringAllGather(transport(), rank_, size_, in, out.data(), 2, *sequence, &uncounted);
+  if (!status.isOk())
+    return Communicator::labelled("split", *sequence, status);
+  colorKey->resize(out.size());
+  std::memcpy(colorKey->data(), out.data(), out.size() * sizeof(float));
+  return Status::ok();
 }
 
 float *RingCommunicator::scratch(size_t elements) {

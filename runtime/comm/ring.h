@@ -75,11 +75,21 @@ protected:
   RingCommunicator(int rank, int size) : rank_(rank), size_(size) {}
   virtual Transport &transport() = 0;
 
+  // The first half of every backend's split(): a ring all-gather (numbered like a collective,
+  // but not counted: it belongs to no program) of every rank's color and key, so that each
+  // rank learns the groups, and every rank has arrived, within the timeout.
+  // colorKey[2r], colorKey[2r+1] are rank r's; *sequence is the exchange's number, the same on
+  // every rank. Errors read "rank R: split #S: ...".
+  Status exchangeSplitRequests(int color, int key, std::vector<int32_t> *colorKey,
+                               uint64_t *sequence);
+
 private:
   // Checks what every collective needs, numbers it and counts the call; *sequence is its number.
   Status begin(CollectiveKind kind, size_t elements, uint64_t *sequence);
   // The error of collective `sequence` of `kind`, with this rank and the collective in front.
-  Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const;
+  Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const {
+    return Communicator::labelled(collectiveName(kind), sequence, status);
+  }
   // One chunk of scratch memory; grows only, so steady-state steps allocate nothing.
   float *scratch(size_t elements);
 

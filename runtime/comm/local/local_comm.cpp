@@ -6,8 +6,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace shardc::runtime {
 
@@ -26,11 +30,25 @@ struct Mailbox {
   std::string refusal; // why the receiver refused it (State::Refused)
 };
 
-// What the ranks of one world share.
+// What a world and every group split from it share: one lock and one failure, so that an
+// abort anywhere wakes every rank waiting in any of them. (The ranks of one process are few;
+// one lock for all of them costs nothing measurable, as the copies happen outside it.)
+struct LocalFamily {
+  std::mutex mutex;
+  std::condition_variable changed; // any mailbox or the failure state changed
+  int failedRank = -1;             // in the world
+  std::string failedCause;
+};
+
+// What the ranks of one world, or of one group, share.
 class LocalWorld {
 public:
-  explicit LocalWorld(int size)
-      : size_(size), mailboxes_(static_cast<size_t>(size) * static_cast<size_t>(size)) {}
+  // `worldRanks`: the world rank of each of its ranks (messages name ranks by them).
+  LocalWorld(std::shared_ptr<LocalFamily> family, std::vector<int> worldRanks)
+      : size_(static_cast<int>(worldRanks.size())), worldRanks_(std::move(worldRanks)),
+        family_(std::move(family)),
+        mailboxes_(static_cast<size_t>(size_) * static_cast<size_t>(size_)), mutex_(family_->mutex),
+        changed_(family_->changed) {}
 
   // One ring step of `rank`, which waits until `deadline` (its own communicator's timeout of
   // `timeoutSeconds`, named in the message when it passes).
@@ -38,33 +56,50 @@ public:
                   size_t recvBytes, int from, uint64_t sequence, Clock::time_point deadline,
                   double timeoutSeconds);
 
+  // `rank`: its rank in this world.
   void abort(int rank, const std::string &cause) {
     std::lock_guard<std::mutex> lock(mutex_);
     // The first failure is the one every rank reports.
-    if (failedRank_ < 0) {
-      failedRank_ = rank;
-      failedCause_ = cause;
+    if (family_->failedRank < 0) {
+      family_->failedRank = worldRank(rank);
+      family_->failedCause = cause;
     }
     changed_.notify_all();
   }
+
+  // The world of the group `color` of split number `split` of this world, whose members have
+  // the world ranks `worldRanks`: the first member to ask creates it, the last one to take it
+  // forgets it. Never waits: the split's exchange already brought every rank here.
+  std::shared_ptr<LocalWorld> groupWorld(uint64_t split, int color,
+                                         const std::vector<int> &worldRanks);
 
 private:
   Mailbox &mailbox(int from, int to) {
     return mailboxes_[static_cast<size_t>(from) * static_cast<size_t>(size_) +
                       static_cast<size_t>(to)];
   }
-  Status failure() const { return Status::error(commPeerFailedMessage(failedRank_, failedCause_)); }
+  int worldRank(int rank) const { return worldRanks_[static_cast<size_t>(rank)]; }
+  Status failure() const {
+    return Status::error(commPeerFailedMessage(family_->failedRank, family_->failedCause));
+  }
+  bool failed() const { return family_->failedRank >= 0; }
   // Takes back a message nobody will read; waits out a copy in progress (a bounded memcpy), so
   // that the sender's buffer is free when this returns. Returns the state it found then (Taken:
   // the receiver got the message after all).
   Mailbox::State withdraw(std::unique_lock<std::mutex> &lock, Mailbox &box);
 
+  struct PendingGroup {
+    std::shared_ptr<LocalWorld> world;
+    size_t untaken = 0; // members that have not taken it yet
+  };
+
   const int size_;
-  std::mutex mutex_;
-  std::condition_variable changed_; // any mailbox or the failure state changed
-  std::vector<Mailbox> mailboxes_;  // [from * size + to]
-  int failedRank_ = -1;
-  std::string failedCause_;
+  const std::vector<int> worldRanks_;
+  const std::shared_ptr<LocalFamily> family_;
+  std::vector<Mailbox> mailboxes_; // [from * size + to]
+  std::mutex &mutex_;              // the family's
+  std::condition_variable &changed_;
+  std::map<std::pair<uint64_t, int>, PendingGroup> pendingGroups_; // by (split, color)
 };
 
 Mailbox::State LocalWorld::withdraw(std::unique_lock<std::mutex> &lock, Mailbox &box) {
@@ -75,11 +110,25 @@ Mailbox::State LocalWorld::withdraw(std::unique_lock<std::mutex> &lock, Mailbox 
   return found;
 }
 
+std::shared_ptr<LocalWorld> LocalWorld::groupWorld(uint64_t split, int color,
+                                                   const std::vector<int> &worldRanks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PendingGroup &pending = pendingGroups_[{split, color}];
+  if (pending.world == nullptr) {
+    pending.world = std::make_shared<LocalWorld>(family_, worldRanks);
+    pending.untaken = worldRanks.size();
+  }
+  std::shared_ptr<LocalWorld> world = pending.world;
+  if (--pending.untaken == 0)
+    pendingGroups_.erase({split, color});
+  return world;
+}
+
 Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to, void *recv,
                             size_t recvBytes, int from, uint64_t sequence,
                             Clock::time_point deadline, double timeoutSeconds) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (failedRank_ >= 0)
+  if (failed())
     return failure();
 
   Mailbox &outgoing = mailbox(rank, to);
@@ -97,7 +146,7 @@ Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to
   Mailbox &incoming = mailbox(from, rank);
   const bool arrived = changed_.wait_until(lock, deadline, [&] {
     return incoming.state == Mailbox::State::Posted || outgoing.state == Mailbox::State::Refused ||
-           failedRank_ >= 0;
+           failed();
   });
   if (outgoing.state == Mailbox::State::Refused) {
     Status refused = Status::error(outgoing.refusal);
@@ -106,14 +155,15 @@ Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to
   }
   if (!arrived || incoming.state != Mailbox::State::Posted) {
     withdraw(lock, outgoing);
-    return failedRank_ >= 0 ? failure() : Status::error(commTimeoutMessage(timeoutSeconds, from));
+    return failed() ? failure()
+                    : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(from)));
   }
   if (incoming.sequence != sequence || incoming.bytes != recvBytes) {
     const std::string mismatch =
-        "rank " + std::to_string(from) + " sent " + std::to_string(incoming.bytes) +
+        "rank " + std::to_string(worldRank(from)) + " sent " + std::to_string(incoming.bytes) +
         " bytes for collective #" + std::to_string(incoming.sequence) + " where rank " +
-        std::to_string(rank) + " expected " + std::to_string(recvBytes) + " bytes for #" +
-        std::to_string(sequence) + " (the ranks disagree on the collectives)";
+        std::to_string(worldRank(rank)) + " expected " + std::to_string(recvBytes) +
+        " bytes for #" + std::to_string(sequence) + " (the ranks disagree on the collectives)";
     incoming.state = Mailbox::State::Refused;
     incoming.refusal = mismatch;
     changed_.notify_all();
@@ -131,7 +181,7 @@ Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to
   // Our own message must be taken before `send` may change.
   const bool settled = changed_.wait_until(lock, deadline, [&] {
     return outgoing.state == Mailbox::State::Taken || outgoing.state == Mailbox::State::Refused ||
-           failedRank_ >= 0;
+           failed();
   });
   if (outgoing.state == Mailbox::State::Refused) {
     Status refused = Status::error(outgoing.refusal);
@@ -141,19 +191,43 @@ Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to
   // A copy that finishes while we give up still counts: both halves of the step are done.
   if (withdraw(lock, outgoing) == Mailbox::State::Taken)
     return Status::ok();
-  return settled ? failure() : Status::error(commTimeoutMessage(timeoutSeconds, to));
+  return settled ? failure() : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(to)));
 }
 
 // One rank's view of the world.
 class LocalCommunicator final : public RingCommunicator, private Transport {
 public:
-  LocalCommunicator(std::shared_ptr<LocalWorld> world, int rank, int size, double timeoutSeconds)
+  // `worldRanks`: empty for a world, else the group's members' world ranks.
+  LocalCommunicator(std::shared_ptr<LocalWorld> world, int rank, int size, double timeoutSeconds,
+                    std::vector<int> worldRanks = {})
       : RingCommunicator(rank, size), world_(std::move(world)) {
     timeoutSeconds_ = timeoutSeconds;
+    worldRanks_ = std::move(worldRanks);
   }
 
   const char *backendName() const override { return "local"; }
   void abort(const std::string &cause) override { world_->abort(rank(), cause); }
+
+  Status split(int color, int key, std::unique_ptr<Communicator> *out) override {
+    out->reset();
+    std::vector<int32_t> colorKey;
+    uint64_t sequence = 0;
+    SHARDC_RETURN_IF_ERROR(exchangeSplitRequests(color, key, &colorKey, &sequence));
+    const std::vector<int> members = splitMembers(colorKey, color);
+    if (members.empty())
+      return Status::ok();
+    std::vector<int> worldRanks;
+    int groupRank = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+      worldRanks.push_back(worldRankOf(members[i]));
+      if (members[i] == rank())
+        groupRank = static_cast<int>(i);
+    }
+    *out = std::make_unique<LocalCommunicator>(world_->groupWorld(sequence, color, worldRanks),
+                                               groupRank, static_cast<int>(members.size()),
+                                               timeoutSeconds_, worldRanks);
+    return Status::ok();
+  }
 
 protected:
   Transport &transport() override { return *this; }
@@ -176,7 +250,10 @@ Status createLocalWorld(int size, const CommOptions &options,
     return Status::error("local communicator: the world needs at least 1 rank, got " +
                          std::to_string(size));
   SHARDC_RETURN_IF_ERROR(validateCommOptions(options));
-  auto world = std::make_shared<LocalWorld>(size);
+  std::vector<int> worldRanks(static_cast<size_t>(size));
+  for (int rank = 0; rank < size; ++rank)
+    worldRanks[static_cast<size_t>(rank)] = rank;
+  auto world = std::make_shared<LocalWorld>(std::make_shared<LocalFamily>(), worldRanks);
   out->clear();
   for (int rank = 0; rank < size; ++rank)
     out->push_back(std::make_unique<LocalCommunicator>(world, rank, size, options.timeoutSeconds));

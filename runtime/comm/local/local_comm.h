@@ -5,6 +5,11 @@
 // chunk, the receiver copies it straight into its own buffer and marks it taken, so a ring step
 // costs one copy and allocates nothing. The collectives are the shared ring (runtime/comm/ring.h),
 // bit-identical to the mpi backend.
+//
+// split() exchanges every rank's color and key over the ring (so a rank that never arrives is a
+// timeout naming it), then the members of each group share a new set of mailboxes. A world and
+// its groups share one lock and one failure state: abort() on any of them fails the pending and
+// future collectives of all of them.
 #pragma once
 
 #include "runtime/comm/communicator.h"

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace shardc::runtime {
 
@@ -42,14 +44,18 @@ int gLiveCommunicators = 0;
 
 class MpiCommunicator final : public RingCommunicator, private Transport {
 public:
-  MpiCommunicator(MPI_Comm comm, int rank, int size, int tagUpperBound, double timeoutSeconds)
+  // `worldRanks`: empty for a world, else the group's members' world ranks.
+  MpiCommunicator(MPI_Comm comm, int rank, int size, int tagUpperBound, double timeoutSeconds,
+                  std::vector<int> worldRanks = {})
       : RingCommunicator(rank, size), comm_(comm), tagUpperBound_(tagUpperBound) {
     timeoutSeconds_ = timeoutSeconds;
+    worldRanks_ = std::move(worldRanks);
   }
   ~MpiCommunicator() override;
 
   const char *backendName() const override { return "mpi"; }
   void abort(const std::string &) override { MPI_Abort(MPI_COMM_WORLD, 1); }
+  Status split(int color, int key, std::unique_ptr<Communicator> *out) override;
 
   Status broadcast(void *data, size_t bytes, int root);
 
@@ -101,7 +107,7 @@ Status MpiCommunicator::await(MPI_Request *request, int peer, Clock::time_point 
     if (done)
       return Status::ok();
     if (Clock::now() > deadline)
-      return Status::error(commTimeoutMessage(timeoutSeconds_, peer));
+      return Status::error(commTimeoutMessage(timeoutSeconds_, worldRankOf(peer)));
     if (polls < 1000)
       continue;
     if (polls < 20000)
@@ -143,10 +149,10 @@ Status MpiCommunicator::exchange(const void *send, int sendBytes, int to, void *
     int count = 0;
     status = mpiCheck(MPI_Get_count(&received, MPI_BYTE, &count), "MPI_Get_count");
     if (status.isOk() && count != recvBytes)
-      status =
-          Status::error("rank " + std::to_string(from) + " sent " + std::to_string(count) +
-                        " bytes where rank " + std::to_string(rank()) + " expected " +
-                        std::to_string(recvBytes) + " (the ranks disagree on the collectives)");
+      status = Status::error(
+          "rank " + std::to_string(worldRankOf(from)) + " sent " + std::to_string(count) +
+          " bytes where rank " + std::to_string(worldRank()) + " expected " +
+          std::to_string(recvBytes) + " (the ranks disagree on the collectives)");
   }
   if (status.isOk()) {
     MPI_Status sent;
@@ -185,8 +191,8 @@ Status MpiCommunicator::sendRecv(const void *send, size_t sendBytes, int to, voi
 }
 
 Status MpiCommunicator::broadcast(void *data, size_t bytes, int root) {
-  const std::string prefix =
-      "rank " + std::to_string(rank()) + ": broadcast from rank " + std::to_string(root) + ": ";
+  const std::string prefix = "rank " + std::to_string(worldRank()) + ": broadcast from rank " +
+                             std::to_string(worldRankOf(root)) + groupSuffix() + ": ";
   if (root < 0 || root >= size())
     return Status::error(prefix + "no such rank");
   if (bytes > static_cast<size_t>(INT_MAX))
@@ -203,6 +209,56 @@ Status MpiCommunicator::broadcast(void *data, size_t bytes, int root) {
     cancel(&request);
     return fail(Status::error(prefix + status.message()));
   }
+  return Status::ok();
+}
+
+Status MpiCommunicator::split(int color, int key, std::unique_ptr<Communicator> *out) {
+  out->reset();
+  // The exchange first: it waits with a deadline (MPI_Comm_split cannot), so a rank that never
+  // arrives is a timeout naming it, and once it is done every rank is at the split.
+  std::vector<int32_t> colorKey;
+  uint64_t sequence = 0;
+  SHARDC_RETURN_IF_ERROR(exchangeSplitRequests(color, key, &colorKey, &sequence));
+  const std::vector<int> members = splitMembers(colorKey, color);
+  auto failed = [&](const Status &status) {
+    return fail(Communicator::labelled("split", sequence, status));
+  };
+  MPI_Comm comm = MPI_COMM_NULL;
+  Status status = mpiCheck(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &comm),
+                           "MPI_Comm_split");
+  if (!status.isOk())
+    return failed(status);
+  if (comm == MPI_COMM_NULL)
+    return members.empty() ? Status::ok()
+                           : failed(Status::error("MPI_Comm_split gave no communicator"));
+  int groupRank = -1, groupSize = 0;
+  status = mpiCheck(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  if (status.isOk())
+    status = mpiCheck(MPI_Comm_rank(comm, &groupRank), "MPI_Comm_rank");
+  if (status.isOk())
+    status = mpiCheck(MPI_Comm_size(comm, &groupSize), "MPI_Comm_size");
+  // MPI orders a group as splitMembers does (by key, then by rank); the messages rely on it.
+  if (status.isOk() && (groupSize != static_cast<int>(members.size()) ||
+                        members[static_cast<size_t>(groupRank)] != rank()))
+    status =
+        Status::error("MPI_Comm_split made rank " + std::to_string(groupRank) + " of " +
+                      std::to_string(groupSize) + " where rank " +
+                      std::to_string(static_cast<int>(
+                          std::find(members.begin(), members.end(), rank()) - members.begin())) +
+                      " of " + std::to_string(members.size()) + " was expected");
+  if (!status.isOk()) {
+    (void)MPI_Comm_free(&comm);
+    return failed(status);
+  }
+  std::vector<int> worldRanks;
+  for (int member : members)
+    worldRanks.push_back(worldRankOf(member));
+  {
+    std::lock_guard<std::mutex> lock(gMpiStateMutex);
+    ++gLiveCommunicators;
+  }
+  *out = std::make_unique<MpiCommunicator>(comm, groupRank, groupSize, tagUpperBound_,
+                                           timeoutSeconds_, std::move(worldRanks));
   return Status::ok();
 }
 

@@ -7,6 +7,10 @@
 // that stops answering gives "timed out after 30 s waiting for rank 3" instead of a hang, and
 // the results are bit-identical to the local backend's. Every MPI call is checked (the error
 // handler is MPI_ERRORS_RETURN) and its error string reported.
+//
+// split() exchanges every rank's color and key over the ring first (with the deadline, which
+// MPI_Comm_split lacks), then calls MPI_Comm_split; each group is an MPI communicator of its
+// own, so its messages can never meet another group's. abort() on any of them ends the job.
 #pragma once
 
 #include "runtime/comm/communicator.h"

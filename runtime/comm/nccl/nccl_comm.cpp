@@ -45,17 +45,57 @@ Status ncclCheck(ncclResult_t code, const char *call, ncclComm_t comm = nullptr)
   return Status::error(message);
 }
 
+// NCCL 2.18 added ncclCommSplit; before it a group's communicator is bootstrapped like a world's.
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+#define SHARDC_NCCL_HAS_SPLIT 1
+#else
+#define SHARDC_NCCL_HAS_SPLIT 0
+#endif
+
+// Polls a non-blocking NCCL communicator until its pending call (initialisation, a split, an
+// enqueue) is done, or aborts it at the deadline (*comm becomes null) and says why.
+Status waitForComm(ncclComm_t *comm, Clock::time_point deadline, double timeoutSeconds) {
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    SHARDC_RETURN_IF_ERROR(
+        ncclCheck(ncclCommGetAsyncError(*comm, &state), "ncclCommGetAsyncError", *comm));
+    if (state != ncclInProgress)
+      return ncclCheck(state, "NCCL", *comm);
+    if (Clock::now() > deadline) {
+      (void)ncclCommAbort(*comm);
+      *comm = nullptr;
+      return Status::error("timed out after " + seconds(timeoutSeconds) +
+                           " s waiting for NCCL (a peer rank did not join)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 class NcclCommunicator final : public Communicator {
 public:
+  // `mpi`: the MPI communicator of the same ranks (its world's, or its group's).
   NcclCommunicator(std::unique_ptr<Communicator> mpi, double timeoutSeconds)
       : mpi_(std::move(mpi)) {
     timeoutSeconds_ = timeoutSeconds;
+    for (int r = 0; mpi_->isGroup() && r < mpi_->size(); ++r)
+      worldRanks_.push_back(mpi_->worldRankOf(r));
   }
   ~NcclCommunicator() override;
 
   // The steps of createNcclCommunicator that need the object.
   Status start(int device) {
     Status status = startSteps(device);
+    failed_ = !status.isOk();
+    return status;
+  }
+  // A group's: takes over `comm`, which ncclCommSplit made on `device`.
+  Status adopt(int device, ncclComm_t comm) {
+    comm_ = comm;
+    device_ = device;
+    Status status = cudaCheck(cudaSetDevice(device_), "cudaSetDevice");
+    if (status.isOk())
+      status =
+          cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     failed_ = !status.isOk();
     return status;
   }
@@ -68,11 +108,14 @@ public:
   Status reduceScatterSum(const float *in, float *out, size_t chunk) override;
   Status allGather(const float *in, float *out, size_t chunk) override;
   void abort(const std::string &cause) override;
+  Status split(int color, int key, std::unique_ptr<Communicator> *out) override;
 
 private:
   // Numbers and counts a collective; the bytes are the ring's, from comm_cost.h.
   uint64_t begin(CollectiveKind kind, uint64_t paddedElements);
-  Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const;
+  Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const {
+    return Communicator::labelled(collectiveName(kind), sequence, status);
+  }
   // A device buffer of at least `elements` floats (grows only).
   Status deviceBuffer(size_t elements, float **out);
   // Waits for NCCL to accept a call of the non-blocking communicator, then for the stream,
@@ -142,20 +185,7 @@ Status NcclCommunicator::startSteps(int device) {
 }
 
 Status NcclCommunicator::waitForNccl(Clock::time_point deadline) {
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    SHARDC_RETURN_IF_ERROR(
-        ncclCheck(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", comm_));
-    if (state != ncclInProgress)
-      return ncclCheck(state, "NCCL", comm_);
-    if (Clock::now() > deadline) {
-      (void)ncclCommAbort(comm_);
-      comm_ = nullptr;
-      return Status::error("timed out after " + seconds(timeoutSeconds_) +
-                           " s waiting for NCCL (a peer rank did not join)");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  return waitForComm(&comm_, deadline, timeoutSeconds_);
 }
 
 Status NcclCommunicator::finish(Clock::time_point deadline) {
@@ -203,12 +233,57 @@ uint64_t NcclCommunicator::begin(CollectiveKind kind, uint64_t paddedElements) {
   return ++sequence_;
 }
 
-Status NcclCommunicator::labelled(CollectiveKind kind, uint64_t sequence,
-                                  const Status &status) const {
+Status NcclCommunicator::split(int color, int key, std::unique_ptr<Communicator> *out) {
+  out->reset();
+  // The MPI communicator splits first: its exchange waits for every rank with the deadline and
+  // names a missing one, and it gives the group its ranks and its bootstrap channel.
+  std::unique_ptr<Communicator> mpi;
+  SHARDC_RETURN_IF_ERROR(mpi_->split(color, key, &mpi));
+  const uint64_t sequence = ++sequence_;
+  if (failed_ || comm_ == nullptr)
+    return Communicator::labelled(
+        "split", sequence, Status::error("the NCCL communicator failed earlier and was aborted"));
+  const auto until = deadlineFromNow();
+#if SHARDC_NCCL_HAS_SPLIT
+  // Every rank of this communicator takes part, those that join no group too.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t child = nullptr;
+  Status status =
+      ncclCheck(ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, &config),
+                "ncclCommSplit", comm_);
   if (status.isOk())
-    return status;
-  return Status::error("rank " + std::to_string(rank()) + ": " + collectiveName(kind) + " #" +
-                       std::to_string(sequence) + ": " + status.message());
+    status = waitForNccl(until);
+  if (status.isOk() && child != nullptr)
+    status = waitForComm(&child, until, timeoutSeconds_);
+  if (!status.isOk()) {
+    if (child != nullptr)
+      (void)ncclCommAbort(child);
+    failed_ = true;
+    return Communicator::labelled("split", sequence, status);
+  }
+  if (mpi == nullptr) {
+    if (child != nullptr)
+      (void)ncclCommDestroy(child);
+    return Status::ok();
+  }
+  if (child == nullptr)
+    return Communicator::labelled("split", sequence,
+                                  Status::error("ncclCommSplit gave no communicator"));
+  auto group = std::make_unique<NcclCommunicator>(std::move(mpi), timeoutSeconds_);
+  status = group->adopt(device_, child);
+#else
+  (void)until;
+  if (mpi == nullptr)
+    return Status::ok();
+  // The group's own bootstrap: its rank 0's ncclUniqueId, broadcast over its MPI communicator.
+  auto group = std::make_unique<NcclCommunicator>(std::move(mpi), timeoutSeconds_);
+  Status status = group->start(device_);
+#endif
+  if (!status.isOk())
+    return Communicator::labelled("split", sequence, status);
+  *out = std::move(group);
+  return Status::ok();
 }
 
 Status NcclCommunicator::allReduceSum(float *data, size_t count) {

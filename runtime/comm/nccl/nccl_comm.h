@@ -9,6 +9,11 @@
 // reduction order, so results are not bit-identical with the local and mpi backends (they are
 // run to run on the same machine and NCCL version). The counters use comm_cost.h's formula.
 //
+// split() splits the MPI communicator first (its exchange has the deadline and names a rank
+// that never arrives), then the NCCL one with ncclCommSplit (NCCL 2.18 and later) or, with an
+// older NCCL, creates the group's with ncclCommInitRank from its rank 0's ncclUniqueId,
+// broadcast over the group's MPI communicator.
+//
 // The development machine has no GPU: this backend is compiled and linked there, but it only
 // runs where a GPU is.
 #pragma once

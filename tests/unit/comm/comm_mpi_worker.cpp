@@ -4,9 +4,14 @@
 //   comm_mpi_worker kill R        rank R dies (SIGKILL) before the first collective
 //   comm_mpi_worker silent R      rank R never calls the collective (the others time out)
 //   comm_mpi_worker abort R       rank R fails and calls abort() while the others wait
+//   comm_mpi_worker groups        4 ranks as a 2 x 2 mesh: every collective within the tp groups
+//                                 ({0, 1}, {2, 3}) and the dp groups ({0, 2}, {1, 3}), compared
+//                                 bit for bit with the same groups of a local world
+//   comm_mpi_worker groupsilent R rank R never calls its tp group's collective
 // Like a real launcher, a rank whose collective fails prints the error and then aborts the job.
 #include "runtime/comm/comm_cost.h"
 #include "runtime/comm/local/local_comm.h"
+#include "runtime/comm/mesh.h"
 #include "runtime/comm/mpi/mpi_comm.h"
 
 #include <chrono>
@@ -139,6 +144,126 @@ int compare(Communicator &comm) {
   return 0;
 }
 
+// Rank `rank`'s group of a 2 x 2 mesh along `axis` (0: dp, 1: tp), split from `comm`.
+Status meshGroup(Communicator &comm, int axis, std::unique_ptr<Communicator> *group) {
+  const std::vector<int64_t> sizes = {2, 2};
+  const MeshSlice slice = meshSlice(sizes, meshCoordinate(sizes, comm.rank()), {axis});
+  SHARDC_RETURN_IF_ERROR(comm.split(slice.color, slice.key, group));
+  (*group)->setGroupName(axis == 1 ? "tp" : "dp");
+  return Status::ok();
+}
+
+// Both groups of rank `comm.rank()` (tp, then dp) and every case run on each, in order.
+Status runGroupCases(Communicator &comm, std::vector<std::vector<float>> *results,
+                     CommCounters counters[2], std::vector<int> members[2]) {
+  for (int axis : {1, 0}) {
+    std::unique_ptr<Communicator> group;
+    SHARDC_RETURN_IF_ERROR(meshGroup(comm, axis, &group));
+    SHARDC_RETURN_IF_ERROR(runCases(*group, results));
+    counters[axis] = group->counters();
+    for (int r = 0; r < group->size(); ++r)
+      members[axis].push_back(group->worldRankOf(r));
+  }
+  return Status::ok();
+}
+
+int compareGroups(Communicator &comm) {
+  const int rank = comm.rank();
+  if (comm.size() != 4) {
+    std::fprintf(stderr, "groups needs 4 ranks\n");
+    return 2;
+  }
+  std::vector<std::vector<float>> mpiResults;
+  CommCounters mpiCounters[2];
+  std::vector<int> mpiMembers[2];
+  Status status = runGroupCases(comm, &mpiResults, mpiCounters, mpiMembers);
+  // The same on the groups of a local world.
+  std::vector<std::vector<std::vector<float>>> all(4);
+  CommCounters localCounters[4][2];
+  std::vector<int> localMembers[4][2];
+  std::vector<std::unique_ptr<Communicator>> comms;
+  if (status.isOk())
+    status = createLocalWorld(4, CommOptions(), &comms);
+  if (status.isOk()) {
+    std::vector<Status> statuses(4);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 4; ++r)
+      threads.emplace_back([&, r] {
+        statuses[static_cast<size_t>(r)] =
+            runGroupCases(*comms[static_cast<size_t>(r)], &all[static_cast<size_t>(r)],
+                          localCounters[r], localMembers[r]);
+      });
+    for (std::thread &t : threads)
+      t.join();
+    for (const Status &s : statuses)
+      if (status.isOk())
+        status = s;
+  }
+  if (!status.isOk()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    return 1;
+  }
+  int mismatches = 0;
+  const auto &localResults = all[static_cast<size_t>(rank)];
+  for (size_t i = 0; i < mpiResults.size(); ++i) {
+    const auto &a = mpiResults[i], &b = localResults[i];
+    if (a.size() != b.size() || (!a.empty() && std::memcmp(a.data(), b.data(), a.size() * 4))) {
+      std::fprintf(stderr, "rank %d: group case %zu differs from the local backend\n", rank, i);
+      ++mismatches;
+    }
+  }
+  const std::vector<int> expected[2] = {{rank % 2, rank % 2 + 2}, {rank / 2 * 2, rank / 2 * 2 + 1}};
+  for (int axis : {0, 1}) {
+    if (mpiMembers[axis] != expected[axis] || localMembers[rank][axis] != expected[axis]) {
+      std::fprintf(stderr, "rank %d: the group along axis %d has other members\n", rank, axis);
+      ++mismatches;
+    }
+    for (int k = 0; k < kCollectiveKinds; ++k)
+      if (mpiCounters[axis].bytesSent[k] != localCounters[rank][axis].bytesSent[k] ||
+          mpiCounters[axis].calls[k] != localCounters[rank][axis].calls[k]) {
+        std::fprintf(stderr, "rank %d: the group along axis %d counted otherwise\n", rank, axis);
+        ++mismatches;
+      }
+  }
+  // The splits are not collectives of a program: the world counted nothing.
+  if (comm.counters().totalBytesSent() != 0) {
+    std::fprintf(stderr, "rank %d: the world counted the groups' bytes\n", rank);
+    ++mismatches;
+  }
+  if (mismatches != 0)
+    return 1;
+  std::printf("rank %d: %zu group collectives bit-identical with the local backend\n", rank,
+              mpiResults.size());
+  return 0;
+}
+
+// Rank `victim` never calls its tp group's all-reduce; its partner times out.
+int groupFailure(Communicator &comm, int victim) {
+  const int rank = comm.rank();
+  std::unique_ptr<Communicator> tp;
+  Status status = meshGroup(comm, 1, &tp);
+  if (status.isOk() && rank == victim) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    return 0;
+  }
+  std::vector<float> data(2000, 1.0f);
+  if (status.isOk())
+    status = tp->allReduceSum(data.data(), data.size());
+  if (status.isOk()) {
+    std::printf("rank %d: the group all-reduce succeeded\n", rank);
+    std::fflush(stdout);
+    // The other group's ranks wait here until the job ends (as a job's ranks would, in the
+    // next step's collectives).
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    return 0;
+  }
+  std::fprintf(stderr, "%s\n", status.message().c_str());
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  comm.abort(status.message());
+  return 1;
+}
+
 // One all-reduce; `rank` misbehaves as `mode` says.
 int failure(Communicator &comm, const std::string &mode, int victim) {
   const int rank = comm.rank();
@@ -175,13 +300,15 @@ int failure(Communicator &comm, const std::string &mode, int victim) {
 
 int main(int argc, char **argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  const bool failureMode = mode == "kill" || mode == "silent" || mode == "abort";
-  if (!(mode == "compare" || (failureMode && argc > 2))) {
-    std::fprintf(stderr, "usage: comm_mpi_worker compare | kill R | silent R | abort R\n");
+  const bool failureMode =
+      mode == "kill" || mode == "silent" || mode == "abort" || mode == "groupsilent";
+  if (!(mode == "compare" || mode == "groups" || (failureMode && argc > 2))) {
+    std::fprintf(stderr, "usage: comm_mpi_worker compare | groups | kill R | silent R | abort R "
+                         "| groupsilent R\n");
     return 2;
   }
   CommOptions options;
-  options.timeoutSeconds = mode == "silent" ? 2.0 : 20.0;
+  options.timeoutSeconds = mode == "silent" || mode == "groupsilent" ? 2.0 : 20.0;
   std::unique_ptr<Communicator> comm;
   Status status = createMpiCommunicator(options, &comm);
   if (!status.isOk()) {
@@ -189,5 +316,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::fflush(stdout);
-  return mode == "compare" ? compare(*comm) : failure(*comm, mode, std::atoi(argv[2]));
+  if (mode == "compare")
+    return compare(*comm);
+  if (mode == "groups")
+    return compareGroups(*comm);
+  if (mode == "groupsilent")
+    return groupFailure(*comm, std::atoi(argv[2]));
+  return failure(*comm, mode, std::atoi(argv[2]));
 }

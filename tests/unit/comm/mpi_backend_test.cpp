@@ -104,6 +104,30 @@ TEST(MpiBackend, MatchesTheLocalBackendBitForBit) {
         << run.output;
 }
 
+// Groups of a 2 x 2 mesh split from MPI_COMM_WORLD give the local backend's groups' bits.
+TEST(MpiBackend, GroupsMatchTheLocalBackendBitForBit) {
+  const JobResult run = mpirun({"groups"});
+  ASSERT_FALSE(run.timedOut) << run.output;
+  EXPECT_EQ(run.exitCode, 0) << run.output;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_TRUE(contains(run.output, "rank " + std::to_string(r) +
+                                         ": 22 group collectives bit-identical with the local "
+                                         "backend"))
+        << run.output;
+}
+
+// Rank 3 never joins its tp group's all-reduce: rank 2, its partner, times out naming it (by
+// its world rank) and the group.
+TEST(MpiBackend, ASilentGroupMemberIsATimeoutNamingIt) {
+  const JobResult run = mpirun({"groupsilent", "3"});
+  EXPECT_FALSE(run.timedOut) << run.output;
+  EXPECT_LT(run.seconds, 60.0) << run.output;
+  EXPECT_NE(run.exitCode, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "rank 2: all_reduce #1 in group 'tp' (ranks 2, 3): timed out "
+                                   "after 2 s waiting for rank 3"))
+      << run.output;
+}
+
 TEST(MpiBackend, ADeadRankEndsTheJobNamingIt) {
   const JobResult run = mpirun({"kill", "1"});
   EXPECT_FALSE(run.timedOut) << run.output;
