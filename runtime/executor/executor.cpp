@@ -1,5 +1,6 @@
 #include "runtime/executor/executor.h"
 
+#include "runtime/executor/comm_groups.h"
 #include "runtime/program/program_validation.h"
 #include "runtime/support/quote.h"
 
@@ -23,6 +24,19 @@ void refreshTensor(const Tensor &src, Tensor *dst) {
 const Tensor &absentTensor() {
   static const Tensor absent;
   return absent;
+}
+
+// after - before, per collective kind; *total accumulates it.
+CommCounters difference(const CommCounters &after, const CommCounters &before,
+                        CommCounters *total) {
+  CommCounters sent;
+  for (int k = 0; k < kCollectiveKinds; ++k) {
+    sent.calls[k] = after.calls[k] - before.calls[k];
+    sent.bytesSent[k] = after.bytesSent[k] - before.bytesSent[k];
+    total->calls[k] += sent.calls[k];
+    total->bytesSent[k] += sent.bytesSent[k];
+  }
+  return sent;
 }
 
 } // namespace
@@ -75,6 +89,10 @@ Status Executor::create(const program::Program &program,
     prepared.kernel = findCpuKernel(op.kernel());
     prepared.args.attrs = &op.attrs();
     prepared.args.comm = comm;
+    // validateProgram checked the index.
+    if (auto group = op.attrs().find("group");
+        group != op.attrs().end() && isCollectiveKernel(op.kernel()))
+      prepared.group = static_cast<int>(group->second.i());
     for (int index : op.inputs())
       prepared.args.inputs.push_back(index < 0 ? absentTensor() : executor->bufferViews_[index]);
     for (int index : op.outputs())
@@ -83,8 +101,26 @@ Status Executor::create(const program::Program &program,
 
   for (int i = 0; i < prog.inputs_size(); ++i)
     executor->inputIndex_[prog.inputs(i).name()] = i;
+  executor->groups_.resize(static_cast<size_t>(prog.groups_size()));
+  executor->lastRunGroupComm_.resize(static_cast<size_t>(prog.groups_size()));
   *out = std::move(executor);
   return Status::ok();
+}
+
+Status Executor::createGroupCommunicators() {
+  if (groupsCreated_ || comm_ == nullptr || program_.groups_size() == 0)
+    return Status::ok();
+  std::vector<std::unique_ptr<Communicator>> groups;
+  SHARDC_RETURN_IF_ERROR(shardc::runtime::createGroupCommunicators(program_, *comm_, &groups));
+  groups_ = std::move(groups);
+  groupsCreated_ = true;
+  return Status::ok();
+}
+
+Communicator *Executor::groupCommunicator(int index) const {
+  if (index < 0 || index >= static_cast<int>(groups_.size()))
+    return nullptr;
+  return groups_[static_cast<size_t>(index)].get();
 }
 
 const program::Buffer &Executor::inputBuffer(const program::Binding &binding) const {
@@ -134,14 +170,22 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
                   tensor.bytes.size());
   }
 
-  // The counters only grow, so the difference is what this run's collectives sent.
-  const CommCounters before = comm_ != nullptr ? comm_->counters() : CommCounters();
+  SHARDC_RETURN_IF_ERROR(createGroupCommunicators());
+
+  // The counters only grow, so the difference is what this run's collectives sent. (A fixed
+  // number of groups: nothing here allocates.)
+  auto countersOf = [](const Communicator *comm) {
+    return comm != nullptr ? comm->counters() : CommCounters();
+  };
+  const CommCounters worldBefore = countersOf(comm_);
+  for (size_t g = 0; g < groups_.size(); ++g)
+    lastRunGroupComm_[g] = countersOf(groups_[g].get());
   Status status = runOps();
-  const CommCounters after = comm_ != nullptr ? comm_->counters() : CommCounters();
-  for (int k = 0; k < kCollectiveKinds; ++k) {
-    lastRunComm_.calls[k] = after.calls[k] - before.calls[k];
-    lastRunComm_.bytesSent[k] = after.bytesSent[k] - before.bytesSent[k];
-  }
+  lastRunComm_ = CommCounters();
+  lastRunWorldComm_ = difference(countersOf(comm_), worldBefore, &lastRunComm_);
+  for (size_t g = 0; g < groups_.size(); ++g)
+    lastRunGroupComm_[g] =
+        difference(countersOf(groups_[g].get()), lastRunGroupComm_[g], &lastRunComm_);
   SHARDC_RETURN_IF_ERROR(status);
 
   // The caller's tensors are reused where they exist (assign keeps their capacity): a training
@@ -193,7 +237,7 @@ Status Executor::runOps() {
       args.attrs = &op.attrs();
       args.workspace = workspace_.data();
       args.workspaceBytes = program_.workspace_bytes();
-      args.comm = comm_;
+      args.comm = prepared.group < 0 ? comm_ : groups_[static_cast<size_t>(prepared.group)].get();
 
       Status status = prepared.kernel(args);
       if (!status.isOk())

@@ -27,12 +27,21 @@ public:
   // `weights` holds the WEIGHTS region; it may be null when the program has no weights.
   // With a `tracker` (which must outlive the executor and every output tensor it fills), the
   // arena, the workspace and the output tensors run() allocates are counted in it.
-  // `comm` (which must outlive the executor) is the rank's communicator, handed to every kernel
-  // (KernelArgs::comm) for the collectives; null in a single-rank run. When given, its size
-  // and rank must be the program's world_size and rank.
+  // `comm` (which must outlive the executor) is the rank's communicator over the world, handed
+  // to the collective kernels (KernelArgs::comm) of ops without a "group"; null in a
+  // single-rank run. When given, its size and rank must be the program's world_size and rank.
+  // The ops with a "group" get that group's communicator, which createGroupCommunicators()
+  // splits from `comm`.
   static Status create(const program::Program &program,
                        std::shared_ptr<const AlignedBuffer> weights, std::unique_ptr<Executor> *out,
                        MemoryTracker *tracker = nullptr, Communicator *comm = nullptr);
+
+  // Creates the communicators of the program's groups (runtime/executor/comm_groups.h): a
+  // collective every rank of the world calls once, which is why create() does not (a rank
+  // whose setup failed before it would leave the others waiting). Callers that coordinate the
+  // ranks' setup call it once every rank is set up; run() calls it first if nobody did. Does
+  // nothing without groups or without a communicator, and after it succeeded once.
+  Status createGroupCommunicators();
 
   // Checks one graph input against the program's binding: the name must be bound, dtype and
   // shape must match exactly ("input 'x': expected f32[2x3], got i64[2x3]").
@@ -51,10 +60,17 @@ public:
   // The tracker given to create() (null: none); callers that hold the step's input tensors
   // count them in it too (MemoryUse::StepInputs).
   MemoryTracker *memoryTracker() const { return tracker_; }
-  // What the communicator sent during the last run() (zero without one): the counters' change
+  // What the communicators sent during the last run() (zero without one): the counters' change
   // across the kernels alone, so collectives outside the program (checkpoint gathering) never
-  // mix in. This is what Program.planned_comm_bytes predicts.
+  // mix in. The total over the world's and every group's communicator is what
+  // Program.planned_comm_bytes predicts.
   const CommCounters &lastRunCommSent() const { return lastRunComm_; }
+  // The same for the ops without a group (the world's communicator) ...
+  const CommCounters &lastRunWorldCommSent() const { return lastRunWorldComm_; }
+  // ... and for the ops of each group ([i]: Program.groups(i); empty without groups).
+  const std::vector<CommCounters> &lastRunGroupCommSent() const { return lastRunGroupComm_; }
+  // Program.groups(i)'s communicator; null before createGroupCommunicators().
+  Communicator *groupCommunicator(int index) const;
 
 private:
   // An op ready to call: its kernel and the arguments it is called with. `args` is refreshed
@@ -63,6 +79,7 @@ private:
   struct PreparedOp {
     KernelFn kernel = nullptr;
     KernelArgs args;
+    int group = -1; // the op's "group" attribute; -1: the world
   };
 
   Executor() = default;
@@ -72,7 +89,12 @@ private:
   program::Program program_;
   MemoryTracker *tracker_ = nullptr;
   Communicator *comm_ = nullptr;
+  // [i]: Program.groups(i)'s, once created (groupsCreated_).
+  std::vector<std::unique_ptr<Communicator>> groups_;
+  bool groupsCreated_ = false;
   CommCounters lastRunComm_;
+  CommCounters lastRunWorldComm_;
+  std::vector<CommCounters> lastRunGroupComm_;
   Arena arena_;
   AlignedBuffer workspace_;         // program_.workspace_bytes of scratch, shared by every op
   std::vector<Tensor> bufferViews_; // one view per program buffer

@@ -56,10 +56,15 @@ struct KernelArgs {
   // when it is too small, never writing past it; its contents are garbage on entry.
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
-  // The rank's communicator, for the collective kernels (all_reduce, reduce_scatter,
-  // all_gather, shard_slice); null in a single-rank run, where those kernels are an error.
+  // The communicator of the collective kernels (all_reduce, reduce_scatter, all_gather,
+  // shard_slice): the one of the group the op's "group" attribute names, else the rank's
+  // world's; null in a single-rank run, where those kernels are an error.
   Communicator *comm = nullptr;
 };
+
+// Whether `kernel` is one of the collective kernels: those that take a communicator, and the
+// "group" and "dtype" attributes (docs/kernels.md, "Collectives").
+bool isCollectiveKernel(const std::string &kernel);
 
 using KernelFn = Status (*)(KernelArgs &args);
 

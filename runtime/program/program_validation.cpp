@@ -1,10 +1,12 @@
 #include "runtime/program/program_validation.h"
 
+#include "runtime/comm/mesh.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/program/op_workspace.h"
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/quote.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -92,11 +94,61 @@ bool overlaps(const Buffer &a, const Buffer &b) {
   return a.offset() < b.offset() + b.size_bytes() && b.offset() < a.offset() + a.size_bytes();
 }
 
+std::string describeGroup(int index, const program::CommGroup &group) {
+  return "group " + std::to_string(index) + " (" + quoteForMessage(group.name()) + ")";
+}
+
+std::string intsText(const google::protobuf::RepeatedField<int32_t> &values) {
+  std::string text = "[";
+  for (int i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(values.Get(i));
+  return text + "]";
+}
+
+// The attributes the collective kernels share with the program: "group" (an index into
+// Program.groups, whose size must then be the op's num_ranks) and "dtype" (a DType). Which
+// dtypes a kernel moves is the kernel's to say, when it runs.
+Status validateCollectiveAttrs(const Program &program, const Op &op, const std::string &what) {
+  auto attr = [&](const char *name) -> const program::Attribute * {
+    auto it = op.attrs().find(name);
+    return it == op.attrs().end() ? nullptr : &it->second;
+  };
+  if (const program::Attribute *dtype = attr("dtype")) {
+    if (dtype->value_case() != program::Attribute::kI)
+      return Status::error(what + ": attribute 'dtype' is not an int");
+    if (dtype->i() < 0 || dtype->i() > std::numeric_limits<int>::max() ||
+        !program::DType_IsValid(static_cast<int>(dtype->i())) ||
+        !knownDtype(static_cast<int>(dtype->i())))
+      return Status::error(what + ": unknown dtype " + std::to_string(dtype->i()));
+  }
+  const program::Attribute *group = attr("group");
+  if (group == nullptr)
+    return Status::ok();
+  if (group->value_case() != program::Attribute::kI)
+    return Status::error(what + ": attribute 'group' is not an int");
+  if (group->i() < 0 || group->i() >= program.groups_size())
+    return Status::error(what + ": group " + std::to_string(group->i()) +
+                         " does not exist (the program has " +
+                         std::to_string(program.groups_size()) + " group" +
+                         (program.groups_size() == 1 ? "" : "s") + ")");
+  const int index = static_cast<int>(group->i());
+  const program::CommGroup &g = program.groups(index);
+  const program::Attribute *ranks = attr("num_ranks");
+  if (ranks != nullptr && ranks->value_case() == program::Attribute::kI &&
+      ranks->i() != g.ranks_size())
+    return Status::error(what + ": num_ranks is " + std::to_string(ranks->i()) + ", but " +
+                         describeGroup(index, g) + " has " + std::to_string(g.ranks_size()) +
+                         " rank" + (g.ranks_size() == 1 ? "" : "s"));
+  return Status::ok();
+}
+
 Status validateOp(const Program &program, int index) {
   const Op &op = program.ops(index);
   std::string what = describeOp(index, op);
   if (findCpuKernel(op.kernel()) == nullptr)
     return Status::error(what + ": unknown kernel " + quoteForMessage(op.kernel()));
+  if (isCollectiveKernel(op.kernel()))
+    SHARDC_RETURN_IF_ERROR(validateCollectiveAttrs(program, op, what));
 
   const int numBuffers = program.buffers_size();
   auto checkIndex = [&](const char *role, int position, int buffer) -> Status {
@@ -202,9 +254,131 @@ Status validateStateInit(const Program &program) {
   return Status::ok();
 }
 
+// The mesh: named axes whose sizes multiply to world_size, and this rank's coordinate on them,
+// whose row-major index is its rank.
+Status validateMesh(const Program &program) {
+  if (program.mesh_axes_size() == 0) {
+    if (program.mesh_coordinate_size() != 0)
+      return Status::error("mesh_coordinate has " + std::to_string(program.mesh_coordinate_size()) +
+                           " entries, but the program has no mesh_axes");
+    return Status::ok();
+  }
+  std::set<std::string> names;
+  int64_t ranks = 1;
+  for (int i = 0; i < program.mesh_axes_size(); ++i) {
+    const program::MeshAxis &axis = program.mesh_axes(i);
+    const std::string what =
+        "mesh axis " + std::to_string(i) + " (" + quoteForMessage(axis.name()) + ")";
+    if (axis.name().empty())
+      return Status::error("mesh axis " + std::to_string(i) + " has an empty name");
+    if (!names.insert(axis.name()).second)
+      return Status::error(what + ": another axis has that name");
+    if (axis.size() < 1)
+      return Status::error(what + ": size must be at least 1, got " + std::to_string(axis.size()));
+    // world_size bounds the product: stop before it could overflow.
+    if (ranks <= program.world_size())
+      ranks *= axis.size();
+  }
+  if (ranks != program.world_size()) {
+    std::string sizes;
+    for (const program::MeshAxis &axis : program.mesh_axes())
+      sizes += (sizes.empty() ? "" : " x ") + std::to_string(axis.size());
+    return Status::error("the mesh (" + sizes + ") does not have world_size = " +
+                         std::to_string(program.world_size()) + " ranks");
+  }
+  if (program.mesh_coordinate_size() != program.mesh_axes_size())
+    return Status::error("mesh_coordinate has " + std::to_string(program.mesh_coordinate_size()) +
+                         " entries for " + std::to_string(program.mesh_axes_size()) + " mesh axes");
+  std::vector<int64_t> sizes, coordinate;
+  for (int i = 0; i < program.mesh_axes_size(); ++i) {
+    const int32_t c = program.mesh_coordinate(i), size = program.mesh_axes(i).size();
+    if (c < 0 || c >= size)
+      return Status::error("mesh_coordinate " + intsText(program.mesh_coordinate()) +
+                           ": coordinate " + std::to_string(c) + " on axis " +
+                           quoteForMessage(program.mesh_axes(i).name()) + " of size " +
+                           std::to_string(size) + " is out of range");
+    sizes.push_back(size);
+    coordinate.push_back(c);
+  }
+  if (meshRank(sizes, coordinate) != program.rank())
+    return Status::error("mesh_coordinate " + intsText(program.mesh_coordinate()) + " is rank " +
+                         std::to_string(meshRank(sizes, coordinate)) +
+                         " (row-major), but the program is rank " + std::to_string(program.rank()));
+  return Status::ok();
+}
+
+// The groups: each a slice of the mesh through this rank, listed with exactly the ranks of that
+// slice in their group order; names and axes unique.
+Status validateGroups(const Program &program) {
+  if (program.groups_size() == 0)
+    return Status::ok();
+  if (program.mesh_axes_size() == 0)
+    return Status::error("the program has " + std::to_string(program.groups_size()) + " group" +
+                         (program.groups_size() == 1 ? "" : "s") +
+                         " but no mesh_axes (a group is a slice of the mesh)");
+  std::vector<int64_t> sizes, coordinate;
+  for (int i = 0; i < program.mesh_axes_size(); ++i) {
+    sizes.push_back(program.mesh_axes(i).size());
+    coordinate.push_back(program.mesh_coordinate(i));
+  }
+  std::set<std::string> names;
+  std::set<std::vector<int>> axesSeen;
+  for (int g = 0; g < program.groups_size(); ++g) {
+    const program::CommGroup &group = program.groups(g);
+    const std::string what = describeGroup(g, group);
+    if (group.name().empty())
+      return Status::error("group " + std::to_string(g) + " has an empty name");
+    if (!names.insert(group.name()).second)
+      return Status::error(what + ": another group has that name");
+    if (group.mesh_axes_size() == 0)
+      return Status::error(what + ": no mesh_axes");
+    std::vector<int> axes;
+    for (int32_t axis : group.mesh_axes()) {
+      if (axis < 0 || axis >= program.mesh_axes_size())
+        return Status::error(what + ": mesh axis " + std::to_string(axis) +
+                             " does not exist (the mesh has " +
+                             std::to_string(program.mesh_axes_size()) + " axes)");
+      if (!axes.empty() && axis <= axes.back())
+        return Status::error(what + ": mesh_axes " + intsText(group.mesh_axes()) +
+                             " are not in increasing order");
+      axes.push_back(axis);
+    }
+    if (!axesSeen.insert(axes).second)
+      return Status::error(what + ": another group runs along the same mesh axes " +
+                           intsText(group.mesh_axes()));
+    std::set<int32_t> members;
+    for (int32_t r : group.ranks()) {
+      if (r < 0 || r >= program.world_size())
+        return Status::error(what + ": rank " + std::to_string(r) + " does not exist (world_size " +
+                             std::to_string(program.world_size()) + ")");
+      if (!members.insert(r).second)
+        return Status::error(what + ": rank " + std::to_string(r) + " is listed twice");
+    }
+    if (members.count(program.rank()) == 0)
+      return Status::error(what + ": ranks " + intsText(group.ranks()) +
+                           " do not include this rank (" + std::to_string(program.rank()) + ")");
+    const MeshSlice slice = meshSlice(sizes, coordinate, axes);
+    if (!std::equal(slice.ranks.begin(), slice.ranks.end(), group.ranks().begin(),
+                    group.ranks().end())) {
+      std::string axisNames, expected;
+      for (int axis : axes)
+        axisNames += (axisNames.empty() ? "" : ", ") + program.mesh_axes(axis).name();
+      for (int r : slice.ranks)
+        expected += (expected.empty() ? "" : ", ") + std::to_string(r);
+      return Status::error(what + ": ranks " + intsText(group.ranks()) +
+                           ", but the slice of the mesh along " + axisNames +
+                           " through mesh_coordinate " + intsText(program.mesh_coordinate()) +
+                           " is [" + expected + "]");
+    }
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 Status validateProgram(const Program &program) {
+  SHARDC_RETURN_IF_ERROR(validateMesh(program));
+  SHARDC_RETURN_IF_ERROR(validateGroups(program));
   for (int i = 0; i < program.buffers_size(); ++i)
     SHARDC_RETURN_IF_ERROR(validateBuffer(program, i));
   for (int i = 0; i < program.ops_size(); ++i)

@@ -8,11 +8,14 @@
 
 namespace shardc::runtime {
 
-// Checks buffers (dtype, shape, size, alignment, region bounds), ops (known kernel, operand
-// indices, outputs in the writable arena and not overlapping their own operands, workspace
-// need within workspace_bytes) and bindings
-// (indices, unique names, inputs in the arena). Messages name the offending item, e.g.
-// "op 12 ('MatMul_3'): unknown kernel 'foo'"; the caller prepends the file.
+// Checks the mesh (axis names and sizes, world_size, this rank's coordinate), the groups (each
+// the slice of the mesh through this rank along its axes, with exactly that slice's ranks in
+// order; unique names and axes), buffers (dtype, shape, size, alignment, region bounds), ops
+// (known kernel, operand indices, outputs in the writable arena and not overlapping their own
+// operands, workspace need within workspace_bytes; a collective's "group" an existing group of
+// num_ranks ranks, its "dtype" a known dtype) and bindings (indices, unique names, inputs in
+// the arena). Messages name the offending item, e.g. "op 12 ('MatMul_3'): unknown kernel
+// 'foo'"; the caller prepends the file.
 Status validateProgram(const program::Program &program);
 
 } // namespace shardc::runtime

@@ -88,6 +88,12 @@ void recordCommSent(const Executor &executor, int64_t step, RankReport *report) 
     report->commMeasured = true;
     report->commPerStep = executor.lastRunCommSent();
     report->commFirstStep = step;
+    const program::Program &program = executor.program();
+    for (int g = 0; g < program.groups_size(); ++g)
+      report->commPerGroup.push_back(
+          {program.groups(g).name(), executor.lastRunGroupCommSent()[static_cast<size_t>(g)]});
+    if (program.groups_size() > 0)
+      report->commPerGroup.push_back({"world", executor.lastRunWorldCommSent()});
   } else if (report->commOtherStep == 0 && sent != report->commPerStep.totalBytesSent()) {
     report->commOtherStep = step;
     report->commOtherBytes = sent;
@@ -154,9 +160,9 @@ private:
           SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, *options_.saveDir, run_.seed));
         // The others wait for the write here, under --io-timeout, rather than in the next
         // step's first collective under --comm-timeout, which a large checkpoint could outlast.
-        SHARDC_RETURN_IF_ERROR(waitForRanks(comm_, ioTimeoutOf(options_),
-                                            "while rank 0 writes the checkpoint of step " +
-                                                std::to_string(step)));
+        SHARDC_RETURN_IF_ERROR(
+            waitForRanks(comm_, ioTimeoutOf(options_),
+                         "while rank 0 writes the checkpoint of step " + std::to_string(step)));
         lastSaved_ = step;
       }
     }
@@ -269,6 +275,11 @@ Status runTrainingRank(TrainingRun &run, int rank, Communicator *comm, MemoryTra
   }
   SHARDC_RETURN_IF_ERROR(status);
   out->setupDone = true;
+  // Every rank is set up: the splits that create the program's groups (collectives of the
+  // world) cannot wait for a rank that stopped. A failure from here on aborts the others.
+  status = state.executor->createGroupCommunicators();
+  if (!status.isOk())
+    return Status::error(run.options->bundle + ": " + status.message());
   return RankTrainer(run, rank, comm, tracker, state, out).train();
 }
 

@@ -24,11 +24,16 @@ std::string commBreakdown(const CommCounters &counters) {
   return text;
 }
 
-// " sent N bytes per step (planned P): all_reduce .., reduce_scatter .., all_gather .."
+// " sent N bytes per step (planned P): all_reduce .., reduce_scatter .., all_gather ..", then
+// for a program with groups "; by group: tp .., dp .., world ..".
 std::string commText(const RankReport &report) {
-  return " sent " + std::to_string(report.commPerStep.totalBytesSent()) +
-         " bytes per step (planned " + std::to_string(report.commPlanned) +
-         "): " + commBreakdown(report.commPerStep);
+  std::string text = " sent " + std::to_string(report.commPerStep.totalBytesSent()) +
+                     " bytes per step (planned " + std::to_string(report.commPlanned) +
+                     "): " + commBreakdown(report.commPerStep);
+  for (size_t i = 0; i < report.commPerGroup.size(); ++i)
+    text += std::string(i ? ", " : "; by group: ") + report.commPerGroup[i].name + " " +
+            std::to_string(report.commPerGroup[i].sent.totalBytesSent());
+  return text;
 }
 
 std::optional<Failure> commFailure(const RankReport &report, bool named) {

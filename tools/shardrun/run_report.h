@@ -1,7 +1,9 @@
 // The checks shardrun prints at the end of a run, per rank: the planned peak memory next to the
 // measured one (Program.planned_peak_bytes), and the bytes the rank's communicator sent in one
-// run of the program next to what the compiler predicted (Program.planned_comm_bytes). A
-// measurement that differs from its plan is a bug, reported as an error (exit 1).
+// run of the program next to what the compiler predicted (Program.planned_comm_bytes; for a
+// program with groups, the sum over the world's and the groups' communicators, each of which
+// the line then lists). A measurement that differs from its plan is a bug, reported as an
+// error (exit 1).
 #pragma once
 
 #include "runtime/comm/communicator.h"
@@ -15,6 +17,12 @@
 
 namespace shardrun {
 
+// What the collectives of one group (or of the world) sent in a step.
+struct GroupCommReport {
+  std::string name; // Program.groups' name; "world" for the ops without a group
+  shardc::runtime::CommCounters sent;
+};
+
 struct RankReport {
   int rank = 0;
   shardc::runtime::PeakMemoryReport memory;
@@ -26,6 +34,9 @@ struct RankReport {
   int64_t commOtherStep = 0;   // a later step that sent a different amount (0: none did)
   uint64_t commOtherBytes = 0; // what it sent
   uint64_t commPlanned = 0;    // Program.planned_comm_bytes
+  // Programs with groups: the first step's bytes per group, Program.groups' order, then the
+  // world's (ops without a group); they add up to commPerStep. Empty without groups.
+  std::vector<GroupCommReport> commPerGroup;
 };
 
 // Prints the memory lines and, when measured, the comm lines of `ranks`: every rank of a run of

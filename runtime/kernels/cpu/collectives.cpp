@@ -1,5 +1,6 @@
-// The collective kernels of data-parallel programs: all_reduce, reduce_scatter and all_gather
-// move data between ranks through KernelArgs::comm; shard_slice cuts this rank's shard locally.
+// The collective kernels: all_reduce, reduce_scatter and all_gather move data between the ranks
+// of a communicator, KernelArgs::comm (the world's, or that of the group the op's "group"
+// attribute names: the executor picks it); shard_slice cuts this rank's shard locally.
 //
 // Shards follow the program's Sharding (runtime/program/program.proto): a tensor of n elements
 // split over N ranks gives every rank k = ceil(n / N) elements, shard r holding the row-major
@@ -33,8 +34,28 @@ std::string operandRole(const char *kind, size_t index) {
 // Elements per rank of a tensor of `numel` elements split over `ranks`.
 int64_t shardNumel(int64_t numel, int ranks) { return (numel + ranks - 1) / ranks; }
 
-// What all four kernels share: n >= 1 f32 inputs, as many f32 outputs, and `num_ranks` >= 1.
+// The element type the collective moves: the "dtype" attribute (a DType), f32 when absent. Only
+// f32 is implemented; the attribute exists so that other types need no new interface.
+Status readDtype(const char *kernel, const KernelArgs &args) {
+  if (args.attrs == nullptr || args.attrs->find("dtype") == args.attrs->end())
+    return Status::ok();
+  int64_t value = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "dtype", &value));
+  const bool known = value >= 0 && value <= INT_MAX &&
+                     program::DType_IsValid(static_cast<int>(value)) &&
+                     dtypeSize(static_cast<DType>(value)) != 0;
+  if (!known)
+    return Status::error(std::string(kernel) + ": unknown dtype " + std::to_string(value));
+  if (value != program::F32)
+    return Status::error(std::string(kernel) + ": dtype " + dtypeName(static_cast<DType>(value)) +
+                         " is not supported (the collectives move f32 only)");
+  return Status::ok();
+}
+
+// What all four kernels share: n >= 1 f32 inputs, as many f32 outputs, `num_ranks` >= 1 and
+// the dtype f32.
 Status readCommon(const char *kernel, const KernelArgs &args, int *ranks) {
+  SHARDC_RETURN_IF_ERROR(readDtype(kernel, args));
   SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::atLeast(1), Arity::atLeast(1)));
   if (args.inputs.size() != args.outputs.size())
     return Status::error(std::string(kernel) + ": expected as many outputs as inputs, got " +
@@ -55,15 +76,16 @@ Status readCommon(const char *kernel, const KernelArgs &args, int *ranks) {
   return Status::ok();
 }
 
-// The rank's communicator, which must exist and have num_ranks ranks.
+// The op's communicator (its group's, or the world's), which must exist and have num_ranks
+// ranks.
 Status requireComm(const char *kernel, const KernelArgs &args, int ranks, Communicator **comm) {
   if (args.comm == nullptr)
     return Status::error(std::string(kernel) + ": needs the rank's communicator (num_ranks = " +
                          std::to_string(ranks) + "), but the run has none");
   if (args.comm->size() != ranks)
     return Status::error(std::string(kernel) + ": num_ranks is " + std::to_string(ranks) +
-                         ", but the communicator has " + std::to_string(args.comm->size()) +
-                         " ranks");
+                         ", but the communicator" + args.comm->groupSuffix() + " has " +
+                         std::to_string(args.comm->size()) + " ranks");
   *comm = args.comm;
   return Status::ok();
 }
@@ -283,3 +305,12 @@ Status shardSliceKernel(KernelArgs &args) {
 }
 
 } // namespace shardc::runtime::cpu
+
+namespace shardc::runtime {
+
+bool isCollectiveKernel(const std::string &kernel) {
+  return kernel == "all_reduce" || kernel == "reduce_scatter" || kernel == "all_gather" ||
+         kernel == "shard_slice";
+}
+
+} // namespace shardc::runtime

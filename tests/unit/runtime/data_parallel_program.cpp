@@ -32,12 +32,12 @@ void bindTo(google::protobuf::RepeatedPtrField<program::Binding> *bindings, cons
     *b->mutable_sharding() = *sharding;
 }
 
-program::Program linearProgram(int rank, int world) {
+program::Program linearProgram(int rank, int world, int batch) {
   using program::ARENA;
   using program::WEIGHTS;
   const bool parallel = world > 1;
   const int64_t k = parallel ? shardNumel(world) : kLinearFeatures;
-  const int64_t rows = kLinearBatch / world;
+  const int64_t rows = batch / world;
   program::Program p;
   p.set_rank(rank);
   p.set_world_size(world);
@@ -45,21 +45,28 @@ program::Program linearProgram(int rank, int world) {
   int buf = addBuffer(&p, "w.momentum_buffer", program::F32, {k}, program::INPUT, ARENA, 64);
   int step = addBuffer(&p, "step", program::I64, {}, program::INPUT, ARENA, 128);
   int lr = addBuffer(&p, "lr", program::F32, {}, program::INPUT, ARENA, 192);
+  // The batch's buffers (x, xw) have 128 bytes each at kLinearBatch; a larger batch moves what
+  // follows each of them by `extra`.
+  const uint64_t batchBytes = static_cast<uint64_t>(rows * kLinearFeatures) * sizeof(float);
+  const uint64_t extra = batchBytes > 128 ? (batchBytes - 128 + 63) / 64 * 64 : 0;
   int x = addBuffer(&p, "x", program::F32, {rows, kLinearFeatures}, program::INPUT, ARENA, 256);
   int one = addBuffer(&p, "one", program::I64, {}, program::CONSTANT, WEIGHTS, 0);
-  int wFull =
-      addBuffer(&p, "w_full", program::F32, {kLinearFeatures}, program::ACTIVATION, ARENA, 384);
-  int xw =
-      addBuffer(&p, "xw", program::F32, {rows, kLinearFeatures}, program::ACTIVATION, ARENA, 448);
+  int wFull = addBuffer(&p, "w_full", program::F32, {kLinearFeatures}, program::ACTIVATION, ARENA,
+                        384 + extra);
+  int xw = addBuffer(&p, "xw", program::F32, {rows, kLinearFeatures}, program::ACTIVATION, ARENA,
+                     448 + extra);
   int partialLoss =
-      addBuffer(&p, "loss_partial", program::F32, {}, program::ACTIVATION, ARENA, 576);
-  int loss = addBuffer(&p, "loss", program::F32, {}, program::ACTIVATION, ARENA, 640);
-  int grad =
-      addBuffer(&p, "grad", program::F32, {kLinearFeatures}, program::ACTIVATION, ARENA, 704);
-  int gradShard = addBuffer(&p, "grad_shard", program::F32, {k}, program::ACTIVATION, ARENA, 768);
-  int newStep = addBuffer(&p, "step_new", program::I64, {}, program::ACTIVATION, ARENA, 832);
-  int newW = addBuffer(&p, "w_new", program::F32, {k}, program::ACTIVATION, ARENA, 896);
-  int newBuf = addBuffer(&p, "buf_new", program::F32, {k}, program::ACTIVATION, ARENA, 960);
+      addBuffer(&p, "loss_partial", program::F32, {}, program::ACTIVATION, ARENA, 576 + 2 * extra);
+  int loss = addBuffer(&p, "loss", program::F32, {}, program::ACTIVATION, ARENA, 640 + 2 * extra);
+  int grad = addBuffer(&p, "grad", program::F32, {kLinearFeatures}, program::ACTIVATION, ARENA,
+                       704 + 2 * extra);
+  int gradShard =
+      addBuffer(&p, "grad_shard", program::F32, {k}, program::ACTIVATION, ARENA, 768 + 2 * extra);
+  int newStep =
+      addBuffer(&p, "step_new", program::I64, {}, program::ACTIVATION, ARENA, 832 + 2 * extra);
+  int newW = addBuffer(&p, "w_new", program::F32, {k}, program::ACTIVATION, ARENA, 896 + 2 * extra);
+  int newBuf =
+      addBuffer(&p, "buf_new", program::F32, {k}, program::ACTIVATION, ARENA, 960 + 2 * extra);
 
   uint64_t commBytes = 0;
   auto collective = [&](const char *kernel, CollectiveKind kind, int in, int out,
@@ -112,9 +119,9 @@ program::Program linearProgram(int rank, int world) {
   if (parallel) {
     p.set_batch_begin(rank * rows);
     p.set_batch_rows(rows);
-    p.set_global_batch_rows(kLinearBatch);
+    p.set_global_batch_rows(batch);
   }
-  p.set_arena_bytes(1024);
+  p.set_arena_bytes(1024 + 2 * extra);
   p.set_weights_bytes(64);
   p.set_workspace_bytes(256);
   p.set_planned_comm_bytes(commBytes);
@@ -126,7 +133,7 @@ program::Program linearProgram(int rank, int world) {
 
 std::vector<float> linearInitialWeights() { return {1, 2, 3, 4, 5}; }
 
-program::Bundle linearSgdBundle(int world) {
+program::Bundle linearSgdBundle(int world, int batch) {
   program::Bundle bundle;
   bundle.set_format_version(1);
   bundle.set_mode("train");
@@ -136,7 +143,64 @@ program::Bundle linearSgdBundle(int world) {
   if (world > 1)
     bundle.set_strategy("dp=" + std::to_string(world) + ",zero=3");
   for (int r = 0; r < world; ++r)
-    *bundle.add_programs() = linearProgram(r, world);
+    *bundle.add_programs() = linearProgram(r, world, batch);
+  return bundle;
+}
+
+uint64_t linearSgdMeshWorldBytes() {
+  return linearSgdBundle(4, kLinearMeshBatch).programs(0).planned_comm_bytes() -
+         collectiveBytesSent(CollectiveKind::AllReduce, paddedToRanks(1, 4), 4);
+}
+
+program::Bundle linearSgdMeshBundle() {
+  program::Bundle bundle = linearSgdBundle(4, kLinearMeshBatch);
+  bundle.set_strategy("dp=2,tp=2");
+  for (program::Program &p : *bundle.mutable_programs()) {
+    const int rank = p.rank(), dp = rank / 2, tp = rank % 2;
+    for (const char *name : {"dp", "tp"}) {
+      program::MeshAxis *axis = p.add_mesh_axes();
+      axis->set_name(name);
+      axis->set_size(2);
+    }
+    p.add_mesh_coordinate(dp);
+    p.add_mesh_coordinate(tp);
+    program::CommGroup *tpGroup = p.add_groups();
+    tpGroup->set_name("tp");
+    tpGroup->add_mesh_axes(1);
+    tpGroup->add_ranks(dp * 2);
+    tpGroup->add_ranks(dp * 2 + 1);
+    program::CommGroup *dpGroup = p.add_groups();
+    dpGroup->set_name("dp");
+    dpGroup->add_mesh_axes(0);
+    dpGroup->add_ranks(tp);
+    dpGroup->add_ranks(tp + 2);
+
+    // all_reduce(loss_partial -> loss) becomes tp: loss_partial -> loss_tp, dp: loss_tp -> loss.
+    const int lossTp = addBuffer(&p, "loss_tp", program::F32, {}, program::ACTIVATION,
+                                 program::ARENA, p.arena_bytes());
+    p.set_arena_bytes(p.arena_bytes() + 64);
+    google::protobuf::RepeatedPtrField<program::Op> ops;
+    for (const program::Op &op : p.ops()) {
+      if (op.kernel() != "all_reduce") {
+        *ops.Add() = op;
+        continue;
+      }
+      program::Op overTp = op, overDp = op;
+      overTp.set_name("all_reduce_tp");
+      overTp.set_outputs(0, lossTp);
+      (*overTp.mutable_attrs())["num_ranks"].set_i(2);
+      (*overTp.mutable_attrs())["group"].set_i(0);
+      overDp.set_name("all_reduce_dp");
+      overDp.set_inputs(0, lossTp);
+      (*overDp.mutable_attrs())["num_ranks"].set_i(2);
+      (*overDp.mutable_attrs())["group"].set_i(1);
+      *ops.Add() = overTp;
+      *ops.Add() = overDp;
+    }
+    p.mutable_ops()->Swap(&ops);
+    p.set_planned_comm_bytes(linearSgdMeshWorldBytes() + kMeshTpBytes + kMeshDpBytes);
+    p.set_planned_peak_bytes(planPeakMemory(p).total);
+  }
   return bundle;
 }
 

@@ -245,5 +245,56 @@ TEST_P(ShardrunRanksTest, RanksAsMpiProcessesTrainLikeOneRank) {
   EXPECT_EQ(errors, 1u) << r.err;
 }
 
+// 4 ranks on a dp x tp = 2 x 2 mesh whose loss is summed over the tp group, then the dp group
+// (linearSgdMeshBundle): the groups' communicators are created at setup, the run trains like
+// one rank, and the comm line adds what each group sent. As threads, and under mpirun.
+TEST(ShardrunMesh, GroupsTrainLikeOneRankAndReportTheirBytes) {
+  TempDir one, mesh, data, out, scratch;
+  testing::writeBundle(one, testing::linearSgdBundle(1, testing::kLinearMeshBatch),
+                       testing::linearSgdWeights());
+  testing::writeBundle(mesh, testing::linearSgdMeshBundle(), testing::linearSgdWeights());
+  ASSERT_TRUE(
+      writeNpy(data.file("x.npy"), testing::linearData(2 * testing::kLinearMeshBatch)).isOk());
+  auto train = [&](const TempDir &bundle, const std::string &outputs, const std::string &prefix) {
+    return runShardrun(scratch,
+                       {bundle.path(), "--steps", "3", "--lr", "0.5", "--data", data.path(),
+                        "--outputs", out.file(outputs), "--metrics", out.file(outputs + ".jsonl")},
+                       prefix);
+  };
+  RunResult single = train(one, "one", "");
+  ASSERT_EQ(single.exitCode, 0) << single.err;
+  RunResult threads = train(mesh, "threads", "");
+  ASSERT_EQ(threads.exitCode, 0) << threads.err;
+  EXPECT_EQ(testing::readBytes(out.file("threads/w.npy")),
+            testing::readBytes(out.file("one/w.npy")));
+  EXPECT_EQ(lossesOf(testing::readBytes(out.file("threads.jsonl"))),
+            lossesOf(testing::readBytes(out.file("one.jsonl"))));
+  const std::string planned =
+      std::to_string(testing::linearSgdMeshBundle().programs(0).planned_comm_bytes());
+  const std::string byGroup = "; by group: tp " + std::to_string(testing::kMeshTpBytes) + ", dp " +
+                              std::to_string(testing::kMeshDpBytes) + ", world " +
+                              std::to_string(testing::linearSgdMeshWorldBytes()) + "\n";
+  EXPECT_TRUE(std::regex_search(
+      threads.err, std::regex("\nshardrun: comm: each of the 4 ranks sent " + planned +
+                              " bytes per step \\(planned " + planned +
+                              "\\): all_reduce 16, reduce_scatter [0-9]+, "
+                              "all_gather [0-9]+; by group: tp 8, dp 8, world [0-9]+\n")))
+      << threads.err;
+  EXPECT_THAT(threads.err, HasSubstr(byGroup));
+
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no mpirun";
+  RunResult mpi = train(mesh, "mpi",
+                        "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                        "mpirun --oversubscribe -np 4");
+  ASSERT_EQ(mpi.exitCode, 0) << mpi.err;
+  EXPECT_EQ(testing::readBytes(out.file("mpi/w.npy")), testing::readBytes(out.file("one/w.npy")));
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_THAT(mpi.err, HasSubstr("shardrun: comm: rank " + std::to_string(rank) + " sent " +
+                                   planned + " bytes per step (planned " + planned + "): "))
+        << mpi.err;
+  EXPECT_THAT(mpi.err, HasSubstr(byGroup));
+}
+
 } // namespace
 } // namespace shardc::runtime
