@@ -151,7 +151,10 @@ def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
     the heads of separate Q/K/V projections through their Reshape and Transpose; the
     partitioner then all-reduces the row-parallel product's pending sum. LayerNorm axes and
     the model dimension are blocked, so they stay replicated; `graph.tp_layout` on the function
-    lists each class considered and what was decided.
+    lists each class considered and what was decided. `shard` overrides it per parameter
+    (REGEX=SPEC, SPEC `replicated` or per dimension `{}` / `{tp}`, e.g.
+    `fc1\.weight=[ {}, {tp} ]`); an override that cannot be met (a dimension some op needs whole,
+    a size tp does not divide, two forced dimensions an op pairs) is an error naming it.
 
     After (ranks = 2):
     ```mlir
@@ -166,6 +169,10 @@ def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
   let options = [
     Option<"ranks", "ranks", "int64_t", "1", "devices on the data-parallel mesh axis">,
     Option<"tp", "tp", "int64_t", "1", "devices on the tensor-parallel mesh axis">,
+    ListOption<"shardOverrides", "shard", "std::string",
+               "per parameter, REGEX=SPEC: the trained parameters whose name the regex matches "
+               "entirely are laid out as SPEC says: 'replicated', or one {} (whole) or {tp} "
+               "(split on tp) per dimension, e.g. [{},{tp}]">,
     Option<"meshName", "mesh-name", "std::string", "\"dp\"",
            "symbol of the mesh (a 1-D mesh; with tp > 1 the 2-D mesh is @mesh)">,
   ];

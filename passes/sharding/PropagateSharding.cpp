@@ -20,6 +20,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cctype>
+#include <regex>
+
 #include <map>
 
 namespace shardc {
@@ -55,23 +58,76 @@ llvm::StringSet<> trainedParams(func::FuncOp func) {
 struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass> {
   using PropagateShardingBase::PropagateShardingBase;
 
+  // One --shard override: parameters whose name matches `pattern` entirely get `dims` (per
+  // dimension: split on tp or not), or stay replicated.
+  struct ShardOverride {
+    std::string text;
+    std::regex pattern;
+    bool replicated = false;
+    SmallVector<bool> tpDims;
+    bool used = false;
+  };
+
+  // Parses REGEX=SPEC (SPEC: "replicated" or "[{}, {tp}, ...]"); an error message on failure.
+  std::optional<std::string> parseOverride(const std::string &text, ShardOverride &out) {
+    out.text = text;
+    size_t eq = text.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      return "expected REGEX=SPEC";
+    try {
+      out.pattern = std::regex(text.substr(0, eq));
+    } catch (const std::regex_error &e) {
+      return std::string("invalid regex: ") + e.what();
+    }
+    std::string spec;
+    for (char ch : text.substr(eq + 1))
+      if (!std::isspace(static_cast<unsigned char>(ch)))
+        spec += ch;
+    if (spec == "replicated") {
+      out.replicated = true;
+      return std::nullopt;
+    }
+    if (spec.size() < 2 || spec.front() != '[' || spec.back() != ']')
+      return "SPEC must be 'replicated' or a list of per-dimension axes like [{},{tp}]";
+    std::string body = spec.substr(1, spec.size() - 2);
+    size_t pos = 0;
+    while (pos < body.size()) {
+      size_t end = body.find('}', pos);
+      if (body[pos] != '{' || end == std::string::npos)
+        return "SPEC must be 'replicated' or a list of per-dimension axes like [{},{tp}]";
+      std::string axis = body.substr(pos + 1, end - pos - 1);
+      if (!axis.empty() && axis != "tp")
+        return "unknown axis '" + axis + "' (a parameter dimension is split on tp or not: {} "
+                                         "or {tp}; dp is ZeRO's, see --strategy zero=N)";
+      out.tpDims.push_back(axis == "tp");
+      pos = end + 1;
+      if (pos < body.size() && body[pos] == ',')
+        ++pos;
+    }
+    if (out.tpDims.empty())
+      return "SPEC lists no dimension";
+    return std::nullopt;
+  }
+
   // Tensor parallelism: the classes to split on mesh axis 1 (classAxis[c] = 1), with a note
-  // per class holding a trained parameter saying what was decided and why.
-  void chooseTensorParallel(func::FuncOp func, const DimensionClasses &dc, int batch,
-                            std::vector<int> &classAxis, SmallVectorImpl<std::string> &notes) {
+  // per class holding a trained parameter saying what was decided and why. Fails (with an
+  // error naming the --shard override) when an override cannot be met.
+  LogicalResult chooseTensorParallel(func::FuncOp func, const DimensionClasses &dc, int batch,
+                                     std::vector<int> &classAxis,
+                                     SmallVectorImpl<std::string> &notes) {
     llvm::StringSet<> trained = trainedParams(func);
-    struct Candidate {
-      int cls;
-      int64_t elements;
-      std::string label;
+    // What each class holds and why it could not be split (empty: it could).
+    struct ClassInfo {
+      int64_t elements = 0;
+      std::string label, why;
     };
-    SmallVector<Candidate> candidates;
+    std::vector<ClassInfo> classes(dc.numClasses());
     for (int c = 0; c < dc.numClasses(); ++c) {
       if (c == batch)
         continue;
       const sharding::DimClass &info = dc.info(c);
-      int64_t elements = 0;
-      std::string label, holdsConstant;
+      ClassInfo &ci = classes[c];
+      std::string holdsConstant;
       for (const sharding::DimRef &m : info.members) {
         auto type = cast<RankedTensorType>(m.value.getType());
         if (auto arg = dyn_cast<BlockArgument>(m.value)) {
@@ -86,10 +142,10 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
             holdsConstant = "frozen parameter '" + name.str() + "', the same on every device";
             continue;
           }
-          elements += type.getNumElements();
-          if (label.empty())
-            label = "'" + name.str() + "' dim " + std::to_string(m.dim) + " (size " +
-                    std::to_string(type.getDimSize(m.dim)) + ")";
+          ci.elements += type.getNumElements();
+          if (ci.label.empty())
+            ci.label = "'" + name.str() + "' dim " + std::to_string(m.dim) + " (size " +
+                       std::to_string(type.getDimSize(m.dim)) + ")";
         } else if (auto dropout = m.value.getDefiningOp<graph::DropoutOp>();
                    dropout && dropout.isRandom()) {
           holdsConstant = "a training dropout (its mask offsets are per batch row only, so far)";
@@ -99,45 +155,132 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
             holdsConstant = "a constant whose blocks would differ between devices";
         }
       }
-      if (!elements)
-        continue; // no parameter: nothing to gain from splitting it
-      std::string why = dc.describeBlocker(c);
-      if (why.empty() && !holdsConstant.empty())
-        why = "it holds " + holdsConstant;
-      if (why.empty() && info.unit % tp)
-        why = "--strategy tp=" + std::to_string(tp) + " does not divide its size " +
-              std::to_string(info.unit);
-      if (!why.empty()) {
-        notes.push_back("replicated " + label + ": " + why);
-        continue;
-      }
-      candidates.push_back({c, elements, label});
+      ci.why = dc.describeBlocker(c);
+      if (ci.why.empty() && !holdsConstant.empty())
+        ci.why = "it holds " + holdsConstant;
+      if (ci.why.empty() && info.unit % tp)
+        ci.why = "--strategy tp=" + std::to_string(tp) + " does not divide its size " +
+                 std::to_string(info.unit);
     }
-    // Largest parameters first; a class that meets an already split one in an op stays whole.
-    llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
-      return a.elements > b.elements;
-    });
-    for (const Candidate &cand : candidates) {
-      Operation *conflict = nullptr;
-      for (const auto &[op, classes] : dc.opFactorClasses()) {
-        bool hasCand = llvm::is_contained(classes, cand.cls);
-        bool hasSplit = llvm::any_of(classes, [&](int c) {
-          return c >= 0 && c != cand.cls && classAxis[c] == 1;
-        });
-        if (hasCand && hasSplit) {
-          conflict = op;
-          break;
+
+    // The user's overrides: classes forced onto tp, and classes kept whole.
+    std::vector<bool> forced(dc.numClasses(), false), excluded(dc.numClasses(), false);
+    std::vector<std::string> forcedBy(dc.numClasses());
+    SmallVector<ShardOverride> overrides;
+    for (const std::string &text : shardOverrides) {
+      ShardOverride o;
+      if (std::optional<std::string> error = parseOverride(text, o)) {
+        func.emitError("--shard '") << text << "': " << *error;
+        return failure();
+      }
+      overrides.push_back(std::move(o));
+    }
+    for (BlockArgument arg : func.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), graph::kParamAttr);
+      if (!name || !trained.contains(name.getValue()))
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      for (ShardOverride &o : overrides) {
+        if (!std::regex_match(name.str(), o.pattern))
+          continue;
+        o.used = true;
+        if (!o.replicated && o.tpDims.size() != static_cast<size_t>(type.getRank())) {
+          func.emitError("--shard '") << o.text << "': '" << name.getValue() << "' has "
+                                      << type.getRank() << " dimensions, the SPEC "
+                                      << o.tpDims.size();
+          return failure();
+        }
+        for (unsigned d = 0; d < type.getRank(); ++d) {
+          int c = dc.classOf(arg, d);
+          bool onTp = !o.replicated && o.tpDims[d];
+          if (c < 0) {
+            if (onTp) {
+              func.emitError("--shard '") << o.text << "': '" << name.getValue() << "' dim "
+                                          << d << " has size 1";
+              return failure();
+            }
+            continue;
+          }
+          (onTp ? forced : excluded)[c] = true;
+          if (onTp && forcedBy[c].empty())
+            forcedBy[c] = o.text;
+          if (onTp && !classes[c].why.empty()) {
+            func.emitError("--shard '") << o.text << "': '" << name.getValue() << "' dim " << d
+                                        << " cannot be split on tp: " << classes[c].why;
+            return failure();
+          }
+          if (forced[c] && excluded[c]) {
+            func.emitError("--shard '")
+                << o.text << "': '" << name.getValue() << "' dim " << d
+                << " is split on tp by one override and kept whole by another (the dimensions "
+                << "a parameter shares with others through the model split together)";
+            return failure();
+          }
         }
       }
-      if (conflict) {
-        notes.push_back("replicated " + cand.label + ": " + sharding::nodeName(conflict) +
+    }
+    for (const ShardOverride &o : overrides)
+      if (!o.used) {
+        func.emitError("--shard '") << o.text << "': the regex matches no trained parameter";
+        return failure();
+      }
+
+    // A class that meets a class already split on tp in an op would compute only the pairs
+    // of blocks a device holds.
+    auto conflictWithSplit = [&](int cls) -> Operation * {
+      for (const auto &[op, factorClasses] : dc.opFactorClasses()) {
+        bool hasCls = llvm::is_contained(factorClasses, cls);
+        bool hasSplit = llvm::any_of(factorClasses, [&](int c) {
+          return c >= 0 && c != cls && classAxis[c] == 1;
+        });
+        if (hasCls && hasSplit)
+          return op;
+      }
+      return nullptr;
+    };
+    for (int c = 0; c < dc.numClasses(); ++c) {
+      if (!forced[c])
+        continue;
+      if (Operation *op = conflictWithSplit(c)) {
+        func.emitError("--shard '") << forcedBy[c] << "': " << classes[c].label
+                                    << " cannot be split on tp with the other forced "
+                                       "dimensions: "
+                                    << sharding::nodeName(op) << " pairs them";
+        return failure();
+      }
+      classAxis[c] = 1;
+      notes.push_back("split on tp " + classes[c].label + " (--shard '" + forcedBy[c] + "')");
+    }
+
+    // Then every other class that can be split, largest parameters first.
+    SmallVector<int> candidates;
+    for (int c = 0; c < dc.numClasses(); ++c) {
+      if (c == batch || !classes[c].elements || forced[c])
+        continue;
+      if (excluded[c]) {
+        notes.push_back("replicated " + classes[c].label + ": --shard keeps it whole");
+        continue;
+      }
+      if (!classes[c].why.empty()) {
+        notes.push_back("replicated " + classes[c].label + ": " + classes[c].why);
+        continue;
+      }
+      candidates.push_back(c);
+    }
+    llvm::stable_sort(candidates, [&](int a, int b) {
+      return classes[a].elements > classes[b].elements;
+    });
+    for (int c : candidates) {
+      if (Operation *op = conflictWithSplit(c)) {
+        notes.push_back("replicated " + classes[c].label + ": " + sharding::nodeName(op) +
                         " also has a dimension already split on tp");
         continue;
       }
-      classAxis[cand.cls] = 1;
-      notes.push_back("split on tp " + cand.label + ": " + std::to_string(cand.elements) +
-                      " parameter elements");
+      classAxis[c] = 1;
+      notes.push_back("split on tp " + classes[c].label + ": " +
+                      std::to_string(classes[c].elements) + " parameter elements");
     }
+    return success();
   }
 
   // Why class `cls` cannot be the batch; empty when it can.
@@ -232,7 +375,8 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     classAxis[batch] = 0;
     if (twoAxes) {
       SmallVector<std::string> notes;
-      chooseTensorParallel(func, dc, batch, classAxis, notes);
+      if (failed(chooseTensorParallel(func, dc, batch, classAxis, notes)))
+        return signalPassFailure();
       SmallVector<StringRef> refs(notes.begin(), notes.end());
       func->setAttr("graph.tp_layout", b.getStrArrayAttr(refs));
     }

@@ -127,3 +127,4 @@ func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"}, %y: tensor<8xi64> {
   %l, %lp = graph.softmax_cross_entropy_loss %z, %y {reduction = "sum"} : (tensor<8x5xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<8x5xf32>)
   return %l : tensor<f32>
 }
+
