@@ -94,3 +94,18 @@ func.func @forward(%x: tensor<4x2xf32> {graph.input = "x"}) -> (tensor<f32> {gra
   %l = graph.reduce_sum %a {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A training dropout splits with the batch and keeps the whole tensor's shape, the split dim
+// and its elements per batch row, so each device draws its block of the whole tensor's mask.
+// CHECK-LABEL: func.func @forward(
+// CHECK: graph.dropout {{.*}}graph.global_shape = array<i64: 8, 6>, {{.*}}graph.split_dim = 0 : i64, graph.split_unit = 1 : i64{{.*}}: (tensor<4x6xf32>, tensor<i64>, tensor<i64>) -> (tensor<4x6xf32>, tensor<4x6xi1>)
+// ROWS3-LABEL: func.func @forward(
+// ROWS3: graph.dropout {{.*}}graph.global_shape = array<i64: 8, 6>{{.*}}: (tensor<3x6xf32>, tensor<i64>, tensor<i64>) -> (tensor<3x6xf32>, tensor<3x6xi1>)
+func.func @forward(%x: tensor<8x6xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %k = graph.constant dense<3> : tensor<i64>
+  %y, %m = graph.dropout %x, %k, %k {ratio = 5.000000e-01 : f32, training, stream = 2 : i64} : (tensor<8x6xf32>, tensor<i64>, tensor<i64>) -> (tensor<8x6xf32>, tensor<8x6xi1>)
+  %l = graph.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x6xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
