@@ -27,9 +27,9 @@ namespace {
 using namespace mlir;
 using sharding::getSharding;
 using sharding::nodeName;
-using sharding::kDropoutGlobalShapeAttr;
-using sharding::kDropoutSplitDimAttr;
-using sharding::kDropoutSplitUnitAttr;
+using graph::kDropoutGlobalShapeAttr;
+using graph::kDropoutSplitDimAttr;
+using graph::kDropoutSplitUnitAttr;
 
 // Uses of a pending sum that the data-parallel passes reduce themselves: the loss the step
 // returns, and the gradients the optimizer reads (bucketed all-reduce or reduce-scatter).
@@ -337,7 +337,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       func = module.lookupSymbol<func::FuncOp>("forward");
     if (!func)
       return;
-    auto batchAttr = func->getAttrOfType<IntegerAttr>(sharding::kBatchSizeAttr);
+    auto batchAttr = func->getAttrOfType<IntegerAttr>(graph::kBatchSizeAttr);
     if (!batchAttr)
       return; // nothing is split
     batch = batchAttr.getInt();

@@ -368,7 +368,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       meshOp->setAttr("graph.axis_names", b.getStrArrayAttr(axisNames));
     }
     auto meshRef = FlatSymbolRefAttr::get(&getContext(), meshOp.getSymName());
-    func->setAttr(sharding::kBatchSizeAttr, b.getI64IntegerAttr(dc.info(batch).unit));
+    func->setAttr(graph::kBatchSizeAttr, b.getI64IntegerAttr(dc.info(batch).unit));
 
     // The mesh axis of each class: the batch on dp (axis 0), the tensor-parallel layout on tp.
     std::vector<int> classAxis(dc.numClasses(), -1);

@@ -53,11 +53,6 @@ SmallVector<SmallVector<mesh::MeshAxis>> splitAxes(Value v) {
   return axes;
 }
 
-bool isPartial(Value v) {
-  auto s = getSharding(v);
-  return s && !s.getPartialAxes().empty();
-}
-
 mesh::MeshShardingAttr makeSharding(FlatSymbolRefAttr mesh,
                                     ArrayRef<SmallVector<mesh::MeshAxis>> axesOfDim,
                                     ArrayRef<mesh::MeshAxis> partialAxes) {

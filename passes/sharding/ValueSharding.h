@@ -9,22 +9,15 @@
 #ifndef SHARDC_PASSES_SHARDING_VALUESHARDING_H
 #define SHARDC_PASSES_SHARDING_VALUESHARDING_H
 
+#include "shardc/Dialect/Graph/GraphDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 
 namespace shardc::sharding {
 
 inline constexpr llvm::StringLiteral kResultShardingsAttr = "graph.shardings";
-inline constexpr llvm::StringLiteral kArgShardingAttr = "graph.sharding";
-// On a function whose batch is split: the global batch size (the rows the data-parallel axis
-// cuts into blocks: every dimension in the batch's class is a multiple of it).
-inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";
-// On a training dropout whose tensor is split along the batch: the whole tensor's shape, the
-// split dimension and the elements of it per row of the batch (a device's block starts at
-// its first row times that).
-inline constexpr llvm::StringLiteral kDropoutGlobalShapeAttr = "graph.global_shape";
-inline constexpr llvm::StringLiteral kDropoutSplitDimAttr = "graph.split_dim";
-inline constexpr llvm::StringLiteral kDropoutSplitUnitAttr = "graph.split_unit";
+inline constexpr llvm::StringLiteral kArgShardingAttr = graph::kShardingAttr;
 
 // The sharding of `v`, or null when it is replicated.
 mlir::mesh::MeshShardingAttr getSharding(mlir::Value v);
@@ -33,8 +26,6 @@ void setSharding(mlir::Value v, mlir::mesh::MeshShardingAttr sharding);
 
 // Per dimension of `v`: the mesh axes that split it (empty: whole).
 llvm::SmallVector<llvm::SmallVector<mlir::mesh::MeshAxis>> splitAxes(mlir::Value v);
-// True when `v` is a pending sum over some mesh axis.
-bool isPartial(mlir::Value v);
 
 // The sharding that splits dimension d of a tensor of rank `rank` on `axesOfDim[d]` and is
 // pending over `partialAxes`; null when that is plain replication.

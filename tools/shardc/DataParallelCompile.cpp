@@ -36,7 +36,7 @@ uint64_t largestPeak(const DataParallelBundle &b) {
 std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options &opts,
                                            std::string &error) {
   auto step = global.lookupSymbol<mlir::func::FuncOp>("train_step");
-  auto size = step ? step->getAttrOfType<mlir::IntegerAttr>("graph.batch_size") : nullptr;
+  auto size = step ? step->getAttrOfType<mlir::IntegerAttr>(graph::kBatchSizeAttr) : nullptr;
   if (!size) {
     error = opts.model + ": the training step has no batch to split across ranks";
     return std::nullopt;

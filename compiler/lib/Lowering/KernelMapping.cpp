@@ -267,11 +267,12 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             c.attrs["stream"] = intAttr(o.getStream());
             // A device's block of a tensor split along the batch (passes/sharding/Partition):
             // the whole shape and the split dim; programForRank sets the block's offset.
-            if (auto global = o->getAttrOfType<DenseI64ArrayAttr>("graph.global_shape")) {
+            if (auto global = o->getAttrOfType<DenseI64ArrayAttr>(kDropoutGlobalShapeAttr)) {
               c.attrs["global_shape"] = intsAttr(global.asArrayRef());
-              c.attrs["split_dim"] = intAttr(o->getAttrOfType<IntegerAttr>("graph.split_dim").getInt());
+              c.attrs["split_dim"] =
+                  intAttr(o->getAttrOfType<IntegerAttr>(kDropoutSplitDimAttr).getInt());
               c.attrs["split_unit"] =
-                  intAttr(o->getAttrOfType<IntegerAttr>("graph.split_unit").getInt());
+                  intAttr(o->getAttrOfType<IntegerAttr>(kDropoutSplitUnitAttr).getInt());
               c.attrs["split_offset"] = intAttr(0);
             }
             return c;

@@ -26,6 +26,15 @@ inline constexpr llvm::StringLiteral kZeroStageAttr = "graph.zero_stage";
 // upstream #mesh.shard (split dimensions, e.g. the batch; none: replicated) or a
 // #graph.flat_shard (ZeRO: flattened, zero-padded and split; GraphAttributes.td).
 inline constexpr llvm::StringLiteral kShardingAttr = "graph.sharding";
+// On a function whose batch is split (passes/sharding): the global batch size, the rows the
+// data-parallel axis cuts into blocks.
+inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";
+// On a training dropout whose tensor is split along the batch: the whole tensor's shape, the
+// split dimension and the elements of it per row of the batch (a device's block starts at its
+// first row times that). The lowering passes them to the dropout kernel.
+inline constexpr llvm::StringLiteral kDropoutGlobalShapeAttr = "graph.global_shape";
+inline constexpr llvm::StringLiteral kDropoutSplitDimAttr = "graph.split_dim";
+inline constexpr llvm::StringLiteral kDropoutSplitUnitAttr = "graph.split_unit";
 } // namespace shardc::graph
 
 #endif
