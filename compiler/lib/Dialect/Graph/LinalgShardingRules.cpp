@@ -94,34 +94,50 @@ std::optional<OpShardingRule> GemmOp::getShardingRule() {
   return rule;
 }
 
-std::optional<OpShardingRule> LayerNormOp::getShardingRule() {
-  ArrayRef<int64_t> x = shapeOf(getInput());
-  int64_t axis = static_cast<int64_t>(getAxis());
-  OpShardingRule rule;
+namespace {
+// The factors of layer_norm and its gradient on an input shaped `x`: its rows (dims before
+// `axis`) parallel, the normalised dims whole; scale and bias have the normalised shape (they
+// may broadcast over its leading dims); mean and inv_std_dev keep the rows only.
+struct LayerNormFactors {
+  TensorFactors input, stats;
   SmallVector<int> dims;
+};
+
+LayerNormFactors layerNormFactors(OpShardingRule &rule, ArrayRef<int64_t> x, int64_t axis) {
+  LayerNormFactors f;
   for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d)
-    dims.push_back(x[d] == 1 ? -1
-                   : d < axis ? rule.addFactor(x[d])
-                              : rule.addWhole(x[d], "layer_norm normalises over it"));
-  TensorFactors input = OpShardingRule::tensor(dims);
-  // scale and bias have the normalised shape (they may broadcast over its leading dims).
-  auto normalised = [&](Value v) {
-    ArrayRef<int64_t> s = shapeOf(v);
-    SmallVector<int> f;
-    for (size_t d = 0; d < s.size(); ++d) {
-      size_t xd = x.size() - s.size() + d;
-      f.push_back(s[d] == x[xd] ? dims[xd] : -1);
-    }
-    return OpShardingRule::tensor(f);
-  };
-  rule.operands.push_back(input);
-  rule.operands.push_back(normalised(getScale()));
-  if (getBias())
-    rule.operands.push_back(normalised(getBias()));
-  SmallVector<int> stats(dims.begin(), dims.end());
+    f.dims.push_back(x[d] == 1 ? -1
+                     : d < axis ? rule.addFactor(x[d])
+                                : rule.addWhole(x[d], "layer_norm normalises over it"));
+  f.input = OpShardingRule::tensor(f.dims);
+  SmallVector<int> stats(f.dims.begin(), f.dims.end());
   for (int64_t d = axis; d < static_cast<int64_t>(x.size()); ++d)
     stats[d] = -1;
-  rule.results = {input, OpShardingRule::tensor(stats), OpShardingRule::tensor(stats)};
+  f.stats = OpShardingRule::tensor(stats);
+  return f;
+}
+
+// A tensor of the normalised shape `s`, aligned from the right with `x`.
+TensorFactors normalisedTensor(const LayerNormFactors &f, ArrayRef<int64_t> x,
+                               ArrayRef<int64_t> s) {
+  SmallVector<int> dims;
+  for (size_t d = 0; d < s.size(); ++d) {
+    size_t xd = x.size() - s.size() + d;
+    dims.push_back(s[d] == x[xd] ? f.dims[xd] : -1);
+  }
+  return OpShardingRule::tensor(dims);
+}
+} // namespace
+
+std::optional<OpShardingRule> LayerNormOp::getShardingRule() {
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  OpShardingRule rule;
+  LayerNormFactors f = layerNormFactors(rule, x, static_cast<int64_t>(getAxis()));
+  rule.operands.push_back(f.input);
+  rule.operands.push_back(normalisedTensor(f, x, shapeOf(getScale())));
+  if (getBias())
+    rule.operands.push_back(normalisedTensor(f, x, shapeOf(getBias())));
+  rule.results = {f.input, f.stats, f.stats};
   rule.linear.assign(getNumOperands(), false);
   return rule;
 }
@@ -151,27 +167,12 @@ std::optional<OpShardingRule> LogSoftmaxGradOp::getShardingRule() {
 
 std::optional<OpShardingRule> LayerNormGradOp::getShardingRule() {
   ArrayRef<int64_t> x = shapeOf(getInput());
-  int64_t axis = static_cast<int64_t>(getAxis());
   OpShardingRule rule;
-  SmallVector<int> dims;
-  // The rows are parallel for dinput and summed into dscale and dbias.
-  for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d)
-    dims.push_back(x[d] == 1 ? -1
-                   : d < axis ? rule.addReduction(x[d])
-                              : rule.addWhole(x[d], "layer_norm normalises over it"));
-  TensorFactors input = OpShardingRule::tensor(dims);
-  SmallVector<int> stats(dims.begin(), dims.end()), normalised;
-  for (int64_t d = axis; d < static_cast<int64_t>(x.size()); ++d)
-    stats[d] = -1;
-  auto scaleShape = shapeOf(getScale());
-  for (size_t d = 0; d < scaleShape.size(); ++d) {
-    size_t xd = x.size() - scaleShape.size() + d;
-    normalised.push_back(scaleShape[d] == x[xd] ? dims[xd] : -1);
-  }
-  TensorFactors scale = OpShardingRule::tensor(normalised);
-  rule.operands = {input, input, scale, OpShardingRule::tensor(stats),
-                   OpShardingRule::tensor(stats)};
-  rule.results = {input, scale, scale};
+  // The rows are parallel for dinput and summed into dscale and dbias, which lack them.
+  LayerNormFactors f = layerNormFactors(rule, x, static_cast<int64_t>(getAxis()));
+  TensorFactors scale = normalisedTensor(f, x, shapeOf(getScale()));
+  rule.operands = {f.input, f.input, scale, f.stats, f.stats};
+  rule.results = {f.input, scale, scale};
   rule.linear.assign(getNumOperands(), false);
   return rule;
 }
