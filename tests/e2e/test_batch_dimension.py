@@ -21,13 +21,13 @@ import shutil
 import sys
 
 import numpy as np
-import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, "models"))
 import e2e_util  # noqa: E402
 import export_seq_first_transformer as model  # noqa: E402
+import export_util  # noqa: E402
 
 STEPS = 10
 ROWS = 8
@@ -75,7 +75,7 @@ def main():
                                        static_batch=ROWS if style == "static" else None)
             onnx_path = os.path.join(export, "model.onnx")
             if style == "dynamic":
-                onnx_path = with_batch(onnx_path)
+                onnx_path = export_util.with_global_batch(onnx_path, ROWS, model.BATCH_DIM)
             single = run(args, onnx_path, data, f"{style}_single", [])
             if not isinstance(single, list):
                 return f"single rank: {single.describe()}"
@@ -93,20 +93,6 @@ def main():
             return None, "refused: " + lines[0][:160] + "..."
         cases.append((f"seq_first_transformer_{style}", case))
     e2e_util.run_cases(cases)
-
-
-def with_batch(onnx_path):
-    """The dynamic export with its batch (model.BATCH_DIM) pinned to ROWS."""
-    m = onnx.load_model(onnx_path, load_external_data=False)
-    for value in m.graph.input:
-        value.type.tensor_type.shape.dim[model.BATCH_DIM].dim_value = ROWS
-    for value in m.graph.output:
-        for dim in value.type.tensor_type.shape.dim:
-            dim.Clear()
-    del m.graph.value_info[:]
-    out = os.path.join(os.path.dirname(onnx_path), f"model_batch{ROWS}.onnx")
-    onnx.save_model(m, out)
-    return out
 
 
 if __name__ == "__main__":

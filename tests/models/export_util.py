@@ -181,13 +181,13 @@ def export_model(model, inputs, input_names, output_names, out_dir, dynamic_axes
     return proto
 
 
-def with_global_batch(path, rows):
+def with_global_batch(path, rows, batch_dim=0):
     """A copy of the model (next to it, sharing its external weights) whose graph inputs have
-    `rows` rows: the exports pin dim 0 to their small sample batch. Returns its path,
-    DIR/model_batch<rows>.onnx."""
+    `rows` rows along `batch_dim` (dim 1 for a sequence-first model): the exports pin the batch
+    to their small sample batch. Returns its path, DIR/model_batch<rows>.onnx."""
     model = onnx.load_model(path, load_external_data=False)
     for value in model.graph.input:
-        value.type.tensor_type.shape.dim[0].dim_value = rows
+        value.type.tensor_type.shape.dim[batch_dim].dim_value = rows
     for value in model.graph.output:
         for dim in value.type.tensor_type.shape.dim:
             dim.Clear()
