@@ -156,24 +156,7 @@ program::Bundle linearSgdMeshBundle() {
   program::Bundle bundle = linearSgdBundle(4, kLinearMeshBatch);
   bundle.set_strategy("dp=2,tp=2");
   for (program::Program &p : *bundle.mutable_programs()) {
-    const int rank = p.rank(), dp = rank / 2, tp = rank % 2;
-    for (const char *name : {"dp", "tp"}) {
-      program::MeshAxis *axis = p.add_mesh_axes();
-      axis->set_name(name);
-      axis->set_size(2);
-    }
-    p.add_mesh_coordinate(dp);
-    p.add_mesh_coordinate(tp);
-    program::CommGroup *tpGroup = p.add_groups();
-    tpGroup->set_name("tp");
-    tpGroup->add_mesh_axes(1);
-    tpGroup->add_ranks(dp * 2);
-    tpGroup->add_ranks(dp * 2 + 1);
-    program::CommGroup *dpGroup = p.add_groups();
-    dpGroup->set_name("dp");
-    dpGroup->add_mesh_axes(0);
-    dpGroup->add_ranks(tp);
-    dpGroup->add_ranks(tp + 2);
+    addMesh2x2(&p);
 
     // all_reduce(loss_partial -> loss) becomes tp: loss_partial -> loss_tp, dp: loss_tp -> loss.
     const int lossTp = addBuffer(&p, "loss_tp", program::F32, {}, program::ACTIVATION,

@@ -50,24 +50,7 @@ program::Program groupProgram(int rank) {
   program::Program p;
   p.set_rank(rank);
   p.set_world_size(kMeshRanks);
-  for (const char *name : {"dp", "tp"}) {
-    program::MeshAxis *axis = p.add_mesh_axes();
-    axis->set_name(name);
-    axis->set_size(2);
-  }
-  const int dp = rank / 2, tp = rank % 2;
-  p.add_mesh_coordinate(dp);
-  p.add_mesh_coordinate(tp);
-  program::CommGroup *tpGroup = p.add_groups();
-  tpGroup->set_name("tp");
-  tpGroup->add_mesh_axes(1);
-  tpGroup->add_ranks(dp * 2);
-  tpGroup->add_ranks(dp * 2 + 1);
-  program::CommGroup *dpGroup = p.add_groups();
-  dpGroup->set_name("dp");
-  dpGroup->add_mesh_axes(0);
-  dpGroup->add_ranks(tp);
-  dpGroup->add_ranks(tp + 2);
+  addMesh2x2(&p);
 
   const int x = addBuffer(&p, "x", F32, {4}, program::INPUT, ARENA, 0);
   const int yTp = addBuffer(&p, "y_tp", F32, {4}, ACTIVATION, ARENA, 64);

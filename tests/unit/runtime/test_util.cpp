@@ -42,6 +42,27 @@ std::string readBytes(const std::string &path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+void addMesh2x2(program::Program *p) {
+  for (const char *name : {"dp", "tp"}) {
+    program::MeshAxis *axis = p->add_mesh_axes();
+    axis->set_name(name);
+    axis->set_size(2);
+  }
+  const int dp = p->rank() / 2, tp = p->rank() % 2;
+  p->add_mesh_coordinate(dp);
+  p->add_mesh_coordinate(tp);
+  program::CommGroup *tpGroup = p->add_groups();
+  tpGroup->set_name("tp");
+  tpGroup->add_mesh_axes(1);
+  tpGroup->add_ranks(dp * 2);
+  tpGroup->add_ranks(dp * 2 + 1);
+  program::CommGroup *dpGroup = p->add_groups();
+  dpGroup->set_name("dp");
+  dpGroup->add_mesh_axes(0);
+  dpGroup->add_ranks(tp);
+  dpGroup->add_ranks(tp + 2);
+}
+
 int addBuffer(program::Program *program, const std::string &name, program::DType dtype,
               std::vector<int64_t> shape, program::BufferKind kind, program::Region region,
               uint64_t offset) {

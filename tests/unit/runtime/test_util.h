@@ -38,6 +38,11 @@ int addBuffer(program::Program *program, const std::string &name, program::DType
               std::vector<int64_t> shape, program::BufferKind kind, program::Region region,
               uint64_t offset);
 
+// Lays rank `program->rank()` of 4 out on a dp x tp = 2 x 2 mesh (rank = dp * 2 + tp) with the
+// groups "tp" (group 0: the ranks sharing its dp index) and "dp" (group 1: those sharing its tp
+// index).
+void addMesh2x2(program::Program *program);
+
 // Appends an op and returns its index.
 int addOp(program::Program *program, const std::string &kernel, const std::string &name,
           std::vector<int> inputs, std::vector<int> outputs);
