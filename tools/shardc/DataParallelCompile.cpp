@@ -111,15 +111,17 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
 namespace {
 
 // The model-state bytes per rank of each ZeRO stage (the plan's formulas) from a compiled
-// bundle's programs.
-std::vector<uint64_t> modelStateByStage(const DataParallelBundle &compiled,
+// bundle's programs, which are lent to the plan's summary (moved, not copied) and given back.
+std::vector<uint64_t> modelStateByStage(DataParallelBundle &compiled,
                                         const ParallelStrategy &strategy) {
   program::Bundle bundle;
   bundle.set_world_size(strategy.dp);
   bundle.set_strategy(strategy.canonical());
-  for (const program::Program &p : compiled.programs)
-    *bundle.add_programs() = p;
+  for (program::Program &p : compiled.programs)
+    *bundle.add_programs() = std::move(p);
   PlanSummary summary = summarizePlan(bundle);
+  for (auto [p, lent] : llvm::zip(compiled.programs, *bundle.mutable_programs()))
+    p = std::move(lent);
   std::vector<uint64_t> bytes;
   for (const PlanZeroStage &stage : summary.zero.stages)
     bytes.push_back(stage.totalBytes);
