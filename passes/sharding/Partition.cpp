@@ -31,6 +31,13 @@ using graph::kDropoutGlobalShapeAttr;
 using graph::kDropoutSplitDimAttr;
 using graph::kDropoutSplitUnitAttr;
 
+// The ops whose pending sums the data-parallel passes see to: the step's return and the
+// optimizer phase.
+bool endsInDataParallelPasses(Operation *op) {
+  return isa<func::ReturnOp, graph::AdamWUpdateOp, graph::SGDUpdateOp, graph::ScaleByClipOp,
+             graph::GlobalNormOp>(op);
+}
+
 // Uses of a pending sum that the data-parallel passes reduce themselves: the loss the step
 // returns, and the gradients the optimizer reads (bucketed all-reduce or reduce-scatter).
 bool reducedByDataParallelPasses(Operation *user, unsigned operand) {
@@ -194,8 +201,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     for (Value v : op->getOperands())
       pending.push_back(pendingOf(v));
     SmallVector<AxisMask> keep(op->getNumOperands(), 0);
-    bool deferredOp = isa<func::ReturnOp, graph::AdamWUpdateOp, graph::SGDUpdateOp,
-                          graph::ScaleByClipOp, graph::GlobalNormOp>(op);
+    bool deferredOp = endsInDataParallelPasses(op);
     if (deferredOp) {
       // The data-parallel passes reduce the loss and the gradients over dp themselves.
       for (unsigned i = 0; i < op->getNumOperands(); ++i)
