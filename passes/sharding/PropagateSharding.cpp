@@ -127,19 +127,20 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
         continue;
       const sharding::DimClass &info = dc.info(c);
       ClassInfo &ci = classes[c];
-      std::string holdsConstant;
+      // What the class holds that must not differ between the devices of a tp group.
+      std::string unsplittable;
       for (const sharding::DimRef &m : info.members) {
         auto type = cast<RankedTensorType>(m.value.getType());
         if (auto arg = dyn_cast<BlockArgument>(m.value)) {
           // Devices of one tp group are fed the same rows, whole: inputs never split on tp.
           if (auto input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                              graph::kInputAttr))
-            holdsConstant = "input '" + input.str() + "', which every device reads whole";
+            unsplittable = "input '" + input.str() + "', which every device reads whole";
           auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), graph::kParamAttr);
           if (!name)
             continue;
           if (!trained.contains(name.getValue())) {
-            holdsConstant = "frozen parameter '" + name.str() + "', the same on every device";
+            unsplittable = "frozen parameter '" + name.str() + "', the same on every device";
             continue;
           }
           ci.elements += type.getNumElements();
@@ -148,16 +149,16 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
                        std::to_string(type.getDimSize(m.dim)) + ")";
         } else if (auto dropout = m.value.getDefiningOp<graph::DropoutOp>();
                    dropout && dropout.isRandom()) {
-          holdsConstant = "a training dropout (its mask offsets are per batch row only, so far)";
+          unsplittable = "a training dropout (its mask offsets are per batch row only, so far)";
         } else if (auto constant = m.value.getDefiningOp<graph::ConstantOp>()) {
           auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
           if (!dense || !dense.isSplat())
-            holdsConstant = "a constant whose blocks would differ between devices";
+            unsplittable = "a constant whose blocks would differ between devices";
         }
       }
       ci.why = dc.describeBlocker(c);
-      if (ci.why.empty() && !holdsConstant.empty())
-        ci.why = "it holds " + holdsConstant;
+      if (ci.why.empty() && !unsplittable.empty())
+        ci.why = "it holds " + unsplittable;
       if (ci.why.empty() && info.unit % tp)
         ci.why = "--strategy tp=" + std::to_string(tp) + " does not divide its size " +
                  std::to_string(info.unit);

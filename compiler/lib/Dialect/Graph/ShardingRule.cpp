@@ -86,10 +86,7 @@ OpShardingRule elementwise(Operation *op) {
   for (int64_t size : resultShape)
     factorOfDim.push_back(size == 1 ? -1 : rule.addFactor(size));
   // Scalar operands (rank 0) and lower-rank ones align from the right (NumPy broadcasting).
-  SmallVector<Value> shaped;
-  for (Value v : op->getOperands())
-    shaped.push_back(v);
-  alignRight(shaped, factorOfDim, resultShape, rule.operands);
+  alignRight(op->getOperands(), factorOfDim, resultShape, rule.operands);
   for (Value r : op->getResults()) {
     if (shapeOf(r) != resultShape) {
       // A result of another shape (none of the elementwise ops has one): leave it unlinked.
