@@ -117,6 +117,27 @@ TEST_F(OpRules, MatMulContractsK) {
   EXPECT_TRUE(r.linear[0] && r.linear[1]);
 }
 
+TEST_F(OpRules, GemmSumsKOnlyWithoutABias) {
+  // a @ b alone: a split k is a pending sum.
+  OpShardingRule plain = ruleOf(R"(
+    func.func @f(%a: tensor<3x5xf32>, %b: tensor<7x5xf32>) -> tensor<3x7xf32> {
+      %c = graph.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<3x5xf32>, tensor<7x5xf32>) -> tensor<3x7xf32>
+      return %c : tensor<3x7xf32>
+    })");
+  EXPECT_EQ(plain.factors[plain.operands[0][1][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(plain.operands[1][1][0], plain.operands[0][1][0]);
+  EXPECT_TRUE(plain.linear[0]);
+  // a @ b + c: the partial sums would each add c, so k stays whole.
+  OpShardingRule biased = ruleOf(R"(
+    func.func @f(%a: tensor<3x5xf32>, %b: tensor<7x5xf32>, %c: tensor<7xf32>) -> tensor<3x7xf32> {
+      %y = graph.gemm %a, %b, %c {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<3x5xf32>, tensor<7x5xf32>, tensor<7xf32>) -> tensor<3x7xf32>
+      return %y : tensor<3x7xf32>
+    })");
+  EXPECT_EQ(biased.factors[biased.operands[0][1][0]].kind, FactorKind::Whole);
+  EXPECT_EQ(biased.factors[biased.operands[0][0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(biased.operands[2][0][0], biased.results[0][1][0]); // the bias has the columns
+}
+
 TEST_F(OpRules, BroadcastDimensionsHaveNoFactor) {
   OpShardingRule r = ruleOf(R"(
     func.func @f(%a: tensor<4x1x8xf32>, %b: tensor<6x8xf32>) -> tensor<4x6x8xf32> {

@@ -72,7 +72,10 @@ std::optional<OpShardingRule> GemmOp::getShardingRule() {
   OpShardingRule rule;
   int64_t k = getTransA() ? a[0] : a[1];
   int fm = factorOrNone(rule, c[0]), fn = factorOrNone(rule, c[1]);
-  int fk = k == 1 ? -1 : rule.addReduction(k);
+  // With a bias, every device holding part of k would add the whole bias to its partial sum.
+  int fk = k == 1 ? -1
+           : getC() ? rule.addWhole(k, "gemm adds its bias after summing over it")
+                    : rule.addReduction(k);
   auto two = [](int x, int y) { return OpShardingRule::tensor({x, y}); };
   rule.operands.push_back(getTransA() ? two(fk, fm) : two(fm, fk));
   rule.operands.push_back(getTransB() ? two(fn, fk) : two(fk, fn));
