@@ -170,11 +170,27 @@ void setArgumentType(func::FuncOp func, BlockArgument arg, Type type) {
   refreshFunctionType(func);
 }
 
+mesh::MeshShardingAttr tensorParallelBlock(Attribute sharding) {
+  if (auto flat = dyn_cast_or_null<graph::FlatShardAttr>(sharding))
+    return flat.getBlock();
+  auto split = dyn_cast_or_null<mesh::MeshShardingAttr>(sharding);
+  if (!split)
+    return nullptr;
+  for (const mesh::MeshAxesAttr &axes : split.getSplitAxes())
+    if (!axes.empty())
+      return split;
+  return nullptr;
+}
+
+// `attrs` with a flat shard of the device's tensor of `shape` over dp; a tensor-parallel split
+// it had stays as the shard's block.
 static DictionaryAttr withFlatShard(func::FuncOp func, DictionaryAttr attrs,
-                                    ArrayRef<int64_t> wholeShape) {
+                                    ArrayRef<int64_t> shape) {
   NamedAttrList list(attrs);
   auto mesh = func->getAttrOfType<FlatSymbolRefAttr>(kMeshAttr);
-  list.set(kShardingAttr, graph::FlatShardAttr::get(func.getContext(), mesh, 0, wholeShape));
+  list.set(kShardingAttr,
+           graph::FlatShardAttr::get(func.getContext(), mesh, 0, shape,
+                                     tensorParallelBlock(list.get(kShardingAttr))));
   return list.getDictionary(func.getContext());
 }
 

@@ -83,7 +83,12 @@ void setArgumentType(mlir::func::FuncOp func, mlir::BlockArgument arg, mlir::Typ
 // Recomputes the function type from the block arguments and the return operands.
 void refreshFunctionType(mlir::func::FuncOp func);
 
-// Marks argument or result attribute lists as flat shards of a tensor of `wholeShape`.
+// The tensor-parallel split a sharding attribute holds: a #mesh.shard that splits some
+// dimension, or a flat shard's block; null otherwise.
+mlir::mesh::MeshShardingAttr tensorParallelBlock(mlir::Attribute sharding);
+
+// Marks argument or result attribute lists as flat shards over dp of the device's tensor of
+// `wholeShape` (its tensor-parallel block, when it is split on tp: the split is kept).
 void markFlatShardArg(mlir::func::FuncOp func, unsigned index, llvm::ArrayRef<int64_t> wholeShape);
 void markFlatShardResult(mlir::func::FuncOp func, unsigned index,
                          llvm::ArrayRef<int64_t> wholeShape);

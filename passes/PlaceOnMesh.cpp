@@ -65,30 +65,50 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
                                                   ArrayRef<SmallVector<mesh::MeshAxis>>{});
     auto batchOnDim0 = mesh::MeshShardingAttr::get(
         &getContext(), meshRef, ArrayRef<SmallVector<mesh::MeshAxis>>{{0}});
-    auto layout = [&](DictionaryAttr attrs, Type type) -> Attribute {
+    // A parameter or state split on tp (propagation's TP layout) keeps its split; under ZeRO
+    // its flat shard is of the device's block.
+    auto layout = [&](DictionaryAttr attrs, Type type, Attribute tpSplit) -> Attribute {
+      auto block = dp::tensorParallelBlock(tpSplit);
       auto flat = [&] {
         return graph::FlatShardAttr::get(&getContext(), meshRef, 0,
-                                         cast<RankedTensorType>(type).getShape());
+                                         cast<RankedTensorType>(type).getShape(), block);
       };
+      Attribute whole = block ? Attribute(block) : Attribute(replicated);
       if (!attrs)
         return replicated;
       if (attrs.get(graph::kInputAttr))
         return cast<RankedTensorType>(type).getRank() ? Attribute(batchOnDim0) : replicated;
       if (attrs.get(kStateAttr))
-        return zero >= 1 ? Attribute(flat()) : replicated;
+        return zero >= 1 ? Attribute(flat()) : whole;
       if (attrs.get(graph::kParamAttr))
-        return zero == 3 ? Attribute(flat()) : replicated;
-      return replicated;
+        return zero == 3 ? Attribute(flat()) : whole;
+      return whole;
     };
-    for (unsigned i = 0; i < step.getNumArguments(); ++i)
-      if (!step.getArgAttrOfType<mesh::MeshShardingAttr>(i, dp::kShardingAttr))
-        step.setArgAttr(i, dp::kShardingAttr,
-                        layout(step.getArgAttrDict(i), step.getArgument(i).getType()));
+    // The tp split of each parameter and state by name, for the results that return them.
+    llvm::StringMap<Attribute> splitByName;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      auto split = step.getArgAttrOfType<mesh::MeshShardingAttr>(i, dp::kShardingAttr);
+      for (StringRef key : {graph::kParamAttr, kStateAttr})
+        if (auto name = step.getArgAttrOfType<StringAttr>(i, key); name && split)
+          splitByName[name.getValue()] = split;
+    }
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      DictionaryAttr attrs = step.getArgAttrDict(i);
+      auto split = step.getArgAttrOfType<mesh::MeshShardingAttr>(i, dp::kShardingAttr);
+      if (split && attrs && attrs.get(graph::kInputAttr))
+        continue; // the batch's split, from propagation
+      step.setArgAttr(i, dp::kShardingAttr,
+                      layout(attrs, step.getArgument(i).getType(), split));
+    }
     for (unsigned i = 0; i < step.getNumResults(); ++i) {
       DictionaryAttr attrs = step.getResultAttrDict(i);
       Type type = step.getFunctionType().getResult(i);
+      Attribute split;
+      for (StringRef key : {graph::kParamAttr, kStateAttr})
+        if (auto name = attrs ? attrs.getAs<StringAttr>(key) : nullptr)
+          split = splitByName.lookup(name.getValue());
       Attribute l = attrs && attrs.get(graph::kOutputAttr) ? Attribute(replicated)
-                                                           : layout(attrs, type);
+                                                           : layout(attrs, type, split);
       step.setResultAttr(i, dp::kShardingAttr, l);
     }
   }

@@ -1,10 +1,11 @@
-// A tensor split across the data-parallel ranks (ZeRO; program.proto, message Sharding): rank r
-// holds the row-major elements [r * shard_numel, (r + 1) * shard_numel) of the full tensor,
-// zeros past its end, in a buffer of shape [shard_numel].
+// A tensor split across ranks (program.proto, message Sharding): tensor parallelism cuts it
+// into equal blocks along one dimension (the rank's block is at its coordinate on the block's
+// mesh axis), then ZeRO flattens the block and cuts it into flat shards padded with zeros (the
+// rank's shard is at its coordinate on the shard's mesh axis, its rank without a mesh).
 //
 // Checkpoints, --outputs and --export-onnx always deal in full tensors, so that a checkpoint
-// does not depend on how many ranks wrote it: restoring slices a full tensor into this rank's
-// shard, saving gathers every rank's shard back into the full tensor.
+// does not depend on how many ranks wrote it or how they split it: restoring slices a full
+// tensor into this rank's part, saving gathers every rank's part back into the full tensor.
 #pragma once
 
 #include "runtime/comm/communicator.h"
@@ -25,24 +26,39 @@ findBinding(const google::protobuf::RepeatedPtrField<program::Binding> &bindings
 
 std::vector<int64_t> globalShapeOf(const program::Sharding &sharding);
 int64_t globalNumelOf(const program::Sharding &sharding);
+// The shape of one tensor-parallel block (the global shape when there are no blocks).
+std::vector<int64_t> blockShapeOf(const program::Sharding &sharding);
+bool hasBlocks(const program::Sharding &sharding);
 
-// Checks that `sharding` describes `buffer` as one of `worldSize` shards: f32 (shards travel
-// through the float collectives), one shard per rank, shape [shard_numel], and shards that
-// together cover the full tensor. Messages start with what is wrong; the caller names the
-// binding.
+// Where this rank's part lies: its block and its flat shard of that block.
+struct ShardPlace {
+  int block = 0;
+  int shard = 0;
+};
+// From `program`'s mesh coordinate (its rank on the shard axis when it has no mesh); call on a
+// program whose sharding checkSharding accepted.
+ShardPlace shardPlaceOf(const program::Program &program, const program::Sharding &sharding);
+
+// Checks that `sharding` describes `buffer` as this rank's part of a tensor in `program`: f32
+// (parts travel through the float collectives), blocks along a dimension and mesh axis that
+// exist and divide evenly, one flat shard per rank of the shard axis, shards that together
+// cover the block, and a buffer of the block's shape or [shard_numel]. Messages start with what
+// is wrong; the caller names the binding.
 Status checkSharding(const program::Sharding &sharding, const program::Buffer &buffer,
-                     int worldSize);
+                     const program::Program &program);
 
-// Copies shard `shardIndex` of `full` (dtype f32, shape global_shape) into `shard`, reusing its
-// storage: shape [shard_numel], zeros past the end of the full tensor.
-Status sliceShard(const program::Sharding &sharding, int shardIndex, const HostTensor &full,
-                  HostTensor *shard);
+// Copies this rank's part (`place`) of `full` (dtype f32, shape global_shape) into `part`,
+// reusing its storage and keeping its shape when it holds shard_numel elements (else it
+// becomes [shard_numel]); zeros past the end of the block.
+Status sliceShard(const program::Sharding &sharding, ShardPlace place, const HostTensor &full,
+                  HostTensor *part);
 
-// The full tensor from every rank's `shard`: a collective (comm->allGather) that every rank of
-// `comm` must call with its shard of the same tensor, in the same order. Each rank receives the
-// full tensor (padding dropped, shape global_shape) in `full`. With one shard, `comm` may be
-// null.
-Status gatherShards(Communicator *comm, const program::Sharding &sharding, const HostTensor &shard,
-                    HostTensor *full);
+// The full tensor from every rank's `part`: a collective that every rank of `shardComm` (the
+// ranks holding the shards of one block, in shard order) and then of `blockComm` (the ranks
+// holding the blocks, in block order) must call with its part of the same tensor, in the same
+// order. Each rank receives the full tensor (padding dropped, shape global_shape) in `full`.
+// A communicator is not used where there is one shard or one block (it may be null).
+Status gatherShards(Communicator *shardComm, Communicator *blockComm,
+                    const program::Sharding &sharding, const HostTensor &part, HostTensor *full);
 
 } // namespace shardc::runtime

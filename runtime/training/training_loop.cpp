@@ -120,7 +120,8 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
         inputs_[name] = tensor;
         continue;
       }
-      Status status = sliceShard(*sharding, program.rank(), tensor, &inputs_[name]);
+      Status status =
+          sliceShard(*sharding, shardPlaceOf(program, *sharding), tensor, &inputs_[name]);
       if (!status.isOk())
         return Status::error("checkpoint tensor " + quoteForMessage(name) + " " + status.message());
     }
@@ -144,6 +145,17 @@ const program::Sharding *TrainingLoop::shardingOf(const std::string &name) const
   return binding != nullptr && binding->has_sharding() ? &binding->sharding() : nullptr;
 }
 
+Communicator *TrainingLoop::axisCommunicator(Communicator *world, int axis) const {
+  const program::Program &program = executor_->program();
+  if (program.mesh_axes_size() == 0 || axis == -1)
+    return world; // no mesh, or across all of it
+  for (int g = 0; g < program.groups_size(); ++g)
+    if (program.groups(g).mesh_axes_size() == 1 && program.groups(g).mesh_axes(0) == axis)
+      return executor_->groupCommunicator(g);
+  // No group along it: the axis spans the world, or only this rank.
+  return program.mesh_axes(axis).size() == program.world_size() ? world : nullptr;
+}
+
 Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents *out) const {
   out->params.clear();
   out->optimizerState.clear();
@@ -157,7 +169,9 @@ Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents
         (*tensors)[name] = inputs_.at(name); // the same on every rank
         continue;
       }
-      Status status = gatherShards(comm, *sharding, inputs_.at(name), &(*tensors)[name]);
+      Status status = gatherShards(axisCommunicator(comm, sharding->shard_axis()),
+                                   axisCommunicator(comm, sharding->block_axis()), *sharding,
+                                   inputs_.at(name), &(*tensors)[name]);
       if (!status.isOk())
         return Status::error("gathering the shards of " + quoteForMessage(name) + ": " +
                              status.message());

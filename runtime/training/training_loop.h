@@ -73,6 +73,9 @@ private:
   TrainingLoop() = default;
   // The sharding of the carried input `name`, or null when it is whole.
   const program::Sharding *shardingOf(const std::string &name) const;
+  // The communicator of the ranks along mesh axis `axis` through this rank (a group of the
+  // program's), `world` when the program has no mesh; null for an axis of one rank.
+  Communicator *axisCommunicator(Communicator *world, int axis) const;
 
   Executor *executor_ = nullptr;
   TrainingSignature signature_;

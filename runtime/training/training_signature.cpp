@@ -4,6 +4,8 @@
 #include "runtime/support/quote.h"
 #include "runtime/training/sharded_tensor.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <map>
 #include <set>
 
@@ -38,9 +40,8 @@ bool sameType(const program::Buffer &a, const program::Buffer &b) {
 bool sameSharding(const program::Binding &a, const program::Binding &b) {
   if (a.has_sharding() != b.has_sharding())
     return false;
-  return !a.has_sharding() || (globalShapeOf(a.sharding()) == globalShapeOf(b.sharding()) &&
-                               a.sharding().num_shards() == b.sharding().num_shards() &&
-                               a.sharding().shard_numel() == b.sharding().shard_numel());
+  return !a.has_sharding() ||
+         google::protobuf::util::MessageDifferencer::Equals(a.sharding(), b.sharding());
 }
 
 // The rank's rows of the global batch; every batch input must have that many.
@@ -120,7 +121,7 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
         return Status::error("training program: input " + quoteForMessage(name) +
                              " is sharded, but only parameters and optimizer state can be");
       Status status =
-          checkSharding(b.sharding(), program.buffers(b.buffer()), program.world_size());
+          checkSharding(b.sharding(), program.buffers(b.buffer()), program);
       if (!status.isOk())
         return Status::error("training program: input " + quoteForMessage(name) + ": " +
                              status.message());

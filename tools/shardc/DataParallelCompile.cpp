@@ -96,15 +96,21 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
       baseRows = slice.rows;
     variants.emplace(slice.rows, std::move(*emitted));
   }
-  const EmittedProgram &base = variants.at(*baseRows);
-  std::vector<program::Program *> compiled;
-  for (auto &[rows, v] : variants)
-    compiled.push_back(&v.program);
-  out.weights = layOutWeightsFile(base.weights, base.initialValues, compiled);
+  EmittedProgram &base = variants.at(*baseRows);
+  // Ranks are numbered row-major over the dp x tp mesh: rank r holds the rows of data-parallel
+  // index r / tp.
+  const int world = strategy.dp * strategy.tp;
+  InitialValueParts parts(base.initialValues);
   out.programs.clear();
-  for (int r = 0; r < strategy.dp; ++r)
+  for (int r = 0; r < world; ++r) {
+    const RowSlice &slice = slices[r / strategy.tp];
     out.programs.push_back(
-        programForRank(variants.at(slices[r].rows).program, r, strategy.dp, slices[r], batch.rows));
+        programForRank(variants.at(slice.rows).program, r, world, slice, batch.rows, parts));
+  }
+  std::vector<program::Program *> programs;
+  for (program::Program &p : out.programs)
+    programs.push_back(&p);
+  out.weights = layOutWeightsFile(base.weights, base.initialValues, programs);
   return true;
 }
 
@@ -115,7 +121,7 @@ namespace {
 std::vector<uint64_t> modelStateByStage(DataParallelBundle &compiled,
                                         const ParallelStrategy &strategy) {
   program::Bundle bundle;
-  bundle.set_world_size(strategy.dp);
+  bundle.set_world_size(strategy.dp * strategy.tp);
   bundle.set_strategy(strategy.canonical());
   for (program::Program &p : compiled.programs)
     *bundle.add_programs() = std::move(p);

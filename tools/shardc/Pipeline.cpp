@@ -73,10 +73,10 @@ mlir::LogicalResult instrument(mlir::PassManager &pm, mlir::ModuleOp module,
 } // namespace
 
 mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
-                                    const TrainStepOptions *train, int64_t ranks,
+                                    const TrainStepOptions *train, int64_t ranks, int64_t tp,
                                     int &nextDumpIndex) {
   mlir::PassManager pm(module->getContext());
-  bool sharded = train && ranks > 1;
+  bool sharded = train && ranks * tp > 1;
   if (sharded)
     pm.addPass(createDecomposeMeanLoss());
   if (train) {
@@ -96,6 +96,7 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
   if (sharded) {
     PropagateShardingOptions propagate;
     propagate.ranks = ranks;
+    propagate.tp = tp;
     pm.addPass(createPropagateSharding(propagate));
   }
   if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))

@@ -20,12 +20,12 @@ struct DataParallelOptions {
 };
 
 // The passes on the global program, once per compilation: [decompose-mean-loss when sharding
-// (`ranks` > 1),] [build-train-step when `train` is given,] [propagate-sharding when
-// sharding]. Afterwards the training step carries the batch's sharding (graph.batch_size).
+// (`ranks` data-parallel devices times `tp` tensor-parallel ones > 1),] [build-train-step when
+// `train` is given,] [propagate-sharding when sharding]. Afterwards the training step carries the batch's sharding (graph.batch_size).
 // When `dumpDir` is not empty, writes the module after import (00-import.mlir) and after each
 // pass (NN-<pass>.mlir) into it; `nextDumpIndex` numbers the files across both phases.
 mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
-                                    const TrainStepOptions *train, int64_t ranks,
+                                    const TrainStepOptions *train, int64_t ranks, int64_t tp,
                                     int &nextDumpIndex);
 
 // The passes on one device's program: [partition, place-on-mesh and the strategy's

@@ -72,10 +72,6 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
   out.tp = given.count("tp") ? given["tp"] : 1;
   out.pp = given.count("pp") ? given["pp"] : 1;
   out.zero = given.count("zero") ? given["zero"] : 0;
-  if (out.tp > 1)
-    return where + "tensor parallelism (tp=" + std::to_string(out.tp) +
-           ") is not yet supported (the compiler partitions it, the runtime cannot run it "
-           "yet); use dp and zero";
   if (out.pp > 1)
     return where + "pipeline parallelism (pp=" + std::to_string(out.pp) +
            ") is not yet supported; use dp and zero";

@@ -180,7 +180,7 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
     return 1;
   const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
   int dumpIndex = 0;
-  if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, dumpIndex)) ||
+  if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, 1, dumpIndex)) ||
       mlir::failed(runLocalPasses(imported->module.get(), opts.dumpIrDir, train, nullptr,
                                   dumpIndex))) {
     printPassFailure(opts, errors);
@@ -212,8 +212,8 @@ int compile(const Options &opts) {
   if (mlir::failed(global) || !checkHasLoss(opts, global->module.get()))
     return 1;
   int globalDumps = 0;
-  if (mlir::failed(runGlobalPasses(global->module.get(), opts.dumpIrDir, &opts.train, opts.gpus,
-                                   globalDumps))) {
+  if (mlir::failed(runGlobalPasses(global->module.get(), opts.dumpIrDir, &opts.train,
+                                   opts.strategy.dp, opts.strategy.tp, globalDumps))) {
     printPassFailure(opts, errors);
     return 1;
   }
@@ -250,7 +250,7 @@ int compile(const Options &opts) {
     return 1;
   }
   program::Bundle bundle = newBundle(opts);
-  bundle.set_world_size(chosen.dp);
+  bundle.set_world_size(chosen.dp * chosen.tp);
   bundle.set_strategy(chosen.canonical());
   for (program::Program &p : compiled.programs)
     *bundle.add_programs() = std::move(p);

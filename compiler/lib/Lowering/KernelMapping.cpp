@@ -2,6 +2,7 @@
 #include "shardc/Lowering/KernelMapping.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Lowering/MeshGroups.h"
 
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -74,6 +75,24 @@ const char *collectiveKernelName(AllReduceOp) { return "all_reduce"; }
 const char *collectiveKernelName(ReduceScatterOp) { return "reduce_scatter"; }
 const char *collectiveKernelName(AllGatherOp) { return "all_gather"; }
 const char *collectiveKernelName(ShardSliceOp) { return "shard_slice"; }
+
+// Collectives (GraphCollectiveOps.td, upstream mesh.all_reduce; runtime/comm): the rank count
+// travels with the call so the runtime checks it against its communicator and sizes the
+// workspace; on a mesh of several axes, a collective over one axis names its group
+// (MeshGroups.h). False when the mesh does not resolve or no group covers the axes.
+bool setCollectiveGroup(Operation *op, FlatSymbolRefAttr meshRef, llvm::ArrayRef<int16_t> axes,
+                        KernelCall &call) {
+  auto meshOp = SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(op, meshRef);
+  if (!meshOp)
+    return false;
+  CollectiveGroup group = collectiveGroupOf(meshLayoutOf(meshOp), axes);
+  if (!group.supported)
+    return false;
+  call.attrs["num_ranks"] = intAttr(group.ranks);
+  if (group.group)
+    call.attrs["group"] = intAttr(*group.group);
+  return true;
+}
 
 } // namespace
 
@@ -300,23 +319,25 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             c.attrs["max_norm"] = floatAttr(o.getMaxNorm().convertToFloat());
             return c;
           })
-          // Collectives (GraphCollectiveOps.td; runtime/comm): the rank count travels with
-          // the call so the runtime checks it against its world and sizes the workspace.
-          .Case<AllReduceOp, ReduceScatterOp, AllGatherOp, ShardSliceOp>([&](auto o) {
-            KernelCall c = direct(o, collectiveKernelName(o));
-            c.attrs["num_ranks"] = intAttr(o.getNumRanks());
-            if (o.getBucket())
-              c.attrs["bucket"] = intAttr(static_cast<int64_t>(*o.getBucket()));
-            if (o.getUnit())
-              c.attrs["unit"] = stringAttr(*o.getUnit());
-            return c;
-          })
+          // Collectives: setCollectiveGroup.
+          .Case<AllReduceOp, ReduceScatterOp, AllGatherOp, ShardSliceOp>(
+              [&](auto o) -> std::optional<KernelCall> {
+                KernelCall c = direct(o, collectiveKernelName(o));
+                if (!setCollectiveGroup(o, o.getMeshAttr(),
+                                        o.getMeshAxes().value_or(llvm::ArrayRef<int16_t>()), c))
+                  return std::nullopt;
+                if (o.getBucket())
+                  c.attrs["bucket"] = intAttr(static_cast<int64_t>(*o.getBucket()));
+                if (o.getUnit())
+                  c.attrs["unit"] = stringAttr(*o.getUnit());
+                return c;
+              })
           .Case([&](mesh::AllReduceOp o) -> std::optional<KernelCall> {
-            auto meshOp = SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(o, o.getMeshAttr());
-            if (!meshOp || meshOp.getRank() != 1 || o.getReduction() != mesh::ReductionKind::Sum)
+            if (o.getReduction() != mesh::ReductionKind::Sum)
               return std::nullopt;
             KernelCall c = direct(o, "all_reduce");
-            c.attrs["num_ranks"] = intAttr(meshOp.getShape()[0]);
+            if (!setCollectiveGroup(o, o.getMeshAttr(), o.getMeshAxes(), c))
+              return std::nullopt;
             return c;
           })
           .Default([](Operation *) { return std::nullopt; });

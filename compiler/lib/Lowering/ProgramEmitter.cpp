@@ -7,6 +7,7 @@
 #include "shardc/Lowering/BufferRoles.h"
 #include "shardc/Lowering/KernelMapping.h"
 #include "shardc/Lowering/MemoryPlanner.h"
+#include "shardc/Lowering/MeshGroups.h"
 #include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
 
@@ -56,6 +57,18 @@ public:
     if (!workspace)
       return func_.emitError("the workspace is not planned (run --shardc-plan-memory first)");
     out_.program.set_workspace_bytes(workspace.getInt());
+    // A mesh of several axes: its axes (each rank's program adds its coordinate and groups,
+    // RankPrograms.h).
+    if (auto meshRef = func_->getAttrOfType<FlatSymbolRefAttr>(graph::kMeshAttr))
+      if (auto meshOp = SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(func_, meshRef);
+          meshOp && meshOp.getRank() > 1) {
+        MeshLayout layout = meshLayoutOf(meshOp);
+        for (auto [name, size] : llvm::zip(layout.axisNames, layout.axisSizes)) {
+          program::MeshAxis *axis = out_.program.add_mesh_axes();
+          axis->set_name(name);
+          axis->set_size(static_cast<int32_t>(size));
+        }
+      }
 
     Block &body = func_.getBody().front();
     for (BlockArgument arg : body.getArguments())
@@ -68,9 +81,10 @@ public:
       program::Binding *binding = out_.program.add_outputs();
       binding->set_name(resultName(func_, i));
       binding->set_buffer(buffers_.lookup(v));
-      if (auto flat = func_.getResultAttrOfType<graph::FlatShardAttr>(i, graph::kShardingAttr))
-        setSharding(binding, flat.getGlobalShape(),
-                    out_.program.buffers(binding->buffer()).size_bytes() / 4);
+      FailureOr<std::optional<llvm::SmallVector<int64_t>>> whole =
+          setSharding(binding, func_.getResultAttrDict(i), v.getType(), resultName(func_, i));
+      if (failed(whole))
+        return failure();
       // An op result returned as the next step's parameter or state holds that (an argument
       // returned as it is keeps its own role).
       program::Buffer *buf = out_.program.mutable_buffers(binding->buffer());
@@ -119,15 +133,13 @@ private:
       program::Binding *binding = out_.program.add_inputs();
       binding->set_name(*input);
       binding->set_buffer(buffers_.lookup(arg));
-      auto flat = func_.getArgAttrOfType<graph::FlatShardAttr>(i, graph::kShardingAttr);
-      std::optional<llvm::ArrayRef<int64_t>> wholeShape;
-      if (flat)
-        wholeShape = flat.getGlobalShape();
-      if (wholeShape)
-        setSharding(binding, *wholeShape, buf->size_bytes() / 4);
+      FailureOr<std::optional<llvm::SmallVector<int64_t>>> wholeShape =
+          setSharding(binding, func_.getArgAttrDict(i), arg.getType(), *input);
+      if (failed(wholeShape))
+        return failure();
       // A trained parameter is fed step after step; its first value ships in the weights.
       if (func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr))
-        return addStateInit(*input, buf->size_bytes(), wholeShape);
+        return addStateInit(*input, buf->size_bytes(), *wholeShape);
       return success();
     }
     auto param = func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
@@ -148,27 +160,76 @@ private:
     return success();
   }
 
-  // Records how a flat-shard binding relates to its whole tensor (program.proto, Sharding).
-  void setSharding(program::Binding *binding, llvm::ArrayRef<int64_t> wholeShape,
-                   int64_t shardNumel) {
-    program::Sharding *sharding = binding->mutable_sharding();
-    for (int64_t d : wholeShape)
-      sharding->add_global_shape(d);
-    sharding->set_num_shards(static_cast<int32_t>(numShards()));
-    sharding->set_shard_numel(shardNumel);
+  // Records how a sharded binding relates to its whole tensor (program.proto, Sharding): a
+  // ZeRO flat shard (#graph.flat_shard, of a tensor-parallel block when its block says so) or
+  // a tensor-parallel block (#mesh.shard splitting one dimension on one axis other than the
+  // batch's). Returns the whole tensor's shape, nullopt for a binding that is not sharded.
+  FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  setSharding(program::Binding *binding, DictionaryAttr attrs, Type type, llvm::StringRef name) {
+    Attribute attr = attrs ? attrs.get(graph::kShardingAttr) : Attribute();
+    auto local = cast<RankedTensorType>(type);
+    program::Sharding sharding;
+    llvm::SmallVector<int64_t> whole;
+    if (auto flat = dyn_cast_or_null<graph::FlatShardAttr>(attr)) {
+      whole.assign(flat.getGlobalShape().begin(), flat.getGlobalShape().end());
+      sharding.set_num_shards(static_cast<int32_t>(meshAxisSize(flat.getAxis())));
+      sharding.set_shard_axis(static_cast<int32_t>(flat.getAxis()));
+      sharding.set_shard_numel(local.getNumElements());
+      if (auto block = flat.getBlock()) {
+        if (failed(setBlocks(sharding, block, whole, name)))
+          return failure();
+      }
+    } else if (auto split = dyn_cast_or_null<mesh::MeshShardingAttr>(attr)) {
+      whole.assign(local.getShape().begin(), local.getShape().end());
+      if (failed(setBlocks(sharding, split, whole, name)))
+        return failure();
+      if (!hasBlocks(sharding))
+        return std::optional<llvm::SmallVector<int64_t>>();
+      sharding.set_num_shards(1);
+      sharding.set_shard_numel(local.getNumElements());
+    } else {
+      return std::optional<llvm::SmallVector<int64_t>>();
+    }
+    for (int64_t d : whole)
+      sharding.add_global_shape(d);
+    *binding->mutable_sharding() = std::move(sharding);
+    return std::optional<llvm::SmallVector<int64_t>>(whole);
   }
 
-  int64_t numShards() {
+  static bool hasBlocks(const program::Sharding &s) { return s.num_blocks() > 1; }
+
+  // The tensor-parallel blocks of `split` (a sharding of the block's or the whole tensor's
+  // dimensions): at most one dimension split, on one mesh axis. `shape` is the block's shape
+  // on entry and the whole tensor's on return.
+  LogicalResult setBlocks(program::Sharding &sharding, mesh::MeshShardingAttr split,
+                          llvm::SmallVector<int64_t> &shape, llvm::StringRef name) {
+    for (auto [d, axes] : llvm::enumerate(split.getSplitAxes())) {
+      // A graph input's batch split on dp (axis 0) is the program's rows (batch_begin).
+      if (axes.empty() || (axes.size() == 1 && axes.asArrayRef()[0] == 0))
+        continue;
+      if (axes.size() != 1 || hasBlocks(sharding) || d >= shape.size())
+        return func_.emitError("'") << name << "': a binding split on more than one dimension "
+                                    << "or mesh axis is not supported by the runtime";
+      int64_t n = meshAxisSize(axes.asArrayRef()[0]);
+      sharding.set_block_dim(static_cast<int32_t>(d));
+      sharding.set_num_blocks(static_cast<int32_t>(n));
+      sharding.set_block_axis(static_cast<int32_t>(axes.asArrayRef()[0]));
+      shape[d] *= n;
+    }
+    return success();
+  }
+
+  int64_t meshAxisSize(int64_t axis) {
     auto meshRef = func_->getAttrOfType<FlatSymbolRefAttr>(graph::kMeshAttr);
     auto meshOp =
         meshRef ? SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(func_, meshRef) : nullptr;
-    return meshOp && meshOp.getRank() == 1 ? meshOp.getShape()[0] : 1;
+    return meshOp && axis < meshOp.getRank() ? meshOp.getShape()[axis] : 1;
   }
 
-  // The whole parameter goes into the initial values; a flat-shard binding's init covers rank
-  // 0's part of it (shardc's per-rank programs move it to their own part).
+  // The whole parameter goes into the initial values; a sharded binding's init covers its first
+  // bytes (shardc's per-rank programs point it at their own part, RankPrograms.h).
   LogicalResult addStateInit(const std::string &name, uint64_t sizeBytes,
-                             std::optional<llvm::ArrayRef<int64_t>> wholeShape) {
+                             const std::optional<llvm::SmallVector<int64_t>> &wholeShape) {
     const WeightTensor *w = weights_.find(name);
     if (!w || !w->present) {
       out_.weightsComplete = false;

@@ -2,11 +2,13 @@
 #include "shardc/Lowering/RankPrograms.h"
 
 #include "shardc/Lowering/MemoryPlanner.h"
+#include "shardc/Lowering/MeshGroups.h"
 
 #include "runtime/comm/comm_cost.h"
 #include "runtime/memory/planned_memory.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -116,16 +118,54 @@ uint64_t plannedCommBytes(const program::Program &program) {
   return total;
 }
 
+InitialValueParts::InitialValueParts(std::vector<char> &initialValues)
+    : values_(initialValues) {}
+
+uint64_t InitialValueParts::block(uint64_t wholeOffset, const program::Sharding &sharding,
+                                  int64_t index) {
+  auto key = std::make_pair(wholeOffset, index);
+  if (auto it = placed_.find(key); it != placed_.end())
+    return it->second;
+  // The block is `outer` runs of `inner` elements, each from its run of num_blocks * inner.
+  const int64_t n = sharding.num_blocks();
+  const size_t dim = static_cast<size_t>(sharding.block_dim());
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < static_cast<size_t>(sharding.global_shape_size()); ++d) {
+    if (d < dim)
+      outer *= sharding.global_shape(d);
+    else
+      inner *= d == dim ? sharding.global_shape(d) / n : sharding.global_shape(d);
+  }
+  std::vector<char> bytes(static_cast<size_t>(outer * inner) * 4);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(bytes.data() + o * inner * 4,
+                values_.data() + wholeOffset + static_cast<uint64_t>((o * n + index) * inner) * 4,
+                static_cast<size_t>(inner) * 4);
+  values_.resize(alignUp(values_.size()), 0);
+  uint64_t offset = values_.size();
+  values_.insert(values_.end(), bytes.begin(), bytes.end());
+  placed_.emplace(key, offset);
+  return offset;
+}
+
 program::Program programForRank(const program::Program &compiled, int rank, int worldSize,
-                                RowSlice slice, int64_t globalRows) {
+                                RowSlice slice, int64_t globalRows, InitialValueParts &parts) {
   program::Program p = compiled;
   p.set_rank(rank);
   p.set_world_size(worldSize);
   p.set_batch_begin(slice.begin);
   p.set_batch_rows(slice.rows);
   p.set_global_batch_rows(globalRows);
-  // A sharded parameter's init covers rank 0's part of the whole value; move it to ours and
-  // trim it where our shard runs past the end (the rest of the buffer starts as zeros).
+  MeshLayout mesh;
+  for (const program::MeshAxis &axis : compiled.mesh_axes()) {
+    mesh.axisNames.push_back(axis.name());
+    mesh.axisSizes.push_back(axis.size());
+  }
+  setMeshOfRank(p, mesh, rank);
+  // A sharded parameter's init covers the whole value; point it at this rank's part: its
+  // tensor-parallel block (copied out once per block, as the block is not contiguous in the
+  // whole), then its flat shard of that, trimmed where the shard runs past the block's end
+  // (the rest of the buffer starts as zeros).
   std::map<std::string, const program::Sharding *> sharded;
   for (const program::Binding &b : p.inputs())
     if (b.has_sharding())
@@ -134,13 +174,22 @@ program::Program programForRank(const program::Program &compiled, int rank, int 
     auto it = sharded.find(init.name());
     if (it == sharded.end())
       continue;
-    uint64_t whole = 1;
-    for (int64_t d : it->second->global_shape())
-      whole *= static_cast<uint64_t>(d);
-    uint64_t k = static_cast<uint64_t>(it->second->shard_numel());
-    uint64_t first = std::min(whole, k * static_cast<uint64_t>(rank));
-    uint64_t count = std::min(k, whole - first);
-    init.set_offset(init.offset() + first * 4);
+    const program::Sharding &s = *it->second;
+    uint64_t blockNumel = 1;
+    for (int64_t d : s.global_shape())
+      blockNumel *= static_cast<uint64_t>(d);
+    uint64_t base = init.offset();
+    if (s.num_blocks() > 1) {
+      blockNumel /= static_cast<uint64_t>(s.num_blocks());
+      base = parts.block(init.offset(), s, p.mesh_coordinate(s.block_axis()));
+    }
+    int64_t shard = 0;
+    if (s.num_shards() > 1)
+      shard = p.mesh_axes_size() > 0 ? p.mesh_coordinate(s.shard_axis()) : rank;
+    uint64_t k = static_cast<uint64_t>(s.shard_numel());
+    uint64_t first = std::min(blockNumel, k * static_cast<uint64_t>(shard));
+    uint64_t count = std::min(k, blockNumel - first);
+    init.set_offset(base + first * 4);
     init.set_size_bytes(count * 4);
   }
   // A dropout of a tensor split along the batch keys its mask on the whole tensor's indices:

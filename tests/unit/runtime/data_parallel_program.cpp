@@ -157,6 +157,11 @@ program::Bundle linearSgdMeshBundle() {
   bundle.set_strategy("dp=2,tp=2");
   for (program::Program &p : *bundle.mutable_programs()) {
     addMesh2x2(&p);
+    // w and its momentum stay flat shards over the whole world (rank r holds shard r).
+    for (auto *bindings : {p.mutable_inputs(), p.mutable_outputs()})
+      for (program::Binding &b : *bindings)
+        if (b.has_sharding())
+          b.mutable_sharding()->set_shard_axis(-1);
 
     // all_reduce(loss_partial -> loss) becomes tp: loss_partial -> loss_tp, dp: loss_tp -> loss.
     const int lossTp = addBuffer(&p, "loss_tp", program::F32, {}, program::ACTIVATION,

@@ -60,7 +60,7 @@ TEST(ShardedTensor, SliceAndGatherAreInverse) {
   const HostTensor full = testing::makeTensor(program::F32, {2, 5}, values);
   std::vector<HostTensor> shards(3);
   for (int r = 0; r < 3; ++r)
-    ASSERT_TRUE(sliceShard(sharding, r, full, &shards[r]).isOk());
+    ASSERT_TRUE(sliceShard(sharding, {0, r}, full, &shards[r]).isOk());
   EXPECT_EQ(shards[2].describe(), "f32[4]");
   EXPECT_EQ(std::vector<float>(shards[2].as<float>(), shards[2].as<float>() + 4),
             (std::vector<float>{9, 10, 0, 0}));
@@ -68,7 +68,7 @@ TEST(ShardedTensor, SliceAndGatherAreInverse) {
   auto comms = localWorld(3);
   std::vector<HostTensor> gathered(3);
   Status status = runRankThreads(pointers(comms), [&](int r) {
-    return gatherShards(comms[r].get(), sharding, shards[r], &gathered[r]);
+    return gatherShards(comms[r].get(), nullptr, sharding, shards[r], &gathered[r]);
   });
   ASSERT_TRUE(status.isOk()) << status.message();
   for (int r = 0; r < 3; ++r) {
@@ -77,26 +77,106 @@ TEST(ShardedTensor, SliceAndGatherAreInverse) {
   }
 
   HostTensor wrong;
-  status = sliceShard(sharding, 0, testing::makeTensor(program::F32, {10}, values), &wrong);
+  status = sliceShard(sharding, {}, testing::makeTensor(program::F32, {10}, values), &wrong);
   ASSERT_FALSE(status.isOk());
   EXPECT_EQ(status.message(), "is f32[10], expected f32[2x5]");
+}
+
+program::Program programOfRanks(int worldSize) {
+  program::Program p;
+  p.set_world_size(worldSize);
+  return p;
 }
 
 TEST(ShardedTensor, ChecksTheShardingAgainstTheBuffer) {
   program::Buffer buffer;
   buffer.set_dtype(program::F32);
   buffer.add_shape(4);
-  EXPECT_TRUE(checkSharding(shardingOf({2, 5}, 3), buffer, 3).isOk());
-  Status status = checkSharding(shardingOf({2, 5}, 3), buffer, 2);
-  EXPECT_THAT(status.message(), HasSubstr("split into 3 shards, but the program runs on 2 ranks"));
+  EXPECT_TRUE(checkSharding(shardingOf({2, 5}, 3), buffer, programOfRanks(3)).isOk());
+  Status status = checkSharding(shardingOf({2, 5}, 3), buffer, programOfRanks(2));
+  EXPECT_THAT(status.message(), HasSubstr("split into 3 shards, but 2 ranks share them"));
   program::Sharding small = shardingOf({2, 5}, 3);
   small.set_shard_numel(3);
-  status = checkSharding(small, buffer, 3);
+  status = checkSharding(small, buffer, programOfRanks(3));
   EXPECT_THAT(status.message(), HasSubstr("3 shards of 3 elements cannot hold f32[2x5]"));
   buffer.set_shape(0, 5);
-  status = checkSharding(shardingOf({2, 5}, 3), buffer, 3);
+  status = checkSharding(shardingOf({2, 5}, 3), buffer, programOfRanks(3));
   EXPECT_THAT(status.message(),
-              HasSubstr("a shard of f32[2x5] must be f32[4], the buffer is f32[5]"));
+              HasSubstr("a part of f32[2x5] must be f32[4], the buffer is f32[5]"));
+}
+
+// Tensor parallelism: blocks along a mesh axis the program has, of a dimension they divide.
+TEST(ShardedTensor, ChecksBlocksAgainstTheMesh) {
+  program::Program p = programOfRanks(4);
+  p.set_rank(1);
+  testing::addMesh2x2(&p);
+  program::Sharding blocks = shardingOf({2, 6}, 1);
+  blocks.set_shard_numel(6);
+  blocks.set_num_blocks(2);
+  blocks.set_block_dim(1);
+  blocks.set_block_axis(1);
+  program::Buffer buffer;
+  buffer.set_dtype(program::F32);
+  buffer.add_shape(2);
+  buffer.add_shape(3);
+  EXPECT_TRUE(checkSharding(blocks, buffer, p).isOk());
+  EXPECT_EQ(shardPlaceOf(p, blocks).block, 1);
+  blocks.set_block_axis(2);
+  EXPECT_THAT(checkSharding(blocks, buffer, p).message(),
+              HasSubstr("blocks along mesh axis 2, which the program's mesh does not have"));
+  blocks.set_block_axis(1);
+  blocks.set_num_blocks(3);
+  EXPECT_THAT(checkSharding(blocks, buffer, p).message(),
+              HasSubstr("split into 3 blocks along mesh axis 'tp' of 2 ranks"));
+  blocks.set_num_blocks(2);
+  blocks.set_global_shape(1, 5);
+  EXPECT_THAT(checkSharding(blocks, buffer, p).message(),
+              HasSubstr("dim 1 of f32[2x5] cannot be cut into 2 equal blocks"));
+}
+
+// A 2 x 2 dp x tp world: f32[2x6] cut into two column blocks of 2x3 on tp, each block into
+// two flat shards of 3 on dp (ZeRO over dp of what tp split). Slicing puts each rank's part
+// where its coordinate says; gathering over the dp group, then the tp group, gives the
+// tensor back on every rank.
+TEST(ShardedTensor, SliceAndGatherBlocksOfShardsOnAMesh) {
+  program::Sharding sharding = shardingOf({2, 6}, 2);
+  sharding.set_shard_numel(3);
+  sharding.set_num_blocks(2);
+  sharding.set_block_dim(1);
+  sharding.set_block_axis(1);
+  sharding.set_shard_axis(0);
+  std::vector<float> values(12);
+  for (int i = 0; i < 12; ++i)
+    values[i] = static_cast<float>(i + 1);
+  const HostTensor full = testing::makeTensor(program::F32, {2, 6}, values);
+  std::vector<HostTensor> parts(4);
+  std::vector<program::Program> programs(4);
+  for (int r = 0; r < 4; ++r) {
+    programs[r] = programOfRanks(4);
+    programs[r].set_rank(r);
+    testing::addMesh2x2(&programs[r]);
+    ASSERT_TRUE(sliceShard(sharding, shardPlaceOf(programs[r], sharding), full, &parts[r]).isOk());
+  }
+  // Rank 1 (dp 0, tp 1): block [[4, 5, 6], [10, 11, 12]], its first shard.
+  EXPECT_EQ(std::vector<float>(parts[1].as<float>(), parts[1].as<float>() + 3),
+            (std::vector<float>{4, 5, 6}));
+  // Rank 2 (dp 1, tp 0): block [[1, 2, 3], [7, 8, 9]], its second shard.
+  EXPECT_EQ(std::vector<float>(parts[2].as<float>(), parts[2].as<float>() + 3),
+            (std::vector<float>{7, 8, 9}));
+
+  auto comms = localWorld(4);
+  std::vector<std::unique_ptr<Communicator>> dpGroups(4), tpGroups(4);
+  std::vector<HostTensor> gathered(4);
+  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
+    SHARDC_RETURN_IF_ERROR(comms[r]->split(r % 2, r / 2, &dpGroups[r]));
+    SHARDC_RETURN_IF_ERROR(comms[r]->split(r / 2, r % 2, &tpGroups[r]));
+    return gatherShards(dpGroups[r].get(), tpGroups[r].get(), sharding, parts[r], &gathered[r]);
+  });
+  ASSERT_TRUE(status.isOk()) << status.message();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(gathered[r].describe(), "f32[2x6]");
+    EXPECT_EQ(gathered[r].bytes, full.bytes) << "rank " << r;
+  }
 }
 
 // Rank 2 fails while ranks 0 and 1 wait for it in a collective: the abort frees them at once,

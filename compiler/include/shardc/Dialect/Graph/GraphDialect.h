@@ -6,6 +6,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
 
 #include "shardc/Dialect/Graph/GraphDialect.h.inc"
 
