@@ -127,6 +127,30 @@ def DecomposeMeanLoss : Pass<"shardc-decompose-mean-loss", "mlir::ModuleOp"> {
   let dependentDialects = ["shardc::graph::GraphDialect"];
 }
 
+def SplitGemmBias : Pass<"shardc-split-gemm-bias", "mlir::ModuleOp"> {
+  let summary = "Write each Gemm of @forward with a bias as the Gemm without it plus an add";
+  let description = [{
+    ONNX Gemm adds its bias inside the op (PyTorch's nn.Linear on 2-D inputs exports as one).
+    A Gemm whose reduction dimension tensor parallelism splits (a row-parallel layer) leaves
+    each device a partial product; the bias must be added once, to the sum, not once per
+    device. Written as a separate add, the partitioner all-reduces the partial product before
+    it like before any other op that is not linear in a pending sum, so the Gemm's rule no
+    longer has to keep the reduction whole. shardc runs it before building the training step
+    when the strategy has tp > 1. beta scales the bias first (beta = 1: the bias as it is).
+
+    Before:
+    ```mlir
+    %y = graph.gemm %x, %w, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true}
+    ```
+    After:
+    ```mlir
+    %p = graph.gemm %x, %w {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true}
+    %y = graph.add %p, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+    ```
+  }];
+  let dependentDialects = ["shardc::graph::GraphDialect"];
+}
+
 def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
   let summary = "Find the batch from the ops' sharding rules and split it on the dp mesh axis";
   let description = [{

@@ -79,6 +79,8 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
   bool sharded = train && ranks * tp > 1;
   if (sharded)
     pm.addPass(createDecomposeMeanLoss());
+  if (train && tp > 1)
+    pm.addPass(createSplitGemmBias());
   if (train) {
     BuildTrainStepOptions options;
     options.optimizer = train->optimizer;
