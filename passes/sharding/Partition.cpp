@@ -186,7 +186,47 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     return success();
   }
 
+  // Autodiff accumulates a gradient term by term: ((r + q) + p) + ... . When the terms q, p,
+  // ... are pending sums over the same axes and r is not, every step would all-reduce its term;
+  // summing the pending terms first, r + (q + p + ...), all-reduces once. At `op` = a + p with
+  // a = r + all_reduce(q) (each read only there), it becomes r + (q + p), whose sum the usual
+  // rule all-reduces; the next term finds the same shape again. Float sums are reordered, as
+  // any all-reduce reorders them.
+  void sumPendingTermsFirst(graph::AddOp op) {
+    for (unsigned pi = 0; pi < 2; ++pi) {
+      Value p = op->getOperand(pi), a = op->getOperand(1 - pi);
+      Type type = p.getType();
+      AxisMask m = pendingOf(p);
+      auto inner = a.getDefiningOp<graph::AddOp>();
+      if (!m || pendingOf(a) || !inner || !a.hasOneUse())
+        continue;
+      for (unsigned ri = 0; ri < 2; ++ri) {
+        Value r = inner->getOperand(ri), red = inner->getOperand(1 - ri);
+        auto reduce = red.getDefiningOp<mesh::AllReduceOp>();
+        if (!reduce || !red.hasOneUse() || red.getType() != type)
+          continue;
+        Value q = reduce.getInput();
+        SmallVector<mesh::MeshAxis> axes(reduce.getMeshAxes().begin(), reduce.getMeshAxes().end());
+        if (maskOf(axes) != m || pendingOf(q) != m || pendingOf(r))
+          continue;
+        OpBuilder b(op);
+        auto terms = b.create<graph::AddOp>(op.getLoc(), type, q, p);
+        sharding::setSharding(terms.getResult(),
+                              sharding::makeSharding(mesh, sharding::splitAxes(op.getResult()),
+                                                     axesOf(m)));
+        reduced.erase(std::make_pair(q, m));
+        op->setOperand(1 - pi, r);
+        op->setOperand(pi, terms);
+        inner->erase();
+        reduce->erase();
+        return;
+      }
+    }
+  }
+
   LogicalResult rewrite(Operation *op) {
+    if (auto add = dyn_cast<graph::AddOp>(op))
+      sumPendingTermsFirst(add);
     // 1. Pending sums among the operands. An op passes on a pending sum over an axis only
     // where it is linear in it and splits nothing along that axis (a device's block times its
     // partial sum is not its block of the sum); everything else is all-reduced first.
@@ -221,6 +261,23 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
           break;
         }
     }
+    // A pending sum that several ops read is summed once, where it is defined: passed on
+    // along each reader, it would need an all-reduce per path (as in a norm's backward,
+    // where the incoming gradient feeds several products). The batch's pending sums are the
+    // data-parallel passes' to bucket and are left alone.
+    // Likewise a pending sum is summed before an op that makes it larger (a gather's
+    // gradient scattering rows into a whole sequence): the all-reduce moves the smaller one.
+    auto elements = [](Value v) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      return t ? t.getNumElements() : 0;
+    };
+    int64_t resultElements = 0;
+    for (Value r : op->getResults())
+      resultElements = std::max(resultElements, elements(r));
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      if (!deferredOp && (!op->getOperand(i).hasOneUse() ||
+                          resultElements > elements(op->getOperand(i))))
+        keep[i] &= 1u;
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
       if (AxisMask reduce = pending[i] & ~keep[i])
         op->setOperand(i, allReduced(op->getOperand(i), reduce));

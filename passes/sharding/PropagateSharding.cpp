@@ -253,7 +253,32 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       notes.push_back("split on tp " + classes[c].label + " (--shard '" + forcedBy[c] + "')");
     }
 
-    // Then every other class that can be split, largest parameters first.
+    // Then every other class that can be split, in order of parameter elements split per
+    // element of communication: a split of a class that some op reduces over leaves a partial
+    // sum of that op's result, which costs an all-reduce (Megatron's layout falls out of this:
+    // the residual stream's features are contracted by every projection that reads them, the
+    // MLP's inner features and the heads only by the layer that leaves them).
+    std::vector<int64_t> reduced(dc.numClasses(), 0);
+    for (const auto &[op, factorClasses] : dc.opFactorClasses()) {
+      auto iface = dyn_cast<graph::ShardingRuleOpInterface>(op);
+      std::optional<graph::OpShardingRule> rule = iface ? iface.getShardingRule() : std::nullopt;
+      auto result = op->getNumResults() ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
+                                        : RankedTensorType();
+      if (!rule || !result)
+        continue;
+      std::vector<bool> inResult(rule->factors.size(), false);
+      for (const graph::TensorFactors &t : rule->results)
+        for (const graph::DimFactors &dim : t)
+          for (int f : dim)
+            inResult[f] = true;
+      for (size_t f = 0; f < factorClasses.size() && f < inResult.size(); ++f)
+        if (factorClasses[f] >= 0 && !inResult[f])
+          reduced[factorClasses[f]] += result.getNumElements();
+    }
+    auto splitPerCommunicated = [&](int c) {
+      return static_cast<double>(classes[c].elements) /
+             static_cast<double>(std::max<int64_t>(reduced[c], 1));
+    };
     SmallVector<int> candidates;
     for (int c = 0; c < dc.numClasses(); ++c) {
       if (c == batch || !classes[c].elements || forced[c])
@@ -269,7 +294,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       candidates.push_back(c);
     }
     llvm::stable_sort(candidates, [&](int a, int b) {
-      return classes[a].elements > classes[b].elements;
+      return splitPerCommunicated(a) > splitPerCommunicated(b);
     });
     for (int c : candidates) {
       if (Operation *op = conflictWithSplit(c)) {
@@ -279,7 +304,8 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       }
       classAxis[c] = 1;
       notes.push_back("split on tp " + classes[c].label + ": " +
-                      std::to_string(classes[c].elements) + " parameter elements");
+                      std::to_string(classes[c].elements) + " parameter elements, partial sums "
+                      "of " + std::to_string(reduced[c]) + " elements per step");
     }
     return success();
   }

@@ -16,7 +16,7 @@
 // CHECK-SAME: %arg8: tensor<16x5xf32> {graph.param = "head.weight"}
 // CHECK-SAME: graph.tp_layout = [
 // CHECK-SAME: "replicated 'ln.weight' dim 0 (size 16): op graph.layer_norm: layer_norm normalises over it"
-// CHECK-SAME: "split on tp 'fc1.weight' dim 1 (size 64): 2112 parameter elements"
+// CHECK-SAME: "split on tp 'fc1.weight' dim 1 (size 64): 2112 parameter elements, partial sums of 128 elements per step"
 // CHECK: %[[H:.*]] = graph.matmul %{{.*}}, %arg4 {{.*}}: (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
 // CHECK: graph.add %[[H]], %arg5 {{.*}}: (tensor<4x32xf32>, tensor<32xf32>) -> tensor<4x32xf32>
 // CHECK: graph.gelu
@@ -46,7 +46,8 @@ func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"}, %y: tensor<8xi64> {
 
 // Attention heads split across tp through the Reshape and Transpose of separate Q, K and V
 // projections (8 features = 4 heads of 2; each device computes 2 heads); softmax over the keys
-// stays whole per head; the output projection is row-parallel.
+// stays whole per head; the output projection is row-parallel (its output features feed a
+// softmax, as they feed the next layer's norm in a real model).
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: tensor<8x4xf32> {graph.param = "q.weight", graph.sharding = #mesh.shard<@mesh, {{\[\[}}], [1]]>}
 // CHECK-SAME: tensor<8x4xf32> {graph.param = "k.weight", graph.sharding = #mesh.shard<@mesh, {{\[\[}}], [1]]>}
@@ -75,7 +76,7 @@ func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
   %ot = graph.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x4x2xf32>) -> tensor<2x4x4x2xf32>
   %m = graph.reshape %ot : (tensor<2x4x4x2xf32>) -> tensor<2x4x8xf32>
   %y = graph.matmul %m, %wo : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
-  %t = graph.tanh %y : tensor<2x4x8xf32>
+  %t = graph.softmax %y {axis = 2 : i64} : tensor<2x4x8xf32>
   %l = graph.reduce_sum %t {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x4x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
@@ -88,7 +89,7 @@ func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
 // TP4: "replicated 'attn.weight' dim 0 (size 8): it holds input 'x', which every device reads whole"
 // TP4-SAME: "replicated 'attn.weight' dim 1 (size 24): op graph.split: split cuts along it"
 // TP4-SAME: "replicated 'mlp.weight' dim 1 (size 6): --strategy tp=4 does not divide its size 6"
-// TP4-SAME: "split on tp 'proj.weight' dim 1 (size 8): 48 parameter elements"
+// TP4-SAME: "split on tp 'proj.weight' dim 1 (size 8): 48 parameter elements, partial sums of 1 elements per step"
 func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
                    %wa: tensor<8x24xf32> {graph.param = "attn.weight"}, %wm: tensor<8x6xf32> {graph.param = "mlp.weight"},
                    %wn: tensor<6x8xf32> {graph.param = "proj.weight"}) -> (tensor<f32> {graph.output = "loss"}) {
