@@ -271,9 +271,11 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       auto t = dyn_cast<RankedTensorType>(v.getType());
       return t ? t.getNumElements() : 0;
     };
-    int64_t resultElements = 0;
+    int64_t resultElements = 0; // of the local results (their types are still global here)
     for (Value r : op->getResults())
-      resultElements = std::max(resultElements, elements(r));
+      if (auto t = dyn_cast<RankedTensorType>(r.getType()))
+        resultElements =
+            std::max(resultElements, localType(t, sharding::splitAxes(r)).getNumElements());
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
       if (!deferredOp && (!op->getOperand(i).hasOneUse() ||
                           resultElements > elements(op->getOperand(i))))

@@ -152,7 +152,14 @@ def compare(model, result):
             worst_zero = max(worst_zero, float(np.max(np.abs(value[..., keys] - ref[..., keys]))))
             value = np.concatenate([value[..., :third], value[..., 2 * third:]], axis=-1)
             ref = np.concatenate([ref[..., :third], ref[..., 2 * third:]], axis=-1)
-        rel = float(np.max(np.abs(value - ref)) / max(np.max(np.abs(ref)), 1e-30))
+        # Equal values (infinities in a float mask buffer included) differ by 0; anything
+        # else non-finite is a failure, never silently skipped.
+        with np.errstate(invalid="ignore"):
+            diff = np.where(value == ref, 0.0, np.abs(value - ref))
+        if not np.all(np.isfinite(diff)):
+            return f"{name}: non-finite values where the single-rank run has others", None
+        finite = np.abs(ref[np.isfinite(ref)])
+        rel = float(np.max(diff, initial=0.0) / max(np.max(finite, initial=0.0), 1e-30))
         if rel > worst_param:
             worst_param, worst_name = rel, name
     if worst_param > PARAM_RTOL:

@@ -1,0 +1,181 @@
+"""Tensor parallelism end to end: dp x tp meshes follow the single-rank run.
+
+    test_tensor_parallel.py --shardc PATH --shardrun PATH --work DIR [--mpirun PATH]
+                            [--models mlp_classifier,tiny_gpt,...] [--styles dynamic,static]
+
+Each model (the test models of tests/models, both export styles, a global batch of 8 rows as in
+test_data_parallel.py) trains 30 AdamW steps with `shardrun` (ranks as threads) under
+--strategy tp=2 and tp=4 (dp=1), and dp x tp in {2x2, 4x2, 2x4} with zero in {0, 1, 3}. Checked
+per case, against a single-rank run of the same export on the same data:
+  * every step's loss within 1e-5 (relative), the final parameters (`--outputs`, gathered from
+    the ranks' tensor-parallel blocks and ZeRO shards) within 1e-4, as test_data_parallel.py
+    checks them;
+  * shardrun's own checks: planned peak memory == measured, and planned bytes sent per step ==
+    what its communicators counted, on every rank (it exits 1 otherwise);
+  * the tp layout split something (every model has a column -> row parallel pair);
+  * communication theory for the decoders whose every attention and MLP block is tensor
+    parallel (llama_decoder, bert_encoder): the bytes the tp group sends per step are
+    L layers x 4 all-reduces (2 forward: after the attention output and the MLP's row-parallel
+    projection; 2 backward: the input gradients of the column-parallel projections) of
+    b x s x h floats, each 2 S (t - 1) / t bytes for S bytes on t ranks, plus the model's small
+    extras (named below), with b the rows of one data-parallel rank.
+Then, on the static LLaMA-style decoder:
+  * checkpoints are plan-independent: a checkpoint saved at step 15 under dp=2,tp=2,zero=1
+    resumes under 1 rank, dp=4,zero=3 and tp=4, and each run's steps 16-30 follow the
+    single-rank curve within 1e-5;
+  * with --mpirun: `mpirun -np 4` under dp=2,tp=2 gives bit-identical losses to 4 local ranks.
+Prints PASS/FAIL per case and `N passed, M failed`.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_util  # noqa: E402
+from test_data_parallel import GLOBAL_BATCH, LR, LOSS_RTOL, STEPS, Model, compare  # noqa: E402
+
+PLANS = [(1, 2, 0), (1, 4, 0)] + [(dp, tp, zero) for dp, tp in [(2, 2), (4, 2), (2, 4)]
+                                  for zero in (0, 1, 3)]
+# Per model: (layers, hidden size h, sequence s, extra tp elements all-reduced per step beyond
+# the 4 per layer of b x s x h; b = rows per data-parallel rank).
+THEORY = {
+    # The causal mask is a PyTorch buffer, an initializer trained like a parameter: its
+    # gradient sums over the heads, which tp splits (one s x s all-reduce per layer).
+    "llama_decoder": (2, 32, 16, lambda b: 2 * 16 * 16),
+    # The pooler is column-parallel and the classifier row-parallel: the logits (b x 3)
+    # forward, the pooler's input gradient (b x h) backward.
+    "bert_encoder": (2, 32, 12, lambda b: b * 3 + b * 32),
+}
+
+
+def allreduce_bytes(elements, ranks):
+    return 2 * elements * 4 * (ranks - 1) // ranks
+
+
+def tp_bytes_sent(stderr):
+    m = re.search(r"by group: dp \d+, tp (\d+)", stderr)
+    return int(m.group(1)) if m else None
+
+
+def strategy(dp, tp, zero):
+    return f"dp={dp},tp={tp},zero={zero}"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--mpirun")
+    p.add_argument("--work", required=True)
+    p.add_argument("--models",
+                   default="mlp_classifier,tiny_gpt,tied_gpt,bert_encoder,llama_decoder")
+    p.add_argument("--styles", default="dynamic,static")
+    p.add_argument("--timeout", type=float, default=300)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    cases = []
+    models = {}
+    for name, style in [(m, s) for m in args.models.split(",") for s in args.styles.split(",")]:
+        model = models[(name, style)] = Model(name, style, args)
+        for dp, tp, zero in PLANS:
+            def case(model=model, name=name, dp=dp, tp=tp, zero=zero):  # noqa: E306
+                result = model.run(f"dp{dp}_tp{tp}_zero{zero}",
+                                   ["--gpus", str(dp * tp), "--strategy", strategy(dp, tp, zero),
+                                    "--bucket-mb", "0.01"])
+                if isinstance(result, str):
+                    return result
+                err, detail = compare(model, result)
+                if err:
+                    return err
+                sent = tp_bytes_sent(result[3])
+                if not sent:
+                    return f"the tp group sent {sent} bytes: nothing was split on tp"
+                detail += f"; tp sent {sent} B/step"
+                if name in THEORY:
+                    layers, h, s, extra = THEORY[name]
+                    b = GLOBAL_BATCH // dp
+                    theory = (layers * 4 * allreduce_bytes(b * s * h, tp) +
+                              allreduce_bytes(extra(b), tp))
+                    if sent != theory:
+                        return f"the tp group sent {sent} bytes per step, theory {theory}"
+                    detail += f" = theory {layers} layers x 4 x 2(t-1)/t x {b}x{s}x{h} x 4 B + extras"
+                return None, detail
+            cases.append((f"{name}_{style}_{strategy(dp, tp, zero)}", case))
+
+    llama = models.get(("llama_decoder", "static"))
+    if llama:
+        def resume_case(dp, tp, zero):
+            saved = os.path.join(llama.work, "ckpt_dp2_tp2_zero1")
+
+            def case():
+                if not os.path.isdir(saved):
+                    res = train(llama, "save", 2, 2, 1, 15, ["--save", saved])
+                    if isinstance(res, str):
+                        return res
+                res = train(llama, f"resume_dp{dp}_tp{tp}_zero{zero}", dp, tp, zero, STEPS,
+                            ["--resume", saved])
+                if isinstance(res, str):
+                    return res
+                losses = res
+                ref = llama.reference[0][15:]
+                if len(losses) != len(ref):
+                    return f"{len(losses)} losses after resuming, expected {len(ref)}"
+                worst = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
+                if worst > LOSS_RTOL:
+                    return f"steps 16-30 after resuming: max loss rel diff {worst:.3g}"
+                return None, f"steps 16-30 follow the single-rank run, max loss rel {worst:.2g}"
+            return case
+
+        for plan in [(1, 1, 0), (4, 1, 3), (1, 4, 0)]:
+            cases.append((f"resume_dp2_tp2_zero1_under_{strategy(*plan)}", resume_case(*plan)))
+
+        if args.mpirun:
+            def mpi_case():
+                local = llama.run("mpi_local", ["--gpus", "4", "--strategy", "dp=2,tp=2"])
+                if isinstance(local, str):
+                    return local
+                bundle = os.path.join(llama.work, "mpi_local", "model.shard")
+                metrics = os.path.join(llama.work, "mpi.jsonl")
+                res = e2e_util.run_tool(
+                    [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4",
+                     args.shardrun, bundle, "--steps", str(STEPS), "--data", llama.data,
+                     "--lr", str(LR), "--metrics", metrics], args.timeout)
+                if not res.ok:
+                    return f"mpirun: {res.describe()}"
+                losses = [json.loads(line)["loss"] for line in open(metrics)]
+                if losses != local[0]:
+                    return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
+                return None, f"{STEPS} losses bit-identical to 4 local ranks"
+            cases.append(("mpirun_dp2_tp2_same_as_local", mpi_case))
+
+    def train(model, tag, dp, tp, zero, steps, flags):
+        """Compiles `model` for the plan and trains to `steps`; the losses, or an error."""
+        out = os.path.join(model.work, tag)
+        os.makedirs(out, exist_ok=True)
+        bundle = os.path.join(out, "model.shard")
+        compile_flags = ["--gpus", str(dp * tp)]
+        if dp * tp > 1:
+            compile_flags += ["--strategy", strategy(dp, tp, zero)]
+        res = e2e_util.run_tool([args.shardc, model.onnx, "-o", bundle, *model.shape_flags,
+                                 *compile_flags], args.timeout)
+        if not res.ok:
+            return f"compile: {res.describe()}"
+        metrics = os.path.join(out, "m.jsonl")
+        if os.path.exists(metrics):
+            os.remove(metrics)
+        res = e2e_util.run_tool([args.shardrun, bundle, "--steps", str(steps), "--data",
+                                 model.data, "--lr", str(LR), "--metrics", metrics, *flags],
+                                args.timeout)
+        if not res.ok:
+            return f"shardrun: {res.describe()}"
+        return [json.loads(line)["loss"] for line in open(metrics)]
+
+    e2e_util.run_cases(cases)
+
+
+if __name__ == "__main__":
+    main()
