@@ -35,8 +35,12 @@ training (--mode train; PyTorch's semantics and defaults):
 parallelism (training; docs/cli.md):
   --gpus N                  number of devices (ranks) to compile for (default 1)
   --strategy S              auto (default with --gpus > 1), dp, zero1, zero2, zero3, fsdp
-                            (= zero3), or KEY=VALUE,... with keys dp, tp, pp, zero, e.g.
-                            dp=4,zero=2; dp x tp x pp must equal --gpus
+                            (= zero3), tp (all devices tensor-parallel), or KEY=VALUE,...
+                            with keys dp, tp, pp, zero, e.g. dp=2,tp=4,zero=1; dp x tp x pp
+                            must equal --gpus
+  --shard REGEX=SPEC        tensor-parallel layout of the parameters whose name matches:
+                            SPEC 'replicated' or one {} / {tp} per dimension, e.g.
+                            'fc1\.weight=[{tp},{}]' (repeatable; docs/cli.md)
   --gpu-memory SIZE         memory of one device for --strategy auto, e.g. 80GiB, 512MiB
                             (default: unlimited)
   --bucket-mb X             gradient bucket size in MiB for dp and zero1/zero2 (default 25)
@@ -215,7 +219,7 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
       options.gpus = static_cast<int>(n);
     } else if (arg == "--strategy") {
       if (!takeValue("--strategy") || value.empty())
-        return usageError("--strategy needs a value (auto, dp, zero1, zero2, zero3, fsdp or "
+        return usageError("--strategy needs a value (auto, dp, zero1, zero2, zero3, fsdp, tp or "
                           "KEY=VALUE,...)");
       options.strategyText = value;
     } else if (arg == "--gpu-memory") {
@@ -229,6 +233,11 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
       if (!takeValue("--fsdp-unit") || value.empty())
         return usageError("--fsdp-unit needs a regular expression over parameter names");
       options.fsdpUnit = value;
+    } else if (arg == "--shard") {
+      if (!takeValue("--shard") || value.find('=') == std::string::npos)
+        return usageError("--shard needs REGEX=SPEC, e.g. 'mlp\\..*\\.weight=[{tp},{}]' or "
+                          "'.*norm.*=replicated'");
+      options.shardOverrides.push_back(value);
     } else if (arg == "--explain") {
       options.explain = true;
     } else if (arg == "--no-weights") {

@@ -32,6 +32,8 @@ struct Options {
   uint64_t gpuMemoryBytes = 0; // --gpu-memory; 0: unlimited
   double bucketMb = 25.0;
   std::string fsdpUnit;
+  // --shard REGEX=SPEC, in order: tensor-parallel layout overrides per parameter.
+  std::vector<std::string> shardOverrides;
   bool explain = false;
 };
 

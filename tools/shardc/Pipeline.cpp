@@ -74,6 +74,7 @@ mlir::LogicalResult instrument(mlir::PassManager &pm, mlir::ModuleOp module,
 
 mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
                                     const TrainStepOptions *train, int64_t ranks, int64_t tp,
+                                    const std::vector<std::string> &shardOverrides,
                                     int &nextDumpIndex) {
   mlir::PassManager pm(module->getContext());
   bool sharded = train && ranks * tp > 1;
@@ -99,6 +100,7 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
     PropagateShardingOptions propagate;
     propagate.ranks = ranks;
     propagate.tp = tp;
+    propagate.shardOverrides = shardOverrides;
     pm.addPass(createPropagateSharding(propagate));
   }
   if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))

@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
+#include <vector>
 
 namespace shardc::driver {
 
@@ -26,6 +27,7 @@ struct DataParallelOptions {
 // pass (NN-<pass>.mlir) into it; `nextDumpIndex` numbers the files across both phases.
 mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
                                     const TrainStepOptions *train, int64_t ranks, int64_t tp,
+                                    const std::vector<std::string> &shardOverrides,
                                     int &nextDumpIndex);
 
 // The passes on one device's program: [partition, place-on-mesh and the strategy's

@@ -45,9 +45,13 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
     out.zero = it->second;
     return std::nullopt;
   }
+  if (text == "tp") { // every device on the tensor-parallel axis
+    out.tp = gpus;
+    return std::nullopt;
+  }
   if (text.find('=') == std::string::npos)
-    return where + "expected auto, dp, zero1, zero2, zero3, fsdp or KEY=VALUE,... with keys "
-                   "dp, tp, pp, zero";
+    return where + "expected auto, dp, zero1, zero2, zero3, fsdp, tp or KEY=VALUE,... with "
+                   "keys dp, tp, pp, zero";
 
   std::map<std::string, int> given;
   std::stringstream items(text);

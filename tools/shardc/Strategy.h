@@ -2,7 +2,8 @@
 //
 //   --strategy auto                       pick from dp/zero1/zero2/zero3 by memory and cost
 //   --strategy dp|zero1|zero2|zero3|fsdp  all --gpus in the data-parallel axis (fsdp = zero3)
-//   --strategy dp=4,zero=2[,tp=1,pp=1]    explicit axes; dp x tp x pp must equal --gpus
+//   --strategy tp                         all --gpus in the tensor-parallel axis
+//   --strategy dp=2,tp=4,zero=1[,pp=1]    explicit axes; dp x tp x pp must equal --gpus
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_TOOLS_SHARDC_STRATEGY_H
