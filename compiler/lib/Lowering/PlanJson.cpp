@@ -77,9 +77,28 @@ const char *kindKey(program::BufferKind kind) {
   }
 }
 
-JsonValue shardingJson(const PlanSharding &s) {
+const char *shardingKind(const PlanSharding &s) {
+  if (s.blocked())
+    return s.sharded ? "block_flat_shard" : "block";
+  return s.sharded ? "flat_shard" : "replicated";
+}
+
+JsonValue shardingJson(const PlanSharding &s, size_t dims) {
   JsonValue o = JsonValue::object();
-  o.add("kind", str(s.sharded ? "flat_shard" : "replicated"));
+  o.add("kind", str(shardingKind(s)));
+  // One list per dim of the whole tensor: the mesh axes that cut it into blocks.
+  JsonValue dimAxes = JsonValue::array();
+  for (size_t i = 0; i < dims; ++i) {
+    JsonValue axes = JsonValue::array();
+    if (i < s.dimAxes.size())
+      for (const std::string &axis : s.dimAxes[i])
+        axes.push(str(axis));
+    dimAxes.push(std::move(axes));
+  }
+  o.add("dim_axes", std::move(dimAxes));
+  o.add("num_blocks", i64(s.numBlocks));
+  o.add("block_elements", i64(s.blockElements));
+  o.add("shard_axis", s.sharded ? str(s.shardAxis) : JsonValue());
   o.add("num_shards", i64(s.numShards));
   o.add("shard_elements", i64(s.shardElements));
   o.add("padding_elements", i64(s.paddingElements));
@@ -92,7 +111,8 @@ JsonValue tensorJson(const PlanTensor &t) {
   o.add("name", str(t.name));
   o.add("global_shape", intArray(t.globalShape));
   o.add("elements", i64(t.elements));
-  o.add("sharding", shardingJson(t.sharding));
+  o.add("sharding", shardingJson(t.sharding, t.globalShape.size()));
+  o.add("sharding_spec", str(t.sharding.spec()));
   o.add("bytes_per_rank", u64(t.bytesPerRank));
   return o;
 }
@@ -169,6 +189,10 @@ JsonValue zeroJson(const PlanSummary &s) {
   const PlanZeroAccounting &z = s.zero;
   JsonValue o = JsonValue::object();
   o.add("psi", u64(z.psi));
+  o.add("psi_split", u64(z.psiSplit));
+  o.add("psi_replicated", u64(z.psiReplicated));
+  o.add("psi_rank", u64(z.psiRank));
+  o.add("tp_size", i64(z.tp));
   o.add("ranks", i64(z.ranks));
   o.add("stage", i64(z.stage));
   o.add("optimizer_state_bytes_per_element", u64(z.stateBytesPerElement));
@@ -221,6 +245,7 @@ JsonValue commJson(const PlanSummary &s) {
     e.add("payload_elements", u64(c.payloadElements));
     e.add("payload_bytes", u64(c.payloadBytes));
     e.add("bytes_sent", u64(c.bytesSent));
+    e.add("theory_bytes", u64(c.theoryBytes));
     list.push(std::move(e));
   }
   o.add("collectives", std::move(list));
@@ -235,6 +260,25 @@ JsonValue commJson(const PlanSummary &s) {
     totals.push(std::move(e));
   }
   o.add("totals", std::move(totals));
+  // Group name -> bytes sent over it: a map, its keys are the program's group names.
+  JsonValue byGroup = JsonValue::object();
+  for (const PlanGroupComm &g : comm.byGroup)
+    byGroup.add(g.group, u64(g.bytesSent));
+  o.add("by_group", std::move(byGroup));
+  JsonValue groupTotals = JsonValue::array();
+  for (const PlanGroupComm &g : comm.byGroup)
+    for (const PlanCommTotal &t : g.totals) {
+      JsonValue e = JsonValue::object();
+      e.add("group", str(g.group));
+      e.add("num_ranks", i64(g.numRanks));
+      e.add("kind", str(t.kind));
+      e.add("calls", u64(t.calls));
+      e.add("payload_bytes", u64(t.payloadBytes));
+      e.add("theory_bytes", u64(t.theoryBytes));
+      e.add("bytes_sent", u64(t.bytesSent));
+      groupTotals.push(std::move(e));
+    }
+  o.add("group_totals", std::move(groupTotals));
   o.add("bytes_sent", u64(comm.bytesSent));
   o.add("planned_comm_bytes", u64(comm.plannedBytes));
   o.add("matches_plan", JsonValue::boolean(comm.matchesPlan()));
@@ -257,6 +301,10 @@ JsonValue bindingsJson(const google::protobuf::RepeatedPtrField<program::Binding
       sh.add("global_shape", intArray(b.sharding().global_shape()));
       sh.add("num_shards", i64(b.sharding().num_shards()));
       sh.add("shard_elements", i64(b.sharding().shard_numel()));
+      sh.add("block_dim", i64(b.sharding().block_dim()));
+      sh.add("num_blocks", i64(b.sharding().num_blocks()));
+      sh.add("block_axis", i64(b.sharding().block_axis()));
+      sh.add("shard_axis", i64(b.sharding().shard_axis()));
       e.add("sharding", std::move(sh));
     } else {
       e.add("sharding", JsonValue());
@@ -331,11 +379,36 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
     mesh.push(std::move(e));
   }
   root.add("mesh", std::move(mesh));
+  JsonValue meshAxes = JsonValue::array();
+  for (const auto &[axis, size] : s.meshAxes) {
+    JsonValue e = JsonValue::object();
+    e.add("name", str(axis));
+    e.add("size", i64(size));
+    meshAxes.push(std::move(e));
+  }
+  root.add("mesh_axes", std::move(meshAxes));
+  JsonValue groups = JsonValue::array();
+  for (const PlanGroup &g : s.groups) {
+    JsonValue e = JsonValue::object();
+    e.add("name", str(g.name));
+    e.add("axes", strings(g.axes));
+    e.add("size", i64(g.size));
+    JsonValue members = JsonValue::array();
+    for (const std::vector<int> &ranks : g.members)
+      members.push(rankArray(ranks));
+    e.add("members", std::move(members));
+    groups.push(std::move(e));
+  }
+  root.add("groups", std::move(groups));
   root.add("global_batch_rows", i64(s.globalBatchRows));
   root.add("parameters", parametersJson(s));
   JsonValue totals = JsonValue::object();
   totals.add("trained_tensors", u64(s.trainedTensors));
   totals.add("trained_elements", u64(s.trainedElements));
+  totals.add("trained_split_tensors", u64(s.trainedSplitTensors));
+  totals.add("trained_split_elements", u64(s.trainedSplitElements));
+  totals.add("trained_replicated_elements", u64(s.trainedReplicatedElements));
+  totals.add("trained_elements_per_rank", u64(s.trainedRankElements));
   totals.add("frozen_tensors", u64(s.frozenTensors));
   totals.add("frozen_elements", u64(s.frozenElements));
   root.add("parameter_totals", std::move(totals));

@@ -300,8 +300,28 @@ std::pair<const char *, const char *> stageDescription(int stage) {
   }
 }
 
-void formatMesh(const PlanSummary &s, std::ostringstream &os) {
-  os << "== Mesh and strategy\n";
+// "{0, 2}, {1, 3}".
+std::string rankLists(const std::vector<std::vector<int>> &lists) {
+  std::string out;
+  for (size_t i = 0; i < lists.size(); ++i) {
+    out += i ? ", {" : "{";
+    for (size_t j = 0; j < lists[i].size(); ++j)
+      out += (j ? ", " : "") + std::to_string(lists[i][j]);
+    out += "}";
+  }
+  return out;
+}
+
+// A rank's place in the mesh, axis by axis: "dp=0, tp=1".
+std::string coordinateText(const PlanSummary &s, const std::vector<int> &coordinate) {
+  std::string out;
+  for (size_t i = 0; i < coordinate.size() && i < s.meshAxes.size(); ++i)
+    out += (i ? ", " : "") + s.meshAxes[i].first + "=" + std::to_string(coordinate[i]);
+  return out;
+}
+
+// The strategy, the mesh and the batch split without a mesh: data parallelism over the world.
+void formatDataParallelMesh(const PlanSummary &s, std::ostringstream &os) {
   auto [stageName, stageDetail] = stageDescription(s.zeroStage);
   os << "strategy: " << (s.strategy.empty() ? "(not recorded)" : s.strategy) << " = " << stageName
      << "\n";
@@ -333,17 +353,155 @@ void formatMesh(const PlanSummary &s, std::ostringstream &os) {
               (byRows[i].size() > 1 ? " each" : "");
     wrap(os, "", "  ", line + " (rank r takes the rows after rank r-1's)");
   }
+}
+
+// The strategy, the mesh's axes and what each does, the groups collectives run over, and the
+// batch split, for programs on a mesh (tensor parallelism).
+void formatMeshAxes(const PlanSummary &s, std::ostringstream &os) {
+  const int dp = s.axisSize("dp"), tp = s.axisSize("tp");
+  auto [stageName, stageDetail] = stageDescription(s.zeroStage);
+  std::vector<std::string> parts;
+  if (dp > 1)
+    parts.push_back(std::string(stageName) + " on dp");
+  if (tp > 1)
+    parts.push_back("tensor parallelism on tp");
+  std::string what;
+  for (size_t i = 0; i < parts.size(); ++i)
+    what += (i ? " + " : "") + parts[i];
+  os << "strategy: " << (s.strategy.empty() ? "(not recorded)" : s.strategy) << " = "
+     << (what.empty() ? "one rank's work on every rank" : what) << "\n";
+  os << "mesh:";
+  int devices = 1;
+  for (size_t i = 0; i < s.meshAxes.size(); ++i) {
+    os << (i ? " x " : " ") << s.meshAxes[i].first << "=" << s.meshAxes[i].second;
+    devices *= s.meshAxes[i].second;
+  }
+  os << " (" << plural(devices, "rank", "ranks") << ", numbered row-major";
+  if (s.meshAxes.size() == 2 && s.meshAxes[0].first == "dp" && s.meshAxes[1].first == "tp")
+    os << ": rank = dp index · " << s.meshAxes[1].second << " + tp index";
+  os << ")\n";
+  for (const auto &[axis, size] : s.meshAxes) {
+    const std::string head = "  " + axis + "=" + std::to_string(size) + ": ";
+    const std::string indent = "    ";
+    if (axis == "dp") {
+      if (size > 1)
+        wrap(os, head, indent,
+             "data parallelism over the " + std::to_string(size) +
+                 " ranks of a dp group, each with its own rows of the batch; " +
+                 std::string(stageName) + ": " + stageDetail);
+      else
+        wrap(os, head, indent, "no data parallelism: every rank takes the whole batch");
+    } else if (axis == "tp") {
+      const uint64_t replicated = s.trainedTensors - s.trainedSplitTensors;
+      if (size > 1)
+        wrap(os, head, indent,
+             "tensor parallelism: " +
+                 plural(s.trainedSplitTensors, "trained parameter", "trained parameters") +
+                 " cut into " + std::to_string(size) + " blocks, one per rank of a tp group (" +
+                 std::to_string(replicated) + " replicated on every rank); the ranks of a tp " +
+                 "group take the same batch rows, and the partial activations of the split " +
+                 "layers (and their gradients) are all-reduced over tp");
+      else
+        wrap(os, head, indent, "no tensor parallelism");
+    } else {
+      wrap(os, head, indent, "(no description)");
+    }
+  }
+  if (!s.groups.empty()) {
+    os << "groups (every collective runs over one of them";
+    bool world = false;
+    if (!s.ranks.empty())
+      for (const PlanGroupComm &g : s.ranks.front().comm.byGroup)
+        world |= g.group == "world" && g.calls > 0;
+    os << (world ? ", or over the whole world" : "; none over the whole world") << "):\n";
+    for (const PlanGroup &g : s.groups) {
+      uint64_t calls = 0;
+      if (!s.ranks.empty())
+        for (const PlanGroupComm &c : s.ranks.front().comm.byGroup)
+          if (c.group == g.name)
+            calls = c.calls;
+      std::string axes;
+      for (size_t i = 0; i < g.axes.size(); ++i)
+        axes += (i ? " x " : "") + g.axes[i];
+      wrap(os, "  " + g.name + ": ", "    ",
+           plural(static_cast<uint64_t>(g.size), "rank", "ranks") + " along " + axes + ": " +
+               rankLists(g.members) + "; " + plural(calls, "collective", "collectives") +
+               " per step");
+    }
+  }
+  if (s.globalBatchRows > 0) {
+    // Ranks with the same rows, in order of their first rank.
+    std::vector<std::pair<int64_t, int64_t>> slices;
+    std::vector<std::vector<int>> byRows;
+    for (const PlanRank &r : s.ranks) {
+      std::pair<int64_t, int64_t> slice{r.batchBegin, r.batchRows};
+      auto it = std::find(slices.begin(), slices.end(), slice);
+      if (it == slices.end()) {
+        slices.push_back(slice);
+        byRows.push_back({r.rank});
+      } else {
+        byRows[it - slices.begin()].push_back(r.rank);
+      }
+    }
+    std::string line =
+        "batch: " + std::to_string(s.globalBatchRows) + " rows per step, split over dp:";
+    for (size_t i = 0; i < slices.size(); ++i)
+      line += std::string(i ? ";" : "") + " " + formatRankSet(byRows[i]) + ": rows [" +
+              std::to_string(slices[i].first) + ", " +
+              std::to_string(slices[i].first + slices[i].second) + ")";
+    wrap(os, "", "  ", line + (tp > 1 ? " (the ranks of a tp group take the same rows)" : ""));
+  }
+}
+
+void formatMesh(const PlanSummary &s, std::ostringstream &os) {
+  os << "== Mesh and strategy\n";
+  if (s.hasMesh())
+    formatMeshAxes(s, os);
+  else
+    formatDataParallelMesh(s, os);
   os << "\n";
 }
 
-std::string stateShardingText(const PlanParameter &p) {
+// A sharding cell of the parameter table. On a mesh, the spec ("[{tp}, {}] + flat/dp") and the
+// flat shards' padding when there is some; without one, PlanSharding::text() as always.
+std::string shardingCell(const PlanSummary &s, const PlanSharding &sharding) {
+  if (!s.hasMesh())
+    return sharding.text();
+  std::string cell = sharding.spec();
+  if (sharding.paddingElements > 0)
+    cell += " (padding " + std::to_string(sharding.paddingElements) + ")";
+  return cell;
+}
+
+std::string stateShardingText(const PlanSummary &s, const PlanParameter &p) {
   if (p.optimizerState.empty())
     return "-";
-  std::string first = p.optimizerState.front().sharding.text();
+  std::string first = shardingCell(s, p.optimizerState.front().sharding);
   for (const PlanTensor &t : p.optimizerState)
-    if (t.sharding.text() != first)
+    if (shardingCell(s, t.sharding) != first)
       return std::to_string(p.optimizerState.size()) + " x mixed";
   return std::to_string(p.optimizerState.size()) + " x " + first;
+}
+
+// How tensor parallelism divides Ψ: per-rank parameter bytes follow Ψ_split/t + Ψ_replicated.
+void formatTensorParallelSplit(const PlanSummary &s, std::ostringstream &os) {
+  const int tp = s.axisSize("tp");
+  const uint64_t splitPerRank = s.trainedRankElements - s.trainedReplicatedElements;
+  const uint64_t replicated = s.trainedTensors - s.trainedSplitTensors;
+  wrap(os, "  ", "    ",
+       "tp split: " + plural(s.trainedSplitTensors, "trained parameter", "trained parameters") +
+           " cut into " + std::to_string(tp) + " blocks, Ψ_split = " +
+           std::to_string(s.trainedSplitElements) + " elements (" + std::to_string(splitPerRank) +
+           " per rank); whole on every tp rank: " + std::to_string(replicated) +
+           " (replicated), Ψ_replicated = " + std::to_string(s.trainedReplicatedElements) +
+           " elements");
+  wrap(os, "  ", "    ",
+       "per rank before ZeRO, with t = " + std::to_string(tp) +
+           ": Ψ_rank = Ψ_split/t + Ψ_replicated = " + std::to_string(splitPerRank) + " + " +
+           std::to_string(s.trainedReplicatedElements) + " = " +
+           std::to_string(s.trainedRankElements) +
+           " trained elements; elements are the whole tensors', bytes/rank the rank's block or "
+           "shard");
 }
 
 void formatParameters(const PlanSummary &s, std::ostringstream &os) {
@@ -361,8 +519,8 @@ void formatParameters(const PlanSummary &s, std::ostringstream &os) {
   for (const PlanParameter &p : s.parameters) {
     const char *kind = p.trained ? "trained" : s.mode == "train" ? "frozen" : "weight";
     t.add({p.tensor.name, kind, shapeString(p.tensor.globalShape),
-           std::to_string(p.tensor.elements), p.tensor.sharding.text(),
-           std::to_string(p.tensor.bytesPerRank), stateShardingText(p),
+           std::to_string(p.tensor.elements), shardingCell(s, p.tensor.sharding),
+           std::to_string(p.tensor.bytesPerRank), stateShardingText(s, p),
            p.optimizerState.empty() ? "-" : std::to_string(p.optimizerStateBytesPerRank())});
     elements += static_cast<uint64_t>(p.tensor.elements);
     bytes += p.tensor.bytesPerRank;
@@ -371,6 +529,8 @@ void formatParameters(const PlanSummary &s, std::ostringstream &os) {
   t.add({"total", "", "", std::to_string(elements), "", std::to_string(bytes), "",
          std::to_string(stateBytes)});
   t.print(os, "  ");
+  if (s.hasMesh() && s.trainedTensors > 0)
+    formatTensorParallelSplit(s, os);
   os << "\n";
 }
 
@@ -447,8 +607,18 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
   if (z.psi == 0)
     return;
   const int n = z.ranks;
-  os << "== ZeRO accounting: model state per rank, fp32 (Ψ = " << z.psi
-     << " trained elements, N = " << n << ")\n";
+  if (s.hasMesh()) {
+    os << "== ZeRO accounting: model state per rank, fp32 (Ψ_rank = " << z.psiRank
+       << " trained elements per rank, N = dp = " << n << ")\n";
+    wrap(os, "  ", "    ",
+         "Ψ_rank = Ψ_split/t + Ψ_replicated = " + std::to_string(z.psiSplit) + "/" +
+             std::to_string(z.tp) + " + " + std::to_string(z.psiReplicated) +
+             ": the trained elements of a rank's tp blocks, which ZeRO shards over dp (each " +
+             "block padded to a multiple of N)");
+  } else {
+    os << "== ZeRO accounting: model state per rank, fp32 (Ψ = " << z.psi
+       << " trained elements, N = " << n << ")\n";
+  }
   wrap(os, "  ", "    ",
        "4 bytes per element of parameters and of gradients, " +
            (z.stateBytesPerElement > 0
@@ -468,7 +638,7 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
   t.print(os, "  ");
   if (z.stage >= 0 && z.stage <= 3) {
     // The formula without rounding: the whole bytes of each part, divided by N where sharded.
-    const double psiBytes = 4.0 * static_cast<double>(z.psi);
+    const double psiBytes = 4.0 * static_cast<double>(z.psiRank);
     const double exact = (z.stage >= 3 ? psiBytes / n : psiBytes) +
                          (z.stage >= 2 ? psiBytes / n : psiBytes) +
                          (z.stage >= 1 ? static_cast<double>(z.wholeOptimizerStateBytes) / n
@@ -481,15 +651,18 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
         z.parameterPaddingElements + z.gradientPaddingElements + z.optimizerStatePaddingElements;
     if (padding > 0)
       wrap(os, "  ", "    ",
-           "padding of the flat shards (a tensor of n elements is stored as ceil(n/N) per "
-           "rank): " +
+           std::string(s.hasMesh() ? "padding of the flat shards (a tp block of n elements is "
+                                     "stored as ceil(n/N) per rank of its dp group): "
+                                   : "padding of the flat shards (a tensor of n elements is "
+                                     "stored as ceil(n/N) per rank): ") +
                std::to_string(z.parameterPaddingElements) + " parameter, " +
                std::to_string(z.gradientPaddingElements) + " gradient and " +
-               std::to_string(z.optimizerStatePaddingElements) +
-               " optimizer-state elements over all ranks = " +
+               std::to_string(z.optimizerStatePaddingElements) + " optimizer-state elements " +
+               (s.hasMesh() ? "over a dp group's ranks" : "over all ranks") + " = " +
                perRankText(static_cast<uint64_t>(padding), n) + " bytes per rank");
     else
-      os << "  no padding: every sharded tensor divides evenly by N\n";
+      os << (s.hasMesh() ? "  no padding: every sharded block divides evenly by N\n"
+                         : "  no padding: every sharded tensor divides evenly by N\n");
   }
   wrap(os, "  ", "    ",
        z.stage <= 1 ? "gradients: whole until they are reduced (stage 0: all-reduced; stage 1: "
@@ -497,6 +670,44 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
                     : "gradients: the shards the optimizer reads (whole gradients live only "
                       "until their bucket or unit is reduce-scattered)");
   os << "\n";
+}
+
+// "14 all-reduces, 1 reduce-scatter": what a group's collectives are.
+std::string callsText(const std::vector<PlanCommTotal> &totals) {
+  std::string out;
+  for (const PlanCommTotal &t : totals) {
+    std::string kind = t.kind;
+    std::replace(kind.begin(), kind.end(), '_', '-');
+    out += (out.empty() ? "" : ", ") + plural(t.calls, kind.c_str(), (kind + "s").c_str());
+  }
+  return out.empty() ? "no collectives" : out;
+}
+
+// Bytes sent per group and kind, beside the ring algorithms' volume for each op's group size.
+void formatCommByGroup(const PlanComm &comm, std::ostringstream &os) {
+  wrap(os, "  ", "    ",
+       "sent per rank and step, by group and kind (ring algorithms on a payload of S bytes over "
+       "the n ranks of the op's group: all-reduce 2S(n−1)/n, reduce-scatter and all-gather "
+       "S(n−1)/n):");
+  Table t("lrlrrrr");
+  t.add({"group", "n", "kind", "calls", "payload bytes", "theory", "sent"});
+  for (const PlanGroupComm &g : comm.byGroup) {
+    const std::string n = std::to_string(g.numRanks);
+    if (g.totals.empty())
+      t.add({g.group, n, "(none)", "0", "0", "0", "0"});
+    for (const PlanCommTotal &total : g.totals)
+      t.add({g.group, n, total.kind, std::to_string(total.calls),
+             total.kind == "shard_slice" ? "local" : std::to_string(total.payloadBytes),
+             std::to_string(total.theoryBytes), std::to_string(total.bytesSent)});
+    if (g.totals.size() > 1) {
+      uint64_t payload = 0;
+      for (const PlanCommTotal &total : g.totals)
+        payload += total.payloadBytes;
+      t.add({g.group, n, "all", std::to_string(g.calls), std::to_string(payload),
+             std::to_string(g.theoryBytes), std::to_string(g.bytesSent)});
+    }
+  }
+  t.print(os, "    ");
 }
 
 void formatComm(const PlanSummary &s, std::ostringstream &os) {
@@ -508,8 +719,16 @@ void formatComm(const PlanSummary &s, std::ostringstream &os) {
     same &=
         r.comm.bytesSent == comm.bytesSent && r.comm.collectives.size() == comm.collectives.size();
   os << "== Communication per step (rank 0; "
-     << (same ? "every rank sends the same" : "other ranks: see Memory per rank")
-     << "; group dp = " << s.worldSize << " ranks)\n";
+     << (same ? "every rank sends the same" : "other ranks: see Memory per rank");
+  if (s.hasMesh()) {
+    os << "; groups:";
+    for (size_t i = 0; i < comm.byGroup.size(); ++i)
+      os << (i ? ", " : " ") << comm.byGroup[i].group << " = "
+         << plural(static_cast<uint64_t>(comm.byGroup[i].numRanks), "rank", "ranks");
+    os << ")\n";
+  } else {
+    os << "; group dp = " << s.worldSize << " ranks)\n";
+  }
   if (comm.collectives.empty()) {
     os << "  no collectives\n";
   } else {
@@ -527,13 +746,17 @@ void formatComm(const PlanSummary &s, std::ostringstream &os) {
     }
     t.print(os, "  ");
   }
-  os << "  sent per rank and step:\n";
-  for (const PlanCommTotal &total : comm.totals) {
-    os << "    " << total.kind << ": " << plural(total.calls, "call", "calls");
-    if (total.kind == "shard_slice")
-      os << ", local (nothing sent)\n";
-    else
-      os << ", " << exactBytes(total.bytesSent) << "\n";
+  if (s.hasMesh()) {
+    formatCommByGroup(comm, os);
+  } else {
+    os << "  sent per rank and step:\n";
+    for (const PlanCommTotal &total : comm.totals) {
+      os << "    " << total.kind << ": " << plural(total.calls, "call", "calls");
+      if (total.kind == "shard_slice")
+        os << ", local (nothing sent)\n";
+      else
+        os << ", " << exactBytes(total.bytesSent) << "\n";
+    }
   }
   os << "    total: " << exactBytes(comm.bytesSent);
   if (comm.matchesPlan())
@@ -543,19 +766,33 @@ void formatComm(const PlanSummary &s, std::ostringstream &os) {
        << ", the collectives above add up to " << comm.bytesSent << "\n";
   const PlanZeroAccounting &z = s.zero;
   const PlanCommTheory &theory = s.commTheory;
-  if (z.psi > 0 && s.worldSize > 1) {
-    os << "  theory (ring algorithms, fp32, Ψ = " << z.psi << ", N = " << s.worldSize
-       << ", no padding):\n";
+  // With a mesh the theory is that of the dp groups: the other groups' traffic (tensor
+  // parallelism's activations) does not follow Ψ.
+  uint64_t compared = comm.bytesSent;
+  if (s.hasMesh()) {
+    compared = 0;
+    for (const PlanGroupComm &g : comm.byGroup)
+      if (g.group == "dp")
+        compared = g.bytesSent;
+  }
+  if (z.psi > 0 && z.ranks > 1) {
+    const std::string &psi = z.psiName;
+    if (s.hasMesh())
+      os << "  theory of the dp traffic (ring algorithms, fp32, Ψ_rank = " << z.psiRank
+         << ", N = " << z.ranks << ", no padding):\n";
+    else
+      os << "  theory (ring algorithms, fp32, Ψ = " << z.psi << ", N = " << s.worldSize
+         << ", no padding):\n";
     // Ratios against DP's exact (unrounded) 2Ψ·4(N−1)/N.
-    const double n = static_cast<double>(s.worldSize);
-    const double dpExact = 8.0 * static_cast<double>(z.psi) * (n - 1) / n;
+    const double n = static_cast<double>(z.ranks);
+    const double dpExact = 8.0 * static_cast<double>(z.psiRank) * (n - 1) / n;
     auto times = [&](double bytes) {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, "%.2fx DP", dpExact > 0 ? bytes / dpExact : 0.0);
       return std::string(ratio);
     };
     Table t("lllrl");
-    t.add({"DP", "all-reduce of the gradients", "2Ψ·4(N−1)/N",
+    t.add({"DP", "all-reduce of the gradients", "2" + psi + "·4(N−1)/N",
            std::to_string(theory.dpAllReduceBytes) + " bytes", ""});
     if (z.stage == 1 || z.stage == 2)
       t.add({"ZeRO-" + std::to_string(z.stage), "reduce-scatter + all-gather", theory.stageFormula,
@@ -563,16 +800,24 @@ void formatComm(const PlanSummary &s, std::ostringstream &os) {
     else if (z.stage >= 3)
       t.add({"ZeRO-3", "all-gather x2 (forward, backward) + reduce-scatter", theory.stageFormula,
              std::to_string(theory.stageBytes) + " bytes", times(1.5 * dpExact)});
-    t.add({"this bundle", "the collectives above", "", std::to_string(comm.bytesSent) + " bytes",
-           times(static_cast<double>(comm.bytesSent))});
+    t.add({"this bundle", s.hasMesh() ? "its dp collectives" : "the collectives above", "",
+           std::to_string(compared) + " bytes", times(static_cast<double>(compared))});
     t.print(os, "    ");
-    const int64_t rest =
-        static_cast<int64_t>(comm.bytesSent) - static_cast<int64_t>(theory.stageBytes);
+    const int64_t rest = static_cast<int64_t>(compared) - static_cast<int64_t>(theory.stageBytes);
     wrap(os, "  ", "    ",
          "this bundle - theory: " + std::string(rest >= 0 ? "+" : "") + std::to_string(rest) +
              " bytes (padding to multiples of N; the all-reduces of the loss and of the "
              "gradient norm)");
   }
+  if (s.hasMesh())
+    for (const PlanGroupComm &g : comm.byGroup)
+      if (g.group != "dp" && g.calls > 0)
+        wrap(os, "  ", "    ",
+             g.group + ": " + exactBytes(g.bytesSent) + " per step in " + callsText(g.totals) +
+                 (g.group == "tp" ? " of partial activations and their gradients (they follow "
+                                    "the batch and the layers' widths, not Ψ)"
+                                  : "") +
+                 (z.psi > 0 && z.ranks > 1 ? "; not part of the theory above" : ""));
   os << "\n";
 }
 
@@ -597,9 +842,19 @@ void formatRanks(const program::Bundle &bundle, const PlanSummary &s, std::ostri
       os << " (" << formatRankSet(others)
          << (others.size() > 1 ? " run the same program on their own"
                                : " runs the same program on its own")
-         << " batch rows and shards)";
+         << (s.axisSize("tp") > 1 ? " batch rows, tp blocks and shards)"
+                                  : " batch rows and shards)");
     }
     os << "\n";
+    if (p.mesh_coordinate_size() > 0) {
+      std::vector<int> coordinate(p.mesh_coordinate().begin(), p.mesh_coordinate().end());
+      os << "mesh: " << coordinateText(s, coordinate) << "; groups:";
+      for (int i = 0; i < p.groups_size(); ++i) {
+        std::vector<int> ranks(p.groups(i).ranks().begin(), p.groups(i).ranks().end());
+        os << (i ? ", " : " ") << p.groups(i).name() << " " << rankLists({ranks});
+      }
+      os << "\n";
+    }
     if (p.global_batch_rows() > 0)
       os << "batch: rows [" << p.batch_begin() << ", " << p.batch_begin() + p.batch_rows()
          << ") of " << p.global_batch_rows() << "\n";

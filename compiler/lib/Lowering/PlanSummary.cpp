@@ -72,25 +72,56 @@ StrategyAxes parseStrategy(const std::string &text) {
   return axes;
 }
 
+// The name of mesh axis `axis` of `p`, for the sharding specs.
+std::string axisName(const program::Program &p, int axis) {
+  if (axis >= 0 && axis < p.mesh_axes_size())
+    return p.mesh_axes(axis).name();
+  return "axis " + std::to_string(axis);
+}
+
+// The axis a ZeRO flat shard spans (program.proto, Sharding.shard_axis): without a mesh the
+// world, which is the dp axis; -1 the whole world.
+std::string shardAxisName(const program::Program &p, int axis) {
+  if (p.mesh_axes_size() == 0)
+    return "dp";
+  return axis == -1 ? "world" : axisName(p, axis);
+}
+
 PlanTensor tensorOf(const program::Program &p, const program::Binding &binding) {
   PlanTensor t;
   t.name = binding.name();
   const bool valid = validBuffer(p, binding.buffer());
   t.bytesPerRank = valid ? p.buffers(binding.buffer()).size_bytes() : 0;
-  if (binding.has_sharding() && binding.sharding().num_shards() > 1) {
-    const program::Sharding &s = binding.sharding();
-    t.globalShape.assign(s.global_shape().begin(), s.global_shape().end());
-    t.elements = static_cast<int64_t>(numel(s.global_shape()));
-    t.sharding.sharded = true;
-    t.sharding.numShards = s.num_shards();
-    t.sharding.shardElements = s.shard_numel();
-    t.sharding.paddingElements =
-        static_cast<int64_t>(s.num_shards()) * s.shard_numel() - t.elements;
+  const program::Sharding *s = binding.has_sharding() ? &binding.sharding() : nullptr;
+  const bool blocked = s && s->num_blocks() > 1, flat = s && s->num_shards() > 1;
+  // The buffer holds the rank's part; the whole tensor's shape is the sharding's.
+  if (blocked || flat) {
+    t.globalShape.assign(s->global_shape().begin(), s->global_shape().end());
+    t.elements = static_cast<int64_t>(numel(s->global_shape()));
   } else if (valid) {
     const program::Buffer &b = p.buffers(binding.buffer());
     t.globalShape.assign(b.shape().begin(), b.shape().end());
     t.elements = static_cast<int64_t>(numel(b.shape()));
-    t.sharding.shardElements = t.elements;
+  }
+  PlanSharding &sh = t.sharding;
+  sh.blockElements = t.elements;
+  if (blocked) {
+    // Equal blocks along block_dim: the rank's block has 1/num_blocks of the elements.
+    sh.numBlocks = s->num_blocks();
+    sh.blockElements = t.elements / sh.numBlocks;
+    sh.dimAxes.assign(t.globalShape.size(), {});
+    if (s->block_dim() >= 0 && s->block_dim() < static_cast<int>(t.globalShape.size()))
+      sh.dimAxes[s->block_dim()].push_back(axisName(p, s->block_axis()));
+  }
+  if (flat) {
+    sh.sharded = true;
+    sh.shardAxis = shardAxisName(p, s->shard_axis());
+    sh.numShards = s->num_shards();
+    sh.shardElements = s->shard_numel();
+    sh.paddingElements =
+        static_cast<int64_t>(s->num_shards()) * s->shard_numel() - sh.blockElements;
+  } else {
+    sh.shardElements = sh.blockElements;
   }
   return t;
 }
@@ -100,6 +131,7 @@ PlanTensor tensorOf(const program::Buffer &b) {
   t.name = b.name();
   t.globalShape.assign(b.shape().begin(), b.shape().end());
   t.elements = static_cast<int64_t>(numel(b.shape()));
+  t.sharding.blockElements = t.elements;
   t.sharding.shardElements = t.elements;
   t.bytesPerRank = b.size_bytes();
   return t;
@@ -194,9 +226,45 @@ bool collectiveKind(const std::string &kernel, runtime::CollectiveKind *kind) {
   return false;
 }
 
+// The ring algorithms' bytes one rank sends for a payload of `payloadBytes` over `ranks`:
+// all-reduce 2S(n−1)/n (a reduce-scatter then an all-gather), reduce-scatter and all-gather
+// S(n−1)/n. The payload is padded to a multiple of n floats, so the division is exact.
+uint64_t ringTheoryBytes(const std::string &kind, uint64_t payloadBytes, int ranks) {
+  if (ranks <= 1 || kind == "shard_slice")
+    return 0;
+  const uint64_t n = static_cast<uint64_t>(ranks), passes = kind == "all_reduce" ? 2 : 1;
+  return passes * payloadBytes * (n - 1) / n;
+}
+
+constexpr const char *kKindOrder[] = {"all_reduce", "reduce_scatter", "all_gather", "shard_slice"};
+
+// The totals per kind of the collectives that `keep` selects, in kKindOrder.
+template <typename Keep>
+std::vector<PlanCommTotal> totalsByKind(const std::vector<PlanCollective> &collectives, Keep keep) {
+  std::vector<PlanCommTotal> totals;
+  for (const char *kind : kKindOrder) {
+    PlanCommTotal total;
+    total.kind = kind;
+    for (const PlanCollective &c : collectives)
+      if (c.kind == kind && keep(c)) {
+        ++total.calls;
+        total.elements += c.elements;
+        total.payloadBytes += c.payloadBytes;
+        total.bytesSent += c.bytesSent;
+        total.theoryBytes += c.theoryBytes;
+      }
+    if (total.calls > 0)
+      totals.push_back(total);
+  }
+  return totals;
+}
+
 PlanComm commOf(const program::Program &p, int worldSize) {
   PlanComm comm;
   comm.plannedBytes = p.planned_comm_bytes();
+  const bool hasMesh = p.mesh_axes_size() > 0;
+  // Without a mesh every collective runs over the world, which is the dp axis.
+  const std::string ungrouped = hasMesh ? "world" : "dp";
   for (int i = 0; i < p.ops_size(); ++i) {
     const program::Op &op = p.ops(i);
     runtime::CollectiveKind kind = runtime::CollectiveKind::AllReduce;
@@ -207,9 +275,19 @@ PlanComm commOf(const program::Program &p, int worldSize) {
     c.opIndex = i;
     c.name = op.name();
     c.kind = op.kernel();
-    c.group = "dp";
+    c.group = ungrouped;
+    int groupSize = worldSize;
+    if (auto group = op.attrs().find("group"); group != op.attrs().end()) {
+      const int64_t index = group->second.i();
+      if (index >= 0 && index < p.groups_size()) {
+        c.group = p.groups(static_cast<int>(index)).name();
+        groupSize = p.groups(static_cast<int>(index)).ranks_size();
+      } else {
+        c.group = "group " + std::to_string(index);
+      }
+    }
     auto attr = op.attrs().find("num_ranks");
-    c.numRanks = attr != op.attrs().end() ? static_cast<int>(attr->second.i()) : worldSize;
+    c.numRanks = attr != op.attrs().end() ? static_cast<int>(attr->second.i()) : groupSize;
     if (c.numRanks < 1)
       c.numRanks = 1;
     if (auto bucket = op.attrs().find("bucket"); bucket != op.attrs().end())
@@ -231,23 +309,35 @@ PlanComm commOf(const program::Program &p, int worldSize) {
         c.payloadElements = shardTotal * static_cast<uint64_t>(c.numRanks);
       }
       c.payloadBytes = c.payloadElements * kF32Bytes;
+      // Each op with its own group's size: what the runtime's communicator of that group sends.
       c.bytesSent = runtime::collectiveBytesSent(kind, c.payloadElements, c.numRanks);
+      c.theoryBytes = ringTheoryBytes(c.kind, c.payloadBytes, c.numRanks);
     }
     comm.bytesSent += c.bytesSent;
     comm.collectives.push_back(std::move(c));
   }
-  for (const char *kind : {"all_reduce", "reduce_scatter", "all_gather", "shard_slice"}) {
-    PlanCommTotal total;
-    total.kind = kind;
-    for (const PlanCollective &c : comm.collectives)
-      if (c.kind == kind) {
-        ++total.calls;
-        total.elements += c.elements;
-        total.payloadBytes += c.payloadBytes;
-        total.bytesSent += c.bytesSent;
-      }
-    if (total.calls > 0)
-      comm.totals.push_back(total);
+  comm.totals = totalsByKind(comm.collectives, [](const PlanCollective &) { return true; });
+
+  // By group: every group of the program, then the collectives over the world.
+  std::vector<std::pair<std::string, int>> groups;
+  for (const program::CommGroup &g : p.groups())
+    groups.push_back({g.name(), g.ranks_size()});
+  for (const PlanCollective &c : comm.collectives)
+    if (std::none_of(groups.begin(), groups.end(),
+                     [&](const std::pair<std::string, int> &g) { return g.first == c.group; }))
+      groups.push_back({c.group, c.numRanks});
+  for (const auto &[name, size] : groups) {
+    PlanGroupComm g;
+    g.group = name;
+    g.numRanks = size;
+    g.totals = totalsByKind(comm.collectives,
+                            [&name = name](const PlanCollective &c) { return c.group == name; });
+    for (const PlanCommTotal &t : g.totals) {
+      g.calls += t.calls;
+      g.bytesSent += t.bytesSent;
+      g.theoryBytes += t.theoryBytes;
+    }
+    comm.byGroup.push_back(std::move(g));
   }
   return comm;
 }
@@ -268,12 +358,17 @@ bool sameNumbers(const PlanRank &a, const PlanRank &b) {
          a.comm.bytesSent == b.comm.bytesSent && a.comm.plannedBytes == b.comm.plannedBytes;
 }
 
-// The program without what differs between ranks that run the same step.
+// The program without what differs between ranks that run the same step: the rank, its batch
+// rows, its part of the initial parameters and its place in the mesh (its coordinate and the
+// ranks of its groups; the groups' names and axes stay).
 program::Program comparable(const program::Program &p) {
   program::Program q = p;
   q.clear_rank();
   q.clear_batch_begin();
   q.clear_state_init();
+  q.clear_mesh_coordinate();
+  for (program::CommGroup &g : *q.mutable_groups())
+    g.clear_ranks();
   return q;
 }
 
@@ -296,20 +391,20 @@ template <typename Same> std::vector<std::vector<int>> groupBy(int n, Same same)
 
 uint64_t ceilDiv(uint64_t a, uint64_t b) { return b == 0 ? a : (a + b - 1) / b; }
 
-std::string psiTerm(uint64_t coefficient, bool perRank) {
-  return std::to_string(coefficient) + "Ψ" + (perRank ? "/N" : "");
+std::string psiTerm(uint64_t coefficient, bool perRank, const std::string &psi) {
+  return std::to_string(coefficient) + psi + (perRank ? "/N" : "");
 }
 
 // "8Ψ + 8Ψ/N" from the replicated and the sharded bytes per element; "O" stands for the
 // optimizer state when it is not a whole number of bytes per element.
 std::string formulaText(uint64_t replicated, uint64_t sharded, bool stateReplicated,
-                        bool stateSharded) {
-  std::string r = replicated ? psiTerm(replicated, false) : "";
+                        bool stateSharded, const std::string &psi) {
+  std::string r = replicated ? psiTerm(replicated, false, psi) : "";
   if (stateReplicated)
     r += r.empty() ? "O" : " + O";
-  std::string s = sharded ? psiTerm(sharded, true) : "";
+  std::string s = sharded ? psiTerm(sharded, true, psi) : "";
   if (stateSharded)
-    s = s.empty() ? "O/N" : "(" + std::to_string(sharded) + "Ψ + O)/N";
+    s = s.empty() ? "O/N" : "(" + std::to_string(sharded) + psi + " + O)/N";
   if (r.empty())
     return s.empty() ? "0" : s;
   return s.empty() ? r : r + " + " + s;
@@ -318,23 +413,33 @@ std::string formulaText(uint64_t replicated, uint64_t sharded, bool stateReplica
 void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
   PlanZeroAccounting &z = s.zero;
   z.psi = s.trainedElements;
-  z.ranks = s.worldSize;
+  z.psiSplit = s.trainedSplitElements;
+  z.psiReplicated = s.trainedReplicatedElements;
+  z.psiRank = s.trainedRankElements;
+  z.tp = s.axisSize("tp");
+  // With a mesh the formulas count what one rank holds of the tp-split parameters; the plain
+  // Ψ of data parallelism keeps its name.
+  z.psiName = s.hasMesh() ? "Ψ_rank" : "Ψ";
+  // ZeRO shards over the dp axis (the world without a mesh).
+  z.ranks = s.hasMesh() ? s.axisSize("dp") : s.worldSize;
   z.stage = s.zeroStage;
+  // The optimizer state before ZeRO: one tp block of each state tensor.
   for (const PlanParameter &param : s.parameters)
     for (const PlanTensor &state : param.optimizerState)
-      z.wholeOptimizerStateBytes += static_cast<uint64_t>(state.elements) * kF32Bytes;
+      z.wholeOptimizerStateBytes += static_cast<uint64_t>(state.sharding.blockElements) * kF32Bytes;
   // Optimizer state that matches no parameter still counts.
   for (const program::Binding &b : rank0.inputs()) {
     if (!validBuffer(rank0, b.buffer()) ||
         rank0.buffers(b.buffer()).role() != program::ROLE_OPTIMIZER_STATE ||
         ownerOf(b.name(), s.parameters) >= 0)
       continue;
-    z.wholeOptimizerStateBytes += static_cast<uint64_t>(tensorOf(rank0, b).elements) * kF32Bytes;
+    z.wholeOptimizerStateBytes +=
+        static_cast<uint64_t>(tensorOf(rank0, b).sharding.blockElements) * kF32Bytes;
   }
-  const bool stateDivides = z.psi > 0 && z.wholeOptimizerStateBytes % z.psi == 0;
-  z.stateBytesPerElement = stateDivides ? z.wholeOptimizerStateBytes / z.psi : 0;
+  const bool stateDivides = z.psiRank > 0 && z.wholeOptimizerStateBytes % z.psiRank == 0;
+  z.stateBytesPerElement = stateDivides ? z.wholeOptimizerStateBytes / z.psiRank : 0;
   const uint64_t n = static_cast<uint64_t>(std::max(1, z.ranks));
-  const uint64_t paramWhole = kF32Bytes * z.psi, gradWhole = kF32Bytes * z.psi;
+  const uint64_t paramWhole = kF32Bytes * z.psiRank, gradWhole = kF32Bytes * z.psiRank;
   const uint64_t stateWhole = z.wholeOptimizerStateBytes;
   const char *labels[] = {"DP (ZeRO-0)", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
   for (int stage = 0; stage <= 3; ++stage) {
@@ -352,7 +457,7 @@ void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
     if (stateDivides)
       (stateSharded ? sharded : replicated) += z.stateBytesPerElement;
     row.formula = formulaText(replicated, sharded, !stateDivides && !stateSharded,
-                              !stateDivides && stateSharded && stateWhole > 0);
+                              !stateDivides && stateSharded && stateWhole > 0, z.psiName);
     z.stages.push_back(row);
   }
   if (!s.ranks.empty()) {
@@ -380,23 +485,80 @@ void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
 
   PlanCommTheory &t = s.commTheory;
   // 2Ψ·4(N−1)/N and 3Ψ·4(N−1)/N, rounded to the nearest byte.
-  t.dpAllReduceBytes = (2 * kF32Bytes * z.psi * (n - 1) + n / 2) / n;
+  t.dpAllReduceBytes = (2 * kF32Bytes * z.psiRank * (n - 1) + n / 2) / n;
   if (z.stage >= 3) {
-    t.stageBytes = (3 * kF32Bytes * z.psi * (n - 1) + n / 2) / n;
-    t.stageFormula = "3Ψ·4(N−1)/N";
+    t.stageBytes = (3 * kF32Bytes * z.psiRank * (n - 1) + n / 2) / n;
+    t.stageFormula = "3" + z.psiName + "·4(N−1)/N";
   } else {
     t.stageBytes = t.dpAllReduceBytes;
-    t.stageFormula = "2Ψ·4(N−1)/N";
+    t.stageFormula = "2" + z.psiName + "·4(N−1)/N";
   }
+}
+
+// Every group of every program, by name in rank 0's order: the distinct rank lists.
+std::vector<PlanGroup> groupsOf(const program::Bundle &bundle) {
+  std::vector<PlanGroup> groups;
+  for (const program::Program &p : bundle.programs())
+    for (const program::CommGroup &g : p.groups()) {
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const PlanGroup &known) { return known.name == g.name(); });
+      if (it == groups.end()) {
+        PlanGroup group;
+        group.name = g.name();
+        for (int axis : g.mesh_axes())
+          group.axes.push_back(axisName(p, axis));
+        group.size = g.ranks_size();
+        groups.push_back(std::move(group));
+        it = groups.end() - 1;
+      }
+      std::vector<int> ranks(g.ranks().begin(), g.ranks().end());
+      if (std::find(it->members.begin(), it->members.end(), ranks) == it->members.end())
+        it->members.push_back(std::move(ranks));
+    }
+  for (PlanGroup &g : groups)
+    std::sort(g.members.begin(), g.members.end());
+  return groups;
+}
+
+// "[{tp}, {}]": the mesh axes splitting each dim; "" when the tensor is not cut into blocks.
+std::string blockSpec(const PlanSharding &s) {
+  if (!s.blocked())
+    return "";
+  std::string out = "[";
+  for (size_t i = 0; i < s.dimAxes.size(); ++i) {
+    out += i ? ", {" : "{";
+    for (size_t j = 0; j < s.dimAxes[i].size(); ++j)
+      out += (j ? ", " : "") + s.dimAxes[i][j];
+    out += "}";
+  }
+  return out + "]";
 }
 
 } // namespace
 
+std::string PlanSharding::spec() const {
+  std::string out = blockSpec(*this);
+  if (sharded)
+    out += (out.empty() ? "flat/" : " + flat/") + shardAxis;
+  return out.empty() ? "replicated" : out;
+}
+
 std::string PlanSharding::text() const {
-  if (!sharded)
-    return "replicated";
-  return "flat_shard " + std::to_string(shardElements) + "/" + std::to_string(numShards) +
-         ", padding " + std::to_string(paddingElements) + " elements";
+  std::string flat = sharded ? "flat_shard " + std::to_string(shardElements) + "/" +
+                                   std::to_string(numShards) + ", padding " +
+                                   std::to_string(paddingElements) + " elements"
+                             : "";
+  std::string blocks = blockSpec(*this);
+  if (blocks.empty())
+    return sharded ? flat : "replicated";
+  return sharded ? blocks + " + " + flat : blocks;
+}
+
+int PlanSummary::axisSize(const std::string &name) const {
+  for (const auto &[axis, size] : mesh)
+    if (axis == name)
+      return size;
+  return 1;
 }
 
 uint64_t PlanParameter::optimizerStateBytesPerRank() const {
@@ -439,14 +601,25 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
   s.weightsPresent = !bundle.weights_file().empty();
   s.strategyDecision = notes.strategyDecision;
   StrategyAxes axes = parseStrategy(s.strategy);
-  // Data parallelism only so far: dp is the world size unless the strategy says otherwise.
-  s.mesh = {{"dp", axes.dp > 0 ? axes.dp : s.worldSize},
-            {"tp", axes.tp > 0 ? axes.tp : 1},
-            {"pp", axes.pp > 0 ? axes.pp : 1}};
+  if (bundle.programs_size() > 0)
+    for (const program::MeshAxis &axis : bundle.programs(0).mesh_axes())
+      s.meshAxes.push_back({axis.name(), axis.size()});
+  // The strategy's sizes, else the mesh's; without either, data parallelism over the world.
+  auto meshSize = [&](const std::string &name, int fallback) {
+    for (const auto &[axis, size] : s.meshAxes)
+      if (axis == name)
+        return size;
+    return fallback;
+  };
+  const int tp = axes.tp > 0 ? axes.tp : meshSize("tp", 1);
+  s.mesh = {{"dp", axes.dp > 0 ? axes.dp : meshSize("dp", std::max(1, s.worldSize / tp))},
+            {"tp", tp},
+            {"pp", axes.pp > 0 ? axes.pp : meshSize("pp", 1)}};
   if (bundle.programs_size() == 0)
     return s;
   const program::Program &rank0 = bundle.programs(0);
   s.globalBatchRows = rank0.global_batch_rows();
+  s.groups = groupsOf(bundle);
 
   // Parameters: trained ones (input order), then the weights' PARAMETER buffers.
   for (const program::Binding &b : rank0.inputs())
@@ -456,7 +629,16 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
       param.tensor = tensorOf(rank0, b);
       param.trained = true;
       ++s.trainedTensors;
-      s.trainedElements += static_cast<uint64_t>(param.tensor.elements);
+      const PlanSharding &sharding = param.tensor.sharding;
+      const uint64_t elements = static_cast<uint64_t>(param.tensor.elements);
+      s.trainedElements += elements;
+      if (sharding.blocked()) {
+        ++s.trainedSplitTensors;
+        s.trainedSplitElements += elements;
+      } else {
+        s.trainedReplicatedElements += elements;
+      }
+      s.trainedRankElements += static_cast<uint64_t>(sharding.blockElements);
       s.parameters.push_back(std::move(param));
     }
   for (const program::Binding &b : rank0.inputs()) {
@@ -497,6 +679,7 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
     r.rank = p.rank();
     r.batchBegin = p.batch_begin();
     r.batchRows = p.batch_rows();
+    r.meshCoordinate.assign(p.mesh_coordinate().begin(), p.mesh_coordinate().end());
     r.plannedPeakBytes = p.planned_peak_bytes();
     r.memory = runtime::planPeakMemory(p, /*findWorkspaceOp=*/true);
     r.modelState = modelStateOf(p);

@@ -25,14 +25,28 @@
 
 namespace shardc {
 
-// How a tensor is laid out across the data-parallel ranks (program.proto, Sharding).
+// How a tensor is laid out across the ranks (program.proto, Sharding): first cut into tensor-
+// parallel blocks along one dim (the rank holds the block at its coordinate on the block's mesh
+// axis), then, under ZeRO, the block flattened and cut into flat shards over another axis.
 struct PlanSharding {
-  bool sharded = false;        // a flat shard per rank; false: the whole tensor on every rank
+  // The mesh axes that split each dim of the whole tensor into blocks, one entry per dim
+  // ({"tp"} for the split dim, {} for whole dims); empty when the tensor is not cut into blocks.
+  std::vector<std::vector<std::string>> dimAxes;
+  int numBlocks = 1;           // blocks of the split dim; 1: the block is the whole tensor
+  int64_t blockElements = 0;   // n: elements of the rank's block (the whole tensor's when 1 block)
+  bool sharded = false;        // a flat shard of the block per rank; false: the whole block
+  std::string shardAxis;       // the mesh axis the flat shards span ("dp"; "world": all ranks)
   int numShards = 1;           // N when sharded
-  int64_t shardElements = 0;   // k = ceil(n / N) elements per rank (n when replicated)
+  int64_t shardElements = 0;   // k = ceil(n / N) elements per rank (n when not sharded)
   int64_t paddingElements = 0; // N * k - n: the zeros past the end of the last shards
 
-  // "replicated" or "flat_shard k/N, padding p elements".
+  bool blocked() const { return numBlocks > 1; }
+  // Readable spec: "[{tp}, {}]" (one entry per dim: the mesh axes splitting it), with
+  // " + flat/dp" for a flat shard over dp; "flat/dp" for a flat shard of the whole tensor;
+  // "replicated" when neither.
+  std::string spec() const;
+  // With the flat shard's numbers: "replicated", "flat_shard k/N, padding p elements",
+  // "[{tp}, {}]" or "[{tp}, {}] + flat_shard k/N, padding p elements".
   std::string text() const;
 };
 
@@ -73,11 +87,13 @@ struct PlanModelState {
 
 // One collective kernel call (all_reduce, reduce_scatter, all_gather, shard_slice).
 struct PlanCollective {
-  int opIndex = 0;     // position in Program.ops
-  std::string name;    // Op.name
-  std::string kind;    // the kernel
-  std::string group;   // the mesh axis it runs over: "dp"
-  int numRanks = 1;    // attr num_ranks
+  int opIndex = 0;  // position in Program.ops
+  std::string name; // Op.name
+  std::string kind; // the kernel
+  // The group it runs over: the name of Program.groups[attr group]; without that attribute
+  // "world" in a program with a mesh, "dp" in one without (its world is the dp axis).
+  std::string group;
+  int numRanks = 1;    // attr num_ranks: the group's size
   int64_t bucket = -1; // attr bucket, -1 when absent
   std::string unit;    // attr unit (FSDP unit), empty when absent
   int tensors = 0;     // operands packed into the call
@@ -89,6 +105,10 @@ struct PlanCollective {
   uint64_t payloadElements = 0;
   uint64_t payloadBytes = 0;
   uint64_t bytesSent = 0; // collectiveBytesSent(kind, payloadElements, N): what one rank sends
+  // The ring algorithms' volume for a payload of S bytes over n = numRanks ranks, worked out
+  // here rather than by comm_cost.h: all_reduce 2S(n−1)/n, reduce_scatter and all_gather
+  // S(n−1)/n, shard_slice 0.
+  uint64_t theoryBytes = 0;
 };
 
 struct PlanCommTotal {
@@ -97,6 +117,19 @@ struct PlanCommTotal {
   uint64_t elements = 0;
   uint64_t payloadBytes = 0;
   uint64_t bytesSent = 0;
+  uint64_t theoryBytes = 0;
+};
+
+// One rank's collectives over one group.
+struct PlanGroupComm {
+  std::string group; // PlanCollective::group
+  int numRanks = 1;  // the group's size (num_ranks of its collectives)
+  // One entry per kind present, in the order all_reduce, reduce_scatter, all_gather,
+  // shard_slice.
+  std::vector<PlanCommTotal> totals;
+  uint64_t calls = 0;
+  uint64_t bytesSent = 0;
+  uint64_t theoryBytes = 0;
 };
 
 struct PlanComm {
@@ -104,6 +137,9 @@ struct PlanComm {
   // One entry per kind present, in the order all_reduce, reduce_scatter, all_gather,
   // shard_slice.
   std::vector<PlanCommTotal> totals;
+  // In the order of Program.groups (every group, also one without collectives), then "world"
+  // when some collective has no group; without a mesh, "dp" when there are collectives.
+  std::vector<PlanGroupComm> byGroup;
   uint64_t bytesSent = 0;    // the sum over the collectives
   uint64_t plannedBytes = 0; // Program.planned_comm_bytes
   bool matchesPlan() const { return bytesSent == plannedBytes; }
@@ -114,18 +150,21 @@ struct PlanRank {
   int rank = 0;
   int64_t batchBegin = 0;
   int64_t batchRows = 0;
-  uint64_t plannedPeakBytes = 0; // Program.planned_peak_bytes
-  runtime::PlannedMemory memory; // planPeakMemory(program, findWorkspaceOp = true)
+  std::vector<int> meshCoordinate; // Program.mesh_coordinate; empty without a mesh
+  uint64_t plannedPeakBytes = 0;   // Program.planned_peak_bytes
+  runtime::PlannedMemory memory;   // planPeakMemory(program, findWorkspaceOp = true)
   PlanModelState modelState;
   PlanComm comm;
 };
 
 // Model state bytes per rank under one ZeRO stage, from the formulas (fp32 everywhere:
-// 4 bytes of parameter and 4 of gradient per element, S of optimizer state: 8 for AdamW).
+// 4 bytes of parameter and 4 of gradient per element, S of optimizer state: 8 for AdamW), in
+// the trained elements one rank holds before ZeRO shards them (Ψ_rank; Ψ without a mesh).
 struct PlanZeroStage {
   int stage = 0;
-  std::string label;   // "DP (ZeRO-0)", "ZeRO-1", ...
-  std::string formula; // "16Ψ", "8Ψ + 8Ψ/N", "4Ψ + 12Ψ/N", "16Ψ/N" (AdamW)
+  std::string label; // "DP (ZeRO-0)", "ZeRO-1", ...
+  // "16Ψ", "8Ψ + 8Ψ/N", "4Ψ + 12Ψ/N", "16Ψ/N" (AdamW); with a mesh "16Ψ_rank", ...
+  std::string formula;
   // Rounded up to whole bytes where a division by N leaves a fraction.
   uint64_t parameterBytes = 0;
   uint64_t gradientBytes = 0;
@@ -134,12 +173,21 @@ struct PlanZeroStage {
 };
 
 struct PlanZeroAccounting {
-  uint64_t psi = 0; // Ψ: elements of the trained parameters
-  int ranks = 1;    // N
-  int stage = 0;    // the bundle's stage
-  // Bytes of optimizer state per trained element, S: the whole state tensors' bytes / Ψ
-  // (8 for AdamW, 4 for SGD). 0 when the state does not divide evenly (then the formulas use
-  // the exact sum, wholeOptimizerStateBytes).
+  uint64_t psi = 0; // Ψ: elements of the trained parameters (whole tensors)
+  // Tensor parallelism cuts Ψ in two: Ψ_split, the elements of the parameters cut into t
+  // blocks, and Ψ_replicated, those every tp rank holds whole. A rank holds
+  // Ψ_rank = Ψ_split/t + Ψ_replicated (the sum of its blocks), which ZeRO then shards over N;
+  // the formulas are in Ψ_rank. Without tensor parallelism Ψ_rank = Ψ_replicated = Ψ.
+  uint64_t psiSplit = 0;
+  uint64_t psiReplicated = 0;
+  uint64_t psiRank = 0;
+  int tp = 1;          // t: ranks of the tp axis
+  std::string psiName; // how the formulas write Ψ_rank: "Ψ" without a mesh, "Ψ_rank" with one
+  int ranks = 1;       // N: the ranks ZeRO shards over (the dp axis; the world without a mesh)
+  int stage = 0;       // the bundle's stage
+  // Bytes of optimizer state per trained element, S: the state tensors' bytes before ZeRO
+  // (whole tp blocks) / Ψ_rank (8 for AdamW, 4 for SGD). 0 when the state does not divide
+  // evenly (then the formulas use the exact sum, wholeOptimizerStateBytes).
   uint64_t stateBytesPerElement = 0;
   uint64_t wholeOptimizerStateBytes = 0;
   std::vector<PlanZeroStage> stages; // stages 0..3
@@ -149,18 +197,29 @@ struct PlanZeroAccounting {
   uint64_t gradientBytes = 0;
   uint64_t optimizerStateBytes = 0;
   uint64_t totalBytes = 0;
-  // Padding of the flat shards, in elements over all ranks (each rank stores
-  // paddingElements / N of them on average).
+  // Padding of the flat shards, in elements over the N ranks one tensor (tp block) is
+  // sharded over (each rank stores paddingElements / N of them on average).
   int64_t parameterPaddingElements = 0;
   int64_t gradientPaddingElements = 0;
   int64_t optimizerStatePaddingElements = 0;
 };
 
-// The communication theory for the trained parameters (ring algorithms, fp32).
+// The communication theory for the trained parameters over the dp axis (ring algorithms,
+// fp32), in Ψ_rank and N of PlanZeroAccounting. Tensor parallelism's all-reduces of
+// activations are not part of it.
 struct PlanCommTheory {
   uint64_t dpAllReduceBytes = 0; // 2Ψ·4(N−1)/N: plain DP's all-reduce of the gradients
   uint64_t stageBytes = 0;       // the bundle's stage: ZeRO-1/2 as DP, ZeRO-3 3Ψ·4(N−1)/N
-  std::string stageFormula;      // "2Ψ·4(N−1)/N" or "3Ψ·4(N−1)/N"
+  std::string stageFormula;      // "2Ψ·4(N−1)/N" or "3Ψ·4(N−1)/N" ("Ψ_rank" with a mesh)
+};
+
+// The groups of one name (one set of mesh axes) over all ranks.
+struct PlanGroup {
+  std::string name;              // CommGroup.name: "dp", "tp"
+  std::vector<std::string> axes; // the mesh axes it runs along
+  int size = 1;                  // ranks in each group
+  // Every group of this name, in order of their first rank, each in its rank order.
+  std::vector<std::vector<int>> members;
 };
 
 struct PlanSummary {
@@ -170,20 +229,34 @@ struct PlanSummary {
   int worldSize = 1;
   int zeroStage = 0; // from the strategy ("zero=N"); else inferred from the shardings
   bool weightsPresent = true;
-  std::vector<std::pair<std::string, int>> mesh; // ("dp", N), ("tp", 1), ("pp", 1)
-  int64_t globalBatchRows = 0;                   // 0 in a single-rank program
+  // The strategy's axes: ("dp", N), ("tp", t), ("pp", 1); the program's mesh axes where the
+  // strategy does not say.
+  std::vector<std::pair<std::string, int>> mesh;
+  // Program.mesh_axes (rank 0's): the mesh the ranks are laid out on; empty without a mesh
+  // (one rank, or plain data parallelism over the world).
+  std::vector<std::pair<std::string, int>> meshAxes;
+  std::vector<PlanGroup> groups; // the groups collectives run over, in rank 0's order
+  int64_t globalBatchRows = 0;   // 0 in a single-rank program
 
   std::vector<PlanParameter> parameters; // trained (input order), then the others
   uint64_t trainedTensors = 0;
   uint64_t trainedElements = 0; // Ψ
+  // The trained parameters cut into tensor-parallel blocks, and their elements (Ψ_split);
+  // the rest, whole on every rank (Ψ_replicated); and Ψ_rank = Ψ_split/t + Ψ_replicated, the
+  // trained elements one rank holds before ZeRO.
+  uint64_t trainedSplitTensors = 0;
+  uint64_t trainedSplitElements = 0;
+  uint64_t trainedReplicatedElements = 0;
+  uint64_t trainedRankElements = 0;
   uint64_t frozenTensors = 0;
   uint64_t frozenElements = 0;
 
   std::vector<PlanRank> ranks; // one per program, in rank order
   // Ranks whose memory, model state, batch rows and communication numbers are all identical.
   std::vector<std::vector<int>> memoryGroups;
-  // Ranks whose programs are identical apart from their rank, batch_begin and state_init (each
-  // rank's part of the initial parameters); programGroups[i][0] is shown in full.
+  // Ranks whose programs are identical apart from their rank, batch_begin, state_init (each
+  // rank's part of the initial parameters) and place in the mesh (mesh_coordinate, the ranks
+  // of their groups); programGroups[i][0] is shown in full.
   std::vector<std::vector<int>> programGroups;
 
   PlanZeroAccounting zero; // meaningful when trainedElements > 0
@@ -193,6 +266,10 @@ struct PlanSummary {
   // Inconsistencies found while summarising (e.g. collectives that do not add up to
   // planned_comm_bytes); also printed in plan.txt.
   std::vector<std::string> warnings;
+
+  bool hasMesh() const { return !meshAxes.empty(); }
+  // The size of the strategy's axis `name` ("dp", "tp", "pp").
+  int axisSize(const std::string &name) const;
 };
 
 // Summarises `bundle`. Programs must be valid (as shardc writes them); indices out of range are
