@@ -44,7 +44,32 @@ int64_t numelOf(const std::vector<int64_t> &shape) {
   return n;
 }
 
+// A block as runs of the whole tensor: `outer` runs of `inner` elements, block b's run o at
+// element (o * num_blocks + b) * inner of the whole.
+struct BlockRuns {
+  int64_t outer = 1, inner = 1;
+};
+
+BlockRuns blockRunsOf(const program::Sharding &sharding) {
+  BlockRuns runs;
+  const std::vector<int64_t> block = blockShapeOf(sharding);
+  const size_t dim = hasBlocks(sharding) ? static_cast<size_t>(sharding.block_dim()) : 0;
+  for (size_t d = 0; d < block.size(); ++d)
+    (d < dim ? runs.outer : runs.inner) *= block[d];
+  return runs;
+}
+
 } // namespace
+
+void copyBlock(const program::Sharding &sharding, int64_t index, const void *whole, void *block,
+               size_t elementBytes) {
+  const BlockRuns runs = blockRunsOf(sharding);
+  const int64_t n = std::max(sharding.num_blocks(), 1);
+  const size_t run = static_cast<size_t>(runs.inner) * elementBytes;
+  for (int64_t o = 0; o < runs.outer; ++o)
+    std::memcpy(static_cast<char *>(block) + static_cast<size_t>(o) * run,
+                static_cast<const char *>(whole) + static_cast<size_t>(o * n + index) * run, run);
+}
 
 ShardPlace shardPlaceOf(const program::Program &program, const program::Sharding &sharding) {
   ShardPlace place;
@@ -121,25 +146,13 @@ Status sliceShard(const program::Sharding &sharding, ShardPlace place, const Hos
   std::string expected = describeTensorType(program::F32, sharding.global_shape());
   if (full.describe() != expected)
     return Status::error("is " + full.describe() + ", expected " + expected);
-  const std::vector<int64_t> global = globalShapeOf(sharding), block = blockShapeOf(sharding);
-  // The block, row-major: `outer` runs of `inner` elements, each taken from its run of
-  // num_blocks * inner in the full tensor.
   std::vector<float> blockValues;
   const float *blockData = full.as<float>();
   int64_t blockNumel = full.numel();
   if (hasBlocks(sharding)) {
-    const size_t dim = static_cast<size_t>(sharding.block_dim());
-    int64_t outer = 1, inner = 1;
-    for (size_t d = 0; d < dim; ++d)
-      outer *= global[d];
-    for (size_t d = dim; d < block.size(); ++d)
-      inner *= block[d];
-    blockNumel = outer * inner;
+    blockNumel = numelOf(blockShapeOf(sharding));
     blockValues.resize(static_cast<size_t>(blockNumel));
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(blockValues.data() + o * inner,
-                  full.as<float>() + (o * sharding.num_blocks() + place.block) * inner,
-                  static_cast<size_t>(inner) * sizeof(float));
+    copyBlock(sharding, place.block, full.as<float>(), blockValues.data(), sizeof(float));
     blockData = blockValues.data();
   }
   const int64_t shardNumel = sharding.shard_numel();
@@ -195,18 +208,14 @@ Status gatherShards(Communicator *shardComm, Communicator *blockComm,
   std::vector<float> blocks;
   SHARDC_RETURN_IF_ERROR(gatherAll(blockComm, sharding.num_blocks(), shards.data(),
                                    static_cast<size_t>(blockNumel), &blocks));
-  // Block b's runs of `inner` elements interleave into the full tensor along block_dim.
-  const size_t dim = static_cast<size_t>(sharding.block_dim());
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < dim; ++d)
-    outer *= global[d];
-  for (size_t d = dim; d < block.size(); ++d)
-    inner *= block[d];
+  // Block b's runs interleave into the full tensor along block_dim (copyBlock's inverse).
+  const BlockRuns runs = blockRunsOf(sharding);
   const int64_t n = sharding.num_blocks();
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(full->as<float>() + (o * n + b) * inner, blocks.data() + b * blockNumel + o * inner,
-                  static_cast<size_t>(inner) * sizeof(float));
+    for (int64_t o = 0; o < runs.outer; ++o)
+      std::memcpy(full->as<float>() + (o * n + b) * runs.inner,
+                  blocks.data() + b * blockNumel + o * runs.inner,
+                  static_cast<size_t>(runs.inner) * sizeof(float));
   return Status::ok();
 }
 

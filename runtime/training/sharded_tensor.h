@@ -30,6 +30,14 @@ int64_t globalNumelOf(const program::Sharding &sharding);
 std::vector<int64_t> blockShapeOf(const program::Sharding &sharding);
 bool hasBlocks(const program::Sharding &sharding);
 
+// Copies block `index` of the whole tensor `whole` (global_shape, row-major, elements of
+// `elementBytes` bytes) into `block` (the block's elements, row-major); the whole tensor when
+// the sharding has no blocks. A block along a dimension other than the first is not contiguous
+// in the whole: it is `outer` runs of `inner` elements, run o at (o * num_blocks + index) *
+// inner.
+void copyBlock(const program::Sharding &sharding, int64_t index, const void *whole, void *block,
+               size_t elementBytes);
+
 // Where this rank's part lies: its block and its flat shard of that block.
 struct ShardPlace {
   int block = 0;

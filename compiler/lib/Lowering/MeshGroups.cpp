@@ -1,6 +1,8 @@
 //===- MeshGroups.cpp -------------------------------------------------------------------===//
 #include "shardc/Lowering/MeshGroups.h"
 
+#include "runtime/comm/mesh.h"
+
 namespace shardc {
 
 int64_t MeshLayout::size() const {
@@ -39,42 +41,34 @@ CollectiveGroup collectiveGroupOf(const MeshLayout &mesh, llvm::ArrayRef<int16_t
   return g;
 }
 
-std::vector<int64_t> meshCoordinate(const MeshLayout &mesh, int rank) {
-  std::vector<int64_t> coord(mesh.axisSizes.size());
-  int64_t rest = rank;
-  for (size_t a = mesh.axisSizes.size(); a-- > 0;) {
-    coord[a] = rest % mesh.axisSizes[a];
-    rest /= mesh.axisSizes[a];
-  }
-  return coord;
-}
-
-void setMeshOfRank(program::Program &program, const MeshLayout &mesh, int rank) {
-  program.clear_mesh_axes();
-  program.clear_mesh_coordinate();
-  program.clear_groups();
+void addMeshAxes(program::Program &program, const MeshLayout &mesh) {
   if (mesh.axisSizes.size() < 2)
     return;
-  std::vector<int64_t> coord = meshCoordinate(mesh, rank);
-  for (size_t a = 0; a < mesh.axisSizes.size(); ++a) {
+  for (auto [name, size] : llvm::zip(mesh.axisNames, mesh.axisSizes)) {
     program::MeshAxis *axis = program.add_mesh_axes();
-    axis->set_name(mesh.axisNames[a]);
-    axis->set_size(static_cast<int32_t>(mesh.axisSizes[a]));
-    program.add_mesh_coordinate(static_cast<int32_t>(coord[a]));
+    axis->set_name(name);
+    axis->set_size(static_cast<int32_t>(size));
   }
-  // Group a: the ranks that share this rank's coordinates on every axis but a.
-  for (size_t a = 0; a < mesh.axisSizes.size(); ++a) {
+}
+
+void setMeshOfRank(program::Program &program, int rank) {
+  program.clear_mesh_coordinate();
+  program.clear_groups();
+  std::vector<int64_t> sizes;
+  for (const program::MeshAxis &axis : program.mesh_axes())
+    sizes.push_back(axis.size());
+  if (sizes.empty())
+    return;
+  const std::vector<int64_t> coordinate = runtime::meshCoordinate(sizes, rank);
+  for (int64_t c : coordinate)
+    program.add_mesh_coordinate(static_cast<int32_t>(c));
+  // Group a: the slice of the mesh through this rank along axis a.
+  for (int a = 0; a < program.mesh_axes_size(); ++a) {
     program::CommGroup *group = program.add_groups();
-    group->set_name(mesh.axisNames[a]);
-    group->add_mesh_axes(static_cast<int32_t>(a));
-    for (int64_t i = 0; i < mesh.axisSizes[a]; ++i) {
-      std::vector<int64_t> c = coord;
-      c[a] = i;
-      int64_t r = 0;
-      for (size_t b = 0; b < c.size(); ++b)
-        r = r * mesh.axisSizes[b] + c[b];
-      group->add_ranks(static_cast<int32_t>(r));
-    }
+    group->set_name(program.mesh_axes(a).name());
+    group->add_mesh_axes(a);
+    for (int r : runtime::meshSlice(sizes, coordinate, {a}).ranks)
+      group->add_ranks(r);
   }
 }
 

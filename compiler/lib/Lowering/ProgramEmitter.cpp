@@ -61,14 +61,8 @@ public:
     // RankPrograms.h).
     if (auto meshRef = func_->getAttrOfType<FlatSymbolRefAttr>(graph::kMeshAttr))
       if (auto meshOp = SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(func_, meshRef);
-          meshOp && meshOp.getRank() > 1) {
-        MeshLayout layout = meshLayoutOf(meshOp);
-        for (auto [name, size] : llvm::zip(layout.axisNames, layout.axisSizes)) {
-          program::MeshAxis *axis = out_.program.add_mesh_axes();
-          axis->set_name(name);
-          axis->set_size(static_cast<int32_t>(size));
-        }
-      }
+          meshOp)
+        addMeshAxes(out_.program, meshLayoutOf(meshOp));
 
     Block &body = func_.getBody().front();
     for (BlockArgument arg : body.getArguments())

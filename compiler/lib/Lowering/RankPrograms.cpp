@@ -6,9 +6,9 @@
 
 #include "runtime/comm/comm_cost.h"
 #include "runtime/memory/planned_memory.h"
+#include "runtime/training/sharded_tensor.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <string>
 
@@ -126,21 +126,11 @@ uint64_t InitialValueParts::block(uint64_t wholeOffset, const program::Sharding 
   auto key = std::make_pair(wholeOffset, index);
   if (auto it = placed_.find(key); it != placed_.end())
     return it->second;
-  // The block is `outer` runs of `inner` elements, each from its run of num_blocks * inner.
-  const int64_t n = sharding.num_blocks();
-  const size_t dim = static_cast<size_t>(sharding.block_dim());
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < static_cast<size_t>(sharding.global_shape_size()); ++d) {
-    if (d < dim)
-      outer *= sharding.global_shape(d);
-    else
-      inner *= d == dim ? sharding.global_shape(d) / n : sharding.global_shape(d);
-  }
-  std::vector<char> bytes(static_cast<size_t>(outer * inner) * 4);
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(bytes.data() + o * inner * 4,
-                values_.data() + wholeOffset + static_cast<uint64_t>((o * n + index) * inner) * 4,
-                static_cast<size_t>(inner) * 4);
+  uint64_t elements = 1;
+  for (int64_t d : runtime::blockShapeOf(sharding))
+    elements *= static_cast<uint64_t>(d);
+  std::vector<char> bytes(elements * 4);
+  runtime::copyBlock(sharding, index, values_.data() + wholeOffset, bytes.data(), 4);
   values_.resize(alignUp(values_.size()), 0);
   uint64_t offset = values_.size();
   values_.insert(values_.end(), bytes.begin(), bytes.end());
@@ -156,12 +146,7 @@ program::Program programForRank(const program::Program &compiled, int rank, int 
   p.set_batch_begin(slice.begin);
   p.set_batch_rows(slice.rows);
   p.set_global_batch_rows(globalRows);
-  MeshLayout mesh;
-  for (const program::MeshAxis &axis : compiled.mesh_axes()) {
-    mesh.axisNames.push_back(axis.name());
-    mesh.axisSizes.push_back(axis.size());
-  }
-  setMeshOfRank(p, mesh, rank);
+  setMeshOfRank(p, rank);
   // A sharded parameter's init covers the whole value; point it at this rank's part: its
   // tensor-parallel block (copied out once per block, as the block is not contiguous in the
   // whole), then its flat shard of that, trimmed where the shard runs past the block's end
@@ -175,19 +160,14 @@ program::Program programForRank(const program::Program &compiled, int rank, int 
     if (it == sharded.end())
       continue;
     const program::Sharding &s = *it->second;
+    const runtime::ShardPlace place = runtime::shardPlaceOf(p, s);
     uint64_t blockNumel = 1;
-    for (int64_t d : s.global_shape())
+    for (int64_t d : runtime::blockShapeOf(s))
       blockNumel *= static_cast<uint64_t>(d);
-    uint64_t base = init.offset();
-    if (s.num_blocks() > 1) {
-      blockNumel /= static_cast<uint64_t>(s.num_blocks());
-      base = parts.block(init.offset(), s, p.mesh_coordinate(s.block_axis()));
-    }
-    int64_t shard = 0;
-    if (s.num_shards() > 1)
-      shard = p.mesh_axes_size() > 0 ? p.mesh_coordinate(s.shard_axis()) : rank;
+    uint64_t base =
+        runtime::hasBlocks(s) ? parts.block(init.offset(), s, place.block) : init.offset();
     uint64_t k = static_cast<uint64_t>(s.shard_numel());
-    uint64_t first = std::min(blockNumel, k * static_cast<uint64_t>(shard));
+    uint64_t first = std::min(blockNumel, k * static_cast<uint64_t>(place.shard));
     uint64_t count = std::min(k, blockNumel - first);
     init.set_offset(base + first * 4);
     init.set_size_bytes(count * 4);

@@ -40,12 +40,12 @@ struct CollectiveGroup {
 };
 CollectiveGroup collectiveGroupOf(const MeshLayout &mesh, llvm::ArrayRef<int16_t> axes);
 
-// Records the mesh, rank's coordinate on it and its groups in `program` (nothing for a mesh
-// of one axis).
-void setMeshOfRank(program::Program &program, const MeshLayout &mesh, int rank);
+// Records `mesh`'s axes in `program` (nothing for a mesh of one axis: no groups either).
+void addMeshAxes(program::Program &program, const MeshLayout &mesh);
 
-// Rank's coordinate on each axis (row-major).
-std::vector<int64_t> meshCoordinate(const MeshLayout &mesh, int rank);
+// Records rank `rank`'s coordinate on the program's mesh axes (row-major) and its groups;
+// nothing when the program has no mesh axes.
+void setMeshOfRank(program::Program &program, int rank);
 
 } // namespace shardc
 
