@@ -371,22 +371,20 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
   root.add("strategy", str(s.strategy));
   root.add("zero_stage", i64(s.zeroStage));
   root.add("weights_present", JsonValue::boolean(s.weightsPresent));
-  JsonValue mesh = JsonValue::array();
-  for (const auto &[axis, size] : s.mesh) {
-    JsonValue e = JsonValue::object();
-    e.add("axis", str(axis));
-    e.add("size", i64(size));
-    mesh.push(std::move(e));
-  }
-  root.add("mesh", std::move(mesh));
-  JsonValue meshAxes = JsonValue::array();
-  for (const auto &[axis, size] : s.meshAxes) {
-    JsonValue e = JsonValue::object();
-    e.add("name", str(axis));
-    e.add("size", i64(size));
-    meshAxes.push(std::move(e));
-  }
-  root.add("mesh_axes", std::move(meshAxes));
+  // [{nameKey: axis, "size": n}, ...]: the strategy's axes under "mesh" (key "axis"), the
+  // program's under "mesh_axes" (key "name").
+  auto axisList = [](const std::vector<std::pair<std::string, int>> &axes, const char *nameKey) {
+    JsonValue list = JsonValue::array();
+    for (const auto &[axis, size] : axes) {
+      JsonValue e = JsonValue::object();
+      e.add(nameKey, str(axis));
+      e.add("size", i64(size));
+      list.push(std::move(e));
+    }
+    return list;
+  };
+  root.add("mesh", axisList(s.mesh, "axis"));
+  root.add("mesh_axes", axisList(s.meshAxes, "name"));
   JsonValue groups = JsonValue::array();
   for (const PlanGroup &g : s.groups) {
     JsonValue e = JsonValue::object();

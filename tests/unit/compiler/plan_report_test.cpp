@@ -4,6 +4,7 @@
 // against numbers worked out here and against runtime/comm/comm_cost.h.
 #include "shardc/Lowering/Bundle.h"
 #include "shardc/Lowering/PlanSummary.h"
+#include "tests/unit/compiler/plan_test_util.h"
 
 #include "runtime/comm/comm_cost.h"
 #include "runtime/memory/planned_memory.h"
@@ -11,12 +12,13 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <regex>
 #include <set>
-#include <sstream>
 
 using namespace shardc;
+using shardc::testing::collectPlanJsonKeys;
+using shardc::testing::documentedPlanJsonKeys;
+using shardc::testing::findParameter;
+using shardc::testing::u64Of;
 using runtime::CollectiveKind;
 
 namespace {
@@ -194,33 +196,6 @@ program::Bundle makeBundle() {
   *bundle.add_programs() = makeRankProgram(1, 2, 2);
   *bundle.add_programs() = makeRankProgram(2, 4, 1);
   return bundle;
-}
-
-const PlanParameter *findParameter(const PlanSummary &s, const std::string &name) {
-  for (const PlanParameter &p : s.parameters)
-    if (p.tensor.name == name)
-      return &p;
-  return nullptr;
-}
-
-// Every object key anywhere in `value`, except those of communication.by_group, whose keys are
-// the names of groups.
-void collectKeys(const runtime::JsonValue &value, std::set<std::string> &keys) {
-  for (const auto &[key, member] : value.members()) {
-    keys.insert(key);
-    if (key != "by_group")
-      collectKeys(member, keys);
-  }
-  for (const runtime::JsonValue &element : value.elements())
-    collectKeys(element, keys);
-}
-
-uint64_t u64Of(const runtime::JsonValue *v) {
-  uint64_t out = 0;
-  EXPECT_NE(v, nullptr);
-  if (v)
-    EXPECT_TRUE(v->asUint64(&out));
-  return out;
 }
 
 TEST(PlanSummary, MeshStrategyAndParameters) {
@@ -500,20 +475,7 @@ TEST(PlanJson, ParsesAndHoldsTheSummary) {
 // Every key docs/plan-format.md lists for plan.json (the backquoted first cell of each row of
 // its key tables) appears in the file, and every key of the file is documented.
 TEST(PlanJson, KeysMatchTheDocumentation) {
-  std::ifstream docs(std::string(SHARDC_SOURCE_DIR) + "/docs/plan-format.md");
-  ASSERT_TRUE(docs.good());
-  std::stringstream buffer;
-  buffer << docs.rdbuf();
-  std::string doc = buffer.str();
-  size_t begin = doc.find("## plan.json");
-  ASSERT_NE(begin, std::string::npos);
-  size_t end = doc.find("\n## ", begin + 1);
-  std::string section =
-      doc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-  std::set<std::string> documented;
-  std::regex row(R"(\n\| `([a-z_]+)` \|)");
-  for (std::sregex_iterator it(section.begin(), section.end(), row), last; it != last; ++it)
-    documented.insert((*it)[1].str());
+  std::set<std::string> documented = documentedPlanJsonKeys();
   ASSERT_GT(documented.size(), 40u);
 
   // The bundle as it is, and laid out on a one-axis mesh with its dp group named, so that the
@@ -534,7 +496,7 @@ TEST(PlanJson, KeysMatchTheDocumentation) {
   for (const program::Bundle &bundle : {makeBundle(), meshed}) {
     runtime::JsonValue root;
     ASSERT_TRUE(runtime::parseJson(formatPlanJson(bundle), &root).isOk());
-    collectKeys(root, present);
+    collectPlanJsonKeys(root, present);
   }
   for (const std::string &key : documented)
     EXPECT_TRUE(present.count(key)) << "documented but absent: " << key;

@@ -6,18 +6,21 @@
 // a group). Every expected number is worked out here from the shapes and the ring algorithms.
 #include "shardc/Lowering/Bundle.h"
 #include "shardc/Lowering/PlanSummary.h"
+#include "tests/unit/compiler/plan_test_util.h"
 
 #include "runtime/memory/planned_memory.h"
 #include "runtime/support/json.h"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 using namespace shardc;
+using shardc::testing::collectPlanJsonKeys;
+using shardc::testing::documentedPlanJsonKeys;
+using shardc::testing::findParameter;
+using shardc::testing::u64Of;
 
 namespace {
 
@@ -292,13 +295,6 @@ program::Bundle makeBundle() {
   return bundle;
 }
 
-const PlanParameter *findParameter(const PlanSummary &s, const std::string &name) {
-  for (const PlanParameter &p : s.parameters)
-    if (p.tensor.name == name)
-      return &p;
-  return nullptr;
-}
-
 // Ψ and its parts, from the parameter list.
 struct Psi {
   int64_t whole = 0, split = 0, replicated = 0, rank = 0;
@@ -491,42 +487,6 @@ TEST(PlanTensorParallel, Text) {
   EXPECT_EQ(text.find("plain data parallelism"), std::string::npos);
 }
 
-// The documented plan.json keys (docs/plan-format.md), as plan_report_test.cpp reads them.
-std::set<std::string> documentedKeys() {
-  std::ifstream docs(std::string(SHARDC_SOURCE_DIR) + "/docs/plan-format.md");
-  std::stringstream buffer;
-  buffer << docs.rdbuf();
-  std::string doc = buffer.str();
-  size_t begin = doc.find("## plan.json");
-  size_t end = doc.find("\n## ", begin + 1);
-  std::string section = doc.substr(begin, end == std::string::npos ? end : end - begin);
-  std::set<std::string> documented;
-  std::regex row(R"(\n\| `([a-z_]+)` \|)");
-  for (std::sregex_iterator it(section.begin(), section.end(), row), last; it != last; ++it)
-    documented.insert((*it)[1].str());
-  return documented;
-}
-
-// Every object key in `value`, except those of communication.by_group, whose keys are the
-// names of groups.
-void collectKeys(const runtime::JsonValue &value, std::set<std::string> &keys) {
-  for (const auto &[key, member] : value.members()) {
-    keys.insert(key);
-    if (key != "by_group")
-      collectKeys(member, keys);
-  }
-  for (const runtime::JsonValue &element : value.elements())
-    collectKeys(element, keys);
-}
-
-uint64_t u64Of(const runtime::JsonValue *v) {
-  uint64_t out = 0;
-  EXPECT_NE(v, nullptr);
-  if (v)
-    EXPECT_TRUE(v->asUint64(&out));
-  return out;
-}
-
 TEST(PlanTensorParallel, Json) {
   runtime::JsonValue root;
   runtime::Status status = runtime::parseJson(formatPlanJson(makeBundle()), &root);
@@ -573,9 +533,9 @@ TEST(PlanTensorParallel, Json) {
   EXPECT_TRUE(root.find("communication")->find("matches_plan")->boolValue());
 
   // Every key of this bundle's plan.json is documented.
-  std::set<std::string> documented = documentedKeys(), present;
+  std::set<std::string> documented = documentedPlanJsonKeys(), present;
   ASSERT_GT(documented.size(), 40u);
-  collectKeys(root, present);
+  collectPlanJsonKeys(root, present);
   for (const std::string &key : present)
     EXPECT_TRUE(documented.count(key)) << "written but not documented: " << key;
 }

@@ -1,0 +1,54 @@
+#include "tests/unit/compiler/plan_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace shardc::testing {
+
+const PlanParameter *findParameter(const PlanSummary &s, const std::string &name) {
+  for (const PlanParameter &p : s.parameters)
+    if (p.tensor.name == name)
+      return &p;
+  return nullptr;
+}
+
+void collectPlanJsonKeys(const runtime::JsonValue &value, std::set<std::string> &keys) {
+  for (const auto &[key, member] : value.members()) {
+    keys.insert(key);
+    if (key != "by_group")
+      collectPlanJsonKeys(member, keys);
+  }
+  for (const runtime::JsonValue &element : value.elements())
+    collectPlanJsonKeys(element, keys);
+}
+
+uint64_t u64Of(const runtime::JsonValue *v) {
+  uint64_t out = 0;
+  EXPECT_NE(v, nullptr);
+  if (v)
+    EXPECT_TRUE(v->asUint64(&out));
+  return out;
+}
+
+std::set<std::string> documentedPlanJsonKeys() {
+  std::ifstream docs(std::string(SHARDC_SOURCE_DIR) + "/docs/plan-format.md");
+  std::stringstream buffer;
+  buffer << docs.rdbuf();
+  std::string doc = buffer.str();
+  std::set<std::string> documented;
+  size_t begin = doc.find("## plan.json");
+  if (begin == std::string::npos)
+    return documented;
+  size_t end = doc.find("\n## ", begin + 1);
+  std::string section =
+      doc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  std::regex row(R"(\n\| `([a-z_]+)` \|)");
+  for (std::sregex_iterator it(section.begin(), section.end(), row), last; it != last; ++it)
+    documented.insert((*it)[1].str());
+  return documented;
+}
+
+} // namespace shardc::testing
