@@ -19,7 +19,9 @@ per case, against a single-rank run of the same export on the same data:
     projection; 2 backward: the input gradients of the column-parallel projections) of
     b x s x h floats, each 2 S (t - 1) / t bytes for S bytes on t ranks, plus the model's small
     extras (named below), with b the rows of one data-parallel rank.
-Then, on the static LLaMA-style decoder:
+shardc refuses, in one line naming the flag, a dp x tp that is not --gpus and a --shard
+override that matches nothing or names an axis other than tp. Then, on the static LLaMA-style
+decoder:
   * checkpoints are plan-independent: a checkpoint saved at step 15 under dp=2,tp=2,zero=1
     resumes under 1 rank, dp=4,zero=3 and tp=4, and each run's steps 16-30 follow the
     single-rank curve within 1e-5;
@@ -151,6 +153,27 @@ def main():
                     return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
                 return None, f"{STEPS} losses bit-identical to 4 local ranks"
             cases.append(("mpirun_dp2_tp2_same_as_local", mpi_case))
+
+    # Inputs shardc must refuse, each in one line naming the flag, with exit 1 or 2.
+    refusals = [
+        ("dp_times_tp_not_gpus", ["--gpus", "4", "--strategy", "dp=3,tp=2"],
+         "--strategy 'dp=3,tp=2': dp=3 x tp=2 x pp=1 = 6 devices, but --gpus is 4"),
+        ("shard_matches_nothing", ["--gpus", "2", "--strategy", "tp", "--shard", "nomatch=replicated"],
+         "--shard 'nomatch=replicated': the regex matches no trained parameter"),
+        ("shard_bad_spec", ["--gpus", "2", "--strategy", "tp", "--shard", ".*=[{dp}]"],
+         "unknown axis 'dp'"),
+    ]
+    first = next(iter(models.values()), None)
+    for tag, flags, message in refusals if first else []:
+        def refusal(flags=flags, message=message, tag=tag):  # noqa: E306
+            res = e2e_util.run_tool([args.shardc, first.onnx, "-o",
+                                     os.path.join(first.work, f"refused_{tag}"),
+                                     *first.shape_flags, *flags], args.timeout)
+            lines = [line for line in res.stderr.splitlines() if line.strip()]
+            if res.returncode not in (1, 2) or len(lines) != 1 or message not in lines[0]:
+                return f"expected one error line with {message!r}, got {res.describe()}"
+            return None, lines[0]
+        cases.append((f"refused_{tag}", refusal))
 
     def train(model, tag, dp, tp, zero, steps, flags):
         """Compiles `model` for the plan and trains to `steps`; the losses, or an error."""
