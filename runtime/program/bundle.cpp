@@ -1,9 +1,11 @@
 #include "runtime/program/bundle.h"
 
 #include "runtime/program/program_validation.h"
+#include "runtime/program/rank_program.h"
 #include "runtime/support/file_io.h"
 #include "runtime/support/fnv1a.h"
 #include "runtime/support/quote.h"
+#include "runtime/training/sharded_tensor.h"
 
 #include <google/protobuf/stubs/common.h>
 #if GOOGLE_PROTOBUF_VERSION < 4022000
@@ -84,10 +86,16 @@ Status parseBundleProgram(const void *data, size_t size, const std::string &path
   // catches those.
   if (!parsed || out->format_version() == 0)
     return Status::error(path + ": truncated or not a shardc program");
-  if (out->format_version() != kBundleFormatVersion)
+  if (out->format_version() < kOldestBundleFormatVersion ||
+      out->format_version() > kBundleFormatVersion)
     return Status::error(path + ": format version " + std::to_string(out->format_version()) +
-                         " is not supported (this runtime reads version " +
+                         " is not supported (this runtime reads versions " +
+                         std::to_string(kOldestBundleFormatVersion) + " to " +
                          std::to_string(kBundleFormatVersion) + "); recompile the model");
+  if (out->format_version() < 2 && out->ranks_size() > 0)
+    return Status::error(path + ": format version " + std::to_string(out->format_version()) +
+                         " has no rank placements, but the bundle lists " +
+                         std::to_string(out->ranks_size()));
   const std::string &mode = out->mode();
   if (mode != "forward" && mode != "train")
     return Status::error(path + ": unknown mode " + quoteForMessage(mode) +
@@ -95,10 +103,68 @@ Status parseBundleProgram(const void *data, size_t size, const std::string &path
   return Status::ok();
 }
 
+namespace {
+
+// A placed bundle: one placement per rank, each naming a program, and every program valid as
+// the program of the first rank that runs it (each other rank's is checked when it is built:
+// programOfRank). A program no rank runs is an error, as is one that does not belong to it.
+template <typename Fail> Status validatePlacedPrograms(const program::Bundle &bundle, Fail fail) {
+  if (bundle.ranks_size() != bundle.world_size())
+    return fail("world_size is " + std::to_string(bundle.world_size()) + " but the bundle places " +
+                std::to_string(bundle.ranks_size()) + " ranks");
+  std::vector<int> firstRank(static_cast<size_t>(bundle.programs_size()), -1);
+  for (int r = 0; r < bundle.ranks_size(); ++r) {
+    const int index = programIndexOfRank(bundle, r);
+    if (index < 0)
+      return fail("the placement of rank " + std::to_string(r) + " names program " +
+                  std::to_string(bundle.ranks(r).program()) + " (the bundle has " +
+                  std::to_string(bundle.programs_size()) + ")");
+    if (firstRank[index] < 0)
+      firstRank[index] = r;
+  }
+  program::Program program;
+  for (int index = 0; index < bundle.programs_size(); ++index) {
+    if (firstRank[index] < 0)
+      return fail("program " + std::to_string(index) + " is not run by any rank");
+    Status status = programOfRank(bundle, firstRank[index], &program);
+    if (!status.isOk())
+      return fail("rank " + std::to_string(firstRank[index]) + ": " + status.message());
+  }
+  return Status::ok();
+}
+
+// The byte ranges of the weights file a program reads as initial values: each init's, and in a
+// shared program each of its blocks' copies (the sharding was checked by
+// validatePlacedPrograms).
+struct InitialValueRange {
+  std::string name;
+  uint64_t offset = 0, size = 0;
+};
+
+std::vector<InitialValueRange> initialValueRanges(const program::Program &program) {
+  std::vector<InitialValueRange> ranges;
+  for (const program::StateInit &init : program.state_init()) {
+    ranges.push_back({init.name(), init.offset(), init.size_bytes()});
+    if (init.block_offsets_size() == 0)
+      continue;
+    const program::Binding *binding = findBinding(program.inputs(), init.name());
+    uint64_t blockBytes = 4;
+    for (int64_t d : blockShapeOf(binding->sharding()))
+      blockBytes *= static_cast<uint64_t>(d);
+    for (uint64_t offset : init.block_offsets())
+      ranges.push_back({init.name(), offset, blockBytes});
+  }
+  return ranges;
+}
+
+} // namespace
+
 Status validateBundlePrograms(const program::Bundle &bundle, const std::string &path) {
   auto fail = [&](const std::string &message) { return Status::error(path + ": " + message); };
   if (bundle.world_size() < 1)
     return fail("world_size is " + std::to_string(bundle.world_size()) + " (must be at least 1)");
+  if (isPlacedBundle(bundle))
+    return validatePlacedPrograms(bundle, fail);
   if (bundle.programs_size() != bundle.world_size())
     return fail("world_size is " + std::to_string(bundle.world_size()) + " but the bundle has " +
                 std::to_string(bundle.programs_size()) + " programs");
@@ -141,16 +207,19 @@ Status validateBundleAndLoadWeights(LoadedBundle *loaded) {
   uint64_t regionBytes = 0;
   for (int r = 0; r < bundle.programs_size(); ++r) {
     const program::Program &program = bundle.programs(r);
-    const std::string who = bundle.world_size() > 1 ? "rank " + std::to_string(r) + ": " : "";
+    const std::string who =
+        isPlacedBundle(bundle)    ? "program " + std::to_string(r) + ": "
+        : bundle.world_size() > 1 ? "rank " + std::to_string(r) + ": "
+                                  : "";
     if (program.weights_bytes() > fileBytes)
       return fail(who + "weights_bytes is " + std::to_string(program.weights_bytes()) + " but " +
                   weightsPath + " has " + std::to_string(fileBytes) + " bytes");
     regionBytes = std::max<uint64_t>(regionBytes, program.weights_bytes());
-    for (const program::StateInit &init : program.state_init())
-      if (init.offset() > fileBytes || init.size_bytes() > fileBytes - init.offset())
-        return fail(who + "the initial value of " + quoteForMessage(init.name()) + ", bytes [" +
-                    std::to_string(init.offset()) + ", " +
-                    std::to_string(init.offset() + init.size_bytes()) + "), lies past the end of " +
+    for (const InitialValueRange &range : initialValueRanges(program))
+      if (range.offset > fileBytes || range.size > fileBytes - range.offset)
+        return fail(who + "the initial value of " + quoteForMessage(range.name) + ", bytes [" +
+                    std::to_string(range.offset) + ", " +
+                    std::to_string(range.offset + range.size) + "), lies past the end of " +
                     weightsPath + " (" + std::to_string(fileBytes) + " bytes)");
   }
 

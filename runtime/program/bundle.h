@@ -18,7 +18,10 @@
 
 namespace shardc::runtime {
 
-constexpr uint32_t kBundleFormatVersion = 1;
+// Version 2 added placed bundles (Bundle.ranks, StateInit.block_offsets); version 1 bundles,
+// one program per rank, are still read.
+constexpr uint32_t kBundleFormatVersion = 2;
+constexpr uint32_t kOldestBundleFormatVersion = 1;
 
 struct LoadedBundle {
   std::string dir; // as the user spelled it, for messages
@@ -55,7 +58,9 @@ Status loadBundle(const std::string &dir, LoadedBundle *out);
 // Parses a program.pb image and checks format version and mode (readBundleProgram's checks).
 Status parseBundleProgram(const void *data, size_t size, const std::string &path,
                           program::Bundle *out);
-// Checks world size, ranks and every rank's program (validateProgram), not the weights.
+// Checks world size, ranks and every rank's program (validateProgram), not the weights; in a
+// placed bundle the placements and each shared program, as the program of its first rank
+// (runtime/program/rank_program.h builds and checks each rank's).
 Status validateBundlePrograms(const program::Bundle &bundle, const std::string &path);
 
 // True when `name` (a file name read from program.pb: weights_file, source_onnx_file) names a

@@ -25,7 +25,10 @@ decoder:
   * checkpoints are plan-independent: a checkpoint saved at step 15 under dp=2,tp=2,zero=1
     resumes under 1 rank, dp=4,zero=3 and tp=4, and each run's steps 16-30 follow the
     single-rank curve within 1e-5;
-  * with --mpirun: `mpirun -np 4` under dp=2,tp=2 gives bit-identical losses to 4 local ranks.
+  * with --mpirun: `mpirun -np 4` under dp=2,tp=2 gives bit-identical losses to 4 local ranks;
+  * the bundle stores each distinct program once: under dp=8,tp=2,zero=1 (16 ranks, one
+    program) program.pb is within 5% of tp=2's (2 ranks) and weights.bin the same size, and
+    plan.txt says ranks 1-15 run rank 0's program.
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
@@ -153,6 +156,32 @@ def main():
                     return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
                 return None, f"{STEPS} losses bit-identical to 4 local ranks"
             cases.append(("mpirun_dp2_tp2_same_as_local", mpi_case))
+
+        def placed_case():
+            """A bundle holds each distinct program once: 16 ranks cost what 2 do."""
+            sizes = {}
+            for dp, tp in [(1, 2), (8, 2)]:
+                bundle = os.path.join(llama.work, f"placed_dp{dp}_tp{tp}", "model.shard")
+                os.makedirs(os.path.dirname(bundle), exist_ok=True)
+                res = e2e_util.run_tool([args.shardc, llama.onnx, "-o", bundle,
+                                         *llama.shape_flags, "--gpus", str(dp * tp),
+                                         "--strategy", strategy(dp, tp, 1)], args.timeout)
+                if not res.ok:
+                    return f"compile dp={dp},tp={tp}: {res.describe()}"
+                sizes[dp * tp] = [os.path.getsize(os.path.join(bundle, f))
+                                  for f in ("program.pb", "weights.bin")]
+                plan = open(os.path.join(bundle, "plan.txt")).read()
+                same = (f"(ranks 1-{dp * tp - 1} run the same program" if dp * tp > 2
+                        else "(rank 1 runs the same program")
+                if same not in plan:
+                    return f"dp={dp},tp={tp}: plan.txt lacks {same!r}"
+            (p2, w2), (p16, w16) = sizes[2], sizes[16]
+            if p16 > 1.05 * p2 or w16 != w2:
+                return (f"program.pb {p2} -> {p16} bytes, weights.bin {w2} -> {w16} bytes "
+                        "from 2 to 16 ranks")
+            return None, (f"2 ranks: program.pb {p2} B, weights.bin {w2} B; 16 ranks: "
+                          f"{p16} B, {w16} B")
+        cases.append(("placed_bundle_16_ranks_as_small_as_2", placed_case))
 
     # Inputs shardc must refuse, each in one line naming the flag, with exit 1 or 2.
     refusals = [

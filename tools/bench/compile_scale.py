@@ -2,11 +2,13 @@
 
     compile_scale.py --shardc PATH --work DIR [--layers 24 --d-model 1024 --heads 16
                      --vocab 50257 --seq 1024 --batch 512] [--gpus 8,64,512] [--strategy dp]
+                     [--case GPUS:STRATEGY ...]
 
 Exports the test GPT (tests/models/export_tiny_gpt.py) at the given size with its sequence
 baked into the graph and a symbolic batch (the trace runs one row; `--input-shape` gives the
 global batch), drops its weights (planning only needs shapes), and compiles it with
-`--no-weights` for each --gpus, measuring wall time and peak RSS of shardc (GNU time's maximum resident set size) and
+`--no-weights` for each --gpus (with --strategy), or for each --case (its own --gpus and
+--strategy, e.g. `--case 8:tp=8 --case 512:dp=64,tp=8`), measuring wall time and peak RSS of shardc (GNU time's maximum resident set size) and
 the size of the bundle directory. Prints one line per --gpus and a JSON summary.
 """
 
@@ -72,6 +74,8 @@ def main():
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--gpus", default="8,64,512")
     p.add_argument("--strategy", default="dp")
+    p.add_argument("--case", action="append", default=[],
+                   help="GPUS:STRATEGY, compiled instead of --gpus/--strategy (repeatable)")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     model_dir = os.path.join(args.work, "model")
@@ -83,12 +87,15 @@ def main():
         if f != "model.onnx":
             os.remove(os.path.join(model_dir, f))
     results = []
-    for gpus in [int(g) for g in args.gpus.split(",")]:
+    cases = [(int(g), args.strategy) for g in args.gpus.split(",")]
+    if args.case:
+        cases = [(int(c.split(":", 1)[0]), c.split(":", 1)[1]) for c in args.case]
+    for gpus, strategy in cases:
         out = os.path.join(args.work, f"g{gpus}.shard")
         shutil.rmtree(out, ignore_errors=True)
         shape = f"{args.batch}x{args.seq}"
         argv = ["/usr/bin/time", "-f", "%M", args.shardc, path, "--no-weights", "--gpus",
-                str(gpus), "--strategy", args.strategy, "--input-shape", f"idx={shape}",
+                str(gpus), "--strategy", strategy, "--input-shape", f"idx={shape}",
                 "--input-shape", f"targets={shape}", "-o", out]
         t0 = time.time()
         res = subprocess.run(argv, capture_output=True, text=True)
@@ -99,9 +106,9 @@ def main():
             continue
         rss_kib = int(res.stderr.strip().splitlines()[-1])
         size = dir_bytes(out)
-        results.append({"gpus": gpus, "strategy": args.strategy, "seconds": round(wall, 2),
+        results.append({"gpus": gpus, "strategy": strategy, "seconds": round(wall, 2),
                         "peak_rss_mib": round(rss_kib / 1024, 1), "bundle_bytes": size})
-        print(f"--gpus {gpus} --strategy {args.strategy}: {wall:.1f} s, peak RSS "
+        print(f"--gpus {gpus} --strategy {strategy}: {wall:.1f} s, peak RSS "
               f"{rss_kib / 1024:.0f} MiB, bundle {size / 2**20:.1f} MiB")
     print(json.dumps({"model": vars(args) | {"parameters": params}, "results": results}))
 

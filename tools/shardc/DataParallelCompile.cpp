@@ -97,21 +97,38 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
     variants.emplace(slice.rows, std::move(*emitted));
   }
   EmittedProgram &base = variants.at(*baseRows);
-  // Ranks are numbered row-major over the dp x tp mesh: rank r holds the rows of data-parallel
-  // index r / tp.
+  // One shared program per row count; ranks are numbered row-major over the dp x tp mesh:
+  // rank r holds the rows of data-parallel index r / tp.
   const int world = strategy.dp * strategy.tp;
   InitialValueParts parts(base.initialValues);
   out.programs.clear();
+  out.placements.clear();
+  std::map<int64_t, int> programOfRows;
+  for (auto &[rows, variant] : variants) {
+    programOfRows[rows] = static_cast<int>(out.programs.size());
+    out.programs.push_back(sharedProgram(variant.program, world, rows, batch.rows, parts));
+  }
   for (int r = 0; r < world; ++r) {
     const RowSlice &slice = slices[r / strategy.tp];
-    out.programs.push_back(
-        programForRank(variants.at(slice.rows).program, r, world, slice, batch.rows, parts));
+    program::RankPlacement placement;
+    placement.set_program(programOfRows.at(slice.rows));
+    placement.set_batch_begin(slice.begin);
+    out.placements.push_back(placement);
   }
   std::vector<program::Program *> programs;
   for (program::Program &p : out.programs)
     programs.push_back(&p);
   out.weights = layOutWeightsFile(base.weights, base.initialValues, programs);
   return true;
+}
+
+void DataParallelBundle::moveInto(program::Bundle &bundle) {
+  for (program::Program &p : programs)
+    *bundle.add_programs() = std::move(p);
+  for (program::RankPlacement &placement : placements)
+    *bundle.add_ranks() = std::move(placement);
+  programs.clear();
+  placements.clear();
 }
 
 namespace {
@@ -123,11 +140,12 @@ std::vector<uint64_t> modelStateByStage(DataParallelBundle &compiled,
   program::Bundle bundle;
   bundle.set_world_size(strategy.dp * strategy.tp);
   bundle.set_strategy(strategy.canonical());
-  for (program::Program &p : compiled.programs)
-    *bundle.add_programs() = std::move(p);
+  compiled.moveInto(bundle);
   PlanSummary summary = summarizePlan(bundle);
-  for (auto [p, lent] : llvm::zip(compiled.programs, *bundle.mutable_programs()))
-    p = std::move(lent);
+  for (program::Program &lent : *bundle.mutable_programs())
+    compiled.programs.push_back(std::move(lent));
+  for (program::RankPlacement &lent : *bundle.mutable_ranks())
+    compiled.placements.push_back(std::move(lent));
   std::vector<uint64_t> bytes;
   for (const PlanZeroStage &stage : summary.zero.stages)
     bytes.push_back(stage.totalBytes);

@@ -36,9 +36,15 @@ struct GlobalBatch {
 std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options &opts,
                                            std::string &error);
 
+// A placed bundle's programs (program.proto): each distinct program once, and each rank's
+// placement naming the one it runs.
 struct DataParallelBundle {
-  std::vector<program::Program> programs; // one per rank
-  std::vector<char> weights;              // the weights file, shared by all programs
+  std::vector<program::Program> programs;          // distinct, shared by ranks
+  std::vector<program::RankPlacement> placements;  // one per rank
+  std::vector<char> weights;                       // the weights file, shared by all programs
+
+  // Moves the programs and placements into `bundle` (which has none yet).
+  void moveInto(program::Bundle &bundle);
   bool weightsComplete = true;
 };
 

@@ -18,6 +18,8 @@
 #include "shardc/Lowering/Bundle.h"
 #include "shardc/Lowering/ProgramEmitter.h"
 
+#include "runtime/program/bundle.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -159,7 +161,7 @@ int writeCompiledBundle(mlir::MLIRContext &ctx, const Options &opts, program::Bu
 
 program::Bundle newBundle(const Options &opts) {
   program::Bundle bundle;
-  bundle.set_format_version(1);
+  bundle.set_format_version(runtime::kBundleFormatVersion);
   bundle.set_mode(opts.mode == Mode::Train ? "train" : "forward");
   bundle.set_source_model(baseName(opts.model));
   return bundle;
@@ -253,8 +255,7 @@ int compile(const Options &opts) {
   program::Bundle bundle = newBundle(opts);
   bundle.set_world_size(chosen.dp * chosen.tp);
   bundle.set_strategy(chosen.canonical());
-  for (program::Program &p : compiled.programs)
-    *bundle.add_programs() = std::move(p);
+  compiled.moveInto(bundle);
   return writeCompiledBundle(ctx, opts, bundle,
                              compiled.weightsComplete ? &compiled.weights : nullptr, notes);
 }

@@ -1,6 +1,7 @@
 #include "tools/shardrun/bundle_setup.h"
 
 #include "runtime/kernels/kernel.h"
+#include "runtime/program/rank_program.h"
 #include "tools/shardrun/tensor_files.h"
 
 #include <string>
@@ -43,7 +44,8 @@ std::optional<Failure> loadRunBundle(const Options &options, bool trainingLoop,
                  " ranks; a bundle of several ranks runs the training loop only (give --steps K)");
 
   // Every rank's program has the graph's inputs and outputs under the same names.
-  const shardc::program::Program &program = bundle->bundle.programs(0);
+  const shardc::program::Program &program =
+      bundle->bundle.programs(programIndexOfRank(bundle->bundle, 0));
   if (auto failure = checkDistinctFileNames(program.inputs(), "input", bundleDir))
     return failure;
   if (auto failure = checkDistinctFileNames(program.outputs(), "output", bundleDir))

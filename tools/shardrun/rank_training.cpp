@@ -2,6 +2,7 @@
 
 #include "runtime/executor/executor.h"
 #include "runtime/memory/memory_report.h"
+#include "runtime/program/rank_program.h"
 #include "runtime/training/batch_source.h"
 #include "runtime/training/progress.h"
 #include "runtime/training/setup_agreement.h"
@@ -36,8 +37,12 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
                  RankState *state) {
   const Options &options = *run.options;
   const std::string &bundleDir = options.bundle;
-  const program::Program &program = run.bundle->bundle.programs(rank);
-  Status status = Executor::create(program, run.bundle->weights, &state->executor, tracker, comm);
+  program::Program program;
+  Status status = programOfRank(run.bundle->bundle, rank, &program);
+  if (!status.isOk())
+    return Status::error(bundleDir + "/program.pb: rank " + std::to_string(rank) + ": " +
+                         status.message());
+  status = Executor::create(program, run.bundle->weights, &state->executor, tracker, comm);
   if (!status.isOk())
     return Status::error(bundleDir + ": " + status.message());
   const LoadedBundle &bundle = *run.bundle;

@@ -2,6 +2,7 @@
 
 #include "runtime/executor/executor.h"
 #include "runtime/memory/memory_report.h"
+#include "runtime/program/rank_program.h"
 #include "tools/shardrun/run_report.h"
 #include "tools/shardrun/tensor_files.h"
 
@@ -18,7 +19,10 @@ using namespace shardc::runtime;
 std::optional<Failure> runOnce(const Options &options, const LoadedBundle &bundle,
                                MemoryTracker *tracker) {
   const std::string &bundleDir = options.bundle;
-  const shardc::program::Program &program = bundle.bundle.programs(0);
+  shardc::program::Program program;
+  Status programStatus = programOfRank(bundle.bundle, 0, &program);
+  if (!programStatus.isOk())
+    return error(bundleDir + "/program.pb: " + programStatus.message());
   if (!options.dataDir && program.inputs_size() > 0)
     return usageError("missing --data DIR (the bundle has " +
                       std::to_string(program.inputs_size()) + " graph input" +

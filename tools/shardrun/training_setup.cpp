@@ -1,9 +1,11 @@
 #include "tools/shardrun/training_setup.h"
 
+#include "runtime/program/rank_program.h"
 #include "runtime/support/quote.h"
 #include "runtime/training/sharded_tensor.h"
 #include "runtime/training/training_signature.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,17 +28,27 @@ std::string shardingText(const program::Program &program, const std::string &nam
 std::optional<Failure> checkTrainingPrograms(const LoadedBundle &bundle) {
   const std::string &dir = bundle.dir;
   const int world = bundle.bundle.world_size();
-  std::vector<TrainingSignature> signatures(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    Status status = deriveTrainingSignature(bundle.bundle.programs(r), &signatures[r]);
+  // One rank per distinct program (a placed bundle shares each among many ranks).
+  std::vector<int> ranks;
+  std::set<int> seen;
+  for (int r = 0; r < world; ++r)
+    if (seen.insert(programIndexOfRank(bundle.bundle, r)).second)
+      ranks.push_back(r);
+  std::vector<program::Program> programs(ranks.size());
+  std::vector<TrainingSignature> signatures(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const std::string who = world > 1 ? "rank " + std::to_string(ranks[i]) + ": " : "";
+    Status status = programOfRank(bundle.bundle, ranks[i], &programs[i]);
+    if (status.isOk())
+      status = deriveTrainingSignature(programs[i], &signatures[i]);
     if (!status.isOk())
-      return error(dir + ": " + (world > 1 ? "rank " + std::to_string(r) + ": " : "") +
-                   status.message());
+      return error(dir + ": " + who + status.message());
   }
-  const program::Program &first = bundle.bundle.programs(0);
-  for (int r = 1; r < world; ++r) {
-    const program::Program &program = bundle.bundle.programs(r);
-    const TrainingSignature &a = signatures[0], &b = signatures[r];
+  const program::Program &first = programs[0];
+  for (size_t i = 1; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    const program::Program &program = programs[i];
+    const TrainingSignature &a = signatures[0], &b = signatures[i];
     std::string differs = a.params != b.params                   ? "trained parameters"
                           : a.optimizerState != b.optimizerState ? "optimizer state"
                                                                  : "";
@@ -60,8 +72,10 @@ LoadedBundle withFullParameterShapes(const LoadedBundle &bundle) {
   copy.weights = bundle.weights;
   copy.weightsPath = bundle.weightsPath;
   copy.bundle = bundle.bundle;
-  copy.bundle.mutable_programs()->DeleteSubrange(1, copy.bundle.programs_size() - 1);
-  program::Program *program = copy.bundle.mutable_programs(0);
+  copy.bundle.clear_programs();
+  copy.bundle.clear_ranks();
+  program::Program *program = copy.bundle.add_programs();
+  (void)programOfRank(bundle.bundle, 0, program); // checked by checkTrainingPrograms
   for (const program::Binding &binding : program->inputs()) {
     if (!binding.has_sharding())
       continue;
@@ -118,7 +132,11 @@ std::optional<Failure> prepareTraining(const Options &options, const LoadedBundl
       return failure;
 
   TrainingSignature signature;
-  (void)deriveTrainingSignature(bundle.bundle.programs(0), &signature); // checked above
+  {
+    program::Program rank0;
+    (void)programOfRank(bundle.bundle, 0, &rank0);       // checked above
+    (void)deriveTrainingSignature(rank0, &signature); // checked above
+  }
   if (!options.tokensFile && !options.dataDir && !signature.batchInputs.empty())
     return usageError("missing --data DIR or --tokens FILE.bin (the training step has " +
                       std::to_string(signature.batchInputs.size()) + " batch input" +

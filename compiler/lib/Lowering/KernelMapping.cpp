@@ -285,7 +285,8 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             c.attrs["ratio"] = floatAttr(o.getRatio().convertToFloat());
             c.attrs["stream"] = intAttr(o.getStream());
             // A device's block of a tensor split along the batch (passes/sharding/Partition):
-            // the whole shape and the split dim; programForRank sets the block's offset.
+            // the whole shape and the split dim; each rank's offset is set by the runtime
+            // (runtime/program/rank_program.h, from its first batch row).
             if (auto global = o->getAttrOfType<DenseI64ArrayAttr>(kDropoutGlobalShapeAttr)) {
               c.attrs["global_shape"] = intsAttr(global.asArrayRef());
               c.attrs["split_dim"] =

@@ -1,8 +1,6 @@
 //===- MeshGroups.cpp -------------------------------------------------------------------===//
 #include "shardc/Lowering/MeshGroups.h"
 
-#include "runtime/comm/mesh.h"
-
 namespace shardc {
 
 int64_t MeshLayout::size() const {
@@ -51,24 +49,13 @@ void addMeshAxes(program::Program &program, const MeshLayout &mesh) {
   }
 }
 
-void setMeshOfRank(program::Program &program, int rank) {
+void addMeshGroups(program::Program &program) {
   program.clear_mesh_coordinate();
   program.clear_groups();
-  std::vector<int64_t> sizes;
-  for (const program::MeshAxis &axis : program.mesh_axes())
-    sizes.push_back(axis.size());
-  if (sizes.empty())
-    return;
-  const std::vector<int64_t> coordinate = runtime::meshCoordinate(sizes, rank);
-  for (int64_t c : coordinate)
-    program.add_mesh_coordinate(static_cast<int32_t>(c));
-  // Group a: the slice of the mesh through this rank along axis a.
   for (int a = 0; a < program.mesh_axes_size(); ++a) {
     program::CommGroup *group = program.add_groups();
     group->set_name(program.mesh_axes(a).name());
     group->add_mesh_axes(a);
-    for (int r : runtime::meshSlice(sizes, coordinate, {a}).ranks)
-      group->add_ranks(r);
   }
 }
 

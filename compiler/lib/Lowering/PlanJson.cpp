@@ -143,7 +143,7 @@ std::string peakPointText(const program::Program &p, int64_t point) {
 JsonValue memoryJson(const program::Bundle &bundle, const PlanSummary &s,
                      const std::vector<int> &group) {
   const PlanRank &r = s.ranks[group.front()];
-  const program::Program &p = bundle.programs(group.front());
+  const program::Program p = planProgramOfRank(bundle, r.rank);
   const runtime::PlannedMemory &m = r.memory;
   JsonValue o = JsonValue::object();
   o.add("ranks", rankArray(group));
@@ -420,7 +420,7 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
   root.add("warnings", strings(s.warnings));
   JsonValue programs = JsonValue::array();
   for (const std::vector<int> &group : s.programGroups)
-    programs.push(programJson(bundle.programs(group.front()), group));
+    programs.push(programJson(planProgramOfRank(bundle, s.ranks[group.front()].rank), group));
   root.add("programs", std::move(programs));
   return runtime::writeJsonPretty(root);
 }

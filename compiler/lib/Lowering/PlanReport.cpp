@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace shardc {
@@ -833,9 +834,9 @@ bool sameOpList(const program::Program &a, const program::Program &b) {
 
 void formatRanks(const program::Bundle &bundle, const PlanSummary &s, std::ostringstream &os) {
   const int world = bundle.world_size();
-  const program::Program *listed = nullptr;
+  std::optional<program::Program> listed;
   for (const std::vector<int> &group : s.programGroups) {
-    const program::Program &p = bundle.programs(group.front());
+    const program::Program p = planProgramOfRank(bundle, s.ranks[group.front()].rank);
     os << "== rank " << p.rank() << " of " << world;
     if (group.size() > 1) {
       std::vector<int> others(group.begin() + 1, group.end());
@@ -867,7 +868,7 @@ void formatRanks(const program::Bundle &bundle, const PlanSummary &s, std::ostri
     } else {
       formatOps(p, os);
       if (!listed)
-        listed = &p;
+        listed = p;
     }
     os << "\n";
   }

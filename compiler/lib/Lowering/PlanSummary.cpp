@@ -3,6 +3,8 @@
 
 #include "runtime/comm/comm_cost.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/mesh.h"
+#include "runtime/program/rank_program.h"
 
 #include <google/protobuf/util/message_differencer.h>
 
@@ -495,11 +497,44 @@ void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
   }
 }
 
-// Every group of every program, by name in rank 0's order: the distinct rank lists.
+// The groups of rank `rank` (their ranks listed): a placed bundle's follow from the rank's
+// place on the mesh.
+std::vector<program::CommGroup> groupsOfRank(const program::Bundle &bundle, int rank) {
+  const int index = runtime::programIndexOfRank(bundle, rank);
+  if (index < 0)
+    return {};
+  const program::Program &p = bundle.programs(index);
+  std::vector<program::CommGroup> groups(p.groups().begin(), p.groups().end());
+  if (!runtime::isPlacedBundle(bundle))
+    return groups;
+  std::vector<int64_t> sizes;
+  int64_t world = 1;
+  for (const program::MeshAxis &axis : p.mesh_axes()) {
+    sizes.push_back(std::max(1, axis.size()));
+    world *= sizes.back();
+  }
+  if (sizes.empty() || world != bundle.world_size())
+    return groups;
+  const std::vector<int64_t> coordinate = runtime::meshCoordinate(sizes, rank);
+  for (program::CommGroup &g : groups) {
+    std::vector<int> axes(g.mesh_axes().begin(), g.mesh_axes().end());
+    if (!std::is_sorted(axes.begin(), axes.end()) ||
+        std::any_of(axes.begin(), axes.end(),
+                    [&](int a) { return a < 0 || a >= static_cast<int>(sizes.size()); }))
+      continue;
+    g.clear_ranks();
+    for (int r : runtime::meshSlice(sizes, coordinate, axes).ranks)
+      g.add_ranks(r);
+  }
+  return groups;
+}
+
+// Every group of every rank, by name in rank 0's order: the distinct rank lists.
 std::vector<PlanGroup> groupsOf(const program::Bundle &bundle) {
   std::vector<PlanGroup> groups;
-  for (const program::Program &p : bundle.programs())
-    for (const program::CommGroup &g : p.groups()) {
+  for (int rank = 0; rank < bundle.world_size(); ++rank)
+    for (const program::CommGroup &g : groupsOfRank(bundle, rank)) {
+      const program::Program &p = bundle.programs(runtime::programIndexOfRank(bundle, rank));
       auto it = std::find_if(groups.begin(), groups.end(),
                              [&](const PlanGroup &known) { return known.name == g.name(); });
       if (it == groups.end()) {
@@ -592,6 +627,14 @@ std::string formatRankSet(const std::vector<int> &ranks) {
   return (plural ? "ranks " : "rank ") + out;
 }
 
+program::Program planProgramOfRank(const program::Bundle &bundle, int rank) {
+  program::Program p;
+  if (runtime::programOfRank(bundle, rank, &p).isOk())
+    return p;
+  const int index = runtime::programIndexOfRank(bundle, rank);
+  return index >= 0 ? bundle.programs(index) : program::Program();
+}
+
 PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes) {
   PlanSummary s;
   s.sourceModel = bundle.source_model();
@@ -617,7 +660,9 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
             {"pp", axes.pp > 0 ? axes.pp : meshSize("pp", 1)}};
   if (bundle.programs_size() == 0)
     return s;
-  const program::Program &rank0 = bundle.programs(0);
+  const bool placed = runtime::isPlacedBundle(bundle);
+  const program::Program rank0Placed = placed ? planProgramOfRank(bundle, 0) : program::Program();
+  const program::Program &rank0 = placed ? rank0Placed : bundle.programs(0);
   s.globalBatchRows = rank0.global_batch_rows();
   s.groups = groupsOf(bundle);
 
@@ -674,7 +719,7 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
     }
   }
 
-  for (const program::Program &p : bundle.programs()) {
+  auto rankOf = [&](const program::Program &p) {
     PlanRank r;
     r.rank = p.rank();
     r.batchBegin = p.batch_begin();
@@ -684,16 +729,49 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
     r.memory = runtime::planPeakMemory(p, /*findWorkspaceOp=*/true);
     r.modelState = modelStateOf(p);
     r.comm = commOf(p, s.worldSize);
-    s.ranks.push_back(std::move(r));
+    return r;
+  };
+  if (placed) {
+    // The numbers of a shared program once, from its first rank; every rank's own place.
+    std::map<int, PlanRank> numbers;
+    std::vector<int> programOf;
+    for (int rank = 0; rank < bundle.ranks_size(); ++rank) {
+      const int index = runtime::programIndexOfRank(bundle, rank);
+      if (index < 0)
+        continue;
+      auto it = numbers.find(index);
+      if (it == numbers.end())
+        it = numbers.emplace(index, rankOf(planProgramOfRank(bundle, rank))).first;
+      PlanRank r = it->second;
+      r.rank = rank;
+      r.batchBegin = bundle.ranks(rank).batch_begin();
+      r.meshCoordinate.clear();
+      std::vector<int64_t> sizes;
+      for (const program::MeshAxis &axis : bundle.programs(index).mesh_axes())
+        sizes.push_back(axis.size());
+      if (!it->second.meshCoordinate.empty())
+        for (int64_t c : runtime::meshCoordinate(sizes, rank))
+          r.meshCoordinate.push_back(static_cast<int>(c));
+      s.ranks.push_back(std::move(r));
+      programOf.push_back(index);
+    }
+    const int n = static_cast<int>(s.ranks.size());
+    s.memoryGroups =
+        groupBy(n, [&](int a, int b) { return sameNumbers(s.ranks[a], s.ranks[b]); });
+    s.programGroups = groupBy(n, [&](int a, int b) { return programOf[a] == programOf[b]; });
+  } else {
+    for (const program::Program &p : bundle.programs())
+      s.ranks.push_back(rankOf(p));
+    const int n = static_cast<int>(s.ranks.size());
+    s.memoryGroups =
+        groupBy(n, [&](int a, int b) { return sameNumbers(s.ranks[a], s.ranks[b]); });
+    std::vector<program::Program> comparables;
+    for (const program::Program &p : bundle.programs())
+      comparables.push_back(comparable(p));
+    s.programGroups = groupBy(n, [&](int a, int b) {
+      return google::protobuf::util::MessageDifferencer::Equals(comparables[a], comparables[b]);
+    });
   }
-  const int n = static_cast<int>(s.ranks.size());
-  s.memoryGroups = groupBy(n, [&](int a, int b) { return sameNumbers(s.ranks[a], s.ranks[b]); });
-  std::vector<program::Program> comparables;
-  for (const program::Program &p : bundle.programs())
-    comparables.push_back(comparable(p));
-  s.programGroups = groupBy(n, [&](int a, int b) {
-    return google::protobuf::util::MessageDifferencer::Equals(comparables[a], comparables[b]);
-  });
   for (const std::vector<int> &group : s.memoryGroups) {
     const PlanComm &comm = s.ranks[group.front()].comm;
     if (!comm.matchesPlan())

@@ -302,8 +302,11 @@ std::vector<char> layOutWeightsFile(const std::vector<char> &region,
   const uint64_t start = file.size();
   file.insert(file.end(), initialValues.begin(), initialValues.end());
   for (program::Program *p : programs) {
-    for (program::StateInit &init : *p->mutable_state_init())
+    for (program::StateInit &init : *p->mutable_state_init()) {
       init.set_offset(start + init.offset());
+      for (uint64_t &block : *init.mutable_block_offsets())
+        block += start;
+    }
     p->set_weights_bytes(region.size());
     p->set_planned_peak_bytes(runtime::planPeakMemory(*p).total);
   }

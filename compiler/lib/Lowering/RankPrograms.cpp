@@ -138,19 +138,18 @@ uint64_t InitialValueParts::block(uint64_t wholeOffset, const program::Sharding 
   return offset;
 }
 
-program::Program programForRank(const program::Program &compiled, int rank, int worldSize,
-                                RowSlice slice, int64_t globalRows, InitialValueParts &parts) {
+program::Program sharedProgram(const program::Program &compiled, int worldSize, int64_t rows,
+                               int64_t globalRows, InitialValueParts &parts) {
   program::Program p = compiled;
-  p.set_rank(rank);
+  p.set_rank(0);
   p.set_world_size(worldSize);
-  p.set_batch_begin(slice.begin);
-  p.set_batch_rows(slice.rows);
+  p.set_batch_begin(0);
+  p.set_batch_rows(rows);
   p.set_global_batch_rows(globalRows);
-  setMeshOfRank(p, rank);
-  // A sharded parameter's init covers the whole value; point it at this rank's part: its
-  // tensor-parallel block (copied out once per block, as the block is not contiguous in the
-  // whole), then its flat shard of that, trimmed where the shard runs past the block's end
-  // (the rest of the buffer starts as zeros).
+  addMeshGroups(p);
+  // A sharded parameter's init spans the whole value, and a parameter cut into tensor-
+  // parallel blocks also gets a copy of each block (not contiguous in the whole): each rank
+  // reads its flat shard of its block from there.
   std::map<std::string, const program::Sharding *> sharded;
   for (const program::Binding &b : p.inputs())
     if (b.has_sharding())
@@ -160,24 +159,11 @@ program::Program programForRank(const program::Program &compiled, int rank, int 
     if (it == sharded.end())
       continue;
     const program::Sharding &s = *it->second;
-    const runtime::ShardPlace place = runtime::shardPlaceOf(p, s);
-    uint64_t blockNumel = 1;
-    for (int64_t d : runtime::blockShapeOf(s))
-      blockNumel *= static_cast<uint64_t>(d);
-    uint64_t base =
-        runtime::hasBlocks(s) ? parts.block(init.offset(), s, place.block) : init.offset();
-    uint64_t k = static_cast<uint64_t>(s.shard_numel());
-    uint64_t first = std::min(blockNumel, k * static_cast<uint64_t>(place.shard));
-    uint64_t count = std::min(k, blockNumel - first);
-    init.set_offset(base + first * 4);
-    init.set_size_bytes(count * 4);
-  }
-  // A dropout of a tensor split along the batch keys its mask on the whole tensor's indices:
-  // this rank's block starts at its first row.
-  for (program::Op &op : *p.mutable_ops()) {
-    auto unit = op.attrs().find("split_unit");
-    if (op.kernel() == "dropout" && unit != op.attrs().end())
-      (*op.mutable_attrs())["split_offset"].set_i(slice.begin * unit->second.i());
+    init.set_size_bytes(static_cast<uint64_t>(runtime::globalNumelOf(s)) * 4);
+    init.clear_block_offsets();
+    if (runtime::hasBlocks(s))
+      for (int64_t index = 0; index < s.num_blocks(); ++index)
+        init.add_block_offsets(parts.block(init.offset(), s, index));
   }
   p.set_planned_comm_bytes(plannedCommBytes(p));
   return p;

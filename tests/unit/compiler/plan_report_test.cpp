@@ -171,7 +171,7 @@ program::Program makeRankProgram(int rank, int64_t begin, int64_t rows) {
   pb.output("loss", lossSum);
   pb.output("w", w1);
   pb.output("b", b1);
-  // Each rank's part of the initial parameters differs (programForRank moves it).
+  // Each rank's part of the initial parameters differs (the per-rank layout of a version 1 bundle).
   program::StateInit *init = p.add_state_init();
   init->set_name("w");
   init->set_offset(64 + 16 * static_cast<uint64_t>(rank));

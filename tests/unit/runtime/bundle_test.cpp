@@ -143,9 +143,9 @@ TEST(Bundle, MutatedProgramsNeverCrash) {
 }
 
 TEST(Bundle, FormatVersionAndMode) {
-  EXPECT_EQ(errorAfter([](auto &b) { b.set_format_version(2); }),
-            "B/program.pb: format version 2 is not supported (this runtime reads version 1); "
-            "recompile the model");
+  EXPECT_EQ(errorAfter([](auto &b) { b.set_format_version(3); }),
+            "B/program.pb: format version 3 is not supported (this runtime reads versions 1 to "
+            "2); recompile the model");
   EXPECT_EQ(errorAfter([](auto &b) { b.set_mode("infer"); }),
             "B/program.pb: unknown mode 'infer' (expected 'forward' or 'train')");
 }

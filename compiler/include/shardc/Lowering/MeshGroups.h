@@ -43,9 +43,10 @@ CollectiveGroup collectiveGroupOf(const MeshLayout &mesh, llvm::ArrayRef<int16_t
 // Records `mesh`'s axes in `program` (nothing for a mesh of one axis: no groups either).
 void addMeshAxes(program::Program &program, const MeshLayout &mesh);
 
-// Records rank `rank`'s coordinate on the program's mesh axes (row-major) and its groups;
-// nothing when the program has no mesh axes.
-void setMeshOfRank(program::Program &program, int rank);
+// Adds the program's groups, one per mesh axis (the slice of the mesh along it), by name and
+// axis: each rank's coordinate and the ranks of its groups follow from its rank
+// (runtime/program/rank_program.h). Nothing when the program has no mesh axes.
+void addMeshGroups(program::Program &program);
 
 } // namespace shardc
 

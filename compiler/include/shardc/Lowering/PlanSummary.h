@@ -276,6 +276,11 @@ struct PlanSummary {
 // skipped rather than trusted.
 PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes = PlanNotes());
 
+// The complete program of rank `rank` (runtime/program/rank_program.h builds a placed bundle's);
+// where the bundle cannot give it, the program the rank is placed on as stored (or an empty
+// one), so that the plan still describes what it can.
+program::Program planProgramOfRank(const program::Bundle &bundle, int rank);
+
 // "rank 3", "ranks 0-2", "ranks 0-1, 3".
 std::string formatRankSet(const std::vector<int> &ranks);
 

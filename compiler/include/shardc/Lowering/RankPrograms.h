@@ -1,9 +1,12 @@
-//===- RankPrograms.h - one program per data-parallel rank ------------------------------===//
+//===- RankPrograms.h - the shared programs of a placed bundle --------------------------===//
 //
 // shardc compiles the training step once per distinct number of rows a rank gets (an uneven
-// batch split gives two), then derives each rank's program from the compiled one: its rank,
-// its rows of the global batch, its part of every sharded parameter's initial value, and the
-// bytes its collectives send. All ranks share one weights file.
+// batch split gives two) and writes each compiled program once, shared by every rank that runs
+// it (program.proto, a placed bundle): the shared program has the mesh and its groups' axes,
+// the bytes its collectives send, and the initial value of every sharded parameter whole and
+// per tensor-parallel block; each rank's placement adds its rows of the global batch, and the
+// runtime derives the rest from its rank (runtime/program/rank_program.h). Compile time and
+// bundle size so do not grow with the number of ranks. All ranks share one weights file.
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_LOWERING_RANKPROGRAMS_H
@@ -48,12 +51,12 @@ private:
   std::map<std::pair<uint64_t, int64_t>, uint64_t> placed_;
 };
 
-// Rank `rank`'s program, derived from the program compiled for its number of rows: its rank,
-// its rows, its coordinate and groups on the program's mesh (MeshGroups.h), its part of every
-// sharded parameter's initial value (from `parts`, before layOutWeightsFile), its dropout
-// offsets and the bytes its collectives send.
-program::Program programForRank(const program::Program &compiled, int rank, int worldSize,
-                                RowSlice slice, int64_t globalRows, InitialValueParts &parts);
+// The shared program of the ranks that hold `rows` rows of a global batch of `globalRows` on a
+// world of `worldSize`, from the program compiled for them: its world, its rows, its groups
+// (MeshGroups.h), the initial value of each of its sharded parameters' blocks (from `parts`,
+// before layOutWeightsFile) and the bytes its collectives send.
+program::Program sharedProgram(const program::Program &compiled, int worldSize, int64_t rows,
+                               int64_t globalRows, InitialValueParts &parts);
 
 } // namespace shardc
 
