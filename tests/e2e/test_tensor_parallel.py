@@ -26,6 +26,8 @@ decoder:
     resumes under 1 rank, dp=4,zero=3 and tp=4, and each run's steps 16-30 follow the
     single-rank curve within 1e-5;
   * with --mpirun: `mpirun -np 4` under dp=2,tp=2 gives bit-identical losses to 4 local ranks;
+  * --grad-clip 0.05 (clipping at every step) under dp=2,tp=2,zero=1 follows the single-rank
+    run with the same clipping;
   * the bundle stores each distinct program once: under dp=8,tp=2,zero=1 (16 ranks, one
     program) program.pb is within 5% of tp=2's (2 ranks) and weights.bin the same size, and
     plan.txt says ranks 1-15 run rank 0's program.
@@ -156,6 +158,30 @@ def main():
                     return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
                 return None, f"{STEPS} losses bit-identical to 4 local ranks"
             cases.append(("mpirun_dp2_tp2_same_as_local", mpi_case))
+
+        def clip_case():
+            """Gradient clipping's global norm counts each tp block once and each replicated
+            gradient once."""
+            clip = ["--grad-clip", "0.05"]  # below the norms: clips at every step
+            reference = llama.run("clip_single", clip)
+            if isinstance(reference, str):
+                return f"single rank: {reference}"
+            result = llama.run("clip_dp2_tp2_zero1",
+                               ["--gpus", "4", "--strategy", strategy(2, 2, 1), *clip])
+            if isinstance(result, str):
+                return result
+            unclipped = llama.reference
+            try:
+                llama.reference = reference
+                err, detail = compare(llama, result)
+            finally:
+                llama.reference = unclipped
+            if err:
+                return err
+            if reference[0] == unclipped[0]:
+                return "--grad-clip 0.05 did not change the single-rank curve"
+            return None, detail
+        cases.append(("grad_clip_dp2_tp2_zero1", clip_case))
 
         def placed_case():
             """A bundle holds each distinct program once: 16 ranks cost what 2 do."""
