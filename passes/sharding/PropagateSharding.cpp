@@ -307,7 +307,22 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
                       std::to_string(classes[c].elements) + " parameter elements, partial sums "
                       "of " + std::to_string(reduced[c]) + " elements per step");
     }
-    return success();
+    // A tp group that splits nothing would have every device compute the whole model: refuse
+    // it, naming why the largest parameter dimensions stay whole.
+    if (llvm::is_contained(classAxis, 1))
+      return success();
+    int largest = -1;
+    for (int c = 0; c < dc.numClasses(); ++c)
+      if (c != batch && classes[c].elements &&
+          (largest < 0 || classes[c].elements > classes[largest].elements))
+        largest = c;
+    std::string why = largest < 0 ? "the model has no trained parameter with a dimension to split"
+                      : excluded[largest] ? classes[largest].label + " is kept whole by --shard"
+                                          : classes[largest].label + ": " + classes[largest].why;
+    func.emitError("--strategy tp=")
+        << static_cast<int64_t>(tp) << ": no parameter dimension can be split on tp (the largest, " << why
+        << "); every device of a tp group would compute the whole model";
+    return failure();
   }
 
   // Why class `cls` cannot be the batch; empty when it can.

@@ -1,9 +1,13 @@
 // --shard overrides the layout per parameter (REGEX=SPEC); one that cannot be met is an error
 // naming it.
-// RUN: shardc-opt %s --shardc-propagate-sharding="ranks=1 tp=2 shard=w2=replicated" | FileCheck %s --check-prefix=OVERRIDE
+// Keeping w2 whole keeps w1's output features whole too (one class), so nothing is left to split.
+// RUN: not shardc-opt %s --shardc-propagate-sharding="ranks=1 tp=2 shard=w2=replicated" 2>&1 | FileCheck %s --check-prefix=OVERRIDE
 // RUN: not shardc-opt %s --shardc-propagate-sharding="ranks=1 tp=2 shard=w1=[{tp},{}]" 2>&1 | FileCheck %s --check-prefix=BAD
-// OVERRIDE: "replicated 'w1' dim 1 (size 8): --shard keeps it whole"
+// OVERRIDE: error: --strategy tp=2: no parameter dimension can be split on tp (the largest, 'w1' dim 1 (size 8) is kept whole by --shard); every device of a tp group would compute the whole model
 // BAD: error: --shard 'w1=[{tp},{}]': 'w1' dim 0 cannot be split on tp: op graph.softmax: softmax normalises over it
+// A tp that splits nothing (3 divides neither 4 nor 8) is refused, naming the largest dimension.
+// RUN: not shardc-opt %s --shardc-propagate-sharding="ranks=1 tp=3" 2>&1 | FileCheck %s --check-prefix=NOTHING
+// NOTHING: error: --strategy tp=3: no parameter dimension can be split on tp (the largest, 'w1' dim 1 (size 8): --strategy tp=3 does not divide its size 8); every device of a tp group would compute the whole model
 func.func @forward(%x: tensor<2x4xf32> {graph.input = "x"}, %w1: tensor<4x8xf32> {graph.param = "w1"},
                    %w2: tensor<8x4xf32> {graph.param = "w2"}) -> (tensor<f32> {graph.output = "loss"}) {
   %n = graph.softmax %x {axis = 1 : i64} : tensor<2x4xf32>

@@ -41,7 +41,11 @@ std::optional<OpShardingRule> ScaleByClipOp::getShardingRule() {
 }
 
 std::optional<OpShardingRule> GlobalNormOp::getShardingRule() {
-  return sharding::allWhole(*this, "global_norm needs the squares of the whole gradients");
+  // Tensor parallelism would need the squares of each device's blocks summed over tp (and
+  // the replicated gradients counted once): not yet, so --grad-clip keeps every gradient whole.
+  return sharding::allWhole(*this, "gradient clipping (--grad-clip) needs the norm of the "
+                                   "whole gradients, which tensor parallelism does not "
+                                   "support yet");
 }
 
 std::optional<OpShardingRule> AllReduceOp::getShardingRule() { return std::nullopt; }
