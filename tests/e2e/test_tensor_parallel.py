@@ -159,32 +159,6 @@ def main():
                 return None, f"{STEPS} losses bit-identical to 4 local ranks"
             cases.append(("mpirun_dp2_tp2_same_as_local", mpi_case))
 
-        def clip_case():
-            """Gradient clipping needs the norm of whole gradients: with tp it is refused in one
-            line (it once trained with nothing split, every device computing the whole model)."""
-            res = e2e_util.run_tool([args.shardc, llama.onnx, "-o",
-                                     os.path.join(llama.work, "refused_clip"), *llama.shape_flags,
-                                     "--gpus", "4", "--strategy", strategy(2, 2, 1),
-                                     "--grad-clip", "0.05"], args.timeout)
-            lines = [line for line in res.stderr.splitlines() if line.strip()]
-            expected = "gradient clipping (--grad-clip) needs the norm of the whole gradients"
-            if res.returncode != 1 or len(lines) != 1 or expected not in lines[0]:
-                return f"expected one error line with {expected!r}, got {res.describe()}"
-            return None, lines[0]
-        cases.append(("refused_grad_clip_dp2_tp2_zero1", clip_case))
-
-        def nothing_split_case():
-            """tp=5 divides none of the decoder's sizes (16, 32, 64, 96)."""
-            res = e2e_util.run_tool([args.shardc, llama.onnx, "-o",
-                                     os.path.join(llama.work, "refused_tp5"), *llama.shape_flags,
-                                     "--gpus", "5", "--strategy", "tp=5"], args.timeout)
-            lines = [line for line in res.stderr.splitlines() if line.strip()]
-            expected = "--strategy tp=5: no parameter dimension can be split on tp"
-            if res.returncode != 1 or len(lines) != 1 or expected not in lines[0]:
-                return f"expected one error line with {expected!r}, got {res.describe()}"
-            return None, lines[0]
-        cases.append(("refused_tp_that_splits_nothing", nothing_split_case))
-
         def placed_case():
             """A bundle holds each distinct program once: 16 ranks cost what 2 do."""
             sizes = {}
@@ -212,20 +186,33 @@ def main():
         cases.append(("placed_bundle_16_ranks_as_small_as_2", placed_case))
 
     # Inputs shardc must refuse, each in one line naming the flag, with exit 1 or 2.
-    refusals = [
-        ("dp_times_tp_not_gpus", ["--gpus", "4", "--strategy", "dp=3,tp=2"],
-         "--strategy 'dp=3,tp=2': dp=3 x tp=2 x pp=1 = 6 devices, but --gpus is 4"),
-        ("shard_matches_nothing", ["--gpus", "2", "--strategy", "tp", "--shard", "nomatch=replicated"],
-         "--shard 'nomatch=replicated': the regex matches no trained parameter"),
-        ("shard_bad_spec", ["--gpus", "2", "--strategy", "tp", "--shard", ".*=[{dp}]"],
-         "unknown axis 'dp'"),
-    ]
     first = next(iter(models.values()), None)
-    for tag, flags, message in refusals if first else []:
-        def refusal(flags=flags, message=message, tag=tag):  # noqa: E306
-            res = e2e_util.run_tool([args.shardc, first.onnx, "-o",
-                                     os.path.join(first.work, f"refused_{tag}"),
-                                     *first.shape_flags, *flags], args.timeout)
+    refusals = [
+        (first, "dp_times_tp_not_gpus", ["--gpus", "4", "--strategy", "dp=3,tp=2"],
+         "--strategy 'dp=3,tp=2': dp=3 x tp=2 x pp=1 = 6 devices, but --gpus is 4"),
+        (first, "shard_matches_nothing",
+         ["--gpus", "2", "--strategy", "tp", "--shard", "nomatch=replicated"],
+         "--shard 'nomatch=replicated': the regex matches no trained parameter"),
+        (first, "shard_bad_spec", ["--gpus", "2", "--strategy", "tp", "--shard", ".*=[{dp}]"],
+         "unknown axis 'dp'"),
+        # tp=5 divides none of the decoder's sizes (16, 32, 64, 96): every device would compute
+        # the whole model.
+        (llama, "tp_that_splits_nothing", ["--gpus", "5", "--strategy", "tp=5"],
+         "--strategy tp=5: no parameter dimension can be split on tp"),
+        # Clipping's norm needs whole gradients, which leaves nothing to split (this once
+        # trained with every device computing the whole model).
+        (llama, "grad_clip_dp2_tp2_zero1",
+         ["--gpus", "4", "--strategy", strategy(2, 2, 1), "--grad-clip", "0.05"],
+         "gradient clipping (--grad-clip) needs the norm of the whole gradients"),
+    ]
+    for model, tag, flags, message in refusals:
+        if model is None:
+            continue
+
+        def refusal(model=model, flags=flags, message=message, tag=tag):  # noqa: E306
+            res = e2e_util.run_tool([args.shardc, model.onnx, "-o",
+                                     os.path.join(model.work, f"refused_{tag}"),
+                                     *model.shape_flags, *flags], args.timeout)
             lines = [line for line in res.stderr.splitlines() if line.strip()]
             if res.returncode not in (1, 2) or len(lines) != 1 or message not in lines[0]:
                 return f"expected one error line with {message!r}, got {res.describe()}"
