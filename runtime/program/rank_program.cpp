@@ -13,10 +13,6 @@
 
 namespace shardc::runtime {
 
-namespace {
-
-// The mesh coordinate and the groups' ranks of `rank`, into a shared program that has the mesh
-// axes and each group's axes but no coordinate and no ranks.
 Status placeOnMesh(int rank, program::Program *p) {
   if (p->mesh_axes_size() == 0)
     return p->groups_size() == 0 ? Status::ok()
@@ -55,6 +51,8 @@ Status placeOnMesh(int rank, program::Program *p) {
   }
   return Status::ok();
 }
+
+namespace {
 
 // Points each sharded initial value at this rank's part of the whole parameter: its block's
 // copy (or the whole value), then its flat shard of the block, trimmed where the shard runs

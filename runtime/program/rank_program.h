@@ -22,6 +22,12 @@ bool isPlacedBundle(const program::Bundle &bundle);
 // placement names no program of the bundle.
 int programIndexOfRank(const program::Bundle &bundle, int rank);
 
+// Rank `rank`'s mesh coordinate (row-major) and the ranks of each of its groups (the slice of
+// the mesh through it along the group's axes), into a shared program `p` that has its mesh
+// axes, world_size and groups by axis but no coordinate and no group ranks. Nothing to do
+// without mesh axes. Checks the mesh and the groups' axes first.
+Status placeOnMesh(int rank, program::Program *p);
+
 // The complete program of rank `rank`, in *out, validated (validateProgram). Errors name what
 // is wrong with the bundle (the caller names the file and, on more than one rank, the rank).
 Status programOfRank(const program::Bundle &bundle, int rank, program::Program *out);

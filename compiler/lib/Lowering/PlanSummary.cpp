@@ -498,35 +498,21 @@ void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
 }
 
 // The groups of rank `rank` (their ranks listed): a placed bundle's follow from the rank's
-// place on the mesh.
+// place on the mesh (only the mesh and the groups are placed, not the whole program).
 std::vector<program::CommGroup> groupsOfRank(const program::Bundle &bundle, int rank) {
   const int index = runtime::programIndexOfRank(bundle, rank);
   if (index < 0)
     return {};
   const program::Program &p = bundle.programs(index);
-  std::vector<program::CommGroup> groups(p.groups().begin(), p.groups().end());
-  if (!runtime::isPlacedBundle(bundle))
-    return groups;
-  std::vector<int64_t> sizes;
-  int64_t world = 1;
-  for (const program::MeshAxis &axis : p.mesh_axes()) {
-    sizes.push_back(std::max(1, axis.size()));
-    world *= sizes.back();
+  program::Program mesh;
+  if (runtime::isPlacedBundle(bundle)) {
+    mesh.set_world_size(p.world_size());
+    *mesh.mutable_mesh_axes() = p.mesh_axes();
+    *mesh.mutable_groups() = p.groups();
+    if (runtime::placeOnMesh(rank, &mesh).isOk())
+      return {mesh.groups().begin(), mesh.groups().end()};
   }
-  if (sizes.empty() || world != bundle.world_size())
-    return groups;
-  const std::vector<int64_t> coordinate = runtime::meshCoordinate(sizes, rank);
-  for (program::CommGroup &g : groups) {
-    std::vector<int> axes(g.mesh_axes().begin(), g.mesh_axes().end());
-    if (!std::is_sorted(axes.begin(), axes.end()) ||
-        std::any_of(axes.begin(), axes.end(),
-                    [&](int a) { return a < 0 || a >= static_cast<int>(sizes.size()); }))
-      continue;
-    g.clear_ranks();
-    for (int r : runtime::meshSlice(sizes, coordinate, axes).ranks)
-      g.add_ranks(r);
-  }
-  return groups;
+  return {p.groups().begin(), p.groups().end()};
 }
 
 // Every group of every rank, by name in rank 0's order: the distinct rank lists.
