@@ -107,24 +107,11 @@ TEST(Bundle, MutatedProgramsNeverCrash) {
   const std::string valid = validBundle().SerializeAsString();
   auto weights = std::make_shared<AlignedBuffer>();
   ASSERT_TRUE(AlignedBuffer::allocate(kWeights.size(), "weights", weights.get()).isOk());
-  std::mt19937 rng(4242);
   int accepted = 0;
-  for (int iter = 0; iter < 20000; ++iter) {
-    std::string bytes = valid;
-    int mutations = 1 + static_cast<int>(rng() % 3);
-    for (int m = 0; m < mutations; ++m)
-      bytes[rng() % bytes.size()] = static_cast<char>(rng() % 256);
-    program::Bundle bundle;
-    Status status = parseBundleProgram(bytes.data(), bytes.size(), "B/program.pb", &bundle);
-    if (status.isOk())
-      status = validateBundlePrograms(bundle, "B/program.pb");
-    if (!status.isOk()) {
-      EXPECT_EQ(status.message().find('\n'), std::string::npos) << status.message();
-      continue;
-    }
+  testing::forEachMutatedBundle(valid, 4242, 20000, [&](const program::Bundle &bundle) {
     std::unique_ptr<Executor> executor;
     if (!Executor::create(bundle.programs(0), weights, &executor).isOk())
-      continue;
+      return;
     ++accepted;
     // Feed each graph input a zero tensor of exactly the bound dtype and shape.
     std::map<std::string, HostTensor> inputs, outputs;
@@ -133,11 +120,11 @@ TEST(Bundle, MutatedProgramsNeverCrash) {
       inputs[binding.name()] = makeHostTensor(
           buffer.dtype(), std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end()));
     }
-    status = executor->run(inputs, &outputs);
+    Status status = executor->run(inputs, &outputs);
     if (!status.isOk()) {
       EXPECT_EQ(status.message().find('\n'), std::string::npos) << status.message();
     }
-  }
+  });
   // Mutations of names, attributes or the checksum leave a valid program.
   EXPECT_GT(accepted, 0);
 }

@@ -8,7 +8,6 @@
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
-#include <random>
 #include <string>
 
 namespace shardc::runtime {
@@ -189,28 +188,13 @@ TEST(RankProgram, BlocksAndShardsComeFromTheRanksCoordinate) {
 // either fail with one line or give programs that validate.
 TEST(RankProgram, MutatedPlacedBundlesNeverCrash) {
   const std::string valid = placedMeshBundle().SerializeAsString();
-  std::mt19937 rng(77);
-  int accepted = 0;
-  for (int iter = 0; iter < 20000; ++iter) {
-    std::string bytes = valid;
-    int mutations = 1 + static_cast<int>(rng() % 3);
-    for (int m = 0; m < mutations; ++m)
-      bytes[rng() % bytes.size()] = static_cast<char>(rng() % 256);
-    program::Bundle bundle;
-    Status status = parseBundleProgram(bytes.data(), bytes.size(), "B/program.pb", &bundle);
-    if (status.isOk())
-      status = validateBundlePrograms(bundle, "B/program.pb");
-    if (!status.isOk()) {
-      EXPECT_EQ(status.message().find('\n'), std::string::npos) << status.message();
-      continue;
-    }
-    ++accepted;
-    for (int r = 0; r < bundle.world_size(); ++r) {
+  int accepted = testing::forEachMutatedBundle(valid, 77, 20000, [](const program::Bundle &b) {
+    for (int r = 0; r < b.world_size(); ++r) {
       program::Program p;
-      status = programOfRank(bundle, r, &p);
+      Status status = programOfRank(b, r, &p);
       EXPECT_EQ(status.message().find('\n'), std::string::npos) << status.message();
     }
-  }
+  });
   EXPECT_GT(accepted, 0);
 }
 

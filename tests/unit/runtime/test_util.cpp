@@ -1,6 +1,7 @@
 #include "tests/unit/runtime/test_util.h"
 
 #include "runtime/kernels/kernel.h"
+#include "runtime/program/bundle.h"
 #include "runtime/support/fnv1a.h"
 
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <iterator>
+#include <random>
 #include <system_error>
 
 namespace shardc::runtime::testing {
@@ -61,6 +63,29 @@ void addMesh2x2(program::Program *p) {
   dpGroup->add_mesh_axes(0);
   dpGroup->add_ranks(tp);
   dpGroup->add_ranks(tp + 2);
+}
+
+int forEachMutatedBundle(const std::string &valid, uint32_t seed, int iterations,
+                         const std::function<void(const program::Bundle &)> &accepted) {
+  std::mt19937 rng(seed);
+  int passed = 0;
+  for (int iter = 0; iter < iterations; ++iter) {
+    std::string bytes = valid;
+    int mutations = 1 + static_cast<int>(rng() % 3);
+    for (int m = 0; m < mutations; ++m)
+      bytes[rng() % bytes.size()] = static_cast<char>(rng() % 256);
+    program::Bundle bundle;
+    Status status = parseBundleProgram(bytes.data(), bytes.size(), "B/program.pb", &bundle);
+    if (status.isOk())
+      status = validateBundlePrograms(bundle, "B/program.pb");
+    if (!status.isOk()) {
+      EXPECT_EQ(status.message().find('\n'), std::string::npos) << status.message();
+      continue;
+    }
+    ++passed;
+    accepted(bundle);
+  }
+  return passed;
 }
 
 int addBuffer(program::Program *program, const std::string &name, program::DType dtype,

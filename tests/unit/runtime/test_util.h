@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ private:
 // Writes bytes to a file, failing the current test on error.
 void writeBytes(const std::string &path, const std::string &bytes);
 std::string readBytes(const std::string &path);
+
+// Damages `valid` (a serialized Bundle) `iterations` times with 1 to 3 random bytes (a fixed
+// `seed`), parses and validates each damaged image as loadBundle does minus file I/O, checks
+// that a rejection is one line, and calls `accepted` with each bundle that passes. Returns how
+// many passed.
+int forEachMutatedBundle(const std::string &valid, uint32_t seed, int iterations,
+                         const std::function<void(const program::Bundle &)> &accepted);
 
 // Appends a buffer to `program` and returns its index.
 int addBuffer(program::Program *program, const std::string &name, program::DType dtype,
