@@ -10,7 +10,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <map>
-#include <random>
 #include <string>
 
 namespace shardc::runtime {
