@@ -70,7 +70,7 @@ FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
     if (auto clip = grad.getDefiningOp<graph::ScaleByClipOp>()) {
       p.clip = clip;
       grad = clip.getGrad();
-      view.norm = clip.getTotalNorm().getDefiningOp<graph::GlobalNormOp>();
+      view.totalNorm = clip.getTotalNorm();
     }
     p.grad = grad;
     // State operands follow param and grad, in the order of the optimizer's state names.
@@ -87,6 +87,9 @@ FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
     }
     view.params.push_back(std::move(p));
   }
+  if (view.totalNorm)
+    for (auto norm : body.getOps<graph::GlobalNormOp>())
+      view.norms.push_back(norm);
   return view;
 }
 
@@ -101,18 +104,18 @@ void allReduceLoss(TrainStepView &view) {
 }
 
 void globalizeGradientNorm(TrainStepView &view) {
-  if (!view.norm)
+  if (!view.totalNorm)
     return;
-  graph::GlobalNormOp norm = view.norm;
-  OpBuilder b(norm->getContext());
-  b.setInsertionPointAfter(norm);
-  Location loc = NameLoc::get(b.getStringAttr("optimizer/global_norm"), norm.getLoc());
-  Value local = norm.getNorm();
+  Value local = view.totalNorm;
+  OpBuilder b(local.getContext());
+  b.setInsertionPointAfterValue(local);
+  Location loc = NameLoc::get(b.getStringAttr("optimizer/global_norm"), local.getLoc());
   Value square = b.create<graph::MulOp>(loc, local.getType(), local, local);
   Value total = b.create<mesh::AllReduceOp>(loc, square.getType(), view.mesh.getSymName(),
                                             ArrayRef<int16_t>{0}, square);
   Value global = b.create<graph::SqrtOp>(loc, total.getType(), total);
   local.replaceUsesWithIf(global, [&](OpOperand &use) { return use.getOwner() != square.getDefiningOp(); });
+  view.totalNorm = global;
 }
 
 static uint64_t bytesOf(Value v) {
@@ -218,8 +221,8 @@ void updateOnShards(TrainStepView &view, TrainedParam &p, Value gradShard) {
   } else {
     p.update->setOperand(1, gradShard);
   }
-  if (view.norm)
-    for (OpOperand &operand : view.norm->getOpOperands())
+  for (graph::GlobalNormOp norm : view.norms)
+    for (OpOperand &operand : norm->getOpOperands())
       if (operand.get() == p.grad)
         operand.set(gradShard);
   auto wholeShape = cast<RankedTensorType>(p.param.getType()).getShape().vec();
@@ -234,7 +237,10 @@ void updateOnShards(TrainStepView &view, TrainedParam &p, Value gradShard) {
 }
 
 Operation *firstOptimizerOp(const TrainStepView &view) {
-  Operation *first = view.norm ? static_cast<Operation *>(view.norm) : nullptr;
+  Operation *first = nullptr;
+  for (graph::GlobalNormOp norm : view.norms)
+    if (!first || norm->isBeforeInBlock(first))
+      first = norm;
   for (const TrainedParam &p : view.params)
     for (Operation *op : {p.clip ? static_cast<Operation *>(p.clip) : nullptr, p.update})
       if (op && (!first || op->isBeforeInBlock(first)))

@@ -45,7 +45,10 @@ struct TrainStepView {
   int64_t ranks = 1; // devices on the data-parallel axis
   int zeroStage = 0;
   llvm::SmallVector<TrainedParam> params; // in argument order
-  graph::GlobalNormOp norm;               // when clipping is on
+  // When clipping is on: the total norm the clips read, and the graph.global_norm ops it is
+  // computed from (one, or one per tensor-parallel layout after shardc-partition).
+  mlir::Value totalNorm;
+  llvm::SmallVector<graph::GlobalNormOp> norms;
   mlir::Operation *lossDef = nullptr;     // the op computing the loss: forward ends here
 };
 
@@ -60,8 +63,8 @@ mlir::RankedTensorType flatShardType(mlir::Type whole, int64_t ranks);
 // partitioned: a pending sum) loss, with an upstream mesh.all_reduce before the return.
 void allReduceLoss(TrainStepView &view);
 
-// With sharded gradients, each rank's graph.global_norm sees only its shards: square it,
-// sum over the ranks (mesh.all_reduce) and take the root, so clipping uses the global norm.
+// With sharded gradients, each rank's total norm covers only its shards: square it, sum over
+// the dp ranks (mesh.all_reduce) and take the root, so clipping uses the global norm.
 void globalizeGradientNorm(TrainStepView &view);
 
 // Groups `values` (in the order they become final) into buckets of at least `bucketBytes`

@@ -139,7 +139,27 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
     for (auto [i, v] : llvm::enumerate(op->getResults()))
       if (i < rule->results.size())
         blockMinor(v, rule->results[i]);
-    factorNodes.emplace_back(op, std::move(firstMajor));
+    if (!rule->separateOperands) {
+      factorNodes.emplace_back(op, std::move(firstMajor));
+      return;
+    }
+    // An op that reduces each operand on its own: its factors meet only within an operand
+    // (and the results).
+    std::vector<bool> inResult(rule->factors.size(), false);
+    for (const graph::TensorFactors &tf : rule->results)
+      for (const graph::DimFactors &dim : tf)
+        for (int f : dim)
+          inResult[f] = true;
+    for (const graph::TensorFactors &tf : rule->operands) {
+      std::vector<int> nodes(rule->factors.size(), -1);
+      for (size_t f = 0; f < nodes.size(); ++f)
+        if (inResult[f])
+          nodes[f] = firstMajor[f];
+      for (const graph::DimFactors &dim : tf)
+        for (int f : dim)
+          nodes[f] = firstMajor[f];
+      factorNodes.emplace_back(op, std::move(nodes));
+    }
   });
 
   // An op whose two distinct factors are in one class pairs the blocks of that class with each

@@ -49,7 +49,8 @@ public:
   int numClasses() const { return static_cast<int>(classes_.size()); }
   // For every op with a rule: the class of each of its factors (-1 for a factor no dimension
   // of size > 1 carries). Two classes split on the same mesh axis must never be two factors
-  // of one op (it would compute only the pairs of blocks a device holds).
+  // of one op (it would compute only the pairs of blocks a device holds). An op whose rule
+  // reduces its operands separately has an entry per operand.
   const std::vector<std::pair<mlir::Operation *, std::vector<int>>> &opFactorClasses() const {
     return opFactorClasses_;
   }

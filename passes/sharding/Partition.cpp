@@ -18,6 +18,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <map>
+
 namespace shardc {
 #define GEN_PASS_DEF_PARTITION
 #include "passes/Passes.h.inc"
@@ -66,6 +68,14 @@ SmallVector<mesh::MeshAxis> axesOf(AxisMask m) {
     if (m & (1u << a))
       axes.push_back(a);
   return axes;
+}
+
+// The location of an all-reduce of a value defined at `loc`: its node name + "/all_reduce".
+Location allReduceLoc(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return NameLoc::get(StringAttr::get(loc.getContext(), name.getName().str() + "/all_reduce"),
+                        name.getChildLoc());
+  return loc;
 }
 
 // The axes over which `v` is a pending sum.
@@ -122,10 +132,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return r;
     OpBuilder b(v.getContext());
     b.setInsertionPointAfterValue(v);
-    Location loc = v.getDefiningOp() ? v.getDefiningOp()->getLoc() : v.getLoc();
-    if (auto name = dyn_cast<NameLoc>(loc))
-      loc = NameLoc::get(b.getStringAttr(name.getName().str() + "/all_reduce"),
-                         name.getChildLoc());
+    Location loc = allReduceLoc(v.getDefiningOp() ? v.getDefiningOp()->getLoc() : v.getLoc());
     SmallVector<int16_t> meshAxes;
     for (mesh::MeshAxis a : axesOf(axes))
       meshAxes.push_back(a);
@@ -224,6 +231,35 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     }
   }
 
+  // The gradient norm when some gradients are split: each device takes the norm of the
+  // gradients split on the same axes together, squares it and sums the squares over those
+  // axes; the replicated gradients' square is added once. (Over dp, the data-parallel passes
+  // do the same for ZeRO's gradient shards.)
+  LogicalResult normOfBlocks(graph::GlobalNormOp norm) {
+    std::map<AxisMask, SmallVector<Value>> byAxes;
+    for (Value g : norm.getInputs())
+      byAxes[splitOf(g)].push_back(g);
+    if (byAxes.size() == 1 && byAxes.begin()->first == 0)
+      return success();
+    OpBuilder b(norm);
+    Type scalar = norm.getNorm().getType();
+    Value total;
+    for (auto &[axes, grads] : byAxes) {
+      Value part = b.create<graph::GlobalNormOp>(norm.getLoc(), scalar, grads);
+      Value square = b.create<graph::MulOp>(norm.getLoc(), scalar, part, part);
+      if (axes) {
+        SmallVector<int16_t> meshAxes;
+        for (mesh::MeshAxis a : axesOf(axes))
+          meshAxes.push_back(a);
+        square = b.create<mesh::AllReduceOp>(allReduceLoc(norm.getLoc()), scalar, mesh.getValue(), meshAxes, square);
+      }
+      total = total ? b.create<graph::AddOp>(norm.getLoc(), scalar, total, square) : square;
+    }
+    norm.getNorm().replaceAllUsesWith(b.create<graph::SqrtOp>(norm.getLoc(), scalar, total));
+    norm->erase();
+    return success();
+  }
+
   LogicalResult rewrite(Operation *op) {
     if (auto add = dyn_cast<graph::AddOp>(op))
       sumPendingTermsFirst(add);
@@ -288,6 +324,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       passed |= keep[i];
     if (isa<func::ReturnOp>(op) || !rule)
       return success();
+    if (auto norm = dyn_cast<graph::GlobalNormOp>(op))
+      return normOfBlocks(norm);
 
     // 2. Local result types. A training dropout keeps the whole tensor's shape and where the
     // block lies, for its mask (the kernel adds each device's offset along the split dim).
@@ -339,6 +377,9 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
         if (!factorAxes[f] || present[f])
           continue;
         switch (rule->factors[f].partial) {
+        case graph::PartialKind::Norm:
+          return op->emitError() << nodeName(op) << ": a norm over a split dimension is "
+                                 << "combined only for graph.global_norm";
         case graph::PartialKind::Max:
           return op->emitError() << nodeName(op) << ": a maximum over a split dimension would "
                                  << "need an all-reduce of maxima, which is not supported";

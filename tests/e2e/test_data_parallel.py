@@ -100,7 +100,7 @@ class Model:
         if isinstance(self.reference, str):
             raise SystemExit(f"{name} ({style}): single-rank run: {self.reference}")
 
-    def run(self, tag, compile_flags):
+    def run(self, tag, compile_flags, lr=None):
         """Compiles and trains; returns (losses, {param: array}, plan json, stderr) or an error."""
         out = os.path.join(self.work, tag)
         shutil.rmtree(out, ignore_errors=True)
@@ -112,7 +112,7 @@ class Model:
             return f"compile: {res.describe()}"
         metrics = os.path.join(out, "m.jsonl")
         res = e2e_util.run_tool([self.args.shardrun, bundle, "--steps", str(STEPS), "--data",
-                                 self.data, "--lr", str(LR), "--metrics", metrics, "--outputs",
+                                 self.data, "--lr", str(lr or LR), "--metrics", metrics, "--outputs",
                                  os.path.join(out, "params")], self.args.timeout)
         if not res.ok:
             return f"shardrun: {res.describe()}"

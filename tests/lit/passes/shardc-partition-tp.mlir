@@ -61,3 +61,32 @@ func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"},
   %l = graph.reduce_sum %t {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x16xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// The gradient norm (--grad-clip) over tensors split on tp and a replicated one: each device
+// takes the norm of its blocks, the squares are summed over tp, and the replicated tensor's
+// square is added once; the root of the total is every device's global norm.
+// CHECK-LABEL: func.func @forward(
+// CHECK: %[[NR:.*]] = graph.global_norm %arg3 : (tensor<16xf32>) -> tensor<f32>
+// CHECK-NEXT: %[[SR:.*]] = graph.mul %[[NR]], %[[NR]]
+// CHECK-NEXT: %[[NT:.*]] = graph.global_norm %arg1, %arg2 : (tensor<16x4xf32>, tensor<4x16xf32>) -> tensor<f32>
+// CHECK-NEXT: %[[ST:.*]] = graph.mul %[[NT]], %[[NT]]
+// CHECK-NEXT: %[[AT:.*]] = mesh.all_reduce %[[ST]] on @mesh mesh_axes = [1] : tensor<f32> -> tensor<f32>
+// CHECK-NEXT: %[[SUM:.*]] = graph.add %[[SR]], %[[AT]]
+// CHECK-NEXT: %[[NORM:.*]] = graph.sqrt %[[SUM]]
+// CHECK-NOT: graph.global_norm
+// CHECK: graph.add %{{.*}}, %[[NORM]]
+func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"},
+                   %w1: tensor<16x8xf32> {graph.param = "fc1.weight"}, %w2: tensor<8x16xf32> {graph.param = "fc2.weight"},
+                   %b2: tensor<16xf32> {graph.param = "fc2.bias"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %h = graph.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  %r = graph.relu %h : tensor<8x8xf32>
+  %o = graph.matmul %r, %w2 : (tensor<8x8xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %ob = graph.add %o, %b2 : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  %s = graph.softmax %ob {axis = 1 : i64} : tensor<8x16xf32>
+  %l = graph.reduce_sum %s {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x16xf32>) -> tensor<f32>
+  %n = graph.global_norm %w1, %w2, %b2 : (tensor<16x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> tensor<f32>
+  %t = graph.add %l, %n : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %t : tensor<f32>
+}

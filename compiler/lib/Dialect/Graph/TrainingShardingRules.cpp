@@ -2,9 +2,11 @@
 //
 // Optimizer updates are elementwise over the parameter, its gradient and its state (the step
 // and the learning rate are scalars), so they split along any dimension of the parameter: a
-// tensor-parallel parameter is updated where it lives. The gradient norm sums the squares of
-// every gradient, which is not a sum of the devices' norms: its operands stay whole here
-// (shardc-all-reduce-gradients and the ZeRO passes make the norm global for data parallelism).
+// tensor-parallel parameter is updated where it lives. The gradient norm reduces every
+// dimension of every gradient into a norm: a split gradient leaves the norm of the device's
+// blocks, which shardc-partition combines over the devices as the root of the sum of squares
+// (counting a replicated gradient once); the data-parallel passes do the same over dp for
+// ZeRO's gradient shards.
 // Collectives exist only after partitioning: they have no rule.
 //
 //===-------------------------------------------------------------------------------------===//
@@ -41,11 +43,20 @@ std::optional<OpShardingRule> ScaleByClipOp::getShardingRule() {
 }
 
 std::optional<OpShardingRule> GlobalNormOp::getShardingRule() {
-  // Tensor parallelism would need the squares of each device's blocks summed over tp (and
-  // the replicated gradients counted once): not yet, so --grad-clip keeps every gradient whole.
-  return sharding::allWhole(*this, "gradient clipping (--grad-clip) needs the norm of the "
-                                   "whole gradients, which tensor parallelism does not "
-                                   "support yet");
+  OpShardingRule rule;
+  for (Value v : getInputs()) {
+    TensorFactors t;
+    for (int64_t size : cast<RankedTensorType>(v.getType()).getShape()) {
+      t.emplace_back();
+      if (size != 1)
+        t.back().push_back(rule.addReduction(size, PartialKind::Norm));
+    }
+    rule.operands.push_back(std::move(t));
+  }
+  rule.results.push_back(TensorFactors());
+  rule.linear.assign(getNumOperands(), false);
+  rule.separateOperands = true;
+  return rule;
 }
 
 std::optional<OpShardingRule> AllReduceOp::getShardingRule() { return std::nullopt; }

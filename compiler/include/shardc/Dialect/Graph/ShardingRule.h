@@ -25,7 +25,10 @@
 // carry no pending sum (mul, matmul, reshape, ...): a pending sum on such an operand passes
 // to the results instead of being all-reduced first. `sumsOperands` marks ops that are linear
 // in all operands together (add, sub, concat): they pass a pending sum only when every
-// operand has the same one.
+// operand has the same one. `separateOperands` marks ops that reduce each operand on its own
+// and only then combine the per-operand results (the gradient norm: the squares of each
+// gradient summed, then added): factors of different operands never meet, so they may be split
+// on the same mesh axis, and two operands whose dimensions are in one class do not pair blocks.
 //
 // An op without a rule (no interface, or getShardingRule() returning std::nullopt) is
 // computed replicated: every dimension of its operands and results stays whole.
@@ -52,6 +55,8 @@ enum class PartialKind : uint8_t {
   Sum,  // the local results sum to the global one
   Mean, // the local result is a mean over the local extent: scale by local/global, then sum
   Max,  // a pending maximum (no collective for it yet: such a factor is not split)
+  Norm, // the local result is the 2-norm of the local blocks: the global one is the root of
+        // the sum over the devices of their squares (shardc-partition sums them at once)
 };
 
 struct ShardingFactor {
@@ -72,6 +77,7 @@ struct OpShardingRule {
   llvm::SmallVector<TensorFactors, 2> results;  // one per result
   llvm::SmallVector<bool, 4> linear;            // per operand (see above)
   bool sumsOperands = false;
+  bool separateOperands = false;
 
   // --- building ---
   int addFactor(int64_t size, FactorKind kind = FactorKind::Parallel);
