@@ -10,6 +10,7 @@
 //===-------------------------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/sharding/DimensionClasses.h"
+#include "passes/sharding/SplitClassesLoss.h"
 #include "passes/sharding/ValueSharding.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
@@ -82,6 +83,28 @@ Location allReduceLoc(Location loc) {
 AxisMask pendingOf(Value v) {
   auto s = getSharding(v);
   return s ? maskOf(s.getPartialAxes()) : 0;
+}
+
+// The mesh axes that split each of the op's factors: those of any operand (and, with
+// `results`, result) dimension whose major factor it is. A reduction is a factor split in the
+// operands that a result lacks; an index block may be split in the result only (the table
+// rows a gather's gradient scatters into).
+std::vector<AxisMask> axesOfFactors(Operation *op, const graph::OpShardingRule &rule,
+                                    bool results) {
+  std::vector<AxisMask> axesOfFactor(rule.factors.size(), 0);
+  auto mark = [&](Value v, const graph::TensorFactors &tf) {
+    auto axes = sharding::splitAxes(v);
+    for (size_t d = 0; d < tf.size() && d < axes.size(); ++d)
+      if (!tf[d].empty())
+        axesOfFactor[tf[d][0]] |= maskOf(axes[d]);
+  };
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (i < rule.operands.size())
+      mark(v, rule.operands[i]);
+  for (auto [i, v] : llvm::enumerate(op->getResults()))
+    if (results && i < rule.results.size())
+      mark(v, rule.results[i]);
+  return axesOfFactor;
 }
 
 // The axes that split some dimension of `v`.
@@ -231,6 +254,56 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     }
   }
 
+  // A local maximum over a block of a factor split on `axes`: the devices' maxima are
+  // all-gathered over those axes and the maximum of them taken, so every device holds the
+  // whole maximum (no collective reduces by maximum; the gathered maxima are one per row).
+  LogicalResult maxOverDevices(Operation *op, Value local, AxisMask axes) {
+    if (axes & 1u)
+      return op->emitError() << nodeName(op) << ": a maximum over the batch (split across "
+                             << "data-parallel devices) is not supported";
+    auto type = cast<RankedTensorType>(local.getType());
+    int64_t devices = 1;
+    SmallVector<int16_t> meshAxes;
+    for (mesh::MeshAxis a : axesOf(axes)) {
+      devices *= meshShape[a];
+      meshAxes.push_back(a);
+    }
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(op);
+    Location loc = op->getLoc();
+    auto flatType = RankedTensorType::get({type.getNumElements()}, type.getElementType());
+    Value flat = b.create<graph::ReshapeOp>(loc, flatType, local);
+    SmallVector<int64_t> gatheredShape = {devices};
+    gatheredShape.append(type.getShape().begin(), type.getShape().end());
+    auto gathered = b.create<graph::AllGatherOp>(
+        allReduceLoc(loc), TypeRange{RankedTensorType::get(gatheredShape, type.getElementType())},
+        mesh, ValueRange{flat}, IntegerAttr(), StringAttr(), b.getDenseI16ArrayAttr(meshAxes));
+    Value max = b.create<graph::ReduceMaxOp>(loc, gathered.getResult(0),
+                                             b.getDenseI64ArrayAttr({0}), false);
+    local.replaceAllUsesExcept(max, flat.getDefiningOp());
+    setPending(local, 0);
+    return success();
+  }
+
+  // An op that picks entries of a split dimension by index values (ShardingRule.h: index
+  // blocks) records the block: the kernel picks only its device's entries.
+  LogicalResult recordIndexBlock(Operation *op, const graph::OpShardingRule &rule,
+                                 ArrayRef<AxisMask> axesOfFactor) {
+    for (int f : rule.indexedFactors) {
+      SmallVector<mesh::MeshAxis> axes = axesOf(axesOfFactor[f]);
+      if (axes.empty())
+        continue;
+      if (axes.size() != 1 || axes[0] == 0)
+        return op->emitError() << nodeName(op) << ": picks by index along a dimension split "
+                               << "on the batch's mesh axis, which is not supported";
+      int64_t whole = rule.factors[f].size;
+      op->setAttr(graph::kIndexBlockAttr,
+                  OpBuilder(op).getDenseI64ArrayAttr(
+                      {static_cast<int64_t>(axes[0]), localSize(whole, axes), whole}));
+    }
+    return success();
+  }
+
   // The gradient norm when some gradients are split: each device takes the norm of the
   // gradients split on the same axes together, squares it and sums the squares over those
   // axes; the replicated gradients' square is added once. (Over dp, the data-parallel passes
@@ -312,10 +385,22 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       if (auto t = dyn_cast<RankedTensorType>(r.getType()))
         resultElements =
             std::max(resultElements, localType(t, sharding::splitAxes(r)).getNumElements());
+    // (Not in a sum: an operand as large as the result would be all-reduced there anyway,
+    // and the smaller one rides along in it.)
+    bool sums = rule && rule->sumsOperands;
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
       if (!deferredOp && (!op->getOperand(i).hasOneUse() ||
-                          resultElements > elements(op->getOperand(i))))
+                          (!sums && resultElements > elements(op->getOperand(i)))))
         keep[i] &= 1u;
+    // A sum passes on only the pending sums every operand keeps (a + p with only p pending
+    // would add a to every device's partial sum).
+    if (!deferredOp && sums) {
+      AxisMask common = ~0u;
+      for (AxisMask m : keep)
+        common &= m;
+      for (AxisMask &m : keep)
+        m = common;
+    }
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
       if (AxisMask reduce = pending[i] & ~keep[i])
         op->setOperand(i, allReduced(op->getOperand(i), reduce));
@@ -350,17 +435,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       if (auto t = dyn_cast<RankedTensorType>(r.getType()))
         r.setType(localType(t, sharding::splitAxes(r)));
 
-    // 3. The mesh axes of each of the op's factors (from any dimension whose major factor it is).
-    std::vector<AxisMask> factorAxes(rule->factors.size(), 0);
-    auto markSplit = [&](Value v, const graph::TensorFactors &tf) {
-      auto axes = sharding::splitAxes(v);
-      for (size_t d = 0; d < tf.size() && d < axes.size(); ++d)
-        if (!tf[d].empty())
-          factorAxes[tf[d][0]] |= maskOf(axes[d]);
-    };
-    for (auto [i, v] : llvm::enumerate(op->getOperands()))
-      if (i < rule->operands.size())
-        markSplit(v, rule->operands[i]);
+    // 3. The mesh axes of each of the op's factors.
+    std::vector<AxisMask> factorAxes = axesOfFactors(op, *rule, /*results=*/false);
 
     // 4. A result that lacks a split factor is a pending reduction over the factor's axes. The
     // optimizer's results are whole values again (the data-parallel passes make them so).
@@ -371,7 +447,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       for (const graph::DimFactors &dim : rule->results[i])
         for (int f : dim)
           present[f] = true;
-      AxisMask resultPending = deferredOp ? 0 : passed;
+      AxisMask resultPending = deferredOp ? 0 : passed, maxAxes = 0;
       double weight = 1.0;
       for (size_t f = 0; f < factorAxes.size(); ++f) {
         if (!factorAxes[f] || present[f])
@@ -381,8 +457,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
           return op->emitError() << nodeName(op) << ": a norm over a split dimension is "
                                  << "combined only for graph.global_norm";
         case graph::PartialKind::Max:
-          return op->emitError() << nodeName(op) << ": a maximum over a split dimension would "
-                                 << "need an all-reduce of maxima, which is not supported";
+          maxAxes |= factorAxes[f];
+          break;
         case graph::PartialKind::Mean: {
           int64_t size = rule->factors[f].size;
           SmallVector<mesh::MeshAxis> axes = axesOf(factorAxes[f]);
@@ -395,6 +471,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
         }
       }
       setPending(r, resultPending);
+      if (maxAxes && failed(maxOverDevices(op, r, maxAxes | resultPending)))
+        return failure();
       if (weight != 1.0) {
         // The local mean covers a block of the factor: weight it by its share before summing.
         OpBuilder b(op->getContext());
@@ -412,6 +490,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     }
 
     // 5. Shapes held in attributes and values.
+    if (failed(recordIndexBlock(op, *rule, axesOfFactors(op, *rule, /*results=*/true))))
+      return failure();
     if (auto slice = dyn_cast<graph::SliceOp>(op)) {
       SmallVector<int64_t> ends(slice.getEnds());
       auto in = cast<RankedTensorType>(slice.getInput().getType());
@@ -473,6 +553,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return signalPassFailure();
     }
 
+    sharding::decomposeSplitClassesLosses(func);
     SmallVector<Operation *> ops;
     for (Operation &op : func.getBody().front()) {
       ops.push_back(&op);

@@ -258,7 +258,9 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     // sum of that op's result, which costs an all-reduce (Megatron's layout falls out of this:
     // the residual stream's features are contracted by every projection that reads them, the
     // MLP's inner features and the heads only by the layer that leaves them).
-    std::vector<int64_t> reduced(dc.numClasses(), 0);
+    // Reductions by index lookups (a gather's pending sum over the rows of its table) are
+    // counted apart: they split no computation, only the table.
+    std::vector<int64_t> reduced(dc.numClasses(), 0), computeReduced(dc.numClasses(), 0);
     for (const auto &[op, factorClasses] : dc.opFactorClasses()) {
       auto iface = dyn_cast<graph::ShardingRuleOpInterface>(op);
       std::optional<graph::OpShardingRule> rule = iface ? iface.getShardingRule() : std::nullopt;
@@ -272,8 +274,11 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
           for (int f : dim)
             inResult[f] = true;
       for (size_t f = 0; f < factorClasses.size() && f < inResult.size(); ++f)
-        if (factorClasses[f] >= 0 && !inResult[f])
+        if (factorClasses[f] >= 0 && !inResult[f]) {
           reduced[factorClasses[f]] += result.getNumElements();
+          if (!llvm::is_contained(rule->indexedFactors, static_cast<int>(f)))
+            computeReduced[factorClasses[f]] += result.getNumElements();
+        }
     }
     auto splitPerCommunicated = [&](int c) {
       return static_cast<double>(classes[c].elements) /
@@ -289,6 +294,15 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       }
       if (!classes[c].why.empty()) {
         notes.push_back("replicated " + classes[c].label + ": " + classes[c].why);
+        continue;
+      }
+      // A table only looked up by index (a position or token-type embedding, or a word
+      // embedding smaller than its lookups): splitting it saves less memory than it moves.
+      if (reduced[c] && !computeReduced[c] && classes[c].elements <= reduced[c]) {
+        notes.push_back("replicated " + classes[c].label + ": a lookup table of " +
+                        std::to_string(classes[c].elements) + " parameter elements, no more "
+                        "than the " + std::to_string(reduced[c]) + " elements of partial sums "
+                        "per step its split would cost");
         continue;
       }
       candidates.push_back(c);

@@ -118,6 +118,26 @@ Status placeDropouts(program::Program *p) {
   return Status::ok();
 }
 
+// A kernel that picks entries of a dimension split on a mesh axis by index (a vocab-parallel
+// embedding or loss) holds the block at this rank's coordinate on that axis.
+Status placeIndexBlocks(program::Program *p) {
+  for (program::Op &op : *p->mutable_ops()) {
+    auto axis = op.attrs().find("index_block_axis");
+    if (axis == op.attrs().end())
+      continue;
+    auto size = op.attrs().find("index_block_size");
+    const int64_t a = axis->second.i();
+    if (size == op.attrs().end() || a < 0 || a >= p->mesh_coordinate_size() ||
+        size->second.i() < 0 ||
+        size->second.i() > std::numeric_limits<int64_t>::max() / p->world_size())
+      return Status::error("op " + quoteForMessage(op.name()) +
+                           ": index_block_axis / index_block_size name no block of the mesh");
+    (*op.mutable_attrs())["index_offset"].set_i(p->mesh_coordinate(static_cast<int>(a)) *
+                                                 size->second.i());
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 bool isPlacedBundle(const program::Bundle &bundle) { return bundle.ranks_size() > 0; }
@@ -163,6 +183,7 @@ Status programOfRank(const program::Bundle &bundle, int rank, program::Program *
     SHARDC_RETURN_IF_ERROR(placeOnMesh(rank, out));
     SHARDC_RETURN_IF_ERROR(placeInitialValues(out));
     SHARDC_RETURN_IF_ERROR(placeDropouts(out));
+    SHARDC_RETURN_IF_ERROR(placeIndexBlocks(out));
   }
   return validateProgram(*out);
 }

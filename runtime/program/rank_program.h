@@ -2,7 +2,8 @@
 // with one program per rank holds it as is; a placed bundle holds each distinct program once,
 // and the rank's own parts follow from its placement and its rank: the shared program is
 // copied and given the rank, its batch rows, its mesh coordinate, the ranks of its groups, its
-// slices of the sharded initial values and its dropouts' offsets.
+// slices of the sharded initial values, its dropouts' offsets and the offsets of its index
+// blocks (kernels that pick entries of a split dimension by index).
 //
 // Placing keeps compile time and bundle size independent of the number of ranks: 512 ranks of
 // a dp x tp mesh run as many distinct programs as there are distinct batch-row counts.

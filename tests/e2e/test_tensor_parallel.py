@@ -12,7 +12,10 @@ per case, against a single-rank run of the same export on the same data:
     checks them;
   * shardrun's own checks: planned peak memory == measured, and planned bytes sent per step ==
     what its communicators counted, on every rank (it exits 1 otherwise);
-  * the tp layout split something (every model has a column -> row parallel pair);
+  * the tp layout split something (every model has a column -> row parallel pair), and the
+    output projections are vocab-parallel: the tied GPT's wte (embedding and output at once,
+    still one tensor) and the decoders' lm_head are split along the vocabulary, so the
+    cross-entropy runs on each device's block of the logits;
   * communication theory for the decoders whose every attention and MLP block is tensor
     parallel (llama_decoder, bert_encoder): the bytes the tp group sends per step are
     L layers x 4 all-reduces (2 forward: after the attention output and the MLP's row-parallel
@@ -50,20 +53,46 @@ from test_data_parallel import GLOBAL_BATCH, LR, LOSS_RTOL, STEPS, Model, compar
 
 PLANS = [(1, 2, 0), (1, 4, 0)] + [(dp, tp, zero) for dp, tp in [(2, 2), (4, 2), (2, 4)]
                                   for zero in (0, 1, 3)]
-# Per model: (layers, hidden size h, sequence s, extra tp elements all-reduced per step beyond
-# the 4 per layer of b x s x h; b = rows per data-parallel rank).
+# Per model: (layers, hidden size h, sequence s, the bytes the tp group sends per step beyond
+# the 4 all-reduces per layer of b x s x h, given b = rows per data-parallel rank and t = tp).
 THEORY = {
     # The causal mask is a PyTorch buffer, an initializer trained like a parameter: its
-    # gradient sums over the heads, which tp splits (one s x s all-reduce per layer).
-    "llama_decoder": (2, 32, 16, lambda b: 2 * 16 * 16),
+    # gradient sums over the heads, which tp splits (one s x s all-reduce per layer). The
+    # output projection is vocab-parallel (column-parallel over the vocabulary): its input
+    # gradient is all-reduced (b x s x h), and the cross-entropy never gathers the logits: the
+    # row maxima are all-gathered (b x s per rank), the sums of exponentials all-reduced
+    # (b x s) and the loss all-reduced (1). The embedding (96 x 32 = 3072 elements) stays
+    # replicated: a lookup table no larger than its lookups' partial sums (8 x 16 x 32).
+    "llama_decoder": (2, 32, 16, lambda b, t: (2 * allreduce_bytes(16 * 16, t) +
+                                               allreduce_bytes(b * 16 * 32, t) +
+                                               allgather_bytes(b * 16, t) +
+                                               allreduce_bytes(b * 16, t) +
+                                               allreduce_bytes(1, t))),
     # The pooler is column-parallel and the classifier row-parallel: the logits (b x 3)
-    # forward, the pooler's input gradient (b x h) backward.
-    "bert_encoder": (2, 32, 12, lambda b: b * 3 + b * 32),
+    # forward, the pooler's input gradient (b x h) backward. The word and position embeddings
+    # are vocab-parallel lookups: their partial sums, added, are all-reduced once (b x s x h).
+    "bert_encoder": (2, 32, 12, lambda b, t: (allreduce_bytes(b * 3, t) +
+                                              allreduce_bytes(b * 32, t) +
+                                              allreduce_bytes(b * 12 * 32, t))),
+}
+
+
+# The output projection of each language model, split along its vocabulary dimension.
+VOCAB_PARALLEL = {
+    "tiny_gpt": ("lm_head.weight", "[{tp}, {}]"),
+    "tied_gpt": ("wte.weight", "[{tp}, {}]"),
+    "llama_decoder": ("lm_head.weight", "[{tp}, {}]"),
 }
 
 
 def allreduce_bytes(elements, ranks):
-    return 2 * elements * 4 * (ranks - 1) // ranks
+    """A ring all-reduce: 2 (t - 1) chunks of ceil(n / t) floats sent per rank."""
+    return 2 * (ranks - 1) * -(-elements // ranks) * 4
+
+
+def allgather_bytes(elements_per_rank, ranks):
+    """A ring all-gather: t - 1 chunks of each rank's n floats sent per rank."""
+    return (ranks - 1) * elements_per_rank * 4
 
 
 def tp_bytes_sent(stderr):
@@ -101,6 +130,11 @@ def main():
                 err, detail = compare(model, result)
                 if err:
                     return err
+                vocab = VOCAB_PARALLEL.get(name)
+                if vocab:
+                    specs = {p["name"]: p["sharding_spec"] for p in result[2]["parameters"]}
+                    if not specs.get(vocab[0], "").startswith(vocab[1]):
+                        return f"{vocab[0]} is {specs.get(vocab[0])}, not vocab-parallel {vocab[1]}"
                 sent = tp_bytes_sent(result[3])
                 if not sent:
                     return f"the tp group sent {sent} bytes: nothing was split on tp"
@@ -108,8 +142,7 @@ def main():
                 if name in THEORY:
                     layers, h, s, extra = THEORY[name]
                     b = GLOBAL_BATCH // dp
-                    theory = (layers * 4 * allreduce_bytes(b * s * h, tp) +
-                              allreduce_bytes(extra(b), tp))
+                    theory = layers * 4 * allreduce_bytes(b * s * h, tp) + extra(b, tp)
                     if sent != theory:
                         return f"the tp group sent {sent} bytes per step, theory {theory}"
                     detail += f" = theory {layers} layers x 4 x 2(t-1)/t x {b}x{s}x{h} x 4 B + extras"

@@ -345,6 +345,17 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
   if (!call)
     return op->emitOpError("has no runtime kernel (it must be folded to a constant before "
                            "lowering)");
+  // A device's block of a dimension picked by index (passes/sharding/Partition): its mesh
+  // axis, its size and the whole size; the runtime sets each rank's index_offset from its
+  // coordinate (runtime/program/rank_program.h).
+  if (auto block = op->getAttrOfType<DenseI64ArrayAttr>(kIndexBlockAttr)) {
+    if (block.size() != 3)
+      return op->emitOpError("has a malformed ") << kIndexBlockAttr.str();
+    call->attrs["index_block_axis"] = intAttr(block[0]);
+    call->attrs["index_block_size"] = intAttr(block[1]);
+    call->attrs["index_size"] = intAttr(block[2]);
+    call->attrs["index_offset"] = intAttr(0);
+  }
   return *call;
 }
 

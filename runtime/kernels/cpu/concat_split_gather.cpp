@@ -1,5 +1,7 @@
 // concat, split and gather: kernels that move whole contiguous blocks along one axis. Viewed
 // around the axis, every tensor is [outer, dim, inner], and each block is dim' * inner elements.
+// gather may hold only an index block of its data's axis (index_block.h): indices that another
+// block holds give zero rows, so the blocks' outputs sum to the whole gather.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
@@ -111,7 +113,7 @@ Status gatherKernel(KernelArgs &args) {
   Workspace workspace(args);
   const int64_t *rows = nullptr;
   SHARDC_RETURN_IF_ERROR(
-      readGatherIndices("gather", data.shape, axis, indices, y, "y", workspace, &rows));
+      readGatherIndices("gather", args, data.shape, axis, indices, y, "y", workspace, &rows));
   const int64_t count = indices.numel();
   const size_t ax = static_cast<size_t>(axis);
   const int64_t dim = data.shape[ax];
@@ -127,7 +129,10 @@ Status gatherKernel(KernelArgs &args) {
   for (int64_t o = 0; o < outer; ++o) {
     const char *slab = src + static_cast<size_t>(o * dim) * innerBytes;
     for (int64_t j = 0; j < count; ++j) {
-      std::memcpy(dst, slab + static_cast<size_t>(rows[j]) * innerBytes, innerBytes);
+      if (rows[j] < 0) // another block's row; all-zero bytes are 0 in every dtype
+        std::memset(dst, 0, innerBytes);
+      else
+        std::memcpy(dst, slab + static_cast<size_t>(rows[j]) * innerBytes, innerBytes);
       dst += innerBytes;
     }
   }

@@ -3,6 +3,7 @@
 
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/index_block.h"
 
 #include <string>
 
@@ -21,7 +22,8 @@ Status gatherRowsWorkspace(const char *kernel, const KernelArgs &args, uint64_t 
   });
 }
 
-Status readGatherIndices(const char *kernel, const std::vector<int64_t> &dataShape, int64_t axis,
+Status readGatherIndices(const char *kernel, const KernelArgs &args,
+                         const std::vector<int64_t> &dataShape, int64_t axis,
                          const Tensor &indices, const Tensor &sliced, const char *slicedName,
                          Workspace &workspace, const int64_t **rows) {
   if (indices.dtype != program::I64 && indices.dtype != program::I32)
@@ -34,7 +36,9 @@ Status readGatherIndices(const char *kernel, const std::vector<int64_t> &dataSha
   expected.insert(expected.end(), dataShape.begin() + ax + 1, dataShape.end());
   SHARDC_RETURN_IF_ERROR(expectShape(kernel, slicedName, sliced, expected));
 
-  const int64_t dim = dataShape[ax];
+  IndexBlock block;
+  SHARDC_RETURN_IF_ERROR(readIndexBlock(kernel, args, dataShape[ax], &block));
+  const int64_t dim = block.whole;
   const int64_t count = indices.numel();
   int64_t *out = nullptr;
   SHARDC_RETURN_IF_ERROR(takeGatherRows(kernel, workspace, indices, &out));
@@ -48,8 +52,8 @@ Status readGatherIndices(const char *kernel, const std::vector<int64_t> &dataSha
       if (row < 0 || row >= dim)
         return Status::error(std::string(kernel) + ": index " + std::to_string(index) +
                              " is out of range for axis " + std::to_string(axis) + " of size " +
-                             std::to_string(dim));
-      out[j] = row;
+                             std::to_string(dim) + (block.split ? " (index_size)" : ""));
+      out[j] = block.holds(row) ? row - block.offset : -1;
     }
     return Status::ok();
   });

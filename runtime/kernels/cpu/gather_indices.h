@@ -17,10 +17,13 @@ Status gatherRowsWorkspace(const char *kernel, const KernelArgs &args, uint64_t 
 
 // `indices` (i64 or i32) select entries along dimension `axis` of a tensor of shape
 // `dataShape`; `sliced` (gather's output, gather_grad's dy) must have the shape
-// dataShape[:axis] + indices.shape + dataShape[axis+1:]. Returns every index with negatives
-// counted from the end in `rows` (indices.numel() entries, from takeGatherRows), all
-// range-checked before the caller writes anything.
-Status readGatherIndices(const char *kernel, const std::vector<int64_t> &dataShape, int64_t axis,
+// dataShape[:axis] + indices.shape + dataShape[axis+1:]. The indices address the whole dimension
+// when `args` give an index block of it (index_block.h). Returns in `rows` (indices.numel()
+// entries, from takeGatherRows) each index's row of the local dimension, negatives counted from
+// the end of the whole one, or -1 where another block holds it; all are range-checked against
+// the whole dimension before the caller writes anything.
+Status readGatherIndices(const char *kernel, const KernelArgs &args,
+                         const std::vector<int64_t> &dataShape, int64_t axis,
                          const Tensor &indices, const Tensor &sliced, const char *slicedName,
                          Workspace &workspace, const int64_t **rows);
 

@@ -10,6 +10,11 @@
 // With `mean` and every position ignored the forward is 0/0 = NaN; no position contributes, so
 // the gradient is all zeros.
 //
+// With an index block of the classes (index_block.h; no weights then) the gradient output holds
+// classes [classOffset, classOffset + C) of the whole: the [c == t] term is written only when
+// this block holds t, and W still counts every non-ignored position, so the blocks' gradients
+// concatenate to the whole.
+//
 // The attribute and shape checks are the forward's (loss_operands.h), with the gradient
 // operands in place of the forward's input and loss.
 #include "runtime/kernels/cpu/checks.h"
@@ -48,9 +53,10 @@ Status readTargets(const char *kernel, const Tensor &target, const Tensor &weigh
         classes[k] = -1;
         continue;
       }
-      if (t < 0 || t >= spec.c)
+      if (t < 0 || t >= spec.classesWhole)
         return Status::error(std::string(kernel) + ": target " + std::to_string(t) +
-                             " is out of range for " + std::to_string(spec.c) + " classes");
+                             " is out of range for " + std::to_string(spec.classesWhole) +
+                             " classes");
       classes[k] = t;
       *weightSum += pw ? pw[t] : 1.0f;
     }
@@ -59,7 +65,8 @@ Status readTargets(const char *kernel, const Tensor &target, const Tensor &weigh
 }
 
 // Calls `position(n, d, t, coeff)` for every non-ignored target position, with coeff the
-// derivative of the reduced loss with respect to that position's -log_prob[n, t, d].
+// derivative of the reduced loss with respect to that position's -log_prob[n, t, d]; t is the
+// class within this block of classes, outside [0, c) where another block holds it.
 template <typename Fn>
 Status forEachTarget(const char *kernel, const KernelArgs &args, const Tensor &dloss,
                      const Tensor &target, const Tensor &weight, const LossSpec &spec,
@@ -84,7 +91,7 @@ Status forEachTarget(const char *kernel, const KernelArgs &args, const Tensor &d
         continue;
       const double g = spec.reduction == LossReduction::None ? pg[k] : scalar;
       const double w = pw ? pw[t] : 1.0;
-      position(n, d, t, w * g);
+      position(n, d, t - spec.classOffset, w * g);
     }
   }
   return Status::ok();
@@ -162,7 +169,8 @@ Status nllLossGradKernel(KernelArgs &args) {
     std::memset(out, 0, dinput.sizeBytes());
   return forEachTarget(kernel, args, dloss, target, weight, spec,
                        [&](int64_t n, int64_t d, int64_t t, double coeff) {
-                         out[(n * spec.c + t) * spec.d + d] = static_cast<float>(-coeff);
+                         if (t >= 0 && t < spec.c)
+                           out[(n * spec.c + t) * spec.d + d] = static_cast<float>(-coeff);
                        });
 }
 

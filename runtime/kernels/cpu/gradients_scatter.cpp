@@ -2,6 +2,8 @@
 // (the forward's input shape, taken from the output tensor) and scatter dy into the positions
 // the forward read; gather_grad adds, because a repeated index (tied embeddings, a token that
 // occurs twice) read the same row more than once, while slice reads each position at most once.
+// gather_grad, like gather, may hold only an index block of ddata's axis (index_block.h): it
+// adds only the indices its block holds, so the blocks' outputs concatenate to the whole.
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
@@ -26,7 +28,7 @@ Status gatherGradKernel(KernelArgs &args) {
   Workspace workspace(args);
   const int64_t *rows = nullptr;
   SHARDC_RETURN_IF_ERROR(
-      readGatherIndices(kernel, ddata.shape, axis, indices, dy, "dy", workspace, &rows));
+      readGatherIndices(kernel, args, ddata.shape, axis, indices, dy, "dy", workspace, &rows));
   const int64_t count = indices.numel();
   const size_t ax = static_cast<size_t>(axis);
   const int64_t dim = ddata.shape[ax];
@@ -39,11 +41,12 @@ Status gatherGradKernel(KernelArgs &args) {
   const float *src = dy.as<float>();
   for (int64_t o = 0; o < outer; ++o) {
     float *slab = out + o * dim * inner;
-    for (int64_t j = 0; j < count; ++j) {
+    for (int64_t j = 0; j < count; ++j, src += inner) {
+      if (rows[j] < 0) // another block's row
+        continue;
       float *dst = slab + rows[j] * inner;
       for (int64_t i = 0; i < inner; ++i)
         dst[i] += src[i];
-      src += inner;
     }
   }
   return Status::ok();

@@ -2,6 +2,7 @@
 #include "runtime/kernels/cpu/loss_operands.h"
 
 #include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/index_block.h"
 
 #include <string>
 #include <vector>
@@ -41,7 +42,15 @@ Status checkLossOperands(const char *kernel, const KernelArgs &args, const Tenso
   spec->n = classes.shape[0];
   spec->c = classes.shape[1];
   spec->d = dimsProduct(classes.shape, 2, classes.shape.size());
+  IndexBlock block;
+  SHARDC_RETURN_IF_ERROR(readIndexBlock(kernel, args, spec->c, &block));
+  spec->classOffset = block.offset;
+  spec->classesWhole = block.whole;
   if (weight.present()) {
+    // The mean's denominator needs every target's class weight, most of them other blocks'.
+    if (block.split)
+      return Status::error(std::string(kernel) +
+                           ": class weights with a split class dimension are not supported");
     SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "weight", weight, program::F32));
     SHARDC_RETURN_IF_ERROR(expectShape(kernel, "weight", weight, {spec->c}));
   }

@@ -15,11 +15,16 @@ struct LossSpec {
   int64_t ignoreIndex = 0;
   // The [N, C, d1..] operand viewed as [n, c, d], targets as [n, d].
   int64_t n = 0, c = 0, d = 0;
+  // The classes this operand holds: [classOffset, classOffset + c) of classesWhole, the targets'
+  // range (an index block of the class dimension, index_block.h; 0 and c when not split).
+  int64_t classOffset = 0, classesWhole = 0;
 };
 
-// Reads `reduction`, `has_ignore_index` and `ignore_index`, and checks `classes` (named
-// `classesName` in messages: the forward's input, or the backward's gradient output), the
-// targets, the optional weights and `loss` (the forward's output, or the backward's dloss).
+// Reads `reduction`, `has_ignore_index`, `ignore_index` and the optional index block of the
+// class dimension (`index_offset`, `index_size`; not together with class weights), and checks
+// `classes` (named `classesName` in messages: the forward's input, or the backward's gradient
+// output), the targets, the optional weights and `loss` (the forward's output, or the backward's
+// dloss).
 Status checkLossOperands(const char *kernel, const KernelArgs &args, const Tensor &classes,
                          const char *classesName, const Tensor &target, const Tensor &weight,
                          const Tensor &loss, const char *lossName, LossSpec *spec);

@@ -2,9 +2,14 @@
 // NegativeLogLikelihoodLoss): per-element loss -log_prob[n, t, d] * weight[t], zero for ignored
 // targets; `mean` divides the sum by the summed weights of the targets that are not ignored
 // (their count when there are no weights), `sum` sums, `none` keeps the [N, d1..] losses.
+// nll_loss may hold only an index block of the classes (index_block.h; no weights then): a
+// target another block holds adds 0 to the sum but still counts in the mean's denominator, so
+// the blocks' losses sum to the whole. softmax_cross_entropy_loss needs whole rows for its
+// softmax, so it refuses a block.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/index_block.h"
 #include "runtime/kernels/cpu/loss_operands.h"
 #include "runtime/kernels/cpu/softmax.h"
 #include "runtime/kernels/cpu/workspace.h"
@@ -27,12 +32,15 @@ Status weightedNll(const char *kernel, const float *logProb, const Tensor &targe
         const int64_t t = static_cast<int64_t>(pt[n * spec.d + d]);
         float elementLoss = 0.0f;
         if (!(spec.hasIgnoreIndex && t == spec.ignoreIndex)) {
-          if (t < 0 || t >= spec.c)
+          if (t < 0 || t >= spec.classesWhole)
             return Status::error(std::string(kernel) + ": target " + std::to_string(t) +
-                                 " is out of range for " + std::to_string(spec.c) + " classes");
+                                 " is out of range for " + std::to_string(spec.classesWhole) +
+                                 " classes");
           const float w = pw ? pw[t] : 1.0f;
+          const int64_t local = t - spec.classOffset;
           // In float, as the ONNX reference multiplies its float tensors.
-          elementLoss = -logProb[(n * spec.c + t) * spec.d + d] * w;
+          if (local >= 0 && local < spec.c)
+            elementLoss = -logProb[(n * spec.c + local) * spec.d + d] * w;
           weightSum += w;
         }
         if (spec.reduction == LossReduction::None)
@@ -69,6 +77,10 @@ Status readCrossEntropyOperands(const KernelArgs &args, CrossEntropyOperands *op
   ops->weights = args.inputs.size() > 2 ? &args.inputs[2] : &absent;
   ops->loss = &args.outputs[0];
   ops->logProbOut = args.outputs.size() > 1 ? &args.outputs[1] : &absent;
+  if (hasIndexBlockAttrs(args))
+    return Status::error(std::string(kernel) +
+                         ": index_offset/index_size (a split class dimension) are not supported: "
+                         "the softmax needs every class of a row");
   SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, *ops->scores, "input", *ops->labels,
                                            *ops->weights, *ops->loss, "loss", &ops->spec));
   if (ops->logProbOut->present()) {

@@ -167,7 +167,7 @@ TEST_F(OpRules, SoftmaxAxisAndLayerNormAxesStayWhole) {
   EXPECT_EQ(ln.factors[ln.operands[0][1][0]].kind, FactorKind::Parallel);
 }
 
-TEST_F(OpRules, LossesSumTheirRowsAndKeepTheClassesWhole) {
+TEST_F(OpRules, LossesSumTheirRowsAndPickTheirClassesByLabel) {
   OpShardingRule r = ruleOf(R"(
     func.func @f(%s: tensor<4x5xf32>, %y: tensor<4xi64>) -> tensor<f32> {
       %l, %p = graph.softmax_cross_entropy_loss %s, %y {reduction = "sum"} : (tensor<4x5xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x5xf32>)
@@ -175,8 +175,20 @@ TEST_F(OpRules, LossesSumTheirRowsAndKeepTheClassesWhole) {
     })");
   EXPECT_TRUE(r.results[0].empty()); // the scalar loss: the rows are summed
   EXPECT_EQ(r.factors[r.operands[0][0][0]].kind, FactorKind::Parallel);
-  EXPECT_EQ(r.factors[r.operands[0][1][0]].kind, FactorKind::Whole);
+  // The classes split into index blocks: each device picks the labels in its block.
+  int classes = r.operands[0][1][0];
+  EXPECT_EQ(r.factors[classes].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.indexedFactors, (llvm::SmallVector<int, 1>{classes}));
   EXPECT_EQ(r.operands[1][0][0], r.operands[0][0][0]);
+  // Class weights are indexed by label too, but the weighted mean's divisor is a sum over
+  // every class: the classes stay whole.
+  OpShardingRule weighted = ruleOf(R"(
+    func.func @f(%s: tensor<4x5xf32>, %y: tensor<4xi64>, %w: tensor<5xf32>) -> tensor<f32> {
+      %l, %p = graph.softmax_cross_entropy_loss %s, %y, %w {reduction = "sum"} : (tensor<4x5xf32>, tensor<4xi64>, tensor<5xf32>) -> (tensor<f32>, tensor<4x5xf32>)
+      return %l : tensor<f32>
+    })");
+  EXPECT_EQ(weighted.factors[weighted.operands[0][1][0]].kind, FactorKind::Whole);
+  EXPECT_TRUE(weighted.indexedFactors.empty());
   // A mean over labels with ignore_index divides by a count no device has: rows whole.
   OpShardingRule mean = ruleOf(R"(
     func.func @f(%s: tensor<4x5xf32>, %y: tensor<4xi64>) -> tensor<f32> {
@@ -186,13 +198,34 @@ TEST_F(OpRules, LossesSumTheirRowsAndKeepTheClassesWhole) {
   EXPECT_EQ(mean.factors[mean.operands[0][0][0]].kind, FactorKind::Whole);
 }
 
+TEST_F(OpRules, GatherReducesOverItsIndexedAxis) {
+  // A device holding a block of the table's rows picks the indices in its block and leaves
+  // zeros elsewhere: the gathered rows are a pending sum over the devices of the split.
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%t: tensor<10x8xf32>, %i: tensor<4x6xi64>) -> tensor<4x6x8xf32> {
+      %g = graph.gather %t, %i {axis = 0 : i64} : (tensor<10x8xf32>, tensor<4x6xi64>) -> tensor<4x6x8xf32>
+      return %g : tensor<4x6x8xf32>
+    })");
+  int rows = r.operands[0][0][0];
+  EXPECT_EQ(r.factors[rows].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[rows].partial, PartialKind::Sum);
+  EXPECT_EQ(r.indexedFactors, (llvm::SmallVector<int, 1>{rows}));
+  for (const DimFactors &dim : r.results[0]) // the result lacks it: a reduction
+    EXPECT_FALSE(llvm::is_contained(dim, rows));
+  EXPECT_EQ(r.results[0][2][0], r.operands[0][1][0]); // the features
+  EXPECT_EQ(r.results[0][0][0], r.operands[1][0][0]); // the index dims
+}
+
 TEST_F(OpRules, GatherGradSumsOverTheIndices) {
   OpShardingRule r = ruleOf(R"(
     func.func @f(%dy: tensor<4x6x8xf32>, %i: tensor<4x6xi64>) -> tensor<10x8xf32> {
       %g = graph.gather_grad %dy, %i {axis = 0 : i64} : (tensor<4x6x8xf32>, tensor<4x6xi64>) -> tensor<10x8xf32>
       return %g : tensor<10x8xf32>
     })");
-  EXPECT_EQ(r.factors[r.results[0][0][0]].kind, FactorKind::Whole); // the table's rows
+  // The table's rows: each device scatters into its own block of them.
+  int rows = r.results[0][0][0];
+  EXPECT_EQ(r.factors[rows].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.indexedFactors, (llvm::SmallVector<int, 1>{rows}));
   EXPECT_EQ(r.results[0][1][0], r.operands[0][2][0]);              // the features
   EXPECT_EQ(r.operands[1][0][0], r.operands[0][0][0]);             // index dims, summed
 }

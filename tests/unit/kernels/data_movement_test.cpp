@@ -2,6 +2,8 @@
 // naive index arithmetic.
 #include "tests/unit/kernels/test_support.h"
 
+#include <limits>
+
 namespace shardc::runtime::testing {
 namespace {
 
@@ -237,6 +239,59 @@ template <typename T, typename I> void checkGather() {
   }
 }
 
+// gather on each index block of data's axis (docs/kernels.md, "Index blocks"): a block's rows are
+// the whole gather's where the block holds the index and zero elsewhere, so the blocks' outputs
+// sum exactly to the whole gather.
+template <typename T, typename I> void checkGatherIndexBlocks() {
+  struct Case {
+    std::vector<int64_t> data; // dim 7 along axis
+    int64_t axis;
+    std::vector<int64_t> indicesShape;
+    std::vector<int64_t> indices;
+  };
+  const std::vector<Case> cases = {
+      {{7, 3}, 0, {2, 3}, {0, 6, -1, 3, -7, 2}},
+      {{2, 7, 2}, 1, {4}, {-2, 0, 5, 3}},
+      {{7}, 0, {}, {-3}},
+      {{2, 7}, 1, {0}, {}},
+  };
+  unsigned seed = 140;
+  for (const Case &c : cases) {
+    const auto vd = distinctValues<T>(numelOf(c.data), seed++);
+    HostTensor indices =
+        HostTensor::of<I>(c.indicesShape, std::vector<I>(c.indices.begin(), c.indices.end()));
+    std::vector<int64_t> yShape(c.data.begin(), c.data.begin() + c.axis);
+    yShape.insert(yShape.end(), c.indicesShape.begin(), c.indicesShape.end());
+    yShape.insert(yShape.end(), c.data.begin() + c.axis + 1, c.data.end());
+    HostTensor whole(dtypeOf<T>(), yShape);
+    ASSERT_KERNEL_OK(runKernel("gather", {HostTensor::of<T>(c.data, vd), indices}, {whole},
+                               Attrs().i("axis", c.axis)));
+    const std::vector<T> expected = whole.values<T>();
+    for (const std::vector<int64_t> &sizes : kIndexBlockSplitsOf7) {
+      std::vector<T> sum(expected.size(), T(0));
+      int64_t offset = 0;
+      for (int64_t size : sizes) {
+        SCOPED_TRACE(::testing::Message()
+                     << "axis " << c.axis << " block " << offset << "+" << size);
+        std::vector<int64_t> blockShape = c.data;
+        blockShape[c.axis] = size;
+        HostTensor block = HostTensor::of<T>(
+            blockShape, sliceAlong(vd, c.data, static_cast<size_t>(c.axis), offset, size));
+        HostTensor y(dtypeOf<T>(), yShape);
+        ASSERT_KERNEL_OK(runKernel("gather", {block, indices}, {y},
+                                   withIndexBlock(Attrs().i("axis", c.axis), offset, 7)));
+        const std::vector<T> part = y.values<T>();
+        for (size_t i = 0; i < part.size(); ++i) {
+          EXPECT_TRUE(part[i] == T(0) || part[i] == expected[i]) << "at " << i;
+          sum[i] = static_cast<T>(sum[i] + part[i]);
+        }
+        offset += size;
+      }
+      EXPECT_EQ(sum, expected);
+    }
+  }
+}
+
 template <typename T> void checkAllMovement() {
   checkCopy<T>();
   checkTranspose<T>();
@@ -246,6 +301,8 @@ template <typename T> void checkAllMovement() {
   checkConcatAndSplit<T>();
   checkGather<T, int64_t>();
   checkGather<T, int32_t>();
+  checkGatherIndexBlocks<T, int64_t>();
+  checkGatherIndexBlocks<T, int32_t>();
 }
 
 TEST(DataMovement, F32) { checkAllMovement<float>(); }
@@ -326,6 +383,42 @@ TEST(DataMovement, InconsistentOperandsAreErrors) {
   EXPECT_KERNEL_ERROR(runKernel("gather", {data, HostTensor::of<int64_t>({2}, {0, 1})}, {y22},
                                 Attrs().i("axis", 2)),
                       "out of range for rank 2");
+}
+
+TEST(DataMovement, GatherIndexBlockErrors) {
+  // Rows [3, 6) of a table of 6.
+  HostTensor data = HostTensor::of<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  HostTensor y22(program::F32, {2, 2});
+  HostTensor ok = HostTensor::of<int64_t>({2}, {0, 5});
+  auto gather = [&](const Tensor &indices, const Attrs &attrs) {
+    return runKernel("gather", {data, indices}, {y22}, attrs);
+  };
+  const Attrs axis0 = Attrs().i("axis", 0);
+  EXPECT_KERNEL_OK(gather(ok, withIndexBlock(axis0, 3, 6)));
+  EXPECT_EQ(y22.values<float>(), (std::vector<float>{0, 0, 5, 6}));
+  // Indices are checked against the whole dimension, negatives counted from its end.
+  EXPECT_KERNEL_ERROR(gather(HostTensor::of<int64_t>({2}, {0, 6}), withIndexBlock(axis0, 3, 6)),
+                      "gather: index 6 is out of range for axis 0 of size 6 (index_size)");
+  EXPECT_KERNEL_ERROR(gather(HostTensor::of<int32_t>({2}, {-7, 0}), withIndexBlock(axis0, 3, 6)),
+                      "gather: index -7 is out of range");
+  EXPECT_KERNEL_OK(gather(HostTensor::of<int32_t>({2}, {-6, -1}), withIndexBlock(axis0, 3, 6)));
+  EXPECT_EQ(y22.values<float>(), (std::vector<float>{0, 0, 5, 6}));
+  // Both attributes or neither.
+  EXPECT_KERNEL_ERROR(gather(ok, Attrs().i("axis", 0).i("index_offset", 3)),
+                      "gather: attribute 'index_offset' needs 'index_size'");
+  EXPECT_KERNEL_ERROR(gather(ok, Attrs().i("axis", 0).i("index_size", 6)),
+                      "gather: attribute 'index_size' needs 'index_offset'");
+  EXPECT_KERNEL_ERROR(gather(ok, Attrs().i("axis", 0).f("index_offset", 3).i("index_size", 6)),
+                      "gather: attribute 'index_offset' is not an int");
+  // The block must lie inside the whole dimension.
+  EXPECT_KERNEL_ERROR(gather(ok, withIndexBlock(axis0, 4, 6)),
+                      "gather: index_offset 4 and index_size 6 do not hold a block of the local "
+                      "size 3");
+  EXPECT_KERNEL_ERROR(gather(ok, withIndexBlock(axis0, -1, 6)), "gather: index_offset -1");
+  EXPECT_KERNEL_ERROR(gather(ok, withIndexBlock(axis0, 0, 2)),
+                      "gather: index_offset 0 and index_size 2");
+  EXPECT_KERNEL_ERROR(gather(ok, withIndexBlock(axis0, std::numeric_limits<int64_t>::max(), 6)),
+                      "do not hold a block");
 }
 
 } // namespace

@@ -539,6 +539,108 @@ TEST(LossGrads, Errors) {
                       "must be [N, C, d1..]");
 }
 
+// The loss backwards on each index block of the classes (docs/kernels.md, "Index blocks"): every
+// block's gradient is exactly its slice of the whole gradient along C, so the blocks'
+// gradients concatenate to the whole. softmax_cross_entropy_loss_grad gets its block of the
+// whole log_prob.
+template <typename I> void checkLossGradIndexBlocks(bool softmax) {
+  const char *gradName = softmax ? "softmax_cross_entropy_loss_grad" : "nll_loss_grad";
+  const std::vector<LossGradCase> cases = {
+      {{5, 7}, {0, 6, 3, -100, 3}, false, true, -100},
+      {{4, 7}, {6, 2, 5, 1}, false, false, 0},
+      {{2, 7, 3}, {0, 6, 4, 4, 2, 1}, false, true, 4}, // ignore_index inside the class range
+  };
+  unsigned seed = 800;
+  for (const LossGradCase &c : cases) {
+    for (const std::string reduction : {"mean", "sum", "none"}) {
+      const std::vector<int64_t> tShape = lossTargetShape(c.inputShape);
+      const std::vector<int64_t> lossShape = reduction == "none" ? tShape : std::vector<int64_t>{};
+      HostTensor targets =
+          HostTensor::of(tShape, std::vector<I>(c.targets.begin(), c.targets.end()));
+      HostTensor dloss =
+          HostTensor::of(lossShape, randomFloats(numelOf(lossShape), 0.5f, 2, seed++));
+      const Attrs attrs = lossAttrs(c, reduction);
+      // The whole log_prob, from the forward.
+      HostTensor loss(program::F32, lossShape), logProb(program::F32, c.inputShape);
+      ASSERT_KERNEL_OK(runKernel(
+          "softmax_cross_entropy_loss",
+          {HostTensor::of(c.inputShape, randomFloats(numelOf(c.inputShape), -3, 3, seed++)),
+           targets},
+          {loss, logProb}, attrs));
+      const std::vector<float> lp = logProb.values<float>();
+      HostTensor whole(program::F32, c.inputShape);
+      if (softmax)
+        ASSERT_KERNEL_OK(runKernel(gradName, {dloss, logProb, targets}, {whole}, attrs));
+      else
+        ASSERT_KERNEL_OK(runKernel(gradName, {dloss, targets}, {whole}, attrs));
+      const std::vector<float> expected = whole.values<float>();
+      for (const std::vector<int64_t> &sizes : kIndexBlockSplitsOf7) {
+        int64_t offset = 0;
+        for (int64_t size : sizes) {
+          SCOPED_TRACE(::testing::Message() << gradName << " " << reduction << " N="
+                                            << c.inputShape[0] << " block " << offset << "+"
+                                            << size);
+          std::vector<int64_t> blockShape = c.inputShape;
+          blockShape[1] = size;
+          HostTensor grad(program::F32, blockShape);
+          const Attrs blockAttrs = withIndexBlock(attrs, offset, 7);
+          if (softmax) {
+            HostTensor lpBlock =
+                HostTensor::of(blockShape, sliceAlong(lp, c.inputShape, 1, offset, size));
+            ASSERT_KERNEL_OK(runKernel(gradName, {dloss, lpBlock, targets}, {grad}, blockAttrs));
+          } else {
+            ASSERT_KERNEL_OK(runKernel(gradName, {dloss, targets}, {grad}, blockAttrs));
+          }
+          EXPECT_EQ(grad.values<float>(), sliceAlong(expected, c.inputShape, 1, offset, size));
+          offset += size;
+        }
+      }
+    }
+  }
+}
+
+TEST(SoftmaxCrossEntropyLossGrad, IndexBlocksConcatenateToTheWholeGradient) {
+  checkLossGradIndexBlocks<int64_t>(true);
+  checkLossGradIndexBlocks<int32_t>(true);
+}
+
+TEST(NllLossGrad, IndexBlocksConcatenateToTheWholeGradient) {
+  checkLossGradIndexBlocks<int64_t>(false);
+  checkLossGradIndexBlocks<int32_t>(false);
+}
+
+TEST(LossGrads, IndexBlockErrors) {
+  // Classes [3, 6) of 6.
+  HostTensor scalar = HostTensor::scalar<float>(1.0f), logProb(program::F32, {2, 3});
+  HostTensor targets = HostTensor::of<int64_t>({2}, {0, 5}), grad(program::F32, {2, 3});
+  HostTensor weight = HostTensor::of<float>({3}, {1, 1, 1});
+  const Attrs mean = Attrs().s("reduction", "mean").i("has_ignore_index", 0);
+  const Attrs block = withIndexBlock(mean, 3, 6);
+  for (const char *kernel : {"softmax_cross_entropy_loss_grad", "nll_loss_grad"}) {
+    SCOPED_TRACE(kernel);
+    const bool sce = std::string(kernel) == "softmax_cross_entropy_loss_grad";
+    auto run = [&](const Tensor &t, const Tensor &w, const Attrs &attrs) {
+      return sce ? runKernel(kernel, {scalar, logProb, t, w}, {grad}, attrs)
+                 : runKernel(kernel, {scalar, t, w}, {grad}, attrs);
+    };
+    const std::string name = std::string(kernel) + ": ";
+    EXPECT_KERNEL_OK(run(targets, absent(), block));
+    EXPECT_KERNEL_ERROR(run(HostTensor::of<int64_t>({2}, {0, 6}), absent(), block),
+                        name + "target 6 is out of range for 6 classes");
+    EXPECT_KERNEL_ERROR(run(HostTensor::of<int32_t>({2}, {-1, 4}), absent(), block),
+                        name + "target -1 is out of range for 6 classes");
+    EXPECT_KERNEL_ERROR(run(targets, weight, block),
+                        name + "class weights with a split class dimension are not supported");
+    EXPECT_KERNEL_ERROR(run(targets, absent(), Attrs(mean).i("index_offset", 3)),
+                        name + "attribute 'index_offset' needs 'index_size'");
+    EXPECT_KERNEL_ERROR(run(targets, absent(), withIndexBlock(mean, 4, 6)),
+                        name + "index_offset 4 and index_size 6 do not hold a block of the local "
+                               "size 3");
+    EXPECT_KERNEL_ERROR(run(targets, absent(), withIndexBlock(mean, 0, 2)),
+                        name + "index_offset 0 and index_size 2");
+  }
+}
+
 // ---- gather_grad ------------------------------------------------------------------------------
 
 struct GatherCase {
@@ -598,6 +700,72 @@ TEST(GatherGrad, RepeatedIndicesAccumulate) {
                              {HostTensor(program::F32, {2, 0}), HostTensor(program::I32, {0})},
                              {dempty}, Attrs().i("axis", 1)));
   EXPECT_EQ(dempty.values<float>(), std::vector<float>(6, 0.0f));
+}
+
+// gather_grad on each index block of ddata's axis (docs/kernels.md, "Index blocks"): every
+// block's ddata is exactly its slice of the whole ddata, so the blocks' outputs concatenate to
+// the whole.
+template <typename I> void checkGatherGradIndexBlocks() {
+  const std::vector<GatherCase> cases = {
+      {{7, 3}, 0, {2, 3}, {1, 6, 1, -1, -7, 3}}, // 1 twice, 6 twice (once as -1), 0 as -7
+      {{2, 7, 2}, 1, {4}, {-2, 0, 5, 5}},
+      {{7}, 0, {}, {-4}},
+  };
+  unsigned seed = 900;
+  for (const GatherCase &c : cases) {
+    std::vector<int64_t> yShape(c.dataShape.begin(), c.dataShape.begin() + c.axis);
+    yShape.insert(yShape.end(), c.indicesShape.begin(), c.indicesShape.end());
+    yShape.insert(yShape.end(), c.dataShape.begin() + c.axis + 1, c.dataShape.end());
+    HostTensor dy = HostTensor::of(yShape, randomFloats(numelOf(yShape), -1, 1, seed++));
+    HostTensor indices =
+        HostTensor::of(c.indicesShape, std::vector<I>(c.indices.begin(), c.indices.end()));
+    const Attrs attrs = Attrs().i("axis", c.axis);
+    HostTensor whole(program::F32, c.dataShape);
+    ASSERT_KERNEL_OK(runKernel("gather_grad", {dy, indices}, {whole}, attrs));
+    const std::vector<float> expected = whole.values<float>();
+    for (const std::vector<int64_t> &sizes : kIndexBlockSplitsOf7) {
+      int64_t offset = 0;
+      for (int64_t size : sizes) {
+        SCOPED_TRACE(::testing::Message()
+                     << "axis " << c.axis << " block " << offset << "+" << size);
+        std::vector<int64_t> blockShape = c.dataShape;
+        blockShape[c.axis] = size;
+        HostTensor ddata(program::F32, blockShape);
+        ASSERT_KERNEL_OK(
+            runKernel("gather_grad", {dy, indices}, {ddata}, withIndexBlock(attrs, offset, 7)));
+        EXPECT_EQ(ddata.values<float>(),
+                  sliceAlong(expected, c.dataShape, static_cast<size_t>(c.axis), offset, size));
+        offset += size;
+      }
+    }
+  }
+}
+
+TEST(GatherGrad, IndexBlocksConcatenateToTheWholeGradient) {
+  checkGatherGradIndexBlocks<int64_t>();
+  checkGatherGradIndexBlocks<int32_t>();
+}
+
+TEST(GatherGrad, IndexBlockErrors) {
+  // Rows [3, 6) of a table of 6.
+  HostTensor dy(program::F32, {2, 2}), ddata(program::F32, {3, 2});
+  HostTensor ok = HostTensor::of<int64_t>({2}, {0, 5});
+  const Attrs axis0 = Attrs().i("axis", 0);
+  EXPECT_KERNEL_OK(runKernel("gather_grad", {dy, ok}, {ddata}, withIndexBlock(axis0, 3, 6)));
+  EXPECT_KERNEL_ERROR(runKernel("gather_grad", {dy, HostTensor::of<int64_t>({2}, {6, 0})}, {ddata},
+                                withIndexBlock(axis0, 3, 6)),
+                      "gather_grad: index 6 is out of range for axis 0 of size 6 (index_size)");
+  EXPECT_KERNEL_ERROR(runKernel("gather_grad", {dy, HostTensor::of<int32_t>({2}, {0, -7})},
+                                {ddata}, withIndexBlock(axis0, 3, 6)),
+                      "gather_grad: index -7 is out of range");
+  EXPECT_KERNEL_ERROR(
+      runKernel("gather_grad", {dy, ok}, {ddata}, Attrs().i("axis", 0).i("index_size", 6)),
+      "gather_grad: attribute 'index_size' needs 'index_offset'");
+  EXPECT_KERNEL_ERROR(runKernel("gather_grad", {dy, ok}, {ddata}, withIndexBlock(axis0, 4, 6)),
+                      "gather_grad: index_offset 4 and index_size 6 do not hold a block of the "
+                      "local size 3");
+  EXPECT_KERNEL_ERROR(runKernel("gather_grad", {dy, ok}, {ddata}, withIndexBlock(axis0, -1, 6)),
+                      "gather_grad: index_offset -1");
 }
 
 TEST(GatherGrad, Errors) {

@@ -156,6 +156,89 @@ template <typename I> void checkNll() {
 TEST(NllLoss, I64Targets) { checkNll<int64_t>(); }
 TEST(NllLoss, I32Targets) { checkNll<int32_t>(); }
 
+// nll_loss on each index block of the classes (docs/kernels.md, "Index blocks"): a target
+// another block holds adds 0 but still counts in the mean's denominator, so the blocks' losses
+// sum to the whole loss for every reduction.
+template <typename I> void checkNllIndexBlocks() {
+  const std::vector<LossCase> cases = {
+      {{5, 7}, {0, 6, 3, -100, 3}, false, true, -100},
+      {{4, 7}, {6, 2, 5, 1}, false, false, 0},
+      {{2, 7, 3}, {0, 6, 4, 4, 2, 1}, false, true, 4}, // ignore_index inside the class range
+  };
+  unsigned seed = 400;
+  for (const LossCase &c : cases) {
+    const auto input = randomFloats(numelOf(c.inputShape), -5, 0, seed++);
+    HostTensor target =
+        HostTensor::of<I>(targetShape(c), std::vector<I>(c.targets.begin(), c.targets.end()));
+    for (const std::string reduction : {"none", "sum", "mean"}) {
+      const std::vector<int64_t> lossShape =
+          reduction == "none" ? targetShape(c) : std::vector<int64_t>{};
+      HostTensor whole(program::F32, lossShape);
+      ASSERT_KERNEL_OK(runKernel("nll_loss", {HostTensor::of<float>(c.inputShape, input), target},
+                                 {whole}, lossAttrs(c, reduction)));
+      for (const std::vector<int64_t> &sizes : kIndexBlockSplitsOf7) {
+        std::vector<float> sum(static_cast<size_t>(numelOf(lossShape)), 0.0f);
+        int64_t offset = 0;
+        for (int64_t size : sizes) {
+          SCOPED_TRACE(::testing::Message() << reduction << " N=" << c.inputShape[0] << " block "
+                                            << offset << "+" << size);
+          std::vector<int64_t> blockShape = c.inputShape;
+          blockShape[1] = size;
+          HostTensor block =
+              HostTensor::of<float>(blockShape, sliceAlong(input, c.inputShape, 1, offset, size));
+          HostTensor loss(program::F32, lossShape);
+          ASSERT_KERNEL_OK(runKernel("nll_loss", {block, target}, {loss},
+                                     withIndexBlock(lossAttrs(c, reduction), offset, 7)));
+          const std::vector<float> part = loss.values<float>();
+          for (size_t i = 0; i < part.size(); ++i)
+            sum[i] += part[i];
+          offset += size;
+        }
+        expectValuesNear(sum, whole.values<float>(), 1e-6);
+      }
+    }
+  }
+}
+
+TEST(NllLoss, IndexBlocksSumToTheWholeLoss) {
+  checkNllIndexBlocks<int64_t>();
+  checkNllIndexBlocks<int32_t>();
+}
+
+TEST(Losses, IndexBlockErrors) {
+  // Classes [3, 6) of 6.
+  HostTensor x(program::F32, {2, 3}), scalar(program::F32, {});
+  HostTensor t = HostTensor::of<int64_t>({2}, {0, 5});
+  HostTensor w = HostTensor::of<float>({3}, {1, 1, 1});
+  const Attrs mean = Attrs().s("reduction", "mean").i("has_ignore_index", 0);
+  const Attrs block = withIndexBlock(mean, 3, 6);
+  EXPECT_KERNEL_OK(runKernel("nll_loss", {x, t}, {scalar}, block));
+  EXPECT_KERNEL_ERROR(
+      runKernel("nll_loss", {x, HostTensor::of<int64_t>({2}, {0, 6})}, {scalar}, block),
+      "nll_loss: target 6 is out of range for 6 classes");
+  EXPECT_KERNEL_ERROR(
+      runKernel("nll_loss", {x, HostTensor::of<int32_t>({2}, {-1, 0})}, {scalar}, block),
+      "nll_loss: target -1 is out of range for 6 classes");
+  EXPECT_KERNEL_ERROR(runKernel("nll_loss", {x, t, w}, {scalar}, block),
+                      "nll_loss: class weights with a split class dimension are not supported");
+  EXPECT_KERNEL_ERROR(runKernel("nll_loss", {x, t}, {scalar}, Attrs(mean).i("index_offset", 3)),
+                      "nll_loss: attribute 'index_offset' needs 'index_size'");
+  EXPECT_KERNEL_ERROR(runKernel("nll_loss", {x, t}, {scalar}, withIndexBlock(mean, 4, 6)),
+                      "nll_loss: index_offset 4 and index_size 6 do not hold a block of the "
+                      "local size 3");
+  EXPECT_KERNEL_ERROR(runKernel("nll_loss", {x, t}, {scalar}, withIndexBlock(mean, 0, 2)),
+                      "nll_loss: index_offset 0 and index_size 2");
+  // softmax_cross_entropy_loss needs every class of a row for its softmax.
+  const char *sce = "softmax_cross_entropy_loss";
+  EXPECT_KERNEL_ERROR(runKernel(sce, {x, t}, {scalar}, block),
+                      "softmax_cross_entropy_loss: index_offset/index_size (a split class "
+                      "dimension) are not supported");
+  EXPECT_KERNEL_ERROR(runKernel(sce, {x, t}, {scalar}, Attrs(mean).i("index_offset", 0)),
+                      "softmax_cross_entropy_loss: index_offset/index_size");
+  EXPECT_KERNEL_ERROR(runKernel(sce, {x, t}, {scalar}, Attrs(mean).i("index_size", 3)),
+                      "softmax_cross_entropy_loss: index_offset/index_size");
+}
+
 TEST(Losses, InconsistentOperandsAreErrors) {
   HostTensor x(program::F32, {3, 4});
   HostTensor t = HostTensor::of<int64_t>({3}, {0, 4, 1}); // 4 is out of range

@@ -114,6 +114,17 @@ private:
   AttrMap map_;
 };
 
+// `attrs` plus an index block (docs/kernels.md, "Index blocks"): the device's block of the indexed
+// dimension starts at `offset` of a whole dimension of `size`.
+inline Attrs withIndexBlock(Attrs attrs, int64_t offset, int64_t size) {
+  attrs.i("index_offset", offset).i("index_size", size);
+  return attrs;
+}
+
+// Ways to split an indexed dimension of 7 into index blocks, as block sizes: one block (the
+// attributes present, nothing split), two uneven blocks, three.
+inline const std::vector<std::vector<int64_t>> kIndexBlockSplitsOf7 = {{7}, {3, 4}, {2, 3, 2}};
+
 // 64-byte aligned scratch for a kernel's workspace, as the executor allocates it.
 class WorkspaceStorage {
 public:
@@ -219,6 +230,23 @@ inline int64_t ravel(const std::vector<int64_t> &index, const std::vector<int64_
   for (size_t d = 0; d < shape.size(); ++d)
     flat = flat * shape[d] + index[d];
   return flat;
+}
+
+// Entries [begin, begin + size) along dimension `axis` of a row-major tensor of `shape`: the
+// block of it that one device holds when that dimension is split.
+template <typename T>
+std::vector<T> sliceAlong(const std::vector<T> &values, const std::vector<int64_t> &shape,
+                          size_t axis, int64_t begin, int64_t size) {
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  std::vector<T> out;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = begin * inner; i < (begin + size) * inner; ++i)
+      out.push_back(values[static_cast<size_t>(o * shape[axis] * inner + i)]);
+  return out;
 }
 
 // Flat position in an input of `inShape` read by output multi-index `outIndex` under NumPy

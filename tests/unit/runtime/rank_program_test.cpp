@@ -126,6 +126,15 @@ TEST(RankProgram, BlocksAndShardsComeFromTheRanksCoordinate) {
   attrs["split_dim"].set_i(0);
   attrs["split_unit"].set_i(1);
   attrs["split_offset"].set_i(0);
+  // A vocab-parallel lookup: rows [3 tp, 3 tp + 3) of a 6-row table are rank (dp, tp)'s.
+  testing::addOp(p, "gather", "lookup", {x, seed}, {y});
+  p->set_workspace_bytes(8); // the lookup's row number
+  auto &lookup = *p->mutable_ops(1)->mutable_attrs();
+  lookup["axis"].set_i(0);
+  lookup["index_block_axis"].set_i(1);
+  lookup["index_block_size"].set_i(3);
+  lookup["index_size"].set_i(6);
+  lookup["index_offset"].set_i(0);
   program::StateInit *init = p->add_state_init();
   init->set_name("w");
   init->set_offset(1000);
@@ -155,6 +164,7 @@ TEST(RankProgram, BlocksAndShardsComeFromTheRanksCoordinate) {
     EXPECT_EQ(rank.state_init(0).block_offsets_size(), 0);
     EXPECT_EQ(rank.batch_begin(), 3 * dp);
     EXPECT_EQ(rank.ops(0).attrs().at("split_offset").i(), 3 * dp);
+    EXPECT_EQ(rank.ops(1).attrs().at("index_offset").i(), 3 * tp);
   }
 
   auto errorAfter = [&](const std::function<void(program::Bundle &)> &edit) {
@@ -178,6 +188,12 @@ TEST(RankProgram, BlocksAndShardsComeFromTheRanksCoordinate) {
   EXPECT_EQ(errorAfter([](auto &b) { b.mutable_ranks(0)->set_batch_begin(4); }),
             "B/program.pb: rank 0: batch rows [4, +3) do not lie in the 6 rows of the global "
             "batch");
+  EXPECT_EQ(errorAfter([](auto &b) {
+              (*b.mutable_programs(0)->mutable_ops(1)->mutable_attrs())["index_block_axis"]
+                  .set_i(2);
+            }),
+            "B/program.pb: rank 0: op 'lookup': index_block_axis / index_block_size name no "
+            "block of the mesh");
   EXPECT_EQ(errorAfter([](auto &b) { *b.add_programs() = b.programs(0); }),
             "B/program.pb: program 1 is not run by any rank");
   EXPECT_EQ(errorAfter([](auto &b) { b.mutable_programs(0)->mutable_mesh_axes(0)->set_size(3); }),

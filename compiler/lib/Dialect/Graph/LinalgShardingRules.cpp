@@ -190,13 +190,25 @@ struct LossFactors {
   int classes = -1;
 };
 
+// The classes: the label picks one of them (an index block when split: each device picks the
+// labels of its block and the per-class sum is a pending sum). Class weights [c] would be read
+// by label too: with them the classes stay whole.
+int classFactor(OpShardingRule &rule, int64_t classes, bool weighted, bool reduces,
+                StringRef op) {
+  if (weighted)
+    return rule.addWhole(classes, (op + " with class weights reads them by label").str());
+  int f = reduces ? rule.addReduction(classes) : rule.addFactor(classes);
+  rule.indexedFactors.push_back(f);
+  return f;
+}
+
 LossFactors lossFactors(OpShardingRule &rule, ArrayRef<int64_t> scores, StringRef reduction,
-                        bool countedMean, StringRef op) {
+                        bool countedMean, bool weighted, StringRef op) {
   LossFactors lf;
   PartialKind partial = reduction == "mean" ? PartialKind::Mean : PartialKind::Sum;
   for (size_t d = 0; d < scores.size(); ++d) {
     if (d == 1) {
-      lf.classes = rule.addWhole(scores[1], (op + " normalises over the classes").str());
+      lf.classes = classFactor(rule, scores[1], weighted, /*reduces=*/true, op);
       continue;
     }
     int f = scores[d] == 1 ? -1 : rule.addReduction(scores[d], partial);
@@ -218,7 +230,7 @@ OpShardingRule lossRule(Operation *op, Value scores, Value weights, StringRef re
                         bool hasIgnoreIndex, StringRef name, bool withLogProb) {
   OpShardingRule rule;
   LossFactors lf = lossFactors(rule, shapeOf(scores), reduction,
-                               !weights && !hasIgnoreIndex, name);
+                               !weights && !hasIgnoreIndex, static_cast<bool>(weights), name);
   rule.operands.push_back(scoresTensor(lf));
   rule.operands.push_back(OpShardingRule::tensor(lf.rows));
   if (weights)
@@ -240,7 +252,8 @@ OpShardingRule lossGradRule(Operation *op, Value dloss, ArrayRef<int64_t> scores
   LossFactors lf;
   for (size_t d = 0; d < scores.size(); ++d) {
     if (d == 1) {
-      lf.classes = rule.addWhole(scores[1], (name + " normalises over the classes").str());
+      lf.classes = classFactor(rule, scores[1], static_cast<bool>(weights), /*reduces=*/false,
+                               name);
       continue;
     }
     int f = scores[d] == 1 ? -1 : rule.addFactor(scores[d]);

@@ -145,9 +145,12 @@ GatherFactors gatherFactors(OpShardingRule &rule, ArrayRef<int64_t> data,
   auto fresh = [&](int64_t size) { return size == 1 ? -1 : rule.addFactor(size); };
   for (int64_t d = 0; d < axis; ++d)
     g.before.push_back(fresh(data[d]));
-  if (data[axis] != 1)
-    g.axis = rule.addWhole(data[axis], scatter ? "gather_grad scatters into it"
-                                               : "gather picks rows of it by index");
+  // The rows picked by index: a device holding a block of them picks those of its block (an
+  // index block); gather leaves a pending sum of its picks, gather_grad scatters into its block.
+  if (data[axis] != 1) {
+    g.axis = scatter ? rule.addFactor(data[axis]) : rule.addReduction(data[axis]);
+    rule.indexedFactors.push_back(g.axis);
+  }
   for (int64_t size : indices)
     g.index.push_back(size == 1 ? -1 : scatter ? rule.addReduction(size) : rule.addFactor(size));
   for (int64_t d = axis + 1; d < static_cast<int64_t>(data.size()); ++d)

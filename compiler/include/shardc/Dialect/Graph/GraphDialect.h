@@ -36,6 +36,10 @@ inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";
 inline constexpr llvm::StringLiteral kDropoutGlobalShapeAttr = "graph.global_shape";
 inline constexpr llvm::StringLiteral kDropoutSplitDimAttr = "graph.split_dim";
 inline constexpr llvm::StringLiteral kDropoutSplitUnitAttr = "graph.split_unit";
+// On an op whose indexed factor (ShardingRule.h: index blocks) is split: [mesh axis, the
+// block's size, the whole dimension's size]. The lowering passes them to the kernel, and the
+// runtime sets each device's index_offset from its coordinate on that axis.
+inline constexpr llvm::StringLiteral kIndexBlockAttr = "graph.index_block";
 } // namespace shardc::graph
 
 #endif

@@ -30,6 +30,13 @@
 // gradient summed, then added): factors of different operands never meet, so they may be split
 // on the same mesh axis, and two operands whose dimensions are in one class do not pair blocks.
 //
+// Index blocks: `indexedFactors` are the factors an op addresses by index *values* read at
+// run time (gather's axis, a loss's classes picked by label). Split, each device holds a block
+// of global indices [offset, offset + local size): the partitioner records the block on the op
+// (graph.index_block) and the kernel takes its device's offset (index_offset, set by the
+// runtime from the device's mesh coordinate), skipping indices outside the block; a gather's
+// result is then a pending sum, as for any reduction.
+//
 // An op without a rule (no interface, or getShardingRule() returning std::nullopt) is
 // computed replicated: every dimension of its operands and results stays whole.
 //
@@ -54,7 +61,7 @@ enum class FactorKind : uint8_t { Parallel, Whole };
 enum class PartialKind : uint8_t {
   Sum,  // the local results sum to the global one
   Mean, // the local result is a mean over the local extent: scale by local/global, then sum
-  Max,  // a pending maximum (no collective for it yet: such a factor is not split)
+  Max,  // a pending maximum: shardc-partition all-gathers the devices' maxima, then takes theirs
   Norm, // the local result is the 2-norm of the local blocks: the global one is the root of
         // the sum over the devices of their squares (shardc-partition sums them at once)
 };
@@ -78,6 +85,7 @@ struct OpShardingRule {
   llvm::SmallVector<bool, 4> linear;            // per operand (see above)
   bool sumsOperands = false;
   bool separateOperands = false;
+  llvm::SmallVector<int, 1> indexedFactors;
 
   // --- building ---
   int addFactor(int64_t size, FactorKind kind = FactorKind::Parallel);
