@@ -193,6 +193,10 @@ def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
   let options = [
     Option<"ranks", "ranks", "int64_t", "1", "devices on the data-parallel mesh axis">,
     Option<"tp", "tp", "int64_t", "1", "devices on the tensor-parallel mesh axis">,
+    Option<"sequenceParallel", "sp", "bool", "false",
+           "sequence parallelism: also split the activations between the tensor-parallel "
+           "blocks on tp, along the dimension that saves most (passes/sharding/"
+           "SequenceParallel.h)">,
     ListOption<"shardOverrides", "shard", "std::string",
                "per parameter, REGEX=SPEC: the trained parameters whose name the regex matches "
                "entirely are laid out as SPEC says: 'replicated', or one {} (whole) or {tp} "

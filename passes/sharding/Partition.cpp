@@ -10,6 +10,7 @@
 //===-------------------------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/sharding/DimensionClasses.h"
+#include "passes/sharding/SequenceParallel.h"
 #include "passes/sharding/SplitClassesLoss.h"
 #include "passes/sharding/ValueSharding.h"
 
@@ -71,13 +72,15 @@ SmallVector<mesh::MeshAxis> axesOf(AxisMask m) {
   return axes;
 }
 
-// The location of an all-reduce of a value defined at `loc`: its node name + "/all_reduce".
-Location allReduceLoc(Location loc) {
+// The location of a collective made for a value defined at `loc`: its node name + suffix.
+Location suffixed(Location loc, StringRef suffix) {
   if (auto name = dyn_cast<NameLoc>(loc))
-    return NameLoc::get(StringAttr::get(loc.getContext(), name.getName().str() + "/all_reduce"),
+    return NameLoc::get(StringAttr::get(loc.getContext(), name.getName().str() + suffix.str()),
                         name.getChildLoc());
   return loc;
 }
+
+Location allReduceLoc(Location loc) { return suffixed(loc, "/all_reduce"); }
 
 // The axes over which `v` is a pending sum.
 AxisMask pendingOf(Value v) {
@@ -123,6 +126,9 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   FlatSymbolRefAttr mesh;
   // (pending sum, axes reduced) -> its all-reduce
   DenseMap<std::pair<Value, AxisMask>, Value> reduced;
+  // (value, dimension) -> its blocks along the dimension on tp, or the whole of a value split
+  // along it (sequence parallelism's entries and exits)
+  DenseMap<std::pair<Value, unsigned>, Value> resharded;
   // Each op's rule, taken from the global program before any type changes.
   DenseMap<Operation *, std::optional<graph::OpShardingRule>> rules;
 
@@ -254,6 +260,140 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     }
   }
 
+  static Location locOf(Value v) {
+    return v.getDefiningOp() ? v.getDefiningOp()->getLoc() : v.getLoc();
+  }
+
+  // Sequence parallelism's entry: `v` (whole along dimension d) cut into blocks along d on
+  // tp, each device keeping its own. A pending sum over tp is summed as it is cut (a
+  // reduce-scatter, in place of an all-reduce); a replicated value is sliced locally. The
+  // collectives cut flat tensors into contiguous shards in the order of the tp coordinate, so
+  // the blocks of d are first brought to the front: [outer, t, S/t, inner] -> [t, outer, S/t,
+  // inner].
+  Value blocksAlong(Value v, unsigned d) {
+    auto key = std::make_pair(v, d);
+    if (Value r = resharded.lookup(key))
+      return r;
+    const AxisMask tpAxis = 1u << 1;
+    bool scatter = pendingOf(v) & tpAxis;
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t t = meshShape[1], outer = 1, inner = 1, size = type.getDimSize(d);
+    for (unsigned i = 0; i < d; ++i)
+      outer *= type.getDimSize(i);
+    for (unsigned i = d + 1; i < type.getRank(); ++i)
+      inner *= type.getDimSize(i);
+    Type f32 = type.getElementType();
+    OpBuilder b(v.getContext());
+    b.setInsertionPointAfterValue(v);
+    Location loc = locOf(v);
+    Value x = v;
+    if (outer > 1) {
+      x = b.create<graph::ReshapeOp>(loc, RankedTensorType::get({outer, t, size / t, inner}, f32),
+                                     x);
+      x = b.create<graph::TransposeOp>(loc, RankedTensorType::get({t, outer, size / t, inner}, f32),
+                                       x, b.getDenseI64ArrayAttr({1, 0, 2, 3}));
+    }
+    x = b.create<graph::ReshapeOp>(loc, RankedTensorType::get({type.getNumElements()}, f32), x);
+    auto shardType = RankedTensorType::get({type.getNumElements() / t}, f32);
+    DenseI16ArrayAttr tpAxes = b.getDenseI16ArrayAttr({1});
+    Value shard =
+        scatter ? b.create<graph::ReduceScatterOp>(suffixed(loc, "/reduce_scatter"),
+                                                   TypeRange{shardType}, mesh, ValueRange{x},
+                                                   IntegerAttr(), StringAttr(), tpAxes)
+                      .getResult(0)
+                : b.create<graph::ShardSliceOp>(suffixed(loc, "/sequence_slice"),
+                                                TypeRange{shardType}, mesh, ValueRange{x},
+                                                IntegerAttr(), StringAttr(), tpAxes)
+                      .getResult(0);
+    SmallVector<int64_t> local(type.getShape());
+    local[d] = size / t;
+    Value r = b.create<graph::ReshapeOp>(loc, RankedTensorType::get(local, f32), shard);
+    auto axes = sharding::splitAxes(v);
+    axes[d].push_back(1);
+    sharding::setSharding(r, sharding::makeSharding(mesh, axes, axesOf(pendingOf(v) & ~tpAxis)));
+    resharded[key] = r;
+    return r;
+  }
+
+  // Sequence parallelism's exit: `v`, split along dimension d on tp, gathered whole along it.
+  Value wholeAlong(Value v, unsigned d) {
+    auto key = std::make_pair(v, d);
+    if (Value r = resharded.lookup(key))
+      return r;
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t t = meshShape[1], outer = 1, inner = 1, block = type.getDimSize(d);
+    for (unsigned i = 0; i < d; ++i)
+      outer *= type.getDimSize(i);
+    for (unsigned i = d + 1; i < type.getRank(); ++i)
+      inner *= type.getDimSize(i);
+    Type f32 = type.getElementType();
+    SmallVector<int64_t> whole(type.getShape());
+    whole[d] = block * t;
+    auto wholeType = RankedTensorType::get(whole, f32);
+    OpBuilder b(v.getContext());
+    b.setInsertionPointAfterValue(v);
+    Location loc = locOf(v);
+    Value flat =
+        b.create<graph::ReshapeOp>(loc, RankedTensorType::get({type.getNumElements()}, f32), v);
+    auto gatheredType =
+        outer > 1 ? RankedTensorType::get({t, outer, block, inner}, f32) : wholeType;
+    Value x = b.create<graph::AllGatherOp>(suffixed(loc, "/all_gather"), TypeRange{gatheredType},
+                                           mesh, ValueRange{flat}, IntegerAttr(), StringAttr(),
+                                           b.getDenseI16ArrayAttr({1}))
+                  .getResult(0);
+    if (outer > 1) {
+      x = b.create<graph::TransposeOp>(loc, RankedTensorType::get({outer, t, block, inner}, f32),
+                                       x, b.getDenseI64ArrayAttr({1, 0, 2, 3}));
+      x = b.create<graph::ReshapeOp>(loc, wholeType, x);
+    }
+    auto axes = sharding::splitAxes(v);
+    llvm::erase(axes[d], static_cast<mesh::MeshAxis>(1));
+    sharding::setSharding(x, sharding::makeSharding(mesh, axes, axesOf(pendingOf(v))));
+    resharded[key] = x;
+    return x;
+  }
+
+  // The dimension of `v` that sequence parallelism split (its producer computes blocks of it:
+  // SequenceParallel.h), or -1.
+  int sequenceDimOf(Value v) {
+    auto result = dyn_cast<OpResult>(v);
+    if (!result)
+      return -1;
+    Operation *producer = result.getOwner();
+    auto factor = producer->getAttrOfType<IntegerAttr>(sharding::kSequenceFactorAttr);
+    const std::optional<graph::OpShardingRule> &rule = rules[producer];
+    if (!factor || !rule || result.getResultNumber() >= rule->results.size())
+      return -1;
+    const graph::TensorFactors &tf = rule->results[result.getResultNumber()];
+    for (size_t d = 0; d < tf.size(); ++d)
+      if (!tf[d].empty() && tf[d][0] == factor.getInt())
+        return static_cast<int>(d);
+    return -1;
+  }
+
+  // Sequence parallelism: an op that computes blocks along the split dimension gets each
+  // operand that holds it in blocks; any other op gets whole what such an op yielded.
+  void reshardSequence(Operation *op, const std::optional<graph::OpShardingRule> &rule) {
+    auto factor = op->getAttrOfType<IntegerAttr>(sharding::kSequenceFactorAttr);
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      if (!isa<RankedTensorType>(v.getType()))
+        continue;
+      if (factor && rule) {
+        unsigned k = use.getOperandNumber();
+        if (k >= rule->operands.size())
+          continue;
+        const graph::TensorFactors &tf = rule->operands[k];
+        for (size_t d = 0; d < tf.size(); ++d)
+          if (!tf[d].empty() && tf[d][0] == factor.getInt() &&
+              !llvm::is_contained(sharding::splitAxes(v)[d], static_cast<mesh::MeshAxis>(1)))
+            use.set(blocksAlong(v, static_cast<unsigned>(d)));
+      } else if (int d = sequenceDimOf(v); d >= 0) {
+        use.set(wholeAlong(v, static_cast<unsigned>(d)));
+      }
+    }
+  }
+
   // A local maximum over a block of a factor split on `axes`: the devices' maxima are
   // all-gathered over those axes and the maximum of them taken, so every device holds the
   // whole maximum (no collective reduces by maximum; the gathered maxima are one per row).
@@ -334,12 +474,14 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   }
 
   LogicalResult rewrite(Operation *op) {
+    const std::optional<graph::OpShardingRule> &rule = rules[op];
+    if (meshShape.size() > 1)
+      reshardSequence(op, rule);
     if (auto add = dyn_cast<graph::AddOp>(op))
       sumPendingTermsFirst(add);
     // 1. Pending sums among the operands. An op passes on a pending sum over an axis only
     // where it is linear in it and splits nothing along that axis (a device's block times its
     // partial sum is not its block of the sum); everything else is all-reduced first.
-    const std::optional<graph::OpShardingRule> &rule = rules[op];
     AxisMask splitHere = 0;
     for (Value v : op->getOperands())
       if (isa<RankedTensorType>(v.getType()))

@@ -10,6 +10,7 @@
 //===-------------------------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/sharding/DimensionClasses.h"
+#include "passes/sharding/SequenceParallel.h"
 #include "passes/sharding/ValueSharding.h"
 
 #include "shardc/Autodiff/TrainStep.h"
@@ -429,13 +430,14 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     // The mesh axis of each class: the batch on dp (axis 0), the tensor-parallel layout on tp.
     std::vector<int> classAxis(dc.numClasses(), -1);
     classAxis[batch] = 0;
-    if (twoAxes) {
-      SmallVector<std::string> notes;
-      if (failed(chooseTensorParallel(func, dc, batch, classAxis, notes)))
-        return signalPassFailure();
-      SmallVector<StringRef> refs(notes.begin(), notes.end());
-      func->setAttr("graph.tp_layout", b.getStrArrayAttr(refs));
+    SmallVector<std::string> notes;
+    if (sequenceParallel && !twoAxes) {
+      func.emitError("--strategy sp=1 needs tensor parallelism (tp > 1): the sequence is split "
+                     "on the tp axis");
+      return signalPassFailure();
     }
+    if (twoAxes && failed(chooseTensorParallel(func, dc, batch, classAxis, notes)))
+      return signalPassFailure();
 
     // Every value with a dimension in a split class is split along it on that class's axis.
     llvm::MapVector<Value, SmallVector<SmallVector<mesh::MeshAxis>>> split;
@@ -451,6 +453,13 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     }
     for (auto &[value, axes] : split)
       sharding::setSharding(value, sharding::makeSharding(meshRef, axes));
+    if (sequenceParallel &&
+        failed(sharding::chooseSequenceParallel(func, dc, batch, classAxis, tp, meshRef, notes)))
+      return signalPassFailure();
+    if (twoAxes) {
+      SmallVector<StringRef> refs(notes.begin(), notes.end());
+      func->setAttr("graph.tp_layout", b.getStrArrayAttr(refs));
+    }
   }
 };
 

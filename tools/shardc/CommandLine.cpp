@@ -35,9 +35,10 @@ training (--mode train; PyTorch's semantics and defaults):
 parallelism (training; docs/cli.md):
   --gpus N                  number of devices (ranks) to compile for (default 1)
   --strategy S              auto (default with --gpus > 1), dp, zero1, zero2, zero3, fsdp
-                            (= zero3), tp (all devices tensor-parallel), or KEY=VALUE,...
-                            with keys dp, tp, pp, zero, e.g. dp=2,tp=4,zero=1; dp x tp x pp
-                            must equal --gpus
+                            (= zero3), tp (all devices tensor-parallel), sp (tp with
+                            sequence parallelism), or KEY=VALUE,... with keys dp, tp, sp,
+                            pp, zero, e.g. dp=2,tp=4,zero=1,sp=1; dp x tp x pp must equal
+                            --gpus
   --shard REGEX=SPEC        tensor-parallel layout of the parameters whose name matches:
                             SPEC 'replicated' or one {} / {tp} per dimension, e.g.
                             'fc1\.weight=[{tp},{}]' (repeatable; docs/cli.md)

@@ -74,6 +74,7 @@ mlir::LogicalResult instrument(mlir::PassManager &pm, mlir::ModuleOp module,
 
 mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
                                     const TrainStepOptions *train, int64_t ranks, int64_t tp,
+                                    bool sequenceParallel,
                                     const std::vector<std::string> &shardOverrides,
                                     int &nextDumpIndex) {
   mlir::PassManager pm(module->getContext());
@@ -100,6 +101,7 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
     PropagateShardingOptions propagate;
     propagate.ranks = ranks;
     propagate.tp = tp;
+    propagate.sequenceParallel = sequenceParallel;
     propagate.shardOverrides = shardOverrides;
     pm.addPass(createPropagateSharding(propagate));
   }

@@ -22,11 +22,14 @@ struct DataParallelOptions {
 
 // The passes on the global program, once per compilation: [decompose-mean-loss when sharding
 // (`ranks` data-parallel devices times `tp` tensor-parallel ones > 1),] [split-gemm-bias when
-// tp > 1,] [build-train-step when `train` is given,] [propagate-sharding when sharding]. Afterwards the training step carries the batch's sharding (graph.batch_size).
+// tp > 1,] [build-train-step when `train` is given,] [propagate-sharding when sharding, with
+// sequence parallelism when `sequenceParallel`]. Afterwards the training step carries the
+// batch's sharding (graph.batch_size).
 // When `dumpDir` is not empty, writes the module after import (00-import.mlir) and after each
 // pass (NN-<pass>.mlir) into it; `nextDumpIndex` numbers the files across both phases.
 mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
                                     const TrainStepOptions *train, int64_t ranks, int64_t tp,
+                                    bool sequenceParallel,
                                     const std::vector<std::string> &shardOverrides,
                                     int &nextDumpIndex);
 

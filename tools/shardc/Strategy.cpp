@@ -13,6 +13,8 @@ std::string ParallelStrategy::canonical() const {
   std::string s = "dp=" + std::to_string(dp);
   if (tp != 1)
     s += ",tp=" + std::to_string(tp);
+  if (sequenceParallel)
+    s += ",sp=1";
   if (pp != 1)
     s += ",pp=" + std::to_string(pp);
   return s + ",zero=" + std::to_string(zero);
@@ -45,13 +47,14 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
     out.zero = it->second;
     return std::nullopt;
   }
-  if (text == "tp") { // every device on the tensor-parallel axis
+  if (text == "tp" || text == "sp") { // every device on the tensor-parallel axis
     out.tp = gpus;
+    out.sequenceParallel = text == "sp";
     return std::nullopt;
   }
   if (text.find('=') == std::string::npos)
-    return where + "expected auto, dp, zero1, zero2, zero3, fsdp, tp or KEY=VALUE,... with "
-                   "keys dp, tp, pp, zero";
+    return where + "expected auto, dp, zero1, zero2, zero3, fsdp, tp, sp or KEY=VALUE,... "
+                   "with keys dp, tp, sp, pp, zero";
 
   std::map<std::string, int> given;
   std::stringstream items(text);
@@ -61,12 +64,14 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
     if (eq == std::string::npos || eq == 0)
       return where + "'" + item + "' is not KEY=VALUE";
     std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    if (key != "dp" && key != "tp" && key != "pp" && key != "zero")
-      return where + "unknown key '" + key + "' (keys: dp, tp, pp, zero)";
+    if (key != "dp" && key != "tp" && key != "sp" && key != "pp" && key != "zero")
+      return where + "unknown key '" + key + "' (keys: dp, tp, sp, pp, zero)";
     if (given.count(key))
       return where + "'" + key + "' given twice";
     int n = 0;
-    if (!parseCount(value, n) || (key != "zero" && n < 1))
+    if (key == "sp" && value != "0" && value != "1")
+      return where + "sp=" + value + ": expected 1 (sequence parallelism on the tp axis) or 0";
+    if (!parseCount(value, n) || (key != "zero" && key != "sp" && n < 1))
       return where + key + "=" + value + ": expected a " +
              (key == "zero" ? "stage 0-3" : "positive number of devices");
     if (key == "zero" && n > 3)
@@ -76,6 +81,7 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
   out.tp = given.count("tp") ? given["tp"] : 1;
   out.pp = given.count("pp") ? given["pp"] : 1;
   out.zero = given.count("zero") ? given["zero"] : 0;
+  out.sequenceParallel = given.count("sp") && given["sp"] == 1;
   if (out.pp > 1)
     return where + "pipeline parallelism (pp=" + std::to_string(out.pp) +
            ") is not yet supported; use dp and zero";
@@ -88,6 +94,8 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
     return where + "dp=" + std::to_string(out.dp) + " x tp=" + std::to_string(out.tp) +
            " x pp=" + std::to_string(out.pp) + " = " + std::to_string(total) +
            " devices, but --gpus is " + std::to_string(gpus);
+  if (out.sequenceParallel && out.tp < 2)
+    return where + "sp=1 splits the sequence on the tp axis and needs tp of at least 2";
   return std::nullopt;
 }
 

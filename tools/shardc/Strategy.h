@@ -3,7 +3,8 @@
 //   --strategy auto                       pick from dp/zero1/zero2/zero3 by memory and cost
 //   --strategy dp|zero1|zero2|zero3|fsdp  all --gpus in the data-parallel axis (fsdp = zero3)
 //   --strategy tp                         all --gpus in the tensor-parallel axis
-//   --strategy dp=2,tp=4,zero=1[,pp=1]    explicit axes; dp x tp x pp must equal --gpus
+//   --strategy sp                         the same, with sequence parallelism
+//   --strategy dp=2,tp=4,zero=1[,sp=1][,pp=1]  explicit axes; dp x tp x pp must equal --gpus
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_TOOLS_SHARDC_STRATEGY_H
@@ -20,6 +21,9 @@ struct ParallelStrategy {
   int tp = 1;
   int pp = 1;
   int zero = 0;
+  // Sequence parallelism (sp=1): the activations between the tensor-parallel blocks are also
+  // split on tp.
+  bool sequenceParallel = false;
   // "dp=4,zero=3"; "auto" while undecided.
   std::string canonical() const;
 };

@@ -182,7 +182,7 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
     return 1;
   const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
   int dumpIndex = 0;
-  if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, 1, {}, dumpIndex)) ||
+  if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, 1, false, {}, dumpIndex)) ||
       mlir::failed(runLocalPasses(imported->module.get(), opts.dumpIrDir, train, nullptr,
                                   dumpIndex))) {
     printPassFailure(opts, errors);
@@ -215,7 +215,8 @@ int compile(const Options &opts) {
     return 1;
   int globalDumps = 0;
   if (mlir::failed(runGlobalPasses(global->module.get(), opts.dumpIrDir, &opts.train,
-                                   opts.strategy.dp, opts.strategy.tp, opts.shardOverrides,
+                                   opts.strategy.dp, opts.strategy.tp,
+                                   opts.strategy.sequenceParallel, opts.shardOverrides,
                                    globalDumps))) {
     printPassFailure(opts, errors);
     return 1;
