@@ -180,6 +180,12 @@ def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
     `fc1\.weight=[ {}, {tp} ]`); an override that cannot be met (a dimension some op needs whole,
     a size tp does not divide, two forced dimensions an op pairs) is an error naming it.
 
+    With `sp` (sequence parallelism, passes/sharding/SequenceParallel.h) the ops between the
+    tensor-parallel blocks that compute blocks of one more dimension (chosen from the graph:
+    the sequence) carry `graph.sequence_factor` and their values are split on tp along it;
+    shardc-partition reduce-scatters the pending sums that enter such regions and all-gathers
+    the values that leave them.
+
     After (ranks = 2):
     ```mlir
     mesh.mesh @dp(shape = 2) {graph.axis_names = ["dp"]}

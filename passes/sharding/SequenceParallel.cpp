@@ -124,6 +124,35 @@ public:
            llvm::all_of(r.op->getOperands(), [&](Value v) { return pendingOnTp(v); });
   }
 
+  // Autodiff accumulates a gradient term by term, ((r + q) + p) + ...; when q, p, ... are
+  // pending sums over tp and r is not, each term would enter a region by a reduce-scatter of
+  // its own. Rewires the chain to r + ((q + p) + ...), whose pending terms enter once (as
+  // shardc-partition does for all-reduces). Float sums are reordered, as any collective
+  // reorders them.
+  void sumPendingTermsFirst(func::FuncOp func) {
+    SmallVector<graph::AddOp> adds;
+    func.walk([&](graph::AddOp add) { adds.push_back(add); });
+    for (graph::AddOp outer : adds) {
+      for (unsigned pi = 0; pi < 2; ++pi) {
+        Value p = outer->getOperand(pi), a = outer->getOperand(1 - pi);
+        auto inner = a.getDefiningOp<graph::AddOp>();
+        if (!inner || !a.hasOneUse() || !pendingOnTp(p) || pendingOnTp(a) ||
+            p.getType() != a.getType())
+          continue;
+        Value x = inner->getOperand(0), y = inner->getOperand(1);
+        if (pendingOnTp(x) == pendingOnTp(y) || x.getType() != y.getType() ||
+            x.getType() != p.getType())
+          continue;
+        Value q = pendingOnTp(x) ? x : y, r = pendingOnTp(x) ? y : x;
+        inner->moveBefore(outer);
+        inner->setOperands({q, p});
+        outer->setOperands({r, a});
+        pending_.clear();
+        break;
+      }
+    }
+  }
+
   // The factor of class `cls` that `r` computes block by block, or -1.
   int localFactor(const RuledOp &r, int cls) const {
     Operation *op = r.op;
@@ -201,29 +230,34 @@ public:
         return j < 0 || operandDim(j, use.getOperandNumber()) < 0;
       });
     };
-    // An op whose split results all leave, reading only split values that leave anyway (the
-    // transpose of a norm's output for a weight gradient), is better computed on the whole
-    // values: in the region it would add an all-gather of its own.
+    // An op whose split results all leave the region is better computed on whole operands
+    // when it would all-gather more than they hold: when its split operands leave anyway (the
+    // transpose of a norm's output for a weight gradient), or when its results are larger
+    // (a replicated projection of q, k and v from one normalised input).
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < ops_.size(); ++i) {
         if (factor[i] < 0)
           continue;
-        bool resultsLeave = true, operandsLeave = true, anyOperand = false;
+        bool resultsLeave = true, anyOperand = false;
+        int64_t leaving = 0, staying = 0;
         for (unsigned k = 0; k < ops_[i].op->getNumResults(); ++k)
-          if (resultDim(i, k) >= 0 && !leaves(i, k))
-            resultsLeave = false;
+          if (resultDim(i, k) >= 0) {
+            resultsLeave = resultsLeave && leaves(i, k);
+            leaving += elementsOf(ops_[i].op->getResult(k));
+          }
+        llvm::DenseSet<Value> counted;
         for (auto [k, v] : llvm::enumerate(ops_[i].op->getOperands())) {
-          if (operandDim(i, k) < 0)
+          if (operandDim(i, k) < 0 || !counted.insert(v).second)
             continue;
           anyOperand = true;
           auto producer = dyn_cast<OpResult>(v);
           int p = producer ? localIndex(producer.getOwner()) : -1;
           if (p < 0 || resultDim(p, producer.getResultNumber()) < 0 ||
               !leaves(p, producer.getResultNumber()))
-            operandsLeave = false;
+            staying += elementsOf(v);
         }
-        if (resultsLeave && operandsLeave && anyOperand) {
+        if (resultsLeave && anyOperand && leaving > staying) {
           factor[i] = -1;
           changed = true;
         }
@@ -341,29 +375,23 @@ LogicalResult chooseSequenceParallel(func::FuncOp func, const DimensionClasses &
                                      FlatSymbolRefAttr mesh,
                                      llvm::SmallVectorImpl<std::string> &notes) {
   Chooser chooser(func, dc, classAxis, tp);
+  chooser.sumPendingTermsFirst(func);
   Candidate best;
   for (int c = 0; c < dc.numClasses(); ++c) {
     if (c == batch || classAxis[c] >= 0 || dc.info(c).unit % tp)
       continue;
-    // Among the classes whose regions all-gather no more than the all-reduces they replace
-    // would have (extra <= 0), the one that splits the most activation elements; failing
-    // that, the one that adds the least communication. The sequence wins over the model
-    // dimension: its regions leave only before attention and the MLP, where the model
-    // dimension's leave before every norm, which needs it whole.
+    // The class that saves the most: the activation elements split (each device stores and
+    // computes 1/t of them) less the elements all-gathered beyond those reduce-scattered in
+    // place of all-reduces (each costs (t-1)/t of itself, as a split element saves). The
+    // sequence wins over the model dimension: its regions leave only before attention and
+    // the MLP, where the model dimension's leave before every norm, which needs it whole.
     Candidate candidate = chooser.evaluate(c);
     if (candidate.splitElements == 0)
       continue;
-    auto extra = [](const Candidate &k) { return k.gatheredElements - k.scatteredElements; };
-    bool better;
-    if (best.splitElements == 0)
-      better = true;
-    else if ((extra(candidate) <= 0) != (extra(best) <= 0))
-      better = extra(candidate) <= 0;
-    else if (extra(candidate) <= 0 || extra(candidate) == extra(best))
-      better = candidate.splitElements > best.splitElements;
-    else
-      better = extra(candidate) < extra(best);
-    if (better)
+    auto score = [](const Candidate &k) {
+      return k.splitElements - (k.gatheredElements - k.scatteredElements);
+    };
+    if (best.splitElements == 0 || score(candidate) > score(best))
       best = std::move(candidate);
   }
   if (best.splitElements == 0) {

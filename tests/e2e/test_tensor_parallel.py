@@ -5,8 +5,9 @@
 
 Each model (the test models of tests/models, both export styles, a global batch of 8 rows as in
 test_data_parallel.py) trains 30 AdamW steps with `shardrun` (ranks as threads) under
---strategy tp=2 and tp=4 (dp=1), and dp x tp in {2x2, 4x2, 2x4} with zero in {0, 1, 3}. Checked
-per case, against a single-rank run of the same export on the same data:
+--strategy tp=2 and tp=4 (dp=1), and dp x tp in {2x2, 4x2, 2x4} with zero in {0, 1, 3}, and
+with sequence parallelism (sp=1) under tp=2, dp x tp = 2x2 zero 1 and 2x4 zero 3. Checked per
+case, against a single-rank run of the same export on the same data:
   * every step's loss within 1e-5 (relative), the final parameters (`--outputs`, gathered from
     the ranks' tensor-parallel blocks and ZeRO shards) within 1e-4, as test_data_parallel.py
     checks them;
@@ -21,7 +22,11 @@ per case, against a single-rank run of the same export on the same data:
     L layers x 4 all-reduces (2 forward: after the attention output and the MLP's row-parallel
     projection; 2 backward: the input gradients of the column-parallel projections) of
     b x s x h floats, each 2 S (t - 1) / t bytes for S bytes on t ranks, plus the model's small
-    extras (named below), with b the rows of one data-parallel rank.
+    extras (named below), with b the rows of one data-parallel rank. With sp=1 the tp group
+    runs reduce-scatters and all-gathers, and those two decoders send the same plus what
+    SP_THEORY names (one all-gather of b x s x h, and the norm and bias gradients' all-reduces
+    of h).
+shardc also refuses sp=1 without tp.
 shardc refuses, in one line naming the flag, a dp x tp that is not --gpus, a --shard
 override that matches nothing or names an axis other than tp, and a tp that divides no
 parameter dimension (every device would compute the whole model). Then, on the static LLaMA-style
@@ -53,6 +58,8 @@ from test_data_parallel import GLOBAL_BATCH, LR, LOSS_RTOL, STEPS, Model, compar
 
 PLANS = [(1, 2, 0), (1, 4, 0)] + [(dp, tp, zero) for dp, tp in [(2, 2), (4, 2), (2, 4)]
                                   for zero in (0, 1, 3)]
+# Sequence parallelism on: (dp, tp, zero, sp).
+SP_PLANS = [(1, 2, 0), (2, 2, 1), (2, 4, 3)]
 # Per model: (layers, hidden size h, sequence s, the bytes the tp group sends per step beyond
 # the 4 all-reduces per layer of b x s x h, given b = rows per data-parallel rank and t = tp).
 THEORY = {
@@ -74,6 +81,20 @@ THEORY = {
     "bert_encoder": (2, 32, 12, lambda b, t: (allreduce_bytes(b * 3, t) +
                                               allreduce_bytes(b * 32, t) +
                                               allreduce_bytes(b * 12 * 32, t))),
+}
+
+
+# With sequence parallelism, the bytes the tp group sends beyond the tensor-parallel theory:
+# every all-reduce of b x s x h becomes a reduce-scatter and an all-gather of the same bytes
+# (a ring all-reduce is both), plus one all-gather of b x s x h (the gradient the embedding
+# lookup reads whole: it leaves the region without a reduce-scatter to pair with), plus an
+# all-reduce of h per replicated norm weight or bias and per bias after a row-parallel
+# product, whose gradients now sum over each device's block of the sequence.
+SP_THEORY = {
+    # 2 layers x 2 RMSNorm weights + the final norm's: 5 vectors of h.
+    "llama_decoder": lambda b, t: allgather_bytes(b * 16 * 32 // t, t) + 5 * allreduce_bytes(32, t),
+    # 5 LayerNorms (weight and bias) + the 2 row-parallel biases of each of 2 layers: 14 of h.
+    "bert_encoder": lambda b, t: allgather_bytes(b * 12 * 32 // t, t) + 14 * allreduce_bytes(32, t),
 }
 
 
@@ -100,8 +121,8 @@ def tp_bytes_sent(stderr):
     return int(m.group(1)) if m else None
 
 
-def strategy(dp, tp, zero):
-    return f"dp={dp},tp={tp},zero={zero}"
+def strategy(dp, tp, zero, sp=False):
+    return f"dp={dp},tp={tp},zero={zero}" + (",sp=1" if sp else "")
 
 
 def main():
@@ -120,11 +141,11 @@ def main():
     models = {}
     for name, style in [(m, s) for m in args.models.split(",") for s in args.styles.split(",")]:
         model = models[(name, style)] = Model(name, style, args)
-        for dp, tp, zero in PLANS:
-            def case(model=model, name=name, dp=dp, tp=tp, zero=zero):  # noqa: E306
-                result = model.run(f"dp{dp}_tp{tp}_zero{zero}",
-                                   ["--gpus", str(dp * tp), "--strategy", strategy(dp, tp, zero),
-                                    "--bucket-mb", "0.01"])
+        for dp, tp, zero, sp in [(*p, False) for p in PLANS] + [(*p, True) for p in SP_PLANS]:
+            def case(model=model, name=name, dp=dp, tp=tp, zero=zero, sp=sp):  # noqa: E306
+                result = model.run(f"dp{dp}_tp{tp}_zero{zero}" + ("_sp" if sp else ""),
+                                   ["--gpus", str(dp * tp), "--strategy",
+                                    strategy(dp, tp, zero, sp), "--bucket-mb", "0.01"])
                 if isinstance(result, str):
                     return result
                 err, detail = compare(model, result)
@@ -139,15 +160,24 @@ def main():
                 if not sent:
                     return f"the tp group sent {sent} bytes: nothing was split on tp"
                 detail += f"; tp sent {sent} B/step"
+                if sp:
+                    # The sequence regions: entered by reduce-scatters, left by all-gathers.
+                    kinds = {c["kind"] for c in result[2]["communication"]["collectives"]
+                             if c["group"] == "tp"}
+                    if not {"reduce_scatter", "all_gather"} <= kinds:
+                        return f"sp=1 but the tp group runs only {sorted(kinds)}"
                 if name in THEORY:
                     layers, h, s, extra = THEORY[name]
                     b = GLOBAL_BATCH // dp
                     theory = layers * 4 * allreduce_bytes(b * s * h, tp) + extra(b, tp)
+                    if sp:
+                        theory += SP_THEORY[name](b, tp)
                     if sent != theory:
                         return f"the tp group sent {sent} bytes per step, theory {theory}"
-                    detail += f" = theory {layers} layers x 4 x 2(t-1)/t x {b}x{s}x{h} x 4 B + extras"
+                    detail += (f" = theory {layers} layers x 4 x 2(t-1)/t x {b}x{s}x{h} x 4 B"
+                               + (" as reduce-scatters + all-gathers" if sp else "") + " + extras")
                 return None, detail
-            cases.append((f"{name}_{style}_{strategy(dp, tp, zero)}", case))
+            cases.append((f"{name}_{style}_{strategy(dp, tp, zero, sp)}", case))
 
     llama = models.get(("llama_decoder", "static"))
     if llama:
@@ -258,6 +288,8 @@ def main():
         # the whole model.
         (llama, "tp_that_splits_nothing", ["--gpus", "5", "--strategy", "tp=5"],
          "--strategy tp=5: no parameter dimension can be split on tp"),
+        (first, "sp_without_tp", ["--gpus", "2", "--strategy", "dp=2,sp=1"],
+         "sp=1 splits the sequence on the tp axis and needs tp of at least 2"),
     ]
     for model, tag, flags, message in refusals:
         if model is None:
