@@ -458,7 +458,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       return signalPassFailure();
     if (twoAxes) {
       SmallVector<StringRef> refs(notes.begin(), notes.end());
-      func->setAttr("graph.tp_layout", b.getStrArrayAttr(refs));
+      func->setAttr(graph::kTpLayoutAttr, b.getStrArrayAttr(refs));
     }
   }
 };

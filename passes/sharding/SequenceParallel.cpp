@@ -204,7 +204,11 @@ public:
     return f;
   }
 
-  Candidate evaluate(int cls) const {
+  // The regions of class `cls`. With `pruneTies`, an op whose results all leave is also left
+  // out when they are no larger than what it reads split: a chain of such ops (a replicated
+  // projection, its split into q, k, v, their reshapes and transposes) then leaves the region
+  // from its start, where one value is all-gathered instead of several.
+  Candidate evaluate(int cls, bool pruneTies) const {
     Candidate c;
     c.cls = cls;
     std::vector<int> factor(ops_.size(), -1);
@@ -257,7 +261,7 @@ public:
               !leaves(p, producer.getResultNumber()))
             staying += elementsOf(v);
         }
-        if (resultsLeave && anyOperand && leaving > staying) {
+        if (resultsLeave && anyOperand && (leaving > staying || (pruneTies && leaving == staying))) {
           factor[i] = -1;
           changed = true;
         }
@@ -385,7 +389,13 @@ LogicalResult chooseSequenceParallel(func::FuncOp func, const DimensionClasses &
     // place of all-reduces (each costs (t-1)/t of itself, as a split element saves). The
     // sequence wins over the model dimension: its regions leave only before attention and
     // the MLP, where the model dimension's leave before every norm, which needs it whole.
-    Candidate candidate = chooser.evaluate(c);
+    // Of the two ways to cut a region's edges, the one that all-gathers less (ties: the one
+    // that splits more).
+    Candidate candidate = chooser.evaluate(c, false);
+    Candidate pruned = chooser.evaluate(c, true);
+    auto extraOf = [](const Candidate &k) { return k.gatheredElements - k.scatteredElements; };
+    if (pruned.splitElements && extraOf(pruned) < extraOf(candidate))
+      candidate = std::move(pruned);
     if (candidate.splitElements == 0)
       continue;
     auto score = [](const Candidate &k) {
@@ -410,18 +420,16 @@ LogicalResult chooseSequenceParallel(func::FuncOp func, const DimensionClasses &
     setSharding(s.value, makeSharding(mesh, axes));
   }
   notes.push_back("sequence-parallel on tp " + chooser.label(best.cls) + ": " +
-                  std::to_string(best.localOps.size()) + " ops in " +
-                  std::to_string(best.regions) + " regions compute blocks of it (" +
-                  std::to_string(best.splitElements) + " activation elements split); " +
-                  std::to_string(best.scatters) + " partial sums of " +
-                  std::to_string(best.scatteredElements) + " elements reduce-scattered in "
-                  "place of all-reduces, " + std::to_string(best.gathers) + " values of " +
-                  std::to_string(best.gatheredElements) + " elements all-gathered, " +
-                  std::to_string(best.slices) + " replicated values sliced");
+                  std::to_string(best.localOps.size()) + " ops compute blocks of it (regions: " +
+                  std::to_string(best.regions) + ", activation elements split: " +
+                  std::to_string(best.splitElements) + "); partial sums reduce-scattered in "
+                  "place of all-reduces: " + std::to_string(best.scatters) + " (" +
+                  std::to_string(best.scatteredElements) + " elements), values all-gathered: " +
+                  std::to_string(best.gathers) + " (" + std::to_string(best.gatheredElements) +
+                  " elements), replicated values sliced: " + std::to_string(best.slices));
   if (best.rejectedRegions)
-    notes.push_back("sequence-parallel: " + std::to_string(best.rejectedRegions) +
-                    " regions left replicated (no partial sum enters them, or they would "
-                    "all-gather more than they reduce-scatter)");
+    notes.push_back("sequence-parallel: regions left replicated, no partial sum entering them: " +
+                    std::to_string(best.rejectedRegions));
   return success();
 }
 

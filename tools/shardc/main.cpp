@@ -221,6 +221,11 @@ int compile(const Options &opts) {
     printPassFailure(opts, errors);
     return 1;
   }
+  PlanNotes notes;
+  if (auto step = global->module->lookupSymbol<mlir::func::FuncOp>("train_step"))
+    if (auto layout = step->getAttrOfType<mlir::ArrayAttr>(graph::kTpLayoutAttr))
+      for (llvm::StringRef line : layout.getAsValueRange<mlir::StringAttr>())
+        notes.layoutDecisions.push_back(line.str());
   std::string error;
   std::optional<GlobalBatch> batch = findGlobalBatch(global->module.get(), opts, error);
   if (!batch) {
@@ -245,7 +250,6 @@ int compile(const Options &opts) {
         out);
   };
   ParallelStrategy chosen = opts.strategy;
-  PlanNotes notes;
   DataParallelBundle compiled;
   if (opts.strategy.automatic) {
     if (!chooseStrategy(opts, compileStrategy, chosen, compiled, notes.strategyDecision))

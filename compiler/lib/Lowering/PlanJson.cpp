@@ -417,6 +417,7 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
   root.add("zero_accounting", s.trainedElements > 0 ? zeroJson(s) : JsonValue());
   root.add("communication", commJson(s));
   root.add("strategy_decision", strings(s.strategyDecision));
+  root.add("tp_layout", strings(s.layoutDecisions));
   root.add("warnings", strings(s.warnings));
   JsonValue programs = JsonValue::array();
   for (const std::vector<int> &group : s.programGroups)

@@ -277,6 +277,16 @@ void formatStrategyDecision(const std::vector<std::string> &lines, std::ostrings
   os << "\n";
 }
 
+// The tensor-parallel layout's decisions, as the compiler made them.
+void formatLayoutDecisions(const std::vector<std::string> &lines, std::ostringstream &os) {
+  if (lines.empty())
+    return;
+  os << "== Tensor-parallel layout (what is split on tp, what stays whole and why)\n";
+  for (const std::string &line : lines)
+    os << "  " << line << "\n";
+  os << "\n";
+}
+
 // ---- several ranks --------------------------------------------------------------------------
 
 // What the ZeRO stage shards, for the strategy line: a name and one line of detail.
@@ -906,6 +916,7 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
     os << "\n";
   formatMesh(s, os);
   formatParameters(s, os);
+  formatLayoutDecisions(s.layoutDecisions, os);
   formatMemoryPerRank(s, os);
   formatZero(s, os);
   formatComm(s, os);

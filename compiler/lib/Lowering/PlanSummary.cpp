@@ -629,6 +629,7 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
   s.worldSize = std::max(1, bundle.world_size());
   s.weightsPresent = !bundle.weights_file().empty();
   s.strategyDecision = notes.strategyDecision;
+  s.layoutDecisions = notes.layoutDecisions;
   StrategyAxes axes = parseStrategy(s.strategy);
   if (bundle.programs_size() > 0)
     for (const program::MeshAxis &axis : bundle.programs(0).mesh_axes())

@@ -9,7 +9,7 @@
 // for fc3 by one all-gather. No all-reduce of an activation is left; the loss's sum over the
 // sequence blocks is a pending sum over tp.
 // CHECK-LABEL: func.func @forward(
-// CHECK-SAME: graph.tp_layout = [{{.*}}"sequence-parallel on tp dim 1 of input 'x' (size 8): 4 ops
+// CHECK-SAME: graph.tp_layout = [{{.*}}"sequence-parallel on tp dim 1 of input 'x' (size 8): 4 ops compute blocks of it (regions: 1, activation elements split: 1600); partial sums reduce-scattered in place of all-reduces: 2 (1024 elements), values all-gathered: 1 (512 elements), replicated values sliced: 1"
 // CHECK: %[[XT:.*]] = graph.transpose {{.*}} : (tensor<4x2x4x16xf32>) -> tensor<2x4x4x16xf32>
 // CHECK-NEXT: %[[XF:.*]] = graph.reshape %[[XT]] : (tensor<2x4x4x16xf32>) -> tensor<512xf32>
 // CHECK-NEXT: %[[XS:.*]] = graph.shard_slice %[[XF]] on @mesh {mesh_axes = array<i16: 1>} : (tensor<512xf32>) -> tensor<256xf32>

@@ -540,4 +540,24 @@ TEST(PlanTensorParallel, Json) {
     EXPECT_TRUE(documented.count(key)) << "written but not documented: " << key;
 }
 
+TEST(PlanTensorParallel, LayoutDecisionsInTextAndJson) {
+  // The compiler's tensor-parallel decisions (graph.tp_layout) travel as PlanNotes and are
+  // printed as given, in order, in plan.txt and plan.json.
+  PlanNotes notes;
+  notes.layoutDecisions = {"split on tp 'w1' dim 0 (size 4): 24 parameter elements",
+                           "replicated 'b' dim 0 (size 3): kept whole by --shard"};
+  const std::string text = formatPlan(makeBundle(), notes);
+  const std::string section = "== Tensor-parallel layout (what is split on tp, what stays whole "
+                              "and why)\n  split on tp 'w1' dim 0 (size 4): 24 parameter "
+                              "elements\n  replicated 'b' dim 0 (size 3): kept whole by --shard\n";
+  EXPECT_NE(text.find(section), std::string::npos) << text;
+  EXPECT_EQ(formatPlan(makeBundle()).find("Tensor-parallel layout"), std::string::npos);
+
+  runtime::JsonValue root;
+  ASSERT_TRUE(runtime::parseJson(formatPlanJson(makeBundle(), notes), &root).isOk());
+  const auto &layout = root.find("tp_layout")->elements();
+  ASSERT_EQ(layout.size(), 2u);
+  EXPECT_EQ(layout[1].stringValue(), notes.layoutDecisions[1]);
+}
+
 } // namespace

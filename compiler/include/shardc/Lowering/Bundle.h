@@ -28,6 +28,10 @@ struct PlanNotes {
   // `--strategy auto`: which candidate was chosen and why the others were rejected, one line
   // each (printed as given, in order, under "Strategy decision").
   std::vector<std::string> strategyDecision;
+  // With tensor parallelism: the layout's decisions, one line each (shardc-propagate-sharding's
+  // graph.tp_layout): each parameter dimension class split on tp or kept whole and why, and
+  // the sequence-parallel regions (printed under "Tensor-parallel layout").
+  std::vector<std::string> layoutDecisions;
 };
 
 // Readable description of the program(s) (plan.txt, and what `shardc --explain` prints): for

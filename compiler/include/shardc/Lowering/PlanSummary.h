@@ -263,6 +263,7 @@ struct PlanSummary {
   PlanCommTheory commTheory;
 
   std::vector<std::string> strategyDecision; // PlanNotes::strategyDecision
+  std::vector<std::string> layoutDecisions;  // PlanNotes::layoutDecisions
   // Inconsistencies found while summarising (e.g. collectives that do not add up to
   // planned_comm_bytes); also printed in plan.txt.
   std::vector<std::string> warnings;

@@ -40,6 +40,9 @@ inline constexpr llvm::StringLiteral kDropoutSplitUnitAttr = "graph.split_unit";
 // block's size, the whole dimension's size]. The lowering passes them to the kernel, and the
 // runtime sets each device's index_offset from its coordinate on that axis.
 inline constexpr llvm::StringLiteral kIndexBlockAttr = "graph.index_block";
+// On a function with tensor parallelism: the layout's decisions, one string each (what was
+// split on tp, what stays whole and why); shardc copies them into plan.txt.
+inline constexpr llvm::StringLiteral kTpLayoutAttr = "graph.tp_layout";
 } // namespace shardc::graph
 
 #endif
