@@ -34,7 +34,8 @@ decoder:
   * checkpoints are plan-independent: a checkpoint saved at step 15 under dp=2,tp=2,zero=1
     resumes under 1 rank, dp=4,zero=3 and tp=4, and each run's steps 16-30 follow the
     single-rank curve within 1e-5;
-  * with --mpirun: `mpirun -np 4` under dp=2,tp=2 gives bit-identical losses to 4 local ranks;
+  * with --mpirun: `mpirun -np 4` under dp=2,tp=2 (and dp=2,tp=2,zero=1,sp=1) gives
+    bit-identical losses to 4 local ranks;
   * gradient clipping composes with tp and ZeRO: with --grad-clip (SGD with momentum at a
     learning rate where the clip scales every step, so a norm that missed the other devices'
     blocks, or counted a replicated gradient twice, fails within a few steps) tp=2 and
@@ -230,12 +231,13 @@ def main():
             cases.append((f"grad_clip_{strategy(*plan)}", clip_case(*plan)))
 
         if args.mpirun:
-            def mpi_case():
-                local = llama.run("mpi_local", ["--gpus", "4", "--strategy", "dp=2,tp=2"])
+            def mpi_case(plan):
+                tag = plan.replace("=", "").replace(",", "_")
+                local = llama.run(f"mpi_local_{tag}", ["--gpus", "4", "--strategy", plan])
                 if isinstance(local, str):
                     return local
-                bundle = os.path.join(llama.work, "mpi_local", "model.shard")
-                metrics = os.path.join(llama.work, "mpi.jsonl")
+                bundle = os.path.join(llama.work, f"mpi_local_{tag}", "model.shard")
+                metrics = os.path.join(llama.work, f"mpi_{tag}.jsonl")
                 res = e2e_util.run_tool(
                     [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4",
                      args.shardrun, bundle, "--steps", str(STEPS), "--data", llama.data,
@@ -246,7 +248,9 @@ def main():
                 if losses != local[0]:
                     return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
                 return None, f"{STEPS} losses bit-identical to 4 local ranks"
-            cases.append(("mpirun_dp2_tp2_same_as_local", mpi_case))
+            cases.append(("mpirun_dp2_tp2_same_as_local", lambda: mpi_case("dp=2,tp=2")))
+            cases.append(("mpirun_dp2_tp2_sp_same_as_local",
+                          lambda: mpi_case("dp=2,tp=2,zero=1,sp=1")))
 
         def placed_case():
             """A bundle holds each distinct program once: 16 ranks cost what 2 do."""

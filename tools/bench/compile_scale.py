@@ -91,7 +91,8 @@ def main():
     if args.case:
         cases = [(int(c.split(":", 1)[0]), c.split(":", 1)[1]) for c in args.case]
     for gpus, strategy in cases:
-        out = os.path.join(args.work, f"g{gpus}.shard")
+        tag = strategy.replace("=", "").replace(",", "_")
+        out = os.path.join(args.work, f"g{gpus}_{tag}.shard")
         shutil.rmtree(out, ignore_errors=True)
         shape = f"{args.batch}x{args.seq}"
         argv = ["/usr/bin/time", "-f", "%M", args.shardc, path, "--no-weights", "--gpus",
