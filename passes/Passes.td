@@ -157,7 +157,7 @@ def PropagateSharding : Pass<"shardc-propagate-sharding", "mlir::ModuleOp"> {
     Links the dimensions of every value of @train_step (else @forward) through each op's
     sharding rule (ShardingRuleOpInterface) into classes that must be split together. The
     batch is the class of a dimension of the first graph input along which rows never interact:
-    no op needs it whole (softmax or normalisation axes, concat axes, a training dropout, ...),
+    no op needs it whole (softmax or normalisation axes, concat axes, ...),
     no op lacks a rule, every graph input has exactly one dimension in it and no parameter has
     any. Dimensions are tried in order, so a sequence-first model is split along its batch
     (dim 1); a model with no such dimension is refused, naming the op that mixes each

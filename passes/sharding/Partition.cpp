@@ -555,23 +555,32 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return normOfBlocks(norm);
 
     // 2. Local result types. A training dropout keeps the whole tensor's shape and where the
-    // block lies, for its mask (the kernel adds each device's offset along the split dim).
+    // block lies, for its mask (the kernel adds each device's offsets: along the dim split
+    // with the batch, from its rows; along one split on another mesh axis, from its
+    // coordinate).
     if (auto dropout = dyn_cast<graph::DropoutOp>(op); dropout && dropout.isRandom()) {
-      auto axes = sharding::splitAxes(dropout.getOutput());
-      for (auto [d, a] : llvm::enumerate(axes))
-        if (!a.empty() && maskOf(a) != 1u)
-          return op->emitError() << nodeName(op) << ": a training dropout split on a mesh axis "
-                                 << "other than the batch's is not supported yet";
-      for (auto [d, a] : llvm::enumerate(axes))
-        if (!a.empty()) {
-          auto global = cast<RankedTensorType>(dropout.getOutput().getType());
-          OpBuilder b(op);
-          op->setAttr(kDropoutGlobalShapeAttr, b.getDenseI64ArrayAttr(global.getShape()));
-          op->setAttr(kDropoutSplitDimAttr, b.getI64IntegerAttr(static_cast<int64_t>(d)));
-          op->setAttr(kDropoutSplitUnitAttr,
-                      b.getI64IntegerAttr(global.getDimSize(d) / batch));
-          break;
-        }
+      auto global = cast<RankedTensorType>(dropout.getOutput().getType());
+      OpBuilder b(op);
+      int64_t batchDim = -1, blockDim = -1;
+      for (auto [d, a] : llvm::enumerate(sharding::splitAxes(dropout.getOutput()))) {
+        if (a.empty())
+          continue;
+        if (a.size() != 1 || (a[0] == 0 ? batchDim : blockDim) >= 0)
+          return op->emitError() << nodeName(op) << ": a training dropout split on more than "
+                                 << "the batch and one other dimension is not supported";
+        (a[0] == 0 ? batchDim : blockDim) = static_cast<int64_t>(d);
+        if (a[0] != 0)
+          op->setAttr(graph::kDropoutBlockAttr,
+                      b.getDenseI64ArrayAttr({static_cast<int64_t>(d), a[0],
+                                              localSize(global.getDimSize(d), a)}));
+      }
+      if (batchDim >= 0 || blockDim >= 0)
+        op->setAttr(kDropoutGlobalShapeAttr, b.getDenseI64ArrayAttr(global.getShape()));
+      if (batchDim >= 0) {
+        op->setAttr(kDropoutSplitDimAttr, b.getI64IntegerAttr(batchDim));
+        op->setAttr(kDropoutSplitUnitAttr,
+                    b.getI64IntegerAttr(global.getDimSize(batchDim) / batch));
+      }
     }
     for (Value r : op->getResults())
       if (auto t = dyn_cast<RankedTensorType>(r.getType()))

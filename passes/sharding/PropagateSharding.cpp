@@ -148,9 +148,6 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
           if (ci.label.empty())
             ci.label = "'" + name.str() + "' dim " + std::to_string(m.dim) + " (size " +
                        std::to_string(type.getDimSize(m.dim)) + ")";
-        } else if (auto dropout = m.value.getDefiningOp<graph::DropoutOp>();
-                   dropout && dropout.isRandom()) {
-          unsplittable = "a training dropout (its mask offsets are per batch row only, so far)";
         } else if (auto constant = m.value.getDefiningOp<graph::ConstantOp>()) {
           auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
           if (!dense || !dense.isSplat())

@@ -162,8 +162,6 @@ public:
     if (isa<graph::ConstantOp, graph::AdamWUpdateOp, graph::SGDUpdateOp,
             graph::ScaleByClipOp>(op))
       return -1;
-    if (auto dropout = dyn_cast<graph::DropoutOp>(op); dropout && dropout.isRandom())
-      return -1;
     int f = -1;
     for (size_t i = 0; i < r.factorClasses.size(); ++i)
       if (r.factorClasses[i] == cls) {
@@ -181,9 +179,6 @@ public:
       if (i < r.rule.operands.size()) {
         int d = dimOfFactor(r.rule.operands[i], f);
         if (d == -2)
-          return -1;
-        // Indices (token ids) are not cut: slices and collectives move floats.
-        if (d >= 0 && !cast<RankedTensorType>(v.getType()).getElementType().isF32())
           return -1;
         if (d >= 0)
           largestSplit = std::max(largestSplit, elementsOf(v));
@@ -234,6 +229,34 @@ public:
         return j < 0 || operandDim(j, use.getOperandNumber()) < 0;
       });
     };
+    // Slices and collectives move floats: an integer or boolean value (token ids, a dropout's
+    // mask) never enters or leaves a region. An op that would cut one, or hand one split to an
+    // op outside, stays out, until no such op is left.
+    auto isFloat = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < ops_.size(); ++i) {
+        if (factor[i] < 0)
+          continue;
+        bool crosses = false;
+        for (auto [k, v] : llvm::enumerate(ops_[i].op->getOperands())) {
+          if (operandDim(i, k) < 0 || isFloat(v))
+            continue;
+          auto producer = dyn_cast<OpResult>(v);
+          int p = producer ? localIndex(producer.getOwner()) : -1;
+          crosses = crosses || p < 0 || resultDim(p, producer.getResultNumber()) < 0;
+        }
+        for (unsigned k = 0; k < ops_[i].op->getNumResults(); ++k)
+          crosses = crosses || (resultDim(i, k) >= 0 && !isFloat(ops_[i].op->getResult(k)) &&
+                                leaves(i, k));
+        if (crosses) {
+          factor[i] = -1;
+          changed = true;
+        }
+      }
+    }
     // An op whose split results all leave the region is better computed on whole operands
     // when it would all-gather more than they hold: when its split operands leave anyway (the
     // transpose of a norm's output for a weight gradient), or when its results are larger

@@ -10,14 +10,14 @@
 //
 // An op is *sequence-local* for a class c when it computes each block of c on its own: its
 // rule has exactly one factor in c, parallel (or a sum reduction), not picked by index, the
-// major factor of every dimension it appears in; no operand or result is split on tp by the
-// tensor-parallel layout; and it is no training dropout (whose mask offsets are per batch row
-// only). Sequence-local ops linked by the values between them form regions. A region's
-// inputs enter split: a pending sum over tp (a row-parallel product) by a reduce-scatter in
-// place of its all-reduce, a replicated value by a local slice; a value it hands to any other
-// op leaves by an all-gather. A region is kept when the elements it all-gathers are no more
-// than those it reduce-scatters (each reduce-scatter saves the all-gather half of the
-// all-reduce it replaces), so the communication is never more than without it: per
+// major factor of every dimension it appears in; no operand it would cut holds integers
+// (collectives move floats); and no operand or result is split on tp by the tensor-parallel
+// layout. (A training dropout is one: its mask is keyed on the whole tensor's indices, each
+// device's block at its offset.) Sequence-local ops linked by the values between them form
+// regions. A region's inputs enter split: a pending sum over tp (a row-parallel product) by a
+// reduce-scatter in place of its all-reduce, a replicated value by a local slice; a value it
+// hands to any other op leaves by an all-gather. A region is kept when a pending sum enters
+// it (it replaces an all-reduce, whose bytes are a reduce-scatter's and an all-gather's): per
 // transformer layer Megatron's 2 all-gathers and 2 reduce-scatters of b·s·h forward, and as
 // many backward, in place of 4 all-reduces. Reductions over the split dimension inside a
 // region (LayerNorm's weight gradient, a bias gradient) become pending sums over tp.

@@ -118,23 +118,32 @@ Status placeDropouts(program::Program *p) {
   return Status::ok();
 }
 
-// A kernel that picks entries of a dimension split on a mesh axis by index (a vocab-parallel
-// embedding or loss) holds the block at this rank's coordinate on that axis.
-Status placeIndexBlocks(program::Program *p) {
-  for (program::Op &op : *p->mutable_ops()) {
-    auto axis = op.attrs().find("index_block_axis");
-    if (axis == op.attrs().end())
-      continue;
-    auto size = op.attrs().find("index_block_size");
-    const int64_t a = axis->second.i();
-    if (size == op.attrs().end() || a < 0 || a >= p->mesh_coordinate_size() ||
-        size->second.i() < 0 ||
-        size->second.i() > std::numeric_limits<int64_t>::max() / p->world_size())
-      return Status::error("op " + quoteForMessage(op.name()) +
-                           ": index_block_axis / index_block_size name no block of the mesh");
-    (*op.mutable_attrs())["index_offset"].set_i(p->mesh_coordinate(static_cast<int>(a)) *
+// Kernels that hold a block of a dimension split on a mesh axis and need to know where it lies
+// in the whole: one that picks entries by index (a vocab-parallel embedding or loss:
+// index_block_axis/_size -> index_offset) and a dropout keyed on the whole tensor's indices
+// (block_axis/_size -> block_offset). The block is the one at this rank's coordinate on that
+// axis.
+Status placeMeshBlocks(program::Program *p) {
+  struct BlockAttrs {
+    const char *axis, *size, *offset;
+  };
+  static constexpr BlockAttrs kBlocks[] = {{"index_block_axis", "index_block_size", "index_offset"},
+                                           {"block_axis", "block_size", "block_offset"}};
+  for (program::Op &op : *p->mutable_ops())
+    for (const BlockAttrs &names : kBlocks) {
+      auto axis = op.attrs().find(names.axis);
+      if (axis == op.attrs().end())
+        continue;
+      auto size = op.attrs().find(names.size);
+      const int64_t a = axis->second.i();
+      if (size == op.attrs().end() || a < 0 || a >= p->mesh_coordinate_size() ||
+          size->second.i() < 0 ||
+          size->second.i() > std::numeric_limits<int64_t>::max() / p->world_size())
+        return Status::error("op " + quoteForMessage(op.name()) + ": " + names.axis + " / " +
+                             names.size + " name no block of the mesh");
+      (*op.mutable_attrs())[names.offset].set_i(p->mesh_coordinate(static_cast<int>(a)) *
                                                  size->second.i());
-  }
+    }
   return Status::ok();
 }
 
@@ -183,7 +192,7 @@ Status programOfRank(const program::Bundle &bundle, int rank, program::Program *
     SHARDC_RETURN_IF_ERROR(placeOnMesh(rank, out));
     SHARDC_RETURN_IF_ERROR(placeInitialValues(out));
     SHARDC_RETURN_IF_ERROR(placeDropouts(out));
-    SHARDC_RETURN_IF_ERROR(placeIndexBlocks(out));
+    SHARDC_RETURN_IF_ERROR(placeMeshBlocks(out));
   }
   return validateProgram(*out);
 }

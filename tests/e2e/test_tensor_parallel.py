@@ -3,8 +3,8 @@
     test_tensor_parallel.py --shardc PATH --shardrun PATH --work DIR [--mpirun PATH]
                             [--models mlp_classifier,tiny_gpt,...] [--styles dynamic,static]
 
-Each model (the test models of tests/models, both export styles, a global batch of 8 rows as in
-test_data_parallel.py) trains 30 AdamW steps with `shardrun` (ranks as threads) under
+Each model (the test models of tests/models, among them the tiny GPT with training dropout 0.1,
+both export styles, a global batch of 8 rows as in test_data_parallel.py) trains 30 AdamW steps with `shardrun` (ranks as threads) under
 --strategy tp=2 and tp=4 (dp=1), and dp x tp in {2x2, 4x2, 2x4} with zero in {0, 1, 3}, and
 with sequence parallelism (sp=1) under tp=2, dp x tp = 2x2 zero 1 and 2x4 zero 3. Checked per
 case, against a single-rank run of the same export on the same data:
@@ -133,7 +133,8 @@ def main():
     p.add_argument("--mpirun")
     p.add_argument("--work", required=True)
     p.add_argument("--models",
-                   default="mlp_classifier,tiny_gpt,tied_gpt,bert_encoder,llama_decoder")
+                   default="mlp_classifier,tiny_gpt,tied_gpt,dropout_gpt,bert_encoder,"
+                           "llama_decoder")
     p.add_argument("--styles", default="dynamic,static")
     p.add_argument("--timeout", type=float, default=300)
     args = p.parse_args()

@@ -284,16 +284,27 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             KernelCall c = direct(o, "dropout");
             c.attrs["ratio"] = floatAttr(o.getRatio().convertToFloat());
             c.attrs["stream"] = intAttr(o.getStream());
-            // A device's block of a tensor split along the batch (passes/sharding/Partition):
-            // the whole shape and the split dim; each rank's offset is set by the runtime
-            // (runtime/program/rank_program.h, from its first batch row).
-            if (auto global = o->getAttrOfType<DenseI64ArrayAttr>(kDropoutGlobalShapeAttr)) {
+            // A device's block of a split tensor (passes/sharding/Partition): the whole shape,
+            // the dim split along the batch and the one split on another mesh axis; each
+            // rank's offsets are set by the runtime (runtime/program/rank_program.h, from its
+            // first batch row and its mesh coordinate).
+            if (auto global = o->getAttrOfType<DenseI64ArrayAttr>(kDropoutGlobalShapeAttr))
               c.attrs["global_shape"] = intsAttr(global.asArrayRef());
-              c.attrs["split_dim"] =
-                  intAttr(o->getAttrOfType<IntegerAttr>(kDropoutSplitDimAttr).getInt());
-              c.attrs["split_unit"] =
-                  intAttr(o->getAttrOfType<IntegerAttr>(kDropoutSplitUnitAttr).getInt());
+            if (auto dim = o->getAttrOfType<IntegerAttr>(kDropoutSplitDimAttr)) {
+              auto unit = o->getAttrOfType<IntegerAttr>(kDropoutSplitUnitAttr);
+              if (!unit)
+                return std::nullopt;
+              c.attrs["split_dim"] = intAttr(dim.getInt());
+              c.attrs["split_unit"] = intAttr(unit.getInt());
               c.attrs["split_offset"] = intAttr(0);
+            }
+            if (auto block = o->getAttrOfType<DenseI64ArrayAttr>(kDropoutBlockAttr)) {
+              if (block.size() != 3)
+                return std::nullopt;
+              c.attrs["block_dim"] = intAttr(block[0]);
+              c.attrs["block_axis"] = intAttr(block[1]);
+              c.attrs["block_size"] = intAttr(block[2]);
+              c.attrs["block_offset"] = intAttr(0);
             }
             return c;
           })

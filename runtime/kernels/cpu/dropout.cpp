@@ -2,9 +2,10 @@
 // output. Element i of the tensor (row-major) is kept when the uniform float of word i of the
 // Philox stream (seed, philoxStreamId(step, stream)) is >= ratio, so the mask depends only on
 // (seed, step, stream, i): any split of the tensor across ranks or threads draws the same mask.
-// When x is a rank's block of a tensor split along one dimension (attributes global_shape,
-// split_dim and split_offset: where the block starts along it), i is the element's index in
-// the whole tensor.
+// When x is a rank's block of a larger tensor (attribute global_shape), i is the element's index
+// in the whole tensor: the block starts at split_offset along split_dim (the batch's rows) and,
+// when it is also split on another mesh axis (tensor or sequence parallelism), at block_offset
+// along block_dim.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/support/philox.h"
@@ -42,34 +43,46 @@ Status dropoutKernel(KernelArgs &args) {
     return Status::error("dropout: step " + std::to_string(stepValue) +
                          " is outside [0, 2^32 - 1]");
 
-  // The block's place in the whole tensor (the whole tensor itself when not split).
+  // The block's place in the whole tensor (the whole tensor itself when not split): its
+  // offset along each dimension.
   std::vector<int64_t> global = x.shape;
-  int64_t splitDim = 0, splitOffset = 0;
+  std::vector<int64_t> offset(x.shape.size(), 0);
   if (args.attrs && args.attrs->count("global_shape")) {
     SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "global_shape", &global));
-    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "split_dim", &splitDim));
-    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "split_offset", &splitOffset));
-    bool fits = global.size() == x.shape.size() && splitDim >= 0 &&
-                splitDim < static_cast<int64_t>(global.size()) && splitOffset >= 0;
+    bool fits = global.size() == x.shape.size();
+    std::vector<bool> split(offset.size(), false); // a dimension the block cuts
+    for (const char *dimKey : {"split_dim", "block_dim"}) {
+      if (!args.attrs->count(dimKey))
+        continue;
+      int64_t dim = 0, at = 0;
+      SHARDC_RETURN_IF_ERROR(getIntAttr(args, dimKey, &dim));
+      SHARDC_RETURN_IF_ERROR(getIntAttr(
+          args, std::string(dimKey) == "split_dim" ? "split_offset" : "block_offset", &at));
+      fits = fits && dim >= 0 && dim < static_cast<int64_t>(offset.size()) && at >= 0 &&
+             !split[dim];
+      if (fits) {
+        offset[dim] = at;
+        split[dim] = true;
+      }
+    }
     for (size_t d = 0; fits && d < global.size(); ++d)
-      fits = static_cast<int64_t>(d) == splitDim ? x.shape[d] + splitOffset <= global[d]
-                                                 : x.shape[d] == global[d];
-    if (!fits)
-      return Status::error("dropout: " + x.describe() + " is not a block at offset " +
-                           std::to_string(splitOffset) + " of dim " + std::to_string(splitDim) +
-                           " of the whole tensor");
+      fits = split[d] ? offset[d] <= global[d] - x.shape[d] : x.shape[d] == global[d];
+    if (!fits) {
+      std::string at;
+      for (int64_t o : offset)
+        at += (at.empty() ? "" : ", ") + std::to_string(o);
+      return Status::error("dropout: " + x.describe() + " is not a block at offsets [" + at +
+                           "] of the whole tensor " + shapeString(global));
+    }
   }
-  // Runs of elements contiguous in both the block and the whole tensor: everything after the
-  // split dimension.
-  int64_t inner = 1, outer = 1;
-  for (size_t d = 0; d < global.size(); ++d) {
-    if (static_cast<int64_t>(d) > splitDim)
-      inner *= global[d];
-    else if (static_cast<int64_t>(d) < splitDim)
-      outer *= global[d];
-  }
-  const int64_t localRows = global.empty() ? 1 : x.shape[splitDim];
-  const int64_t globalRows = global.empty() ? 1 : global[splitDim];
+  // Runs along the last dimension are contiguous in both the block and the whole tensor; each
+  // starts at the whole tensor's index of its first element.
+  const size_t rank = global.size();
+  const int64_t run = rank ? x.shape[rank - 1] : 1;
+  std::vector<int64_t> wholeStride(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    wholeStride[d - 1] = wholeStride[d] * global[d];
+  const int64_t runs = run ? x.numel() / run : 0;
 
   const PhiloxStream philox(static_cast<uint64_t>(seed.as<int64_t>()[0]),
                             philoxStreamId(static_cast<uint32_t>(stepValue),
@@ -82,21 +95,28 @@ Status dropoutKernel(KernelArgs &args) {
   uint8_t *keep = mask.as<uint8_t>();
   constexpr int64_t kChunk = 256;
   uint32_t words[kChunk];
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t r = 0; r < localRows; ++r) {
-      const int64_t local = (o * localRows + r) * inner;
-      const int64_t whole = (o * globalRows + r + splitOffset) * inner;
-      for (int64_t first = 0; first < inner; first += kChunk) {
-        const int64_t count = std::min(kChunk, inner - first);
-        philox.fill(static_cast<uint64_t>(whole + first), static_cast<size_t>(count), words);
-        for (int64_t i = 0; i < count; ++i) {
-          const int64_t e = local + first + i;
-          const bool kept = uniformFloat(words[i]) >= ratio;
-          keep[e] = kept ? 1 : 0;
-          out[e] = in[e] * (kept ? scale : 0.0f);
-        }
+  std::vector<int64_t> index(rank, 0); // the run's local coordinates (the last one 0)
+  for (int64_t k = 0; k < runs; ++k) {
+    int64_t whole = rank ? offset[rank - 1] : 0;
+    for (size_t d = 0; d + 1 < rank; ++d)
+      whole += (index[d] + offset[d]) * wholeStride[d];
+    const int64_t local = k * run;
+    for (int64_t first = 0; first < run; first += kChunk) {
+      const int64_t count = std::min(kChunk, run - first);
+      philox.fill(static_cast<uint64_t>(whole + first), static_cast<size_t>(count), words);
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t e = local + first + i;
+        const bool kept = uniformFloat(words[i]) >= ratio;
+        keep[e] = kept ? 1 : 0;
+        out[e] = in[e] * (kept ? scale : 0.0f);
       }
     }
+    for (size_t d = rank ? rank - 1 : 0; d-- > 0;) { // the next run: odometer over [0, rank - 1)
+      if (++index[d] < x.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
   return Status::ok();
 }
 

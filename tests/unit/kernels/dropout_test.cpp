@@ -63,6 +63,36 @@ TEST(Dropout, MaskDependsOnSeedStepAndStreamOnly) {
   EXPECT_NE(runDropout(x, shape, 7, 3, 0.5f, 2).mask, base.mask);
 }
 
+// Runs dropout (seed 99, step 2, ratio 0.4, stream 3) on the block of `x` (of shape `whole`)
+// that starts at `at` and has shape `block`, with the block `attrs`, and expects the whole
+// tensor's mask and output `all` at each of its elements.
+void expectBlockOfWhole(const std::vector<float> &x, const std::vector<int64_t> &whole,
+                        const DropoutResult &all, const std::vector<int64_t> &block,
+                        const std::vector<int64_t> &at, Attrs attrs) {
+  std::vector<float> bx;
+  std::vector<size_t> where; // the block's elements' indices in the whole tensor
+  for (int64_t a = 0; a < block[0]; ++a)
+    for (int64_t b = 0; b < block[1]; ++b)
+      for (int64_t c = 0; c < block[2]; ++c) {
+        size_t i = static_cast<size_t>(((a + at[0]) * whole[1] + b + at[1]) * whole[2] + c +
+                                       at[2]);
+        where.push_back(i);
+        bx.push_back(x[i]);
+      }
+  HostTensor y(program::F32, block), mask(program::BOOL, block);
+  Status st = runKernel("dropout",
+                        {HostTensor::of<float>(block, bx), HostTensor::scalar<int64_t>(99),
+                         HostTensor::scalar<int64_t>(2)},
+                        {y, mask}, attrs.ints("global_shape", whole));
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::vector<uint8_t> m = mask.values<uint8_t>();
+  std::vector<float> yy = y.values<float>();
+  for (size_t k = 0; k < where.size(); ++k) {
+    ASSERT_EQ(m[k], all.mask[where[k]]) << "element " << k;
+    ASSERT_EQ(yy[k], all.y[where[k]]);
+  }
+}
+
 // A block of a tensor split along one dimension (a rank's rows of the batch, or the middle
 // dimension of a sequence-first tensor) draws exactly the whole tensor's mask for its elements.
 TEST(Dropout, BlockOfASplitTensorDrawsTheWholeTensorsMask) {
@@ -71,38 +101,48 @@ TEST(Dropout, BlockOfASplitTensorDrawsTheWholeTensorsMask) {
   DropoutResult all = runDropout(x, whole, 99, 2, 0.4f, 3);
   for (int64_t dim : {0, 1, 2})
     for (int64_t offset : {int64_t{0}, int64_t{1}, int64_t{3}}) {
-      std::vector<int64_t> block = whole;
+      std::vector<int64_t> block = whole, at = {0, 0, 0};
       block[dim] = 2;
+      at[dim] = offset;
       if (offset + 2 > whole[dim])
         continue;
-      std::vector<float> bx;
-      std::vector<size_t> at; // the block's elements' indices in the whole tensor
-      for (int64_t a = 0; a < block[0]; ++a)
-        for (int64_t b = 0; b < block[1]; ++b)
-          for (int64_t c = 0; c < block[2]; ++c) {
-            int64_t g[3] = {a, b, c};
-            g[dim] += offset;
-            size_t i = static_cast<size_t>((g[0] * whole[1] + g[1]) * whole[2] + g[2]);
-            at.push_back(i);
-            bx.push_back(x[i]);
-          }
-      HostTensor y(program::F32, block), mask(program::BOOL, block);
-      Status st = runKernel("dropout",
-                            {HostTensor::of<float>(block, bx), HostTensor::scalar<int64_t>(99),
-                             HostTensor::scalar<int64_t>(2)},
-                            {y, mask},
-                            dropoutAttrs(0.4f, 3)
-                                .ints("global_shape", whole)
-                                .i("split_dim", dim)
-                                .i("split_offset", offset));
-      ASSERT_TRUE(st.isOk()) << st.message();
-      std::vector<uint8_t> m = mask.values<uint8_t>();
-      std::vector<float> yy = y.values<float>();
-      for (size_t k = 0; k < at.size(); ++k) {
-        ASSERT_EQ(m[k], all.mask[at[k]]) << "dim " << dim << " offset " << offset << " at " << k;
-        ASSERT_EQ(yy[k], all.y[at[k]]);
-      }
+      SCOPED_TRACE("dim " + std::to_string(dim) + " offset " + std::to_string(offset));
+      expectBlockOfWhole(x, whole, all, block, at,
+                         dropoutAttrs(0.4f, 3).i("split_dim", dim).i("split_offset", offset));
     }
+}
+
+// A block split along the batch rows and, on another mesh axis, along a second dimension (a
+// sequence- or tensor-parallel split) draws the whole tensor's mask at its elements.
+TEST(Dropout, ABlockOfTwoSplitsDrawsTheWholeTensorsMask) {
+  const std::vector<int64_t> whole = {4, 6, 70};
+  const std::vector<float> x = randomFloats(4 * 6 * 70, -1.0f, 1.0f, 5);
+  DropoutResult all = runDropout(x, whole, 99, 2, 0.4f, 3);
+  for (int64_t blockDim : {1, 2}) {
+    std::vector<int64_t> block = {2, 6, 70}, at = {2, 0, 0};
+    block[blockDim] /= 2;
+    at[blockDim] = block[blockDim];
+    SCOPED_TRACE("block dim " + std::to_string(blockDim));
+    expectBlockOfWhole(x, whole, all, block, at,
+                       dropoutAttrs(0.4f, 3)
+                           .i("split_dim", 0)
+                           .i("split_offset", 2)
+                           .i("block_dim", blockDim)
+                           .i("block_offset", at[blockDim]));
+  }
+  // The same dimension named twice is no block.
+  HostTensor x2 = HostTensor::of<float>({2, 3}, std::vector<float>(6, 1.0f));
+  HostTensor y2(program::F32, {2, 3}), m2(program::BOOL, {2, 3});
+  EXPECT_KERNEL_ERROR(runKernel("dropout",
+                                {x2, HostTensor::scalar<int64_t>(1), HostTensor::scalar<int64_t>(0)},
+                                {y2, m2},
+                                dropoutAttrs(0.5f, 0)
+                                    .ints("global_shape", {4, 3})
+                                    .i("split_dim", 0)
+                                    .i("split_offset", 2)
+                                    .i("block_dim", 0)
+                                    .i("block_offset", 0)),
+                      "is not a block");
 }
 
 TEST(Dropout, RejectsABlockThatDoesNotFitTheWholeTensor) {
@@ -116,7 +156,7 @@ TEST(Dropout, RejectsABlockThatDoesNotFitTheWholeTensor) {
                          "split_offset", offset));
   };
   EXPECT_TRUE(call({4, 3}, 0, 2).isOk());
-  EXPECT_KERNEL_ERROR(call({4, 3}, 0, 3), "is not a block at offset 3 of dim 0");
+  EXPECT_KERNEL_ERROR(call({4, 3}, 0, 3), "is not a block at offsets [3, 0] of the whole tensor");
   EXPECT_KERNEL_ERROR(call({4, 4}, 0, 0), "is not a block");
   EXPECT_KERNEL_ERROR(call({4, 3}, 2, 0), "is not a block");
   EXPECT_KERNEL_ERROR(call({4, 3, 1}, 0, 0), "is not a block");

@@ -126,6 +126,11 @@ TEST(RankProgram, BlocksAndShardsComeFromTheRanksCoordinate) {
   attrs["split_dim"].set_i(0);
   attrs["split_unit"].set_i(1);
   attrs["split_offset"].set_i(0);
+  // Its dim 1 is also split on tp (sequence parallelism): rank (dp, tp)'s column is tp.
+  attrs["block_dim"].set_i(1);
+  attrs["block_axis"].set_i(1);
+  attrs["block_size"].set_i(1);
+  attrs["block_offset"].set_i(0);
   // A vocab-parallel lookup: rows [3 tp, 3 tp + 3) of a 6-row table are rank (dp, tp)'s.
   testing::addOp(p, "gather", "lookup", {x, seed}, {y});
   p->set_workspace_bytes(8); // the lookup's row number
@@ -164,6 +169,7 @@ TEST(RankProgram, BlocksAndShardsComeFromTheRanksCoordinate) {
     EXPECT_EQ(rank.state_init(0).block_offsets_size(), 0);
     EXPECT_EQ(rank.batch_begin(), 3 * dp);
     EXPECT_EQ(rank.ops(0).attrs().at("split_offset").i(), 3 * dp);
+    EXPECT_EQ(rank.ops(0).attrs().at("block_offset").i(), tp);
     EXPECT_EQ(rank.ops(1).attrs().at("index_offset").i(), 3 * tp);
   }
 
@@ -194,6 +200,10 @@ TEST(RankProgram, BlocksAndShardsComeFromTheRanksCoordinate) {
             }),
             "B/program.pb: rank 0: op 'lookup': index_block_axis / index_block_size name no "
             "block of the mesh");
+  EXPECT_EQ(errorAfter([](auto &b) {
+              (*b.mutable_programs(0)->mutable_ops(0)->mutable_attrs())["block_size"].set_i(-1);
+            }),
+            "B/program.pb: rank 0: op 'drop': block_axis / block_size name no block of the mesh");
   EXPECT_EQ(errorAfter([](auto &b) { *b.add_programs() = b.programs(0); }),
             "B/program.pb: program 1 is not run by any rank");
   EXPECT_EQ(errorAfter([](auto &b) { b.mutable_programs(0)->mutable_mesh_axes(0)->set_size(3); }),

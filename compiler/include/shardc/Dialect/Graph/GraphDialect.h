@@ -36,6 +36,10 @@ inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";
 inline constexpr llvm::StringLiteral kDropoutGlobalShapeAttr = "graph.global_shape";
 inline constexpr llvm::StringLiteral kDropoutSplitDimAttr = "graph.split_dim";
 inline constexpr llvm::StringLiteral kDropoutSplitUnitAttr = "graph.split_unit";
+// On a training dropout whose tensor is also split along a dimension on another mesh axis
+// (tensor or sequence parallelism): [that dimension, the mesh axis, the block's size]; the
+// runtime sets each device's offset from its coordinate on the axis.
+inline constexpr llvm::StringLiteral kDropoutBlockAttr = "graph.dropout_block";
 // On an op whose indexed factor (ShardingRule.h: index blocks) is split: [mesh axis, the
 // block's size, the whole dimension's size]. The lowering passes them to the kernel, and the
 // runtime sets each device's index_offset from its coordinate on that axis.
