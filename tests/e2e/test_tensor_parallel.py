@@ -3,8 +3,9 @@
     test_tensor_parallel.py --shardc PATH --shardrun PATH --work DIR [--mpirun PATH]
                             [--models mlp_classifier,tiny_gpt,...] [--styles dynamic,static]
 
-Each model (the test models of tests/models, among them the tiny GPT with training dropout 0.1,
-both export styles, a global batch of 8 rows as in test_data_parallel.py) trains 30 AdamW steps with `shardrun` (ranks as threads) under
+Each model (the test models of tests/models, among them the tiny GPT and the LLaMA-style decoder
+with training dropout 0.1, the decoder's on tensors tp splits (attention probabilities, SwiGLU
+hidden), both export styles, a global batch of 8 rows as in test_data_parallel.py) trains 30 AdamW steps with `shardrun` (ranks as threads) under
 --strategy tp=2 and tp=4 (dp=1), and dp x tp in {2x2, 4x2, 2x4} with zero in {0, 1, 3}, and
 with sequence parallelism (sp=1) under tp=2, dp x tp = 2x2 zero 1 and 2x4 zero 3. Checked per
 case, against a single-rank run of the same export on the same data:
@@ -99,11 +100,19 @@ SP_THEORY = {
 }
 
 
+# The LLaMA-style decoder with training dropout on its attention probabilities and SwiGLU
+# hidden features, both split on tp (each device draws its block of the whole tensor's mask):
+# the layout, and so the communication, of the decoder without dropout.
+THEORY["dropout_llama"] = THEORY["llama_decoder"]
+SP_THEORY["dropout_llama"] = SP_THEORY["llama_decoder"]
+
+
 # The output projection of each language model, split along its vocabulary dimension.
 VOCAB_PARALLEL = {
     "tiny_gpt": ("lm_head.weight", "[{tp}, {}]"),
     "tied_gpt": ("wte.weight", "[{tp}, {}]"),
     "llama_decoder": ("lm_head.weight", "[{tp}, {}]"),
+    "dropout_llama": ("lm_head.weight", "[{tp}, {}]"),
 }
 
 
@@ -134,7 +143,7 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--models",
                    default="mlp_classifier,tiny_gpt,tied_gpt,dropout_gpt,bert_encoder,"
-                           "llama_decoder")
+                           "llama_decoder,dropout_llama")
     p.add_argument("--styles", default="dynamic,static")
     p.add_argument("--timeout", type=float, default=300)
     args = p.parse_args()

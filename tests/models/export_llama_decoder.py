@@ -41,8 +41,9 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self):
+    def __init__(self, p_drop=0.0):
         super().__init__()
+        self.attn_drop = gpt.dropout(p_drop)
         self.head_dim = D_MODEL // N_HEAD
         self.q_proj = nn.Linear(D_MODEL, D_MODEL, bias=False)
         self.k_proj = nn.Linear(D_MODEL, D_MODEL, bias=False)
@@ -58,29 +59,30 @@ class Attention(nn.Module):
         v = self.v_proj(x).reshape(bsz, seqlen, N_HEAD, self.head_dim).permute(0, 2, 1, 3)
         scores = torch.matmul(q, k.transpose(2, 3)) / (self.head_dim ** 0.5)
         scores = scores + self.causal_mask[:seqlen, :seqlen]
-        out = torch.matmul(F.softmax(scores.float(), dim=-1), v)
+        out = torch.matmul(self.attn_drop(F.softmax(scores.float(), dim=-1)), v)
         out = out.permute(0, 2, 1, 3).reshape(bsz, seqlen, D_MODEL)
         return self.o_proj(out)
 
 
 class FeedForward(nn.Module):
-    def __init__(self):
+    def __init__(self, p_drop=0.0):
         super().__init__()
+        self.drop = gpt.dropout(p_drop)
         self.gate_proj = nn.Linear(D_MODEL, HIDDEN, bias=False)
         self.up_proj = nn.Linear(D_MODEL, HIDDEN, bias=False)
         self.down_proj = nn.Linear(HIDDEN, D_MODEL, bias=False)
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.drop(F.silu(self.gate_proj(x)) * self.up_proj(x)))
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self):
+    def __init__(self, p_drop=0.0):
         super().__init__()
         self.input_layernorm = RMSNorm(D_MODEL)
-        self.self_attn = Attention()
+        self.self_attn = Attention(p_drop)
         self.post_attention_layernorm = RMSNorm(D_MODEL)
-        self.mlp = FeedForward()
+        self.mlp = FeedForward(p_drop)
 
     def forward(self, x):
         x = x + self.self_attn(self.input_layernorm(x))
@@ -88,10 +90,10 @@ class DecoderLayer(nn.Module):
 
 
 class LlamaDecoder(nn.Module):
-    def __init__(self):
+    def __init__(self, p_drop=0.0):
         super().__init__()
         self.embed_tokens = nn.Embedding(VOCAB, D_MODEL)
-        self.layers = nn.ModuleList([DecoderLayer() for _ in range(N_LAYER)])
+        self.layers = nn.ModuleList([DecoderLayer(p_drop) for _ in range(N_LAYER)])
         self.norm = RMSNorm(D_MODEL)
         self.lm_head = nn.Linear(D_MODEL, VOCAB, bias=False)
 

@@ -41,6 +41,7 @@ MODELS = {
     "tied_gpt": ("export_tied_gpt", "TiedGPT", ["idx", "targets"]),
     "dropout_gpt": ("export_dropout_gpt", "DropoutGPT", ["idx", "targets"]),
     "llama_decoder": ("export_llama_decoder", "LlamaDecoder", ["idx", "targets"]),
+    "dropout_llama": ("export_dropout_llama", "DropoutLlama", ["idx", "targets"]),
     "mlp_classifier": ("export_mlp_classifier", "MLPClassifier", ["x", "y"]),
     "bert_encoder": ("export_bert_encoder", "BertClassifier",
                      ["input_ids", "token_type_ids", "attention_mask", "labels"]),
@@ -50,7 +51,7 @@ MODELS = {
 def make_data(name, module, batches, rows, rng):
     """`batches` batches of `rows` rows of valid inputs for model `name` (token ids below the
     vocabulary...)."""
-    if name in ("tiny_gpt", "tied_gpt", "dropout_gpt", "llama_decoder"):
+    if name in ("tiny_gpt", "tied_gpt", "dropout_gpt", "llama_decoder", "dropout_llama"):
         n = rows * batches
         tokens = rng.integers(0, module.VOCAB, size=(n, module.SEQ + 1))
         return {"idx": tokens[:, :-1], "targets": tokens[:, 1:]}
