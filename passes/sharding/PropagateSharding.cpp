@@ -398,7 +398,11 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       rejected += (rejected.empty() ? "" : "; ") + std::string("dim ") + std::to_string(d) +
                   " (size " + std::to_string(firstType.getDimSize(d)) + "): " + why;
     }
-    if (batch < 0) {
+    // Tensor parallelism alone (one data-parallel device) splits no batch: every device of the
+    // tp group takes the whole batch, so a model whose rows mix (PyTorch's sequence-first
+    // nn.MultiheadAttention folds the batch into its heads) can still be split on tp.
+    bool noBatch = batch < 0 && ranks == 1 && tp > 1;
+    if (batch < 0 && !noBatch) {
       func.emitError("cannot split the batch across ")
           << static_cast<int64_t>(ranks) << " data-parallel devices: no dimension of input '"
           << argName(func, first.getArgNumber())
@@ -422,12 +426,20 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       meshOp->setAttr("graph.axis_names", b.getStrArrayAttr(axisNames));
     }
     auto meshRef = FlatSymbolRefAttr::get(&getContext(), meshOp.getSymName());
-    func->setAttr(graph::kBatchSizeAttr, b.getI64IntegerAttr(dc.info(batch).unit));
+    // The batch's rows; without a batch class, dim 0 of the first input, the rows shardrun
+    // feeds every device whole.
+    func->setAttr(graph::kBatchSizeAttr,
+                  b.getI64IntegerAttr(noBatch ? (firstType.getRank() ? firstType.getDimSize(0) : 1)
+                                          : dc.info(batch).unit));
 
     // The mesh axis of each class: the batch on dp (axis 0), the tensor-parallel layout on tp.
     std::vector<int> classAxis(dc.numClasses(), -1);
-    classAxis[batch] = 0;
     SmallVector<std::string> notes;
+    if (noBatch)
+      notes.push_back("no batch dimension to split (" + rejected + "); with dp=1 every device "
+                      "of the tp group takes the whole batch");
+    else
+      classAxis[batch] = 0;
     if (sequenceParallel && !twoAxes) {
       func.emitError("--strategy sp=1 needs tensor parallelism (tp > 1): the sequence is split "
                      "on the tp axis");

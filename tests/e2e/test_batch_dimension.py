@@ -11,7 +11,9 @@ and without. With
   * exit 1 with exactly one line on stderr, starting `shardc: error:`, that names the batch or
     dimension and the node that keeps it from being split.
 Splitting dim 0 (the sequence) as if it were the batch trains a different model, which the first
-branch catches. Prints PASS/FAIL per case and `N passed, M failed`.
+branch catches. Tensor parallelism alone (--strategy tp=2, and tp=2,sp=1: dp=1, so every device
+takes the whole batch) needs no batch dimension: those runs must follow the single-rank run
+within 1e-5 per step. Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
 import argparse
@@ -79,18 +81,27 @@ def main():
             single = run(args, onnx_path, data, f"{style}_single", [])
             if not isinstance(single, list):
                 return f"single rank: {single.describe()}"
+            for strategy in ("tp=2", "tp=2,sp=1"):
+                tp = run(args, onnx_path, data, f"{style}_{strategy.replace(',', '_')}",
+                         ["--gpus", "2", "--strategy", strategy])
+                if not isinstance(tp, list):
+                    return f"--strategy {strategy}: {tp.describe()}"
+                worst_tp = max(abs(a - b) / abs(b) for a, b in zip(tp, single))
+                if len(tp) != STEPS or worst_tp > 1e-5:
+                    return f"--strategy {strategy}: worst loss rel diff {worst_tp:.3g}"
             res = run(args, onnx_path, data, f"{style}_dp2", ["--gpus", "2", "--strategy", "dp"])
             if isinstance(res, list):
                 worst = max(abs(a - b) / abs(b) for a, b in zip(res, single))
                 if len(res) != STEPS or worst > 1e-5:
                     return f"2 ranks trained another model: worst loss rel diff {worst:.3g}"
-                return None, f"split along its batch: loss rel {worst:.2g}"
+                return None, f"split along its batch: loss rel {worst:.2g}; tp=2 (+sp) follow"
             lines = res.stderr.strip().splitlines()
             if res.returncode != 1 or len(lines) != 1 or not lines[0].startswith("shardc: error:"):
                 return f"expected one error line, got {res.describe()}"
             if "batch" not in lines[0] or "node '" not in lines[0]:
                 return f"the error names neither the batch nor the node: {lines[0]}"
-            return None, "refused: " + lines[0][:160] + "..."
+            return None, (f"tp=2 and tp=2,sp=1 follow the single rank (loss rel {worst_tp:.2g}); "
+                          "dp refused: " + lines[0][:160] + "...")
         cases.append((f"seq_first_transformer_{style}", case))
     e2e_util.run_cases(cases)
 
