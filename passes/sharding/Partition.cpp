@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <map>
+#include <tuple>
 
 namespace shardc {
 #define GEN_PASS_DEF_PARTITION
@@ -260,6 +261,16 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     }
   }
 
+  // A tensor viewed around dimension d: [elements before it, its size, elements after it].
+  static std::tuple<int64_t, int64_t, int64_t> aroundDim(RankedTensorType type, unsigned d) {
+    int64_t outer = 1, inner = 1;
+    for (unsigned i = 0; i < d; ++i)
+      outer *= type.getDimSize(i);
+    for (unsigned i = d + 1; i < type.getRank(); ++i)
+      inner *= type.getDimSize(i);
+    return {outer, type.getDimSize(d), inner};
+  }
+
   static Location locOf(Value v) {
     return v.getDefiningOp() ? v.getDefiningOp()->getLoc() : v.getLoc();
   }
@@ -277,11 +288,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     const AxisMask tpAxis = 1u << 1;
     bool scatter = pendingOf(v) & tpAxis;
     auto type = cast<RankedTensorType>(v.getType());
-    int64_t t = meshShape[1], outer = 1, inner = 1, size = type.getDimSize(d);
-    for (unsigned i = 0; i < d; ++i)
-      outer *= type.getDimSize(i);
-    for (unsigned i = d + 1; i < type.getRank(); ++i)
-      inner *= type.getDimSize(i);
+    auto [outer, size, inner] = aroundDim(type, d);
+    const int64_t t = meshShape[1];
     Type f32 = type.getElementType();
     OpBuilder b(v.getContext());
     b.setInsertionPointAfterValue(v);
@@ -321,11 +329,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     if (Value r = resharded.lookup(key))
       return r;
     auto type = cast<RankedTensorType>(v.getType());
-    int64_t t = meshShape[1], outer = 1, inner = 1, block = type.getDimSize(d);
-    for (unsigned i = 0; i < d; ++i)
-      outer *= type.getDimSize(i);
-    for (unsigned i = d + 1; i < type.getRank(); ++i)
-      inner *= type.getDimSize(i);
+    auto [outer, block, inner] = aroundDim(type, d);
+    const int64_t t = meshShape[1];
     Type f32 = type.getElementType();
     SmallVector<int64_t> whole(type.getShape());
     whole[d] = block * t;

@@ -229,6 +229,12 @@ public:
         return j < 0 || operandDim(j, use.getOperandNumber()) < 0;
       });
     };
+    // The local op that yields `v` split (its index), or -1: `v` is whole.
+    auto splitProducer = [&](Value v) -> int {
+      auto result = dyn_cast<OpResult>(v);
+      int p = result ? localIndex(result.getOwner()) : -1;
+      return p >= 0 && resultDim(p, result.getResultNumber()) >= 0 ? p : -1;
+    };
     // Slices and collectives move floats: an integer or boolean value (token ids, a dropout's
     // mask) never enters or leaves a region. An op that would cut one, or hand one split to an
     // op outside, stays out, until no such op is left.
@@ -244,9 +250,7 @@ public:
         for (auto [k, v] : llvm::enumerate(ops_[i].op->getOperands())) {
           if (operandDim(i, k) < 0 || isFloat(v))
             continue;
-          auto producer = dyn_cast<OpResult>(v);
-          int p = producer ? localIndex(producer.getOwner()) : -1;
-          crosses = crosses || p < 0 || resultDim(p, producer.getResultNumber()) < 0;
+          crosses = crosses || splitProducer(v) < 0;
         }
         for (unsigned k = 0; k < ops_[i].op->getNumResults(); ++k)
           crosses = crosses || (resultDim(i, k) >= 0 && !isFloat(ops_[i].op->getResult(k)) &&
@@ -278,10 +282,8 @@ public:
           if (operandDim(i, k) < 0 || !counted.insert(v).second)
             continue;
           anyOperand = true;
-          auto producer = dyn_cast<OpResult>(v);
-          int p = producer ? localIndex(producer.getOwner()) : -1;
-          if (p < 0 || resultDim(p, producer.getResultNumber()) < 0 ||
-              !leaves(p, producer.getResultNumber()))
+          int p = splitProducer(v);
+          if (p < 0 || !leaves(p, cast<OpResult>(v).getResultNumber()))
             staying += elementsOf(v);
         }
         if (resultsLeave && anyOperand && (leaving > staying || (pruneTies && leaving == staying))) {
@@ -321,9 +323,7 @@ public:
       for (auto [k, v] : llvm::enumerate(ops_[i].op->getOperands())) {
         if (operandDim(i, k) < 0)
           continue;
-        auto producer = v.getDefiningOp();
-        int p = producer ? localIndex(producer) : -1;
-        if (p >= 0 && resultDim(p, cast<OpResult>(v).getResultNumber()) >= 0)
+        if (splitProducer(v) >= 0)
           continue; // split already
         if (!entered.insert({find(static_cast<int>(i)), v.getAsOpaquePointer()}).second)
           continue;

@@ -82,6 +82,10 @@ Status wrongKind(const char *name, const char *kind) {
 
 } // namespace
 
+bool hasAttr(const KernelArgs &args, const char *name) {
+  return args.attrs != nullptr && args.attrs->find(name) != args.attrs->end();
+}
+
 Status getIntAttr(const KernelArgs &args, const char *name, int64_t *out) {
   const program::Attribute *attr = nullptr;
   SHARDC_RETURN_IF_ERROR(findAttr(args, name, &attr));

@@ -85,6 +85,8 @@ std::vector<std::string> cpuKernelNames();
 // Number of threads the CPU kernels may use (today: OpenBLAS's GEMM threads).
 void setCpuKernelThreads(int threads);
 
+// Whether the call has attribute `name` (for optional attributes).
+bool hasAttr(const KernelArgs &args, const char *name);
 // Attribute accessors: a missing or mistyped attribute is an error naming the attribute.
 Status getIntAttr(const KernelArgs &args, const char *name, int64_t *out);
 Status getFloatAttr(const KernelArgs &args, const char *name, float *out);

@@ -268,23 +268,25 @@ void formatProgramBody(const program::Program &p, std::ostringstream &os) {
   os << "\n";
 }
 
-void formatStrategyDecision(const std::vector<std::string> &lines, std::ostringstream &os) {
+// A section of the compiler's decision lines (PlanNotes), printed as given; nothing when empty.
+void formatNoteLines(const char *title, const std::vector<std::string> &lines,
+                     std::ostringstream &os) {
   if (lines.empty())
     return;
-  os << "== Strategy decision\n";
+  os << "== " << title << "\n";
   for (const std::string &line : lines)
     os << "  " << line << "\n";
   os << "\n";
 }
 
+void formatStrategyDecision(const std::vector<std::string> &lines, std::ostringstream &os) {
+  formatNoteLines("Strategy decision", lines, os);
+}
+
 // The tensor-parallel layout's decisions, as the compiler made them.
 void formatLayoutDecisions(const std::vector<std::string> &lines, std::ostringstream &os) {
-  if (lines.empty())
-    return;
-  os << "== Tensor-parallel layout (what is split on tp, what stays whole and why)\n";
-  for (const std::string &line : lines)
-    os << "  " << line << "\n";
-  os << "\n";
+  formatNoteLines("Tensor-parallel layout (what is split on tp, what stays whole and why)", lines,
+                  os);
 }
 
 // ---- several ranks --------------------------------------------------------------------------

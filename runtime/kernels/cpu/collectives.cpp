@@ -37,7 +37,7 @@ int64_t shardNumel(int64_t numel, int ranks) { return (numel + ranks - 1) / rank
 // The element type the collective moves: the "dtype" attribute (a DType), f32 when absent. Only
 // f32 is implemented; the attribute exists so that other types need no new interface.
 Status readDtype(const char *kernel, const KernelArgs &args) {
-  if (args.attrs == nullptr || args.attrs->find("dtype") == args.attrs->end())
+  if (!hasAttr(args, "dtype"))
     return Status::ok();
   int64_t value = 0;
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "dtype", &value));

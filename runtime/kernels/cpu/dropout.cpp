@@ -47,12 +47,12 @@ Status dropoutKernel(KernelArgs &args) {
   // offset along each dimension.
   std::vector<int64_t> global = x.shape;
   std::vector<int64_t> offset(x.shape.size(), 0);
-  if (args.attrs && args.attrs->count("global_shape")) {
+  if (hasAttr(args, "global_shape")) {
     SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "global_shape", &global));
     bool fits = global.size() == x.shape.size();
     std::vector<bool> split(offset.size(), false); // a dimension the block cuts
     for (const char *dimKey : {"split_dim", "block_dim"}) {
-      if (!args.attrs->count(dimKey))
+      if (!hasAttr(args, dimKey))
         continue;
       int64_t dim = 0, at = 0;
       SHARDC_RETURN_IF_ERROR(getIntAttr(args, dimKey, &dim));

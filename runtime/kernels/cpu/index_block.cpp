@@ -10,10 +10,6 @@ namespace {
 constexpr const char *kOffsetAttr = "index_offset";
 constexpr const char *kSizeAttr = "index_size";
 
-bool hasAttr(const KernelArgs &args, const char *name) {
-  return args.attrs != nullptr && args.attrs->find(name) != args.attrs->end();
-}
-
 // getIntAttr, with the kernel named in the error.
 Status readInt(const char *kernel, const KernelArgs &args, const char *name, int64_t *out) {
   Status s = getIntAttr(args, name, out);
