@@ -1,14 +1,20 @@
-"""`shardc --strategy auto` picks the cheapest data-parallel strategy that fits in --gpu-memory.
+"""`shardc --strategy auto` picks the cheapest strategy that fits in --gpu-memory.
 
     test_strategy_auto.py --shardc PATH --work DIR
 
-The ground truth comes from compiling the tiny GPT (global batch 8) explicitly under dp, zero1,
-zero2 and zero3 on 4 ranks and reading each bundle's largest planned peak per rank from
-plan.json. For memory limits around those peaks, auto must choose the first strategy in the
-order dp, zero1, zero2, zero3 whose peak fits (the same bundle as the explicit compile: same
-strategy and peak), say so in plan.json's strategy decision, and, when nothing fits, exit 1
-with one `shardc: error:` line naming --gpu-memory. Prints PASS/FAIL per case and
-`N passed, M failed`.
+auto scores each candidate from its partitioned, memory-planned IR without lowering it; the
+ground truth here comes from lowering every candidate instead: the tiny GPT (global batch 8,
+exported with dynamic axes and without them) is compiled explicitly under each strategy on 4
+ranks, and each bundle's largest planned peak per rank and bytes sent per rank per step are
+read from plan.json. The policy (tools/shardc/AutoStrategy.h): dp, zero1, zero2, zero3 in
+order, the first that fits; only if none fits, tp=2 then tp=4, each with and without sp and
+(while dp > 1) ZeRO 0-3, the fitting one that sends the fewest bytes (ties: in that order).
+For a memory limit at and one byte below every candidate's peak, auto must choose what the
+policy picks from the lowered peaks (so the IR scores equal them at the byte), record the
+rejected candidates in plan.json's strategy decision, and, when nothing fits, exit 1 with one
+`shardc: error:` line naming --gpu-memory. The same sweep on a global batch of 2 rows, which
+leaves no data-parallel candidate on 4 ranks (fewer rows than ranks): auto must say so once per
+mesh and choose among the tensor-parallel ones, whose IR scores are so checked too. Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
 import argparse
@@ -24,11 +30,31 @@ import e2e_util  # noqa: E402
 import export_util  # noqa: E402
 
 RANKS = 4
-STRATEGIES = ["dp", "zero1", "zero2", "zero3"]
+DATA_PARALLEL = ["dp", "zero1", "zero2", "zero3"]
+
+
+def tensor_parallel_candidates(tp):
+    """The candidates of one tp in the policy's order, by their canonical spelling."""
+    dp = RANKS // tp
+    out = []
+    for sp in (0, 1):
+        for zero in range(4 if dp > 1 else 1):
+            out.append(f"dp={dp},tp={tp}" + (",sp=1" if sp else "") + f",zero={zero}")
+    return out
+
+
+def canonical(name):
+    if name in DATA_PARALLEL:
+        return f"dp={RANKS},zero={DATA_PARALLEL.index(name)}"
+    return name
 
 
 def largest_peak(plan):
     return max(m["planned_peak_bytes"] for m in plan["memory_per_rank"])
+
+
+def largest_comm(plan):
+    return max(p["planned_comm_bytes"] for p in plan["programs"])
 
 
 def compile_bundle(args, onnx_path, tag, flags):
@@ -40,36 +66,57 @@ def compile_bundle(args, onnx_path, tag, flags):
     return res, plan
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--timeout", type=float, default=300)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    model_dir = e2e_util.export_test_model("tiny_gpt", os.path.join(args.work, "export"))
-    onnx_path = export_util.with_global_batch(os.path.join(model_dir, "model.onnx"), 8)
+def mesh_label(name):
+    """How auto names a refused mesh: its strategy without the ZeRO stage."""
+    spelled = canonical(name)
+    mesh = spelled[:spelled.rindex(",zero=")]
+    return mesh + (" (every ZeRO stage)" if not mesh.startswith("dp=1,") else "")
 
-    peaks = {}
-    for strategy in STRATEGIES:
-        res, plan = compile_bundle(args, onnx_path, strategy, ["--strategy", strategy])
-        if not res.ok:
-            raise SystemExit(f"{strategy}: {res.describe()}")
-        peaks[strategy] = largest_peak(plan)
 
-    def expected_choice(limit):
-        for strategy in STRATEGIES:
-            if peaks[strategy] <= limit:
-                return strategy
-        return None
+def expected_decision(scores, limit):
+    """The policy, applied to the lowered peaks and bytes (None: the compiler refused the
+    candidate): the chosen name or None, and the rejections in order."""
+    rejected, refused = [], set()
 
-    # Limits just at, just below and between the peaks, and one below them all.
-    limits = sorted({peaks[s] + d for s in STRATEGIES for d in (0, -1)} | {min(peaks.values()) // 2})
+    def fits(name):
+        if scores[name] is None:
+            if mesh_label(name) not in refused:
+                refused.add(mesh_label(name))
+                rejected.append(mesh_label(name))
+            return False
+        if scores[name][0] > limit:
+            rejected.append(name)
+            return False
+        return True
+
+    for name in DATA_PARALLEL:
+        if fits(name):
+            return name, rejected
+    for tp in (2, 4):
+        order = tensor_parallel_candidates(tp)
+        fitting = [n for n in order if fits(n)]
+        if fitting:
+            return min(fitting, key=lambda n: (scores[n][1], order.index(n))), rejected
+    return None, rejected
+
+
+def memory_limit_cases(args, tag, onnx_path):
+    scores = {}  # name -> (largest planned peak, largest bytes sent), None when refused
+    for name in DATA_PARALLEL + tensor_parallel_candidates(2) + tensor_parallel_candidates(4):
+        res, plan = compile_bundle(args, onnx_path, f"{tag}_{name}",
+                                   ["--strategy", canonical(name)])
+        if not res.ok and (res.returncode != 1 or len(res.stderr.strip().splitlines()) != 1):
+            raise SystemExit(f"{tag} {name}: {res.describe()}")
+        scores[name] = (largest_peak(plan), largest_comm(plan)) if res.ok else None
+
+    # At and one byte below every candidate's peak, and one below them all.
+    peaks = [score[0] for score in scores.values() if score]
+    limits = sorted({p + d for p in peaks for d in (0, -1)} | {min(peaks) // 2})
     cases = []
     for limit in limits:
         def case(limit=limit):
-            expected = expected_choice(limit)
-            res, plan = compile_bundle(args, onnx_path, f"auto_{limit}",
+            expected, want = expected_decision(scores, limit)
+            res, plan = compile_bundle(args, onnx_path, f"{tag}_auto",
                                        ["--strategy", "auto", "--gpu-memory", str(limit)])
             if expected is None:
                 lines = res.stderr.strip().splitlines()
@@ -79,19 +126,50 @@ def main():
                 return None, lines[0].split("ranks; ", 1)[-1]
             if not res.ok:
                 return f"expected {expected}, got {res.describe()}"
-            stage = STRATEGIES.index(expected)
-            if plan["zero_stage"] != stage or plan["strategy"] != f"dp={RANKS},zero={stage}":
-                return f"chose {plan['strategy']}, expected {expected} (peaks {peaks})"
-            if largest_peak(plan) != peaks[expected]:
-                return f"peak {largest_peak(plan)} differs from the explicit {expected}'s"
+            if plan["strategy"] != canonical(expected):
+                return f"chose {plan['strategy']}, expected {expected} (scores {scores})"
+            if (largest_peak(plan), largest_comm(plan)) != scores[expected]:
+                return f"peak/bytes {largest_peak(plan)}/{largest_comm(plan)} differ from the " \
+                       f"explicit {expected}'s {scores[expected]}"
             decision = plan["strategy_decision"]
-            if not any(line.startswith(f"chose {expected} ") for line in decision):
+            chose = [line for line in decision if line.startswith("chose ")]
+            if len(chose) != 1 or not chose[0].startswith(f"chose {expected}"):
                 return f"strategy decision does not say it chose {expected}: {decision}"
+            # The score auto printed is the lowered peak and bytes.
+            score = f"peak {scores[expected][0] / 2**20:.2f} MiB per rank, sends " \
+                    f"{scores[expected][1]} bytes"
+            if score not in chose[0]:
+                return f"decision's score differs from the lowered {score}: {chose[0]}"
             rejected = [line.split(":")[0] for line in decision if line.startswith("rejected")]
-            if rejected != [f"rejected {s}" for s in STRATEGIES[:stage]]:
-                return f"rejections {rejected}, expected the {stage} cheaper strategies"
-            return None, f"limit {limit}: {expected} (peak {peaks[expected]})"
-        cases.append((f"auto_limit_{limit}", case))
+            if rejected != [f"rejected {n}" for n in want]:
+                return f"rejections {rejected}, expected {want}"
+            return None, f"limit {limit}: {expected} (peak {scores[expected][0]})"
+        cases.append((f"{tag}_limit_{limit}", case))
+    return cases
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--timeout", type=float, default=300)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    cases = []
+    for style in ("dynamic", "static"):
+        if style == "dynamic":
+            model_dir = e2e_util.export_test_model("tiny_gpt", os.path.join(args.work, style))
+            onnx_path = export_util.with_global_batch(os.path.join(model_dir, "model.onnx"), 8)
+            small = export_util.with_global_batch(os.path.join(model_dir, "model.onnx"), 2)
+        else:
+            model_dir = e2e_util.export_test_model("tiny_gpt", os.path.join(args.work, style),
+                                                   static_batch=8)
+            onnx_path = os.path.join(model_dir, "model.onnx")
+            small_dir = e2e_util.export_test_model("tiny_gpt", os.path.join(args.work, "static2"),
+                                                   static_batch=2)
+            small = os.path.join(small_dir, "model.onnx")
+        cases += memory_limit_cases(args, style, onnx_path)
+        cases += memory_limit_cases(args, style + "_batch2", small)
     e2e_util.run_cases(cases)
 
 

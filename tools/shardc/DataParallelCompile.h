@@ -4,8 +4,8 @@
 // training step and propagates the batch's sharding through it (Pipeline.h); then, for N
 // ranks, it partitions a copy of that step once per distinct number of rows a rank gets (two
 // when N does not divide the batch), runs the data-parallel passes for the strategy, and
-// derives each rank's program (RankPrograms.h). `--strategy auto` compiles each candidate
-// and keeps the cheapest that fits in --gpu-memory.
+// derives each rank's program (RankPrograms.h). `--strategy auto` scores candidates before
+// compiling one (AutoStrategy.h).
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_TOOLS_SHARDC_DATAPARALLELCOMPILE_H
@@ -56,18 +56,6 @@ using CompileVariant =
 bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
                          const GlobalBatch &batch, const CompileVariant &compileVariant,
                          DataParallelBundle &out);
-
-// --strategy auto: dp, zero1, zero2, zero3 (all ranks on the data-parallel axis), in
-// increasing order of cost (zero3 sends about 1.5x the bytes of the others; each stage adds
-// work); keeps the first whose largest per-rank planned peak fits in --gpu-memory. dp is
-// compiled first; its program gives each stage's model state per rank (the ZeRO formulas), a
-// lower bound of the stage's peak: a stage whose bound exceeds --gpu-memory is rejected
-// without compiling, the others are compiled in order until one fits. `decision` says what
-// was chosen and why each other candidate was not.
-using CompileStrategy = std::function<bool(const ParallelStrategy &, DataParallelBundle &)>;
-bool chooseStrategy(const Options &opts, const CompileStrategy &compileStrategy,
-                    ParallelStrategy &chosen, DataParallelBundle &out,
-                    std::vector<std::string> &decision);
 
 } // namespace shardc::driver
 

@@ -1,6 +1,6 @@
 //===- Strategy.h - the --strategy grammar ----------------------------------------------===//
 //
-//   --strategy auto                       pick from dp/zero1/zero2/zero3 by memory and cost
+//   --strategy auto                       the cheapest plan that fits --gpu-memory (AutoStrategy.h)
 //   --strategy dp|zero1|zero2|zero3|fsdp  all --gpus in the data-parallel axis (fsdp = zero3)
 //   --strategy tp                         all --gpus in the tensor-parallel axis
 //   --strategy sp                         the same, with sequence parallelism

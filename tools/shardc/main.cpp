@@ -7,6 +7,7 @@
 // errors exit with 2.
 //
 //===-------------------------------------------------------------------------------------===//
+#include "AutoStrategy.h"
 #include "CommandLine.h"
 #include "DataParallelCompile.h"
 #include "Diagnostics.h"
@@ -17,6 +18,8 @@
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Lowering/Bundle.h"
 #include "shardc/Lowering/ProgramEmitter.h"
+#include "shardc/Lowering/RankPrograms.h"
+#include "shardc/Lowering/StepCost.h"
 
 #include "runtime/program/bundle.h"
 
@@ -28,7 +31,10 @@
 #include <exception>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <set>
+#include <tuple>
 
 using namespace shardc;
 using namespace shardc::driver;
@@ -201,6 +207,148 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
                              PlanNotes());
 }
 
+// The global training step of one mesh (dp, tp, sp): built once from the import and
+// propagated; each candidate strategy on that mesh partitions a copy of it.
+struct GlobalStep {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  GlobalBatch batch;
+  bool dumped = false; // its passes wrote --dump-ir-after-all's files
+  int dumps = 0;        // IR dumps written so far (numbers the local passes' files)
+  std::vector<std::string> layoutDecisions;
+};
+
+// Compiles the strategies of one import: the global step of each mesh on demand, then the
+// programs of a strategy, or its planned step cost alone (--strategy auto).
+class StrategyCompiler : public CandidateCompiler {
+public:
+  StrategyCompiler(mlir::MLIRContext &ctx, const Options &opts,
+                   onnx_import::ImportedModel &imported, FirstErrorCollector &errors)
+      : ctx_(ctx), opts_(opts), imported_(imported), errors_(errors) {}
+
+  // The global step for `s`'s mesh; null with the error printed (or, when `refusal` is given,
+  // put there instead) on failure. With `dump`, its passes are rerun to write
+  // --dump-ir-after-all's files unless they were written when it was built (auto scores
+  // several meshes and dumps only the chosen one's).
+  GlobalStep *globalStep(const ParallelStrategy &s, std::string *refusal = nullptr,
+                         bool dump = false) {
+    MeshKey key{s.dp, s.tp, s.sequenceParallel};
+    dump = dump && !opts_.dumpIrDir.empty();
+    if (auto it = steps_.find(key); it != steps_.end() && (!dump || it->second->dumped))
+      return it->second.get();
+    auto step = std::make_unique<GlobalStep>();
+    step->module = imported_.module->clone();
+    step->dumped = dump;
+    FirstErrorCollector errors(ctx_, opts_.model);
+    if (mlir::failed(runGlobalPasses(step->module.get(), dump ? opts_.dumpIrDir : "",
+                                     &opts_.train, s.dp,
+                                     s.tp, s.sequenceParallel, opts_.shardOverrides,
+                                     step->dumps))) {
+      fail(errors.hasError() ? errors.message() : opts_.model + ": pass pipeline failed",
+           refusal);
+      return nullptr;
+    }
+    if (auto train = step->module->lookupSymbol<mlir::func::FuncOp>("train_step"))
+      if (auto layout = train->getAttrOfType<mlir::ArrayAttr>(graph::kTpLayoutAttr))
+        for (llvm::StringRef line : layout.getAsValueRange<mlir::StringAttr>())
+          step->layoutDecisions.push_back(line.str());
+    std::string error;
+    std::optional<GlobalBatch> batch = findGlobalBatch(step->module.get(), opts_, error);
+    if (!batch) {
+      fail(error, refusal);
+      return nullptr;
+    }
+    step->batch = *batch;
+    return (steps_[key] = std::move(step)).get();
+  }
+
+  bool compile(const ParallelStrategy &s, DataParallelBundle &out) override {
+    GlobalStep *step = globalStep(s, nullptr, /*dump=*/true);
+    if (!step)
+      return false;
+    return compileDataParallel(
+        opts_, s, step->batch,
+        [&](const DataParallelOptions &dp) -> mlir::FailureOr<EmittedProgram> {
+          mlir::OwningOpRef<mlir::ModuleOp> local(step->module->clone());
+          int dumps = step->dumps;
+          if (mlir::failed(runLocalPasses(local.get(), opts_.dumpIrDir, &opts_.train, &dp,
+                                          dumps))) {
+            printPassFailure(opts_, errors_);
+            return mlir::failure();
+          }
+          return emitCompiled(local.get(), imported_.weights, opts_, errors_);
+        },
+        out);
+  }
+
+  std::optional<std::string> meshRefusal(const ParallelStrategy &s) override {
+    std::string refusal;
+    if (globalStep(s, &refusal))
+      return std::nullopt;
+    return refusal;
+  }
+
+  std::optional<PlannedStepCost> score(const ParallelStrategy &s, std::string &refusal) override {
+    GlobalStep *step = globalStep(s, &refusal);
+    if (!step)
+      return std::nullopt;
+    if (step->batch.rows < s.dp) {
+      refusal = "the global batch has " + std::to_string(step->batch.rows) + " rows, fewer " +
+                "than its " + std::to_string(s.dp) + " data-parallel ranks";
+      return std::nullopt;
+    }
+    // Every distinct number of rows a rank gets (RankPrograms.h); the first ranks get the most.
+    std::vector<RowSlice> slices = splitRows(step->batch.rows, s.dp);
+    std::set<int64_t> rowCounts = {slices.front().rows, slices.back().rows};
+    std::optional<PlannedStepCost> total;
+    for (int64_t rows : rowCounts) {
+      DataParallelOptions dp;
+      dp.ranks = s.dp;
+      dp.zeroStage = s.zero;
+      dp.localRows = rows;
+      dp.bucketMb = opts_.bucketMb;
+      dp.fsdpUnit = opts_.fsdpUnit;
+      mlir::OwningOpRef<mlir::ModuleOp> local(step->module->clone());
+      FirstErrorCollector errors(ctx_, opts_.model);
+      int noDumps = 0;
+      auto func = local->lookupSymbol<mlir::func::FuncOp>("train_step");
+      mlir::FailureOr<PlannedStepCost> cost = mlir::failure();
+      if (func && mlir::succeeded(runLocalPasses(local.get(), "", &opts_.train, &dp, noDumps)))
+        cost = plannedStepCost(func);
+      if (mlir::failed(cost)) {
+        refusal = errors.hasError() ? errors.message() : "the pass pipeline failed";
+        return std::nullopt;
+      }
+      if (!total)
+        total = *cost;
+      total->peakBytes = std::max(total->peakBytes, cost->peakBytes);
+      total->commBytes = std::max(total->commBytes, cost->commBytes);
+    }
+    return total;
+  }
+
+private:
+  struct MeshKey {
+    int dp, tp;
+    bool sp;
+    bool operator<(const MeshKey &o) const {
+      return std::tie(dp, tp, sp) < std::tie(o.dp, o.tp, o.sp);
+    }
+  };
+
+  static void fail(const std::string &message, std::string *refusal) {
+    if (refusal)
+      *refusal = message;
+    else
+      printError(message);
+  }
+
+  mlir::MLIRContext &ctx_;
+  const Options &opts_;
+  onnx_import::ImportedModel &imported_;
+  FirstErrorCollector &errors_;
+  std::map<MeshKey, std::unique_ptr<GlobalStep>> steps_;
+};
+
 int compile(const Options &opts) {
   mlir::MLIRContext ctx;
   ctx.disableMultithreading();
@@ -209,54 +357,22 @@ int compile(const Options &opts) {
   if (opts.emitMlir || opts.mode == Mode::Forward || opts.gpus == 1)
     return compileSingleRank(ctx, opts, errors);
 
-  // One import and one global training step; the batch's sharding comes from propagation.
-  mlir::FailureOr<onnx_import::ImportedModel> global = importModel(ctx, opts, errors);
-  if (mlir::failed(global) || !checkHasLoss(opts, global->module.get()))
+  // One import; one global training step per mesh (the batch's sharding comes from
+  // propagation); one partitioned copy of it per strategy and distinct number of rows.
+  mlir::FailureOr<onnx_import::ImportedModel> imported = importModel(ctx, opts, errors);
+  if (mlir::failed(imported) || !checkHasLoss(opts, imported->module.get()))
     return 1;
-  int globalDumps = 0;
-  if (mlir::failed(runGlobalPasses(global->module.get(), opts.dumpIrDir, &opts.train,
-                                   opts.strategy.dp, opts.strategy.tp,
-                                   opts.strategy.sequenceParallel, opts.shardOverrides,
-                                   globalDumps))) {
-    printPassFailure(opts, errors);
-    return 1;
-  }
-  PlanNotes notes;
-  if (auto step = global->module->lookupSymbol<mlir::func::FuncOp>("train_step"))
-    if (auto layout = step->getAttrOfType<mlir::ArrayAttr>(graph::kTpLayoutAttr))
-      for (llvm::StringRef line : layout.getAsValueRange<mlir::StringAttr>())
-        notes.layoutDecisions.push_back(line.str());
-  std::string error;
-  std::optional<GlobalBatch> batch = findGlobalBatch(global->module.get(), opts, error);
-  if (!batch) {
-    printError(error);
-    return 1;
-  }
-
-  // One partitioned copy per strategy (several under auto) and per distinct number of rows.
-  auto compileStrategy = [&](const ParallelStrategy &strategy,
-                             DataParallelBundle &out) -> bool {
-    return compileDataParallel(
-        opts, strategy, *batch,
-        [&](const DataParallelOptions &dp) -> mlir::FailureOr<EmittedProgram> {
-          mlir::OwningOpRef<mlir::ModuleOp> local(global->module->clone());
-          int dumps = globalDumps;
-          if (mlir::failed(runLocalPasses(local.get(), opts.dumpIrDir, &opts.train, &dp, dumps))) {
-            printPassFailure(opts, errors);
-            return mlir::failure();
-          }
-          return emitCompiled(local.get(), global->weights, opts, errors);
-        },
-        out);
-  };
+  StrategyCompiler compiler(ctx, opts, *imported, errors);
   ParallelStrategy chosen = opts.strategy;
   DataParallelBundle compiled;
+  PlanNotes notes;
   if (opts.strategy.automatic) {
-    if (!chooseStrategy(opts, compileStrategy, chosen, compiled, notes.strategyDecision))
+    if (!chooseStrategy(opts, compiler, chosen, compiled, notes.strategyDecision))
       return 1;
-  } else if (!compileStrategy(chosen, compiled)) {
+  } else if (!compiler.compile(chosen, compiled)) {
     return 1;
   }
+  notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
   program::Bundle bundle = newBundle(opts);
   bundle.set_world_size(chosen.dp * chosen.tp);
   bundle.set_strategy(chosen.canonical());

@@ -83,8 +83,21 @@ void mergeWeightsInto(EmittedProgram &base, EmittedProgram &variant) {
                                         initSpan(variant.program, init)));
 }
 
-uint64_t plannedCommBytes(const program::Program &program) {
+uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t inputElements,
+                                 uint64_t outputElements) {
   using runtime::CollectiveKind;
+  if (kernel == "all_reduce")
+    return runtime::collectiveBytesSent(CollectiveKind::AllReduce,
+                                        runtime::paddedToRanks(inputElements, ranks), ranks);
+  if (kernel == "reduce_scatter") // outputs: this rank's shards
+    return runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, outputElements * ranks,
+                                        ranks);
+  if (kernel == "all_gather") // inputs: this rank's shards
+    return runtime::collectiveBytesSent(CollectiveKind::AllGather, inputElements * ranks, ranks);
+  return 0;
+}
+
+uint64_t plannedCommBytes(const program::Program &program) {
   uint64_t total = 0;
   auto numel = [&](int buffer) -> uint64_t {
     uint64_t n = 1;
@@ -96,24 +109,13 @@ uint64_t plannedCommBytes(const program::Program &program) {
     auto ranksIt = op.attrs().find("num_ranks");
     if (ranksIt == op.attrs().end())
       continue;
-    int ranks = static_cast<int>(ranksIt->second.i());
-    uint64_t elements = 0;
-    if (op.kernel() == "all_reduce") {
-      for (int b : op.inputs())
-        elements += numel(b);
-      total += runtime::collectiveBytesSent(CollectiveKind::AllReduce,
-                                            runtime::paddedToRanks(elements, ranks), ranks);
-    } else if (op.kernel() == "reduce_scatter") {
-      for (int b : op.outputs())
-        elements += numel(b);
-      total += runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, elements * ranks,
-                                            ranks);
-    } else if (op.kernel() == "all_gather") {
-      for (int b : op.inputs())
-        elements += numel(b);
-      total +=
-          runtime::collectiveBytesSent(CollectiveKind::AllGather, elements * ranks, ranks);
-    }
+    uint64_t inputs = 0, outputs = 0;
+    for (int b : op.inputs())
+      inputs += numel(b);
+    for (int b : op.outputs())
+      outputs += numel(b);
+    total += collectiveCallBytesSent(op.kernel(), static_cast<int>(ranksIt->second.i()), inputs,
+                                     outputs);
   }
   return total;
 }

@@ -37,6 +37,13 @@ void mergeWeightsInto(EmittedProgram &base, EmittedProgram &variant);
 // Bytes one rank sends in one run of `program` (program.proto, planned_comm_bytes).
 uint64_t plannedCommBytes(const program::Program &program);
 
+// Bytes one rank sends in one call of collective kernel `kernel` ("all_reduce",
+// "reduce_scatter", "all_gather"; 0 for any other) over `ranks` ranks, whose inputs hold
+// `inputElements` and outputs `outputElements` elements in all: the ring formulas of
+// runtime/comm/comm_cost.h. plannedCommBytes and the IR's StepCost.h both count by it.
+uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t inputElements,
+                                 uint64_t outputElements);
+
 // The initial values of every rank's tensor-parallel blocks, added to the initial values of
 // the whole parameters (the bytes a compiled program's state_init points at) once per block:
 // a block of a parameter split along any dimension but its first is not contiguous there.

@@ -1,0 +1,85 @@
+//===- StepCost.cpp ---------------------------------------------------------------------===//
+#include "shardc/Lowering/StepCost.h"
+
+#include "passes/Passes.h"
+#include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Lowering/KernelMapping.h"
+#include "shardc/Lowering/MemoryPlanner.h"
+#include "shardc/Lowering/RankPrograms.h"
+#include "shardc/Lowering/Signature.h"
+#include "shardc/Lowering/TensorBytes.h"
+
+#include "runtime/support/aligned_buffer.h"
+
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
+
+using namespace mlir;
+
+namespace shardc {
+
+namespace {
+
+uint64_t tensorBytes(Type type) {
+  auto ranked = cast<RankedTensorType>(type);
+  return static_cast<uint64_t>(ranked.getNumElements()) *
+         runtimeElementSize(ranked.getElementType());
+}
+
+uint64_t numel(ValueRange values) {
+  uint64_t n = 0;
+  for (Value v : values)
+    if (v)
+      n += static_cast<uint64_t>(cast<RankedTensorType>(v.getType()).getNumElements());
+  return n;
+}
+
+} // namespace
+
+FailureOr<PlannedStepCost> plannedStepCost(func::FuncOp planned) {
+  auto arena = planned->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
+  auto workspace = planned->getAttrOfType<IntegerAttr>(kWorkspaceBytesAttr);
+  if (!arena || !workspace)
+    return planned.emitError("memory is not planned (run --shardc-plan-memory first)");
+  using runtime::AlignedBuffer;
+  uint64_t stepInputs = 0, stepOutputs = 0;
+  // The WEIGHTS region in the emitter's order: frozen parameters (arguments the step does not
+  // feed), then the constants, each at the next aligned offset.
+  uint64_t weights = 0;
+  Block &body = planned.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    if (runtimeInputName(planned, arg.getArgNumber()))
+      stepInputs += tensorBytes(arg.getType());
+    else
+      weights = alignUp(weights) + tensorBytes(arg.getType());
+  }
+  for (Type t : planned.getFunctionType().getResults())
+    stepOutputs += tensorBytes(t);
+
+  PlannedStepCost cost;
+  for (Operation &op : body.without_terminator()) {
+    if (auto constant = dyn_cast<graph::ConstantOp>(op)) {
+      weights = alignUp(weights) + tensorBytes(constant.getType());
+      continue;
+    }
+    if (!isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp, mesh::AllReduceOp>(
+            op))
+      continue;
+    // The call the emitter makes: its kernel and its group's number of ranks.
+    FailureOr<KernelCall> call = mapToKernel(&op);
+    if (failed(call))
+      return failure();
+    auto ranks = call->attrs.find("num_ranks");
+    if (ranks == call->attrs.end())
+      return op.emitOpError("has no group of ranks");
+    cost.commBytes += collectiveCallBytesSent(call->kernel, static_cast<int>(ranks->second.i()),
+                                              numel(call->inputs), numel(call->outputs));
+  }
+  cost.peakBytes = AlignedBuffer::allocationSize(static_cast<uint64_t>(arena.getInt())) +
+                   AlignedBuffer::allocationSize(weights) +
+                   AlignedBuffer::allocationSize(static_cast<uint64_t>(workspace.getInt())) +
+                   stepInputs + stepOutputs;
+  return cost;
+}
+
+} // namespace shardc
