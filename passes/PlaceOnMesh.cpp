@@ -85,12 +85,16 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
       return whole;
     };
     // The tp split of each parameter and state by name, for the results that return them.
-    llvm::StringMap<Attribute> splitByName;
+    // (and its groups, when it is strided).
+    llvm::StringMap<Attribute> splitByName, groupsByName;
     for (unsigned i = 0; i < step.getNumArguments(); ++i) {
       auto split = step.getArgAttrOfType<mesh::MeshShardingAttr>(i, dp::kShardingAttr);
       for (StringRef key : {graph::kParamAttr, kStateAttr})
-        if (auto name = step.getArgAttrOfType<StringAttr>(i, key); name && split)
+        if (auto name = step.getArgAttrOfType<StringAttr>(i, key); name && split) {
           splitByName[name.getValue()] = split;
+          if (Attribute groups = step.getArgAttr(i, graph::kSplitGroupsAttr))
+            groupsByName[name.getValue()] = groups;
+        }
     }
     for (unsigned i = 0; i < step.getNumArguments(); ++i) {
       DictionaryAttr attrs = step.getArgAttrDict(i);
@@ -103,10 +107,14 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
     for (unsigned i = 0; i < step.getNumResults(); ++i) {
       DictionaryAttr attrs = step.getResultAttrDict(i);
       Type type = step.getFunctionType().getResult(i);
-      Attribute split;
+      Attribute split, groups;
       for (StringRef key : {graph::kParamAttr, kStateAttr})
-        if (auto name = attrs ? attrs.getAs<StringAttr>(key) : nullptr)
+        if (auto name = attrs ? attrs.getAs<StringAttr>(key) : nullptr) {
           split = splitByName.lookup(name.getValue());
+          groups = groupsByName.lookup(name.getValue());
+        }
+      if (groups)
+        step.setResultAttr(i, graph::kSplitGroupsAttr, groups);
       Attribute l = attrs && attrs.get(graph::kOutputAttr) ? Attribute(replicated)
                                                            : layout(attrs, type, split);
       step.setResultAttr(i, dp::kShardingAttr, l);

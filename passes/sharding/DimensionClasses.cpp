@@ -3,7 +3,9 @@
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 
+#include <map>
 #include <numeric>
+#include <set>
 
 using namespace mlir;
 
@@ -16,11 +18,11 @@ std::string nodeName(Operation *op) {
   return "op " + op->getName().getStringRef().str();
 }
 
-int DimensionClasses::node(Value value, unsigned dim) {
-  auto key = std::make_pair(value.getAsOpaquePointer(), dim);
+int DimensionClasses::node(Value value, unsigned dim, int64_t groups) {
+  auto key = std::make_tuple(value.getAsOpaquePointer(), dim, groups);
   auto [it, inserted] = ids_.try_emplace(key, static_cast<int>(refs_.size()));
   if (inserted) {
-    refs_.push_back({value, dim});
+    refs_.push_back({value, dim, groups});
     parent_.push_back(it->second);
     unit_.push_back(0);
     blocked_.emplace_back(nullptr, "");
@@ -87,26 +89,49 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
     if (!rule) {
       for (Value v : values)
         for (unsigned d = 0; d < dimsOf(v); ++d)
-          if (sizeOf(v, d) != 1)
+          if (sizeOf(v, d) != 1) {
             block(node(v, d), op, "it has no sharding rule");
+            wholeParts_.push_back({v, d, 2, INT64_MAX, op, "it has no sharding rule"});
+          }
       return;
     }
-    // Where each factor is the major factor of a dimension, and where it is a minor one.
+    // Each factor's parts: the first one, to link the others to, and all of them (to share
+    // their minor parts, shareMinorParts).
     std::vector<int> firstMajor(rule->factors.size(), -1);
+    std::vector<FactorParts> parts(rule->factors.size());
     auto visit = [&](Value v, const graph::TensorFactors &tf) {
       for (unsigned d = 0; d < tf.size() && d < dimsOf(v); ++d) {
         if (tf[d].empty() || sizeOf(v, d) == 1)
           continue;
-        int n = node(v, d);
-        int major = tf[d][0];
-        const graph::ShardingFactor &f = rule->factors[major];
-        unit_[find(n)] = std::gcd(unit_[find(n)], f.size);
-        if (firstMajor[major] < 0)
-          firstMajor[major] = n;
-        else
-          unite(firstMajor[major], n);
-        if (f.kind == graph::FactorKind::Whole)
-          block(n, op, f.why);
+        int64_t groups = 1;
+        for (size_t k = 0; k < tf[d].size(); ++k) {
+          const int f = tf[d][k];
+          const graph::ShardingFactor &factor = rule->factors[f];
+          int n = node(v, d, groups);
+          unit_[find(n)] = std::gcd(unit_[find(n)], factor.size);
+          if (firstMajor[f] < 0)
+            firstMajor[f] = n;
+          else
+            unite(firstMajor[f], n);
+          parts[f].size = factor.size;
+          parts[f].at.push_back(n);
+          if (factor.kind == graph::FactorKind::Whole) {
+            block(n, op, factor.why);
+            wholeParts_.push_back({v, d, groups, groups * factor.size, op, factor.why});
+          } else if (k > 0 && !rule->stridedParts) {
+            block(n, op, "a reshape merges it into the minor part of a dimension");
+          }
+          // An index block is one range of the whole axis: no strided part inside it.
+          if (llvm::is_contained(rule->indexedFactors, f))
+            wholeParts_.push_back({v, d, std::max<int64_t>(groups, 2), groups * factor.size, op,
+                                   "its positions are picked by index (an index block is one "
+                                   "range)"});
+          groups *= factor.size;
+        }
+        if (rule->positional)
+          wholeParts_.push_back({v, d, 2, INT64_MAX, op,
+                                 "its kernel reads each element's position (a strided split "
+                                 "has no single block offset)"});
       }
     };
     for (auto [i, v] : llvm::enumerate(op->getOperands()))
@@ -115,15 +140,9 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
     for (auto [i, v] : llvm::enumerate(op->getResults()))
       if (i < rule->results.size())
         visit(v, rule->results[i]);
-    // A factor that is the minor part of some dimension cannot be split as a block of it:
-    // block the classes where it is major.
-    auto blockMinor = [&](Value v, const graph::TensorFactors &tf) {
-      for (unsigned d = 0; d < tf.size() && d < dimsOf(v); ++d)
-        for (size_t k = 1; k < tf[d].size(); ++k)
-          if (firstMajor[tf[d][k]] >= 0)
-            block(firstMajor[tf[d][k]], op, "a reshape merges it into the minor part of a "
-                                            "dimension");
-    };
+    for (FactorParts &p : parts)
+      if (p.at.size() > 1)
+        factorParts_.push_back(std::move(p));
     // A reduction that leaves a pending maximum.
     auto markMax = [&](Value v, const graph::TensorFactors &tf) {
       for (unsigned d = 0; d < tf.size() && d < dimsOf(v); ++d)
@@ -132,13 +151,8 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
           max_[find(node(v, d))] = true;
     };
     for (auto [i, v] : llvm::enumerate(op->getOperands()))
-      if (i < rule->operands.size()) {
-        blockMinor(v, rule->operands[i]);
+      if (i < rule->operands.size())
         markMax(v, rule->operands[i]);
-      }
-    for (auto [i, v] : llvm::enumerate(op->getResults()))
-      if (i < rule->results.size())
-        blockMinor(v, rule->results[i]);
     if (!rule->separateOperands) {
       factorNodes.emplace_back(op, std::move(firstMajor));
       return;
@@ -161,6 +175,12 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
       factorNodes.emplace_back(op, std::move(nodes));
     }
   });
+
+  shareMinorParts();
+  for (const WholeParts &w : wholeParts_)
+    for (int64_t g : partsOf_[{w.value.getAsOpaquePointer(), w.dim}])
+      if (w.lo <= g && g < w.hi)
+        block(node(w.value, w.dim, g), w.op, w.why);
 
   // An op whose two distinct factors are in one class pairs the blocks of that class with each
   // other (x @ x^T over the batch gives every pair of rows): a device holding its blocks would
@@ -199,11 +219,64 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
   }
 }
 
-int DimensionClasses::classOf(Value value, unsigned dim) const {
-  auto it = ids_.find(std::make_pair(value.getAsOpaquePointer(), dim));
+void DimensionClasses::shareMinorParts() {
+  // The parts (groups > 1) each dimension has, and the factors each dimension holds.
+  using DimKey = std::pair<void *, unsigned>;
+  std::map<DimKey, std::vector<size_t>> factorsOfDim;
+  for (auto [i, p] : llvm::enumerate(factorParts_))
+    for (int n : p.at)
+      factorsOfDim[{refs_[n].value.getAsOpaquePointer(), refs_[n].dim}].push_back(i);
+  std::vector<DimKey> work;
+  for (const DimRef &r : std::vector<DimRef>(refs_))
+    if (r.groups > 1) {
+      DimKey key{r.value.getAsOpaquePointer(), r.dim};
+      if (partsOf_[key].insert(r.groups).second)
+        work.push_back(key);
+    }
+  // A factor is the same loop wherever it appears: a part inside one of its places (groups g
+  // * h, 1 < h < size, for the place at groups g) is that part inside every other.
+  while (!work.empty()) {
+    DimKey key = work.back();
+    work.pop_back();
+    std::vector<int64_t> have(partsOf_[key].begin(), partsOf_[key].end());
+    for (size_t i : factorsOfDim[key]) {
+      const FactorParts &p = factorParts_[i];
+      for (int at : p.at) {
+        if (refs_[at].value.getAsOpaquePointer() != key.first || refs_[at].dim != key.second)
+          continue;
+        const int64_t g = refs_[at].groups;
+        for (int64_t inner : have) {
+          if (inner <= g || inner >= g * p.size || inner % g || p.size % (inner / g))
+            continue;
+          const int64_t h = inner / g;
+          int source = node(refs_[at].value, refs_[at].dim, inner);
+          for (int other : p.at) {
+            DimRef o = refs_[other];
+            DimKey otherKey{o.value.getAsOpaquePointer(), o.dim};
+            int n = node(o.value, o.dim, o.groups * h);
+            unite(source, n);
+            if (partsOf_[otherKey].insert(o.groups * h).second)
+              work.push_back(otherKey);
+          }
+        }
+      }
+    }
+  }
+}
+
+int DimensionClasses::classOf(Value value, unsigned dim, int64_t groups) const {
+  auto it = ids_.find(std::make_tuple(value.getAsOpaquePointer(), dim, groups));
   if (it == ids_.end())
     return -1;
   return classIndex_[find(it->second)];
+}
+
+std::vector<int64_t> DimensionClasses::partGroups(Value value, unsigned dim) const {
+  std::vector<int64_t> groups = {1};
+  auto it = partsOf_.find({value.getAsOpaquePointer(), dim});
+  if (it != partsOf_.end())
+    groups.insert(groups.end(), it->second.begin(), it->second.end());
+  return groups;
 }
 
 std::string DimensionClasses::describeBlocker(int cls) const {

@@ -1,12 +1,21 @@
 //===- DimensionClasses.h - which dimensions of a function must split together ----------===//
 //
-// Every dimension of every value of a function is a node; each op's sharding rule links the
-// dimensions whose major factor is the same factor of the op (ShardingRule.h). The connected
-// classes are the units a mesh axis can split: splitting a class splits every dimension in it
-// into blocks, and every op computes its own blocks, with no communication except the pending
-// sums of the reductions over it. A class is *blocked* when some op needs one of its factors
-// whole, holds it as the minor part of a merged dimension, or has no rule; the first such op
-// and its reason are kept for messages and plan.txt.
+// Every dimension of every value of a function is a node, and so is every minor part of a
+// dimension some op sees as several factors (ShardingRule.h): (value, dim, groups) is the part
+// after the first `groups` groups, groups = 1 the dimension itself. Each op's sharding rule
+// links the parts whose major factor is the same factor of the op. The connected classes are
+// the units a mesh axis can split: splitting a class splits every part in it into blocks (a
+// part with groups > 1 is a strided split of its dimension), and every op computes its own
+// blocks, with no communication except the pending sums of the reductions over it.
+//
+// A factor is the same loop wherever an op places it, so a part inside one of its places is
+// that part inside every other: the Split of a fused QKV projection cuts its result into 3
+// groups, and the matmul that computes it carries those groups to its weight. Minor parts are
+// split only where the op allows it (a concat or split into equal parts); a reshape's minor
+// factors stay whole. A class is *blocked* when some op needs one of its factors whole (or any part of it: a
+// strided part inside a whole factor, a strided part of a dimension whose positions a kernel
+// reads), or has no rule; the first such op and its reason are kept for messages and
+// plan.txt.
 //
 // The batch of a training step is such a class: the dimension along which rows never
 // interact, found from the graph (never assumed to be dim 0).
@@ -18,6 +27,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
+#include <set>
+
 #include <string>
 #include <vector>
 
@@ -26,6 +38,7 @@ namespace shardc::sharding {
 struct DimRef {
   mlir::Value value;
   unsigned dim = 0;
+  int64_t groups = 1; // > 1: the minor part after that many groups (a strided split)
 };
 
 struct DimClass {
@@ -41,9 +54,13 @@ public:
   // Links the dimensions of every value in `func`'s body through the ops' sharding rules.
   explicit DimensionClasses(mlir::func::FuncOp func);
 
-  // The class of dimension `dim` of `value`; -1 for a dimension of size 1 (never split).
-  int classOf(mlir::Value value, unsigned dim) const;
+  // The class of dimension `dim` of `value` (of its part after `groups` groups); -1 for a
+  // dimension of size 1 (never split) or a part no op sees.
+  int classOf(mlir::Value value, unsigned dim, int64_t groups = 1) const;
   const DimClass &info(int cls) const { return classes_[cls]; }
+  // The groups of every part of dimension `dim` of `value` some op sees: 1 (the dimension
+  // itself) and those of its minor parts, increasing.
+  std::vector<int64_t> partGroups(mlir::Value value, unsigned dim) const;
   // "node 'NAME' (op): WHY", for messages.
   std::string describeBlocker(int cls) const;
   int numClasses() const { return static_cast<int>(classes_.size()); }
@@ -56,12 +73,32 @@ public:
   }
 
 private:
-  int node(mlir::Value value, unsigned dim);
+  int node(mlir::Value value, unsigned dim, int64_t groups = 1);
   int find(int n) const;
   void unite(int a, int b);
   void block(int n, mlir::Operation *op, const std::string &why);
+  // Gives every place of a factor the minor parts inside it that any other place has.
+  void shareMinorParts();
 
-  llvm::DenseMap<std::pair<void *, unsigned>, int> ids_;
+  // A range of the parts of a dimension an op needs whole: parts with groups in [lo, hi).
+  struct WholeParts {
+    mlir::Value value;
+    unsigned dim;
+    int64_t lo, hi;
+    mlir::Operation *op;
+    std::string why;
+  };
+
+  // The places of one factor of an op (its nodes), for shareMinorParts.
+  struct FactorParts {
+    int64_t size = 1;
+    std::vector<int> at;
+  };
+
+  llvm::DenseMap<std::tuple<void *, unsigned, int64_t>, int> ids_;
+  std::vector<FactorParts> factorParts_;
+  std::vector<WholeParts> wholeParts_;
+  std::map<std::pair<void *, unsigned>, std::set<int64_t>> partsOf_; // groups > 1 per dim
   std::vector<DimRef> refs_;
   mutable std::vector<int> parent_;
   std::vector<int64_t> unit_;

@@ -98,9 +98,19 @@ std::vector<AxisMask> axesOfFactors(Operation *op, const graph::OpShardingRule &
   std::vector<AxisMask> axesOfFactor(rule.factors.size(), 0);
   auto mark = [&](Value v, const graph::TensorFactors &tf) {
     auto axes = sharding::splitAxes(v);
-    for (size_t d = 0; d < tf.size() && d < axes.size(); ++d)
-      if (!tf[d].empty())
-        axesOfFactor[tf[d][0]] |= maskOf(axes[d]);
+    SmallVector<int64_t> groups = sharding::splitGroups(v);
+    for (size_t d = 0; d < tf.size() && d < axes.size(); ++d) {
+      if (tf[d].empty())
+        continue;
+      // The factor the split cuts: the last one that starts at or before its groups (a
+      // strided split cuts a minor factor, or lies inside one the op does not divide).
+      size_t k = 0;
+      for (int64_t before = rule.factors[tf[d][0]].size; k + 1 < tf[d].size() &&
+                                                         before <= groups[d];
+           before *= rule.factors[tf[d][++k]].size)
+        ;
+      axesOfFactor[tf[d][k]] |= maskOf(axes[d]);
+    }
   };
   for (auto [i, v] : llvm::enumerate(op->getOperands()))
     if (i < rule.operands.size())
@@ -573,6 +583,9 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
         if (a.size() != 1 || (a[0] == 0 ? batchDim : blockDim) >= 0)
           return op->emitError() << nodeName(op) << ": a training dropout split on more than "
                                  << "the batch and one other dimension is not supported";
+        if (sharding::splitGroups(dropout.getOutput())[d] > 1)
+          return op->emitError() << nodeName(op) << ": a training dropout on a strided split "
+                                 << "(a dimension cut in groups) is not supported";
         (a[0] == 0 ? batchDim : blockDim) = static_cast<int64_t>(d);
         if (a[0] != 0)
           op->setAttr(graph::kDropoutBlockAttr,
@@ -648,7 +661,13 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     // 5. Shapes held in attributes and values.
     if (failed(recordIndexBlock(op, *rule, axesOfFactors(op, *rule, /*results=*/true))))
       return failure();
-    if (auto slice = dyn_cast<graph::SliceOp>(op)) {
+    if (auto split = dyn_cast<graph::SplitOp>(op)) {
+      // Step 2 gave the parts their local sizes.
+      SmallVector<int64_t> sizes;
+      for (Value r : split.getOutputs())
+        sizes.push_back(cast<RankedTensorType>(r.getType()).getDimSize(split.getAxis()));
+      split.setSizes(sizes);
+    } else if (auto slice = dyn_cast<graph::SliceOp>(op)) {
       SmallVector<int64_t> ends(slice.getEnds());
       auto in = cast<RankedTensorType>(slice.getInput().getType());
       auto axes = sharding::splitAxes(slice.getResult());

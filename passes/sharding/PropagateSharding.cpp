@@ -35,11 +35,21 @@ namespace {
 using namespace mlir;
 using sharding::DimensionClasses;
 
+// "the result of node 'NAME' (op)" or "argument 'NAME'", for messages.
+std::string valueName(Value v);
+
 std::string argName(func::FuncOp func, unsigned i) {
   for (StringRef attr : {graph::kInputAttr, graph::kParamAttr, kStateAttr})
     if (auto n = func.getArgAttrOfType<StringAttr>(i, attr))
       return n.str();
   return "argument " + std::to_string(i);
+}
+
+std::string valueName(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      return "'" + argName(func, arg.getArgNumber()) + "'";
+  return "the result of " + sharding::nodeName(v.getDefiningOp());
 }
 
 // The trained parameters of a training step: those it returns updated. A forward function
@@ -66,6 +76,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     std::regex pattern;
     bool replicated = false;
     SmallVector<bool> tpDims;
+    SmallVector<int64_t> groups; // per dimension: Nx{tp} splits its part in N groups
     bool used = false;
   };
 
@@ -93,14 +104,30 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     std::string body = spec.substr(1, spec.size() - 2);
     size_t pos = 0;
     while (pos < body.size()) {
+      // "3x{tp}": the dimension's part in 3 groups (a fused projection's), strided.
+      int64_t groups = 1;
+      size_t digits = pos;
+      while (digits < body.size() && std::isdigit(static_cast<unsigned char>(body[digits])))
+        ++digits;
+      if (digits > pos && digits < body.size() && body[digits] == 'x' && digits - pos < 7) {
+        groups = std::stoll(body.substr(pos, digits - pos));
+        if (groups < 2)
+          return "a strided split 'Nx{tp}' needs N of at least 2";
+        pos = digits + 1;
+      }
       size_t end = body.find('}', pos);
-      if (body[pos] != '{' || end == std::string::npos)
-        return "SPEC must be 'replicated' or a list of per-dimension axes like [{},{tp}]";
+      if (pos >= body.size() || body[pos] != '{' || end == std::string::npos)
+        return "SPEC must be 'replicated' or a list of per-dimension axes like [{},{tp}] "
+               "(3x{tp}: split in 3 groups)";
       std::string axis = body.substr(pos + 1, end - pos - 1);
       if (!axis.empty() && axis != "tp")
         return "unknown axis '" + axis + "' (a parameter dimension is split on tp or not: {} "
                                          "or {tp}; dp is ZeRO's, see --strategy zero=N)";
+      if (groups > 1 && axis != "tp")
+        return "'" + std::to_string(groups) + "x{}' splits nothing; write {} or " +
+               std::to_string(groups) + "x{tp}";
       out.tpDims.push_back(axis == "tp");
+      out.groups.push_back(groups);
       pos = end + 1;
       if (pos < body.size() && body[pos] == ',')
         ++pos;
@@ -147,7 +174,11 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
           ci.elements += type.getNumElements();
           if (ci.label.empty())
             ci.label = "'" + name.str() + "' dim " + std::to_string(m.dim) + " (size " +
-                       std::to_string(type.getDimSize(m.dim)) + ")";
+                       std::to_string(type.getDimSize(m.dim)) +
+                       (m.groups > 1 ? ", its part in each of " + std::to_string(m.groups) +
+                                           " groups"
+                                     : std::string()) +
+                       ")";
         } else if (auto constant = m.value.getDefiningOp<graph::ConstantOp>()) {
           auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
           if (!dense || !dense.isSplat())
@@ -190,30 +221,37 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
           return failure();
         }
         for (unsigned d = 0; d < type.getRank(); ++d) {
-          int c = dc.classOf(arg, d);
-          bool onTp = !o.replicated && o.tpDims[d];
-          if (c < 0) {
-            if (onTp) {
-              func.emitError("--shard '") << o.text << "': '" << name.getValue() << "' dim "
-                                          << d << " has size 1";
+          const int64_t wanted = o.replicated ? 1 : o.groups[d];
+          if (!o.replicated && o.tpDims[d] && dc.classOf(arg, d, wanted) < 0) {
+            func.emitError("--shard '") << o.text << "': '" << name.getValue() << "' dim " << d
+                                        << (wanted > 1 ? " has no part in " +
+                                                             std::to_string(wanted) +
+                                                             " groups (no equal Split or Concat "
+                                                             "cuts it so)"
+                                                       : std::string(" has size 1"));
+            return failure();
+          }
+          // Every part of the dimension: the one the SPEC splits, the others kept whole.
+          for (int64_t g : dc.partGroups(arg, d)) {
+            int c = dc.classOf(arg, d, g);
+            bool onTp = !o.replicated && o.tpDims[d] && g == wanted;
+            if (c < 0)
+              continue;
+            (onTp ? forced : excluded)[c] = true;
+            if (onTp && forcedBy[c].empty())
+              forcedBy[c] = o.text;
+            if (onTp && !classes[c].why.empty()) {
+              func.emitError("--shard '") << o.text << "': '" << name.getValue() << "' dim " << d
+                                          << " cannot be split on tp: " << classes[c].why;
               return failure();
             }
-            continue;
-          }
-          (onTp ? forced : excluded)[c] = true;
-          if (onTp && forcedBy[c].empty())
-            forcedBy[c] = o.text;
-          if (onTp && !classes[c].why.empty()) {
-            func.emitError("--shard '") << o.text << "': '" << name.getValue() << "' dim " << d
-                                        << " cannot be split on tp: " << classes[c].why;
-            return failure();
-          }
-          if (forced[c] && excluded[c]) {
-            func.emitError("--shard '")
-                << o.text << "': '" << name.getValue() << "' dim " << d
-                << " is split on tp by one override and kept whole by another (the dimensions "
-                << "a parameter shares with others through the model split together)";
-            return failure();
+            if (forced[c] && excluded[c]) {
+              func.emitError("--shard '")
+                  << o.text << "': '" << name.getValue() << "' dim " << d
+                  << " is split on tp by one override and kept whole by another (the dimensions "
+                  << "a parameter shares with others through the model split together)";
+              return failure();
+            }
           }
         }
       }
@@ -223,6 +261,25 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
         func.emitError("--shard '") << o.text << "': the regex matches no trained parameter";
         return failure();
       }
+
+    // One dimension is split once: a class with a part of a dimension that another split
+    // class already cuts (a strided part of a dimension whose major part is split) stays whole.
+    std::map<std::pair<void *, unsigned>, int> dimSplitBy;
+    auto claimDims = [&](int cls) {
+      for (const sharding::DimRef &m : dc.info(cls).members)
+        dimSplitBy.try_emplace({m.value.getAsOpaquePointer(), m.dim}, cls);
+    };
+    auto dimAlreadySplit = [&](int cls) -> const sharding::DimRef * {
+      for (const sharding::DimRef &m : dc.info(cls).members) {
+        auto it = dimSplitBy.find({m.value.getAsOpaquePointer(), m.dim});
+        if (it != dimSplitBy.end() && it->second != cls)
+          return &m;
+      }
+      return nullptr;
+    };
+    for (int c = 0; c < dc.numClasses(); ++c)
+      if (classAxis[c] >= 0)
+        claimDims(c);
 
     // A class that meets a class already split on tp in an op would compute only the pairs
     // of blocks a device holds.
@@ -247,7 +304,14 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
                                     << sharding::nodeName(op) << " pairs them";
         return failure();
       }
+      if (const sharding::DimRef *m = dimAlreadySplit(c)) {
+        func.emitError("--shard '") << forcedBy[c] << "': " << classes[c].label
+                                    << " cannot be split on tp: dim " << m->dim << " of "
+                                    << valueName(m->value) << " is already split";
+        return failure();
+      }
       classAxis[c] = 1;
+      claimDims(c);
       notes.push_back("split on tp " + classes[c].label + " (--shard '" + forcedBy[c] + "')");
     }
 
@@ -314,7 +378,13 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
                         " also has a dimension already split on tp");
         continue;
       }
+      if (const sharding::DimRef *m = dimAlreadySplit(c)) {
+        notes.push_back("replicated " + classes[c].label + ": dim " + std::to_string(m->dim) +
+                        " of " + valueName(m->value) + " is already split by another part");
+        continue;
+      }
       classAxis[c] = 1;
+      claimDims(c);
       notes.push_back("split on tp " + classes[c].label + ": " +
                       std::to_string(classes[c].elements) + " parameter elements, partial sums "
                       "of " + std::to_string(reduced[c]) + " elements per step");
@@ -448,20 +518,31 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     if (twoAxes && failed(chooseTensorParallel(func, dc, batch, classAxis, notes)))
       return signalPassFailure();
 
-    // Every value with a dimension in a split class is split along it on that class's axis.
-    llvm::MapVector<Value, SmallVector<SmallVector<mesh::MeshAxis>>> split;
+    // Every value with a dimension in a split class is split along it on that class's axis
+    // (strided, in groups, for a minor part of the dimension).
+    struct ValueSplit {
+      SmallVector<SmallVector<mesh::MeshAxis>> axes;
+      SmallVector<int64_t> groups;
+    };
+    llvm::MapVector<Value, ValueSplit> split;
     for (int c = 0; c < dc.numClasses(); ++c) {
       if (classAxis[c] < 0)
         continue;
       for (const sharding::DimRef &ref : dc.info(c).members) {
         auto [it, inserted] = split.try_emplace(ref.value);
-        if (inserted)
-          it->second.resize(cast<RankedTensorType>(ref.value.getType()).getRank());
-        it->second[ref.dim] = {static_cast<mesh::MeshAxis>(classAxis[c])};
+        if (inserted) {
+          auto rank = cast<RankedTensorType>(ref.value.getType()).getRank();
+          it->second.axes.resize(rank);
+          it->second.groups.assign(rank, 1);
+        }
+        it->second.axes[ref.dim] = {static_cast<mesh::MeshAxis>(classAxis[c])};
+        it->second.groups[ref.dim] = ref.groups;
       }
     }
-    for (auto &[value, axes] : split)
-      sharding::setSharding(value, sharding::makeSharding(meshRef, axes));
+    for (auto &[value, s] : split) {
+      sharding::setSharding(value, sharding::makeSharding(meshRef, s.axes));
+      sharding::setSplitGroups(value, s.groups);
+    }
     if (sequenceParallel &&
         failed(sharding::chooseSequenceParallel(func, dc, batch, classAxis, tp, meshRef, notes)))
       return signalPassFailure();

@@ -43,6 +43,50 @@ void setSharding(Value v, mesh::MeshShardingAttr sharding) {
     def->setAttr(kResultShardingsAttr, b.getArrayAttr(all));
 }
 
+SmallVector<int64_t> splitGroups(Value v) {
+  auto rank = cast<RankedTensorType>(v.getType()).getRank();
+  SmallVector<int64_t> groups(rank, 1);
+  DenseI64ArrayAttr stored;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      stored = func.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(),
+                                                        graph::kSplitGroupsAttr);
+  } else if (auto all = v.getDefiningOp()->getAttrOfType<ArrayAttr>(graph::kSplitGroupsAttr)) {
+    stored = dyn_cast<DenseI64ArrayAttr>(all[cast<OpResult>(v).getResultNumber()]);
+  }
+  if (stored)
+    for (auto [d, g] : llvm::enumerate(stored.asArrayRef()))
+      if (static_cast<int64_t>(d) < rank && g > 1)
+        groups[d] = g;
+  return groups;
+}
+
+void setSplitGroups(Value v, ArrayRef<int64_t> groups) {
+  bool strided = llvm::any_of(groups, [](int64_t g) { return g > 1; });
+  Builder b(v.getContext());
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (strided)
+      func.setArgAttr(arg.getArgNumber(), graph::kSplitGroupsAttr,
+                      b.getDenseI64ArrayAttr(groups));
+    else
+      func.removeArgAttr(arg.getArgNumber(), graph::kSplitGroupsAttr);
+    return;
+  }
+  Operation *def = v.getDefiningOp();
+  SmallVector<Attribute> all;
+  if (auto existing = def->getAttrOfType<ArrayAttr>(graph::kSplitGroupsAttr))
+    all.assign(existing.begin(), existing.end());
+  else
+    all.assign(def->getNumResults(), b.getUnitAttr());
+  all[cast<OpResult>(v).getResultNumber()] =
+      strided ? Attribute(b.getDenseI64ArrayAttr(groups)) : b.getUnitAttr();
+  if (llvm::all_of(all, [](Attribute a) { return isa<UnitAttr>(a); }))
+    def->removeAttr(graph::kSplitGroupsAttr);
+  else
+    def->setAttr(graph::kSplitGroupsAttr, b.getArrayAttr(all));
+}
+
 SmallVector<SmallVector<mesh::MeshAxis>> splitAxes(Value v) {
   auto rank = cast<RankedTensorType>(v.getType()).getRank();
   SmallVector<SmallVector<mesh::MeshAxis>> axes(rank);

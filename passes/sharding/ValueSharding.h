@@ -24,6 +24,11 @@ mlir::mesh::MeshShardingAttr getSharding(mlir::Value v);
 // Records `sharding` for `v` (null: replicated, the annotation is dropped).
 void setSharding(mlir::Value v, mlir::mesh::MeshShardingAttr sharding);
 
+// Per dimension of `v`: the equal groups its split cuts (graph::kSplitGroupsAttr; 1: one).
+llvm::SmallVector<int64_t> splitGroups(mlir::Value v);
+// Records `groups` for `v` (all 1: the annotation is dropped).
+void setSplitGroups(mlir::Value v, llvm::ArrayRef<int64_t> groups);
+
 // Per dimension of `v`: the mesh axes that split it (empty: whole).
 llvm::SmallVector<llvm::SmallVector<mlir::mesh::MeshAxis>> splitAxes(mlir::Value v);
 

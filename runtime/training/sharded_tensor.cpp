@@ -56,6 +56,12 @@ BlockRuns blockRunsOf(const program::Sharding &sharding) {
   const size_t dim = hasBlocks(sharding) ? static_cast<size_t>(sharding.block_dim()) : 0;
   for (size_t d = 0; d < block.size(); ++d)
     (d < dim ? runs.outer : runs.inner) *= block[d];
+  // A strided split: the groups of block_dim are outer runs too, each block holding
+  // 1/groups of the block's extent along it.
+  if (hasBlocks(sharding) && sharding.block_groups() > 1) {
+    runs.outer *= sharding.block_groups();
+    runs.inner /= sharding.block_groups();
+  }
   return runs;
 }
 
@@ -105,11 +111,13 @@ Status checkSharding(const program::Sharding &sharding, const program::Buffer &b
       return Status::error("split into " + std::to_string(sharding.num_blocks()) +
                            " blocks along mesh axis '" + program.mesh_axes(axis).name() +
                            "' of " + std::to_string(program.mesh_axes(axis).size()) + " ranks");
-    if (dim < 0 || dim >= sharding.global_shape_size() ||
-        sharding.global_shape(dim) % sharding.num_blocks() != 0)
+    const int64_t groups = std::max(sharding.block_groups(), 1);
+    if (dim < 0 || dim >= sharding.global_shape_size() || sharding.block_groups() < 0 ||
+        sharding.global_shape(dim) % (groups * sharding.num_blocks()) != 0)
       return Status::error("dim " + std::to_string(dim) + " of " + global +
-                           " cannot be cut into " + std::to_string(sharding.num_blocks()) +
-                           " equal blocks");
+                           " cannot be cut into " +
+                           (groups > 1 ? std::to_string(groups) + " groups of " : "") +
+                           std::to_string(sharding.num_blocks()) + " equal blocks");
   }
   int shardRanks = program.world_size();
   if (mesh && sharding.shard_axis() != -1) {

@@ -34,7 +34,8 @@ bool hasBlocks(const program::Sharding &sharding);
 // `elementBytes` bytes) into `block` (the block's elements, row-major); the whole tensor when
 // the sharding has no blocks. A block along a dimension other than the first is not contiguous
 // in the whole: it is `outer` runs of `inner` elements, run o at (o * num_blocks + index) *
-// inner.
+// inner (with block_groups g, each group of the dimension gives a run: g times the runs, each
+// 1/g as long).
 void copyBlock(const program::Sharding &sharding, int64_t index, const void *whole, void *block,
                size_t elementBytes);
 

@@ -97,6 +97,7 @@ JsonValue shardingJson(const PlanSharding &s, size_t dims) {
   }
   o.add("dim_axes", std::move(dimAxes));
   o.add("num_blocks", i64(s.numBlocks));
+  o.add("block_groups", i64(s.blockGroups));
   o.add("block_elements", i64(s.blockElements));
   o.add("shard_axis", s.sharded ? str(s.shardAxis) : JsonValue());
   o.add("num_shards", i64(s.numShards));
@@ -303,6 +304,7 @@ JsonValue bindingsJson(const google::protobuf::RepeatedPtrField<program::Binding
       sh.add("shard_elements", i64(b.sharding().shard_numel()));
       sh.add("block_dim", i64(b.sharding().block_dim()));
       sh.add("num_blocks", i64(b.sharding().num_blocks()));
+      sh.add("block_groups", i64(std::max(b.sharding().block_groups(), 1)));
       sh.add("block_axis", i64(b.sharding().block_axis()));
       sh.add("shard_axis", i64(b.sharding().shard_axis()));
       e.add("sharding", std::move(sh));

@@ -114,6 +114,7 @@ PlanTensor tensorOf(const program::Program &p, const program::Binding &binding) 
     sh.dimAxes.assign(t.globalShape.size(), {});
     if (s->block_dim() >= 0 && s->block_dim() < static_cast<int>(t.globalShape.size()))
       sh.dimAxes[s->block_dim()].push_back(axisName(p, s->block_axis()));
+    sh.blockGroups = std::max(s->block_groups(), 1);
   }
   if (flat) {
     sh.sharded = true;
@@ -541,13 +542,17 @@ std::vector<PlanGroup> groupsOf(const program::Bundle &bundle) {
   return groups;
 }
 
-// "[{tp}, {}]": the mesh axes splitting each dim; "" when the tensor is not cut into blocks.
+// "[{tp}, {}]": the mesh axes splitting each dim ("3x{tp}": a strided split, each of 3 equal
+// groups of the dim split on tp); "" when the tensor is not cut into blocks.
 std::string blockSpec(const PlanSharding &s) {
   if (!s.blocked())
     return "";
   std::string out = "[";
   for (size_t i = 0; i < s.dimAxes.size(); ++i) {
-    out += i ? ", {" : "{";
+    out += i ? ", " : "";
+    if (s.blockGroups > 1 && !s.dimAxes[i].empty())
+      out += std::to_string(s.blockGroups) + "x"; // each of the groups split on the axes
+    out += "{";
     for (size_t j = 0; j < s.dimAxes[i].size(); ++j)
       out += (j ? ", " : "") + s.dimAxes[i][j];
     out += "}";

@@ -170,12 +170,12 @@ private:
       sharding.set_shard_axis(static_cast<int32_t>(flat.getAxis()));
       sharding.set_shard_numel(local.getNumElements());
       if (auto block = flat.getBlock()) {
-        if (failed(setBlocks(sharding, block, whole, name)))
+        if (failed(setBlocks(sharding, block, groupsOf(attrs), whole, name)))
           return failure();
       }
     } else if (auto split = dyn_cast_or_null<mesh::MeshShardingAttr>(attr)) {
       whole.assign(local.getShape().begin(), local.getShape().end());
-      if (failed(setBlocks(sharding, split, whole, name)))
+      if (failed(setBlocks(sharding, split, groupsOf(attrs), whole, name)))
         return failure();
       if (!hasBlocks(sharding))
         return std::optional<llvm::SmallVector<int64_t>>();
@@ -192,11 +192,17 @@ private:
 
   static bool hasBlocks(const program::Sharding &s) { return s.num_blocks() > 1; }
 
+  // The groups of a strided split, per dimension (graph::kSplitGroupsAttr), if any.
+  static DenseI64ArrayAttr groupsOf(DictionaryAttr attrs) {
+    return attrs ? attrs.getAs<DenseI64ArrayAttr>(graph::kSplitGroupsAttr) : nullptr;
+  }
+
   // The tensor-parallel blocks of `split` (a sharding of the block's or the whole tensor's
   // dimensions): at most one dimension split, on one mesh axis. `shape` is the block's shape
   // on entry and the whole tensor's on return.
   LogicalResult setBlocks(program::Sharding &sharding, mesh::MeshShardingAttr split,
-                          llvm::SmallVector<int64_t> &shape, llvm::StringRef name) {
+                          DenseI64ArrayAttr groups, llvm::SmallVector<int64_t> &shape,
+                          llvm::StringRef name) {
     for (auto [d, axes] : llvm::enumerate(split.getSplitAxes())) {
       // A graph input's batch split on dp (axis 0) is the program's rows (batch_begin).
       if (axes.empty() || (axes.size() == 1 && axes.asArrayRef()[0] == 0))
@@ -208,6 +214,8 @@ private:
       sharding.set_block_dim(static_cast<int32_t>(d));
       sharding.set_num_blocks(static_cast<int32_t>(n));
       sharding.set_block_axis(static_cast<int32_t>(axes.asArrayRef()[0]));
+      if (groups && d < groups.size() && groups[d] > 1)
+        sharding.set_block_groups(static_cast<int32_t>(groups[d]));
       shape[d] *= n;
     }
     return success();

@@ -83,13 +83,16 @@ func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
 
 // -----
 
-// What stays replicated, and why: a fused QKV projection cut by Split (the split axis is
+// What stays replicated, and why: the fused QKV features as one block (the split axis is
 // whole), a class holding a graph input (inputs are never split on tp), a size tp does not
-// divide. The remaining parameter class is split.
-// TP4: "replicated 'attn.weight' dim 0 (size 8): it holds input 'x', which every device reads whole"
+// divide. The parts the Split cuts are split strided: the fused weight as 3 groups of 8,
+// with mlp.weight's input features (shardc-partition-strided.mlir has the partitioned IR).
+// TP4: graph.param = "attn.weight", graph.sharding = #mesh.shard<@mesh, {{\[\[}}], [1]]>, graph.split_groups = array<i64: 1, 3>
+// TP4-SAME: "replicated 'attn.weight' dim 0 (size 8): it holds input 'x', which every device reads whole"
 // TP4-SAME: "replicated 'attn.weight' dim 1 (size 24): op graph.split: split cuts along it"
 // TP4-SAME: "replicated 'mlp.weight' dim 1 (size 6): --strategy tp=4 does not divide its size 6"
 // TP4-SAME: "split on tp 'proj.weight' dim 1 (size 8): 48 parameter elements, partial sums of 1 elements per step"
+// TP4-SAME: "split on tp 'mlp.weight' dim 0 (size 8): 240 parameter elements, partial sums of 48 elements per step"
 func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
                    %wa: tensor<8x24xf32> {graph.param = "attn.weight"}, %wm: tensor<8x6xf32> {graph.param = "mlp.weight"},
                    %wn: tensor<6x8xf32> {graph.param = "proj.weight"}) -> (tensor<f32> {graph.output = "loss"}) {

@@ -179,6 +179,57 @@ TEST(ShardedTensor, SliceAndGatherBlocksOfShardsOnAMesh) {
   }
 }
 
+// A strided split (a fused QKV weight): f32[2x6] whose dim 1 is 3 groups of 2 columns, each
+// group cut on tp: the rank at tp coordinate b holds column b of every group, in group order.
+// Slicing and gathering over the tp group give the tensor back; a dimension the groups and
+// blocks do not divide is refused.
+TEST(ShardedTensor, SliceAndGatherAStridedSplit) {
+  program::Sharding sharding = shardingOf({2, 6}, 1);
+  sharding.set_shard_numel(6);
+  sharding.set_num_blocks(2);
+  sharding.set_block_dim(1);
+  sharding.set_block_axis(1);
+  sharding.set_block_groups(3);
+  std::vector<float> values(12);
+  for (int i = 0; i < 12; ++i)
+    values[i] = static_cast<float>(i + 1); // rows [1..6], [7..12]
+  const HostTensor full = testing::makeTensor(program::F32, {2, 6}, values);
+  std::vector<HostTensor> parts(4);
+  std::vector<program::Program> programs(4);
+  for (int r = 0; r < 4; ++r) {
+    programs[r] = programOfRanks(4);
+    programs[r].set_rank(r);
+    testing::addMesh2x2(&programs[r]);
+    ASSERT_TRUE(sliceShard(sharding, shardPlaceOf(programs[r], sharding), full, &parts[r]).isOk());
+  }
+  // tp 0: columns 0, 2, 4; tp 1: columns 1, 3, 5.
+  EXPECT_EQ(std::vector<float>(parts[0].as<float>(), parts[0].as<float>() + 6),
+            (std::vector<float>{1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ(std::vector<float>(parts[1].as<float>(), parts[1].as<float>() + 6),
+            (std::vector<float>{2, 4, 6, 8, 10, 12}));
+
+  auto comms = localWorld(4);
+  std::vector<std::unique_ptr<Communicator>> dpGroups(4), tpGroups(4);
+  std::vector<HostTensor> gathered(4);
+  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
+    SHARDC_RETURN_IF_ERROR(comms[r]->split(r % 2, r / 2, &dpGroups[r]));
+    SHARDC_RETURN_IF_ERROR(comms[r]->split(r / 2, r % 2, &tpGroups[r]));
+    return gatherShards(dpGroups[r].get(), tpGroups[r].get(), sharding, parts[r], &gathered[r]);
+  });
+  ASSERT_TRUE(status.isOk()) << status.message();
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(gathered[r].bytes, full.bytes) << "rank " << r;
+
+  program::Buffer buffer;
+  buffer.set_dtype(program::F32);
+  buffer.add_shape(2);
+  buffer.add_shape(3);
+  EXPECT_TRUE(checkSharding(sharding, buffer, programs[1]).isOk());
+  sharding.set_block_groups(2);
+  EXPECT_THAT(checkSharding(sharding, buffer, programs[1]).message(),
+              HasSubstr("dim 1 of f32[2x6] cannot be cut into 2 groups of 2 equal blocks"));
+}
+
 // Rank 2 fails while ranks 0 and 1 wait for it in a collective: the abort frees them at once,
 // and the error reported is rank 2's own, not theirs ("rank 2 failed: ...").
 TEST(RankThreads, TheFirstFailureIsTheRootCause) {

@@ -96,6 +96,10 @@ std::optional<OpShardingRule> TriluOp::getShardingRule() {
 // A training dropout draws each element's keep-bit from its index in the whole tensor; the
 // partitioner records where a device's block lies (graph.global_shape, graph.split_dim), so a
 // split step draws the same mask as the whole one.
-std::optional<OpShardingRule> DropoutOp::getShardingRule() { return elementwise(*this); }
+std::optional<OpShardingRule> DropoutOp::getShardingRule() {
+  OpShardingRule rule = elementwise(*this);
+  rule.positional = isRandom();
+  return rule;
+}
 
 } // namespace shardc::graph

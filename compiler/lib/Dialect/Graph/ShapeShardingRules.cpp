@@ -1,7 +1,8 @@
 //===- ShapeShardingRules.cpp - rules of reductions and data movement -------------------===//
 //
 // Reshapes map dimension groups (768 -> 12 x 64 keeps a split of the heads); transposes
-// permute factors; concat, split and sliced dimensions stay whole; a gather's indexed axis is
+// permute factors; a concat or split into equal parts maps the parts to the minor factor of
+// the joined axis (a strided split), unequal ones and sliced dimensions stay whole; a gather's indexed axis is
 // whole (a vocab-parallel lookup is a rule of its own, later), its index dimensions are
 // parallel, and in its gradient (a scatter-add) they are summed.
 //
@@ -53,6 +54,28 @@ std::optional<OpShardingRule> ExpandOp::getShardingRule() {
   return rule;
 }
 
+namespace {
+// The axis of a concat or split between `whole` and its equal `parts` (sizes along the axis):
+// the whole is {count (whole), part}, each part {part}, so a split of the part factor is a
+// strided split of the whole (ShardingRule.h); unequal parts keep the axis whole.
+void joinedAxis(OpShardingRule &rule, int64_t whole, ArrayRef<int64_t> parts, StringRef why,
+                DimFactors &wholeDim, SmallVectorImpl<DimFactors> &partDims) {
+  bool equal = !parts.empty() && llvm::all_equal(parts) && parts.front() > 1;
+  if (equal && parts.size() > 1) {
+    wholeDim = {rule.addWhole(static_cast<int64_t>(parts.size()), why.str()),
+                rule.addFactor(parts.front())};
+    for (DimFactors &d : partDims)
+      d = {wholeDim[1]};
+    return;
+  }
+  if (whole != 1)
+    wholeDim = {rule.addWhole(whole, why.str())};
+  for (auto [d, size] : llvm::zip(partDims, parts))
+    if (size != 1)
+      d = {rule.addWhole(size, why.str())};
+}
+} // namespace
+
 std::optional<OpShardingRule> ConcatOp::getShardingRule() {
   OpShardingRule rule;
   ArrayRef<int64_t> out = getType().getShape();
@@ -60,18 +83,23 @@ std::optional<OpShardingRule> ConcatOp::getShardingRule() {
   SmallVector<int> dims;
   for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d)
     dims.push_back(d == axis || out[d] == 1 ? -1 : rule.addFactor(out[d]));
-  for (Value in : getInputs()) {
+  SmallVector<int64_t> parts;
+  for (Value in : getInputs())
+    parts.push_back(shapeOf(in)[axis]);
+  DimFactors whole;
+  SmallVector<DimFactors> partDims(parts.size());
+  joinedAxis(rule, out[axis], parts, "concat joins along it", whole, partDims);
+  for (const DimFactors &part : partDims) {
     TensorFactors t = OpShardingRule::tensor(dims);
-    if (shapeOf(in)[axis] != 1)
-      t[axis].push_back(rule.addWhole(shapeOf(in)[axis], "concat joins along it"));
+    t[axis] = part;
     rule.operands.push_back(std::move(t));
   }
   TensorFactors result = OpShardingRule::tensor(dims);
-  if (out[axis] != 1)
-    result[axis].push_back(rule.addWhole(out[axis], "concat joins along it"));
+  result[axis] = whole;
   rule.results = {result};
   rule.linear.assign(getNumOperands(), false);
   rule.sumsOperands = true;
+  rule.stridedParts = true;
   return rule;
 }
 
@@ -82,17 +110,22 @@ std::optional<OpShardingRule> SplitOp::getShardingRule() {
   SmallVector<int> dims;
   for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
     dims.push_back(d == axis || in[d] == 1 ? -1 : rule.addFactor(in[d]));
+  SmallVector<int64_t> parts;
+  for (Value r : getResults())
+    parts.push_back(shapeOf(r)[axis]);
+  DimFactors whole;
+  SmallVector<DimFactors> partDims(parts.size());
+  joinedAxis(rule, in[axis], parts, "split cuts along it", whole, partDims);
   TensorFactors input = OpShardingRule::tensor(dims);
-  if (in[axis] != 1)
-    input[axis].push_back(rule.addWhole(in[axis], "split cuts along it"));
+  input[axis] = whole;
   rule.operands = {input};
-  for (Value r : getResults()) {
+  for (const DimFactors &part : partDims) {
     TensorFactors t = OpShardingRule::tensor(dims);
-    if (shapeOf(r)[axis] != 1)
-      t[axis].push_back(rule.addWhole(shapeOf(r)[axis], "split cuts along it"));
+    t[axis] = part;
     rule.results.push_back(std::move(t));
   }
   rule.linear = {true};
+  rule.stridedParts = true;
   return rule;
 }
 

@@ -27,6 +27,10 @@ inline constexpr llvm::StringLiteral kZeroStageAttr = "graph.zero_stage";
 // upstream #mesh.shard (split dimensions, e.g. the batch; none: replicated) or a
 // #graph.flat_shard (ZeRO: flattened, zero-padded and split; GraphAttributes.td).
 inline constexpr llvm::StringLiteral kShardingAttr = "graph.sharding";
+// Beside a sharding that splits a dimension strided (ShardingRule.h): per dimension, the
+// equal groups its split cuts (dense i64 array; 1: the dimension is one group). On arguments
+// and results of a function; an op's results have one array each (an array attribute).
+inline constexpr llvm::StringLiteral kSplitGroupsAttr = "graph.split_groups";
 // On a function whose batch is split (passes/sharding): the global batch size, the rows the
 // data-parallel axis cuts into blocks.
 inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";

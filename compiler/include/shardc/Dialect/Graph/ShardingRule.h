@@ -5,7 +5,11 @@
 // with a size and a kind, and every dimension of every operand and result is a list of those
 // factors, major first (a merged dimension of a Reshape holds several). Splitting a factor
 // across devices splits every dimension whose *major* factor it is; a split of a minor factor
-// cannot be expressed as a block of that dimension, so the propagation never makes one.
+// is *strided*: the dimension is `g` equal groups (g: the product of the factors before it),
+// each cut into blocks, and a device holds its block of every group. A fused projection
+// cut by Split is the case that matters: [b, s, 3h] -> 3 x [b, s, h] has the factors
+// {3, h} on its input; a split of h (the heads) holds, on each device, its heads of Q, K
+// and V, so the weight that computes [b, s, 3h] is split as 3 groups of h.
 //
 //   matmul  [b, m, k] x [b, k, n] -> [b, m, n]     b, m, n parallel; k a reduction
 //   reshape [b, s, 768] -> [b, s, 12, 64]          768 = {h, d}: a split of h is a split of
@@ -86,6 +90,13 @@ struct OpShardingRule {
   bool sumsOperands = false;
   bool separateOperands = false;
   llvm::SmallVector<int, 1> indexedFactors;
+  // The kernel derives values from each element's position in the whole tensor (a training
+  // dropout's mask): a device's block must be one contiguous range of every dimension, so a
+  // strided split of its dimensions (below) is refused.
+  bool positional = false;
+  // Its minor factors may be split as strided parts (a concat or split into equal parts);
+  // those of any other op (a reshape merging dimensions) stay whole.
+  bool stridedParts = false;
 
   // --- building ---
   int addFactor(int64_t size, FactorKind kind = FactorKind::Parallel);
