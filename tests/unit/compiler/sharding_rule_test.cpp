@@ -117,6 +117,42 @@ TEST_F(OpRules, MatMulContractsK) {
   EXPECT_TRUE(r.linear[0] && r.linear[1]);
 }
 
+TEST_F(OpRules, AnEqualSplitMakesItsPartsTheMinorFactorOfTheAxis) {
+  // [2, 24] -> 3 x [2, 8]: the axis is {3 (whole), 8}, each part {8}, one factor for all.
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%a: tensor<2x24xf32>) -> tensor<2x8xf32> {
+      %q, %k, %v = graph.split %a {axis = 1 : i64, sizes = array<i64: 8, 8, 8>} : (tensor<2x24xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
+      return %q : tensor<2x8xf32>
+    })");
+  EXPECT_EQ(factorSizes(r, r.operands[0]), (Sizes{{2}, {3, 8}}));
+  EXPECT_EQ(r.factors[r.operands[0][1][0]].kind, FactorKind::Whole);
+  EXPECT_EQ(r.factors[r.operands[0][1][1]].kind, FactorKind::Parallel);
+  for (const TensorFactors &part : r.results)
+    EXPECT_EQ(part[1], (DimFactors{r.operands[0][1][1]}));
+  EXPECT_TRUE(r.stridedParts);
+  // Unequal parts (a grouped-query K/V fused with Q) keep the axis whole.
+  OpShardingRule unequal = ruleOf(R"(
+    func.func @f(%a: tensor<2x16xf32>) -> tensor<2x8xf32> {
+      %q, %k, %v = graph.split %a {axis = 1 : i64, sizes = array<i64: 8, 4, 4>} : (tensor<2x16xf32>) -> (tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+      return %q : tensor<2x8xf32>
+    })");
+  EXPECT_EQ(factorSizes(unequal, unequal.operands[0]), (Sizes{{2}, {16}}));
+  EXPECT_EQ(unequal.factors[unequal.operands[0][1][0]].kind, FactorKind::Whole);
+  EXPECT_FALSE(unequal.stridedParts);
+}
+
+TEST_F(OpRules, AnEqualConcatJoinsItsPartsAsTheMinorFactor) {
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%a: tensor<2x8xf32>, %b: tensor<2x8xf32>) -> tensor<2x16xf32> {
+      %c = graph.concat %a, %b {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x16xf32>
+      return %c : tensor<2x16xf32>
+    })");
+  EXPECT_EQ(factorSizes(r, r.results[0]), (Sizes{{2}, {2, 8}}));
+  EXPECT_EQ(r.operands[0][1], (DimFactors{r.results[0][1][1]}));
+  EXPECT_EQ(r.operands[1][1], (DimFactors{r.results[0][1][1]}));
+  EXPECT_TRUE(r.sumsOperands);
+}
+
 TEST_F(OpRules, GemmSumsKOnlyWithoutABias) {
   // a @ b alone: a split k is a pending sum.
   OpShardingRule plain = ruleOf(R"(

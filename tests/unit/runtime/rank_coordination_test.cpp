@@ -134,6 +134,37 @@ TEST(ShardedTensor, ChecksBlocksAgainstTheMesh) {
               HasSubstr("dim 1 of f32[2x5] cannot be cut into 2 equal blocks"));
 }
 
+// Each rank's part of `full` on a 2 x 2 dp x tp world (rank r at dp r / 2, tp r % 2), sliced
+// where its coordinate says; `programs` gets each rank's program.
+std::vector<HostTensor> sliceOnMesh2x2(const program::Sharding &sharding, const HostTensor &full,
+                                       std::vector<program::Program> &programs) {
+  std::vector<HostTensor> parts(4);
+  programs.assign(4, program::Program());
+  for (int r = 0; r < 4; ++r) {
+    programs[r] = programOfRanks(4);
+    programs[r].set_rank(r);
+    testing::addMesh2x2(&programs[r]);
+    Status status = sliceShard(sharding, shardPlaceOf(programs[r], sharding), full, &parts[r]);
+    EXPECT_TRUE(status.isOk()) << status.message();
+  }
+  return parts;
+}
+
+// The whole tensors the 4 ranks gather from their `parts`: over the dp group, then the tp group.
+std::vector<HostTensor> gatherOnMesh2x2(const program::Sharding &sharding,
+                                        const std::vector<HostTensor> &parts) {
+  auto comms = localWorld(4);
+  std::vector<std::unique_ptr<Communicator>> dpGroups(4), tpGroups(4);
+  std::vector<HostTensor> gathered(4);
+  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
+    SHARDC_RETURN_IF_ERROR(comms[r]->split(r % 2, r / 2, &dpGroups[r]));
+    SHARDC_RETURN_IF_ERROR(comms[r]->split(r / 2, r % 2, &tpGroups[r]));
+    return gatherShards(dpGroups[r].get(), tpGroups[r].get(), sharding, parts[r], &gathered[r]);
+  });
+  EXPECT_TRUE(status.isOk()) << status.message();
+  return gathered;
+}
+
 // A 2 x 2 dp x tp world: f32[2x6] cut into two column blocks of 2x3 on tp, each block into
 // two flat shards of 3 on dp (ZeRO over dp of what tp split). Slicing puts each rank's part
 // where its coordinate says; gathering over the dp group, then the tp group, gives the
@@ -149,14 +180,8 @@ TEST(ShardedTensor, SliceAndGatherBlocksOfShardsOnAMesh) {
   for (int i = 0; i < 12; ++i)
     values[i] = static_cast<float>(i + 1);
   const HostTensor full = testing::makeTensor(program::F32, {2, 6}, values);
-  std::vector<HostTensor> parts(4);
-  std::vector<program::Program> programs(4);
-  for (int r = 0; r < 4; ++r) {
-    programs[r] = programOfRanks(4);
-    programs[r].set_rank(r);
-    testing::addMesh2x2(&programs[r]);
-    ASSERT_TRUE(sliceShard(sharding, shardPlaceOf(programs[r], sharding), full, &parts[r]).isOk());
-  }
+  std::vector<program::Program> programs;
+  std::vector<HostTensor> parts = sliceOnMesh2x2(sharding, full, programs);
   // Rank 1 (dp 0, tp 1): block [[4, 5, 6], [10, 11, 12]], its first shard.
   EXPECT_EQ(std::vector<float>(parts[1].as<float>(), parts[1].as<float>() + 3),
             (std::vector<float>{4, 5, 6}));
@@ -164,15 +189,7 @@ TEST(ShardedTensor, SliceAndGatherBlocksOfShardsOnAMesh) {
   EXPECT_EQ(std::vector<float>(parts[2].as<float>(), parts[2].as<float>() + 3),
             (std::vector<float>{7, 8, 9}));
 
-  auto comms = localWorld(4);
-  std::vector<std::unique_ptr<Communicator>> dpGroups(4), tpGroups(4);
-  std::vector<HostTensor> gathered(4);
-  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
-    SHARDC_RETURN_IF_ERROR(comms[r]->split(r % 2, r / 2, &dpGroups[r]));
-    SHARDC_RETURN_IF_ERROR(comms[r]->split(r / 2, r % 2, &tpGroups[r]));
-    return gatherShards(dpGroups[r].get(), tpGroups[r].get(), sharding, parts[r], &gathered[r]);
-  });
-  ASSERT_TRUE(status.isOk()) << status.message();
+  std::vector<HostTensor> gathered = gatherOnMesh2x2(sharding, parts);
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(gathered[r].describe(), "f32[2x6]");
     EXPECT_EQ(gathered[r].bytes, full.bytes) << "rank " << r;
@@ -194,29 +211,15 @@ TEST(ShardedTensor, SliceAndGatherAStridedSplit) {
   for (int i = 0; i < 12; ++i)
     values[i] = static_cast<float>(i + 1); // rows [1..6], [7..12]
   const HostTensor full = testing::makeTensor(program::F32, {2, 6}, values);
-  std::vector<HostTensor> parts(4);
-  std::vector<program::Program> programs(4);
-  for (int r = 0; r < 4; ++r) {
-    programs[r] = programOfRanks(4);
-    programs[r].set_rank(r);
-    testing::addMesh2x2(&programs[r]);
-    ASSERT_TRUE(sliceShard(sharding, shardPlaceOf(programs[r], sharding), full, &parts[r]).isOk());
-  }
+  std::vector<program::Program> programs;
+  std::vector<HostTensor> parts = sliceOnMesh2x2(sharding, full, programs);
   // tp 0: columns 0, 2, 4; tp 1: columns 1, 3, 5.
   EXPECT_EQ(std::vector<float>(parts[0].as<float>(), parts[0].as<float>() + 6),
             (std::vector<float>{1, 3, 5, 7, 9, 11}));
   EXPECT_EQ(std::vector<float>(parts[1].as<float>(), parts[1].as<float>() + 6),
             (std::vector<float>{2, 4, 6, 8, 10, 12}));
 
-  auto comms = localWorld(4);
-  std::vector<std::unique_ptr<Communicator>> dpGroups(4), tpGroups(4);
-  std::vector<HostTensor> gathered(4);
-  Status status = runRankThreads(pointers(comms), [&](int r) -> Status {
-    SHARDC_RETURN_IF_ERROR(comms[r]->split(r % 2, r / 2, &dpGroups[r]));
-    SHARDC_RETURN_IF_ERROR(comms[r]->split(r / 2, r % 2, &tpGroups[r]));
-    return gatherShards(dpGroups[r].get(), tpGroups[r].get(), sharding, parts[r], &gathered[r]);
-  });
-  ASSERT_TRUE(status.isOk()) << status.message();
+  std::vector<HostTensor> gathered = gatherOnMesh2x2(sharding, parts);
   for (int r = 0; r < 4; ++r)
     EXPECT_EQ(gathered[r].bytes, full.bytes) << "rank " << r;
 

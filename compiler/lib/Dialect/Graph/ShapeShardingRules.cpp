@@ -55,77 +55,61 @@ std::optional<OpShardingRule> ExpandOp::getShardingRule() {
 }
 
 namespace {
-// The axis of a concat or split between `whole` and its equal `parts` (sizes along the axis):
-// the whole is {count (whole), part}, each part {part}, so a split of the part factor is a
-// strided split of the whole (ShardingRule.h); unequal parts keep the axis whole.
-void joinedAxis(OpShardingRule &rule, int64_t whole, ArrayRef<int64_t> parts, StringRef why,
-                DimFactors &wholeDim, SmallVectorImpl<DimFactors> &partDims) {
-  bool equal = !parts.empty() && llvm::all_equal(parts) && parts.front() > 1;
-  if (equal && parts.size() > 1) {
-    wholeDim = {rule.addWhole(static_cast<int64_t>(parts.size()), why.str()),
-                rule.addFactor(parts.front())};
-    for (DimFactors &d : partDims)
-      d = {wholeDim[1]};
-    return;
+// The tensors of a concat or split along `axis`: the joined one, of `wholeShape`, and its
+// `parts`. The other dimensions are shared parallel factors. For equal parts the joined axis
+// is {count (whole), part} and each part's axis {part}, so a split of the part factor is a
+// strided split of the joined axis (ShardingRule.h); unequal parts keep the axis whole.
+struct JoinedTensors {
+  TensorFactors whole;
+  SmallVector<TensorFactors> parts;
+};
+
+JoinedTensors joinedTensors(OpShardingRule &rule, ArrayRef<int64_t> wholeShape, int64_t axis,
+                            ValueRange partValues, StringRef why) {
+  SmallVector<int> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(wholeShape.size()); ++d)
+    dims.push_back(d == axis || wholeShape[d] == 1 ? -1 : rule.addFactor(wholeShape[d]));
+  SmallVector<int64_t> sizes;
+  for (Value v : partValues)
+    sizes.push_back(shapeOf(v)[axis]);
+  JoinedTensors out;
+  out.whole = OpShardingRule::tensor(dims);
+  out.parts.assign(sizes.size(), OpShardingRule::tensor(dims));
+  if (sizes.size() > 1 && llvm::all_equal(sizes) && sizes.front() > 1) {
+    int part = rule.addFactor(sizes.front());
+    out.whole[axis] = {rule.addWhole(static_cast<int64_t>(sizes.size()), why.str()), part};
+    for (TensorFactors &t : out.parts)
+      t[axis] = {part};
+    rule.stridedParts = true;
+    return out;
   }
-  if (whole != 1)
-    wholeDim = {rule.addWhole(whole, why.str())};
-  for (auto [d, size] : llvm::zip(partDims, parts))
+  if (wholeShape[axis] != 1)
+    out.whole[axis] = {rule.addWhole(wholeShape[axis], why.str())};
+  for (auto [t, size] : llvm::zip(out.parts, sizes))
     if (size != 1)
-      d = {rule.addWhole(size, why.str())};
+      t[axis] = {rule.addWhole(size, why.str())};
+  return out;
 }
 } // namespace
 
 std::optional<OpShardingRule> ConcatOp::getShardingRule() {
   OpShardingRule rule;
-  ArrayRef<int64_t> out = getType().getShape();
-  int64_t axis = static_cast<int64_t>(getAxis());
-  SmallVector<int> dims;
-  for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d)
-    dims.push_back(d == axis || out[d] == 1 ? -1 : rule.addFactor(out[d]));
-  SmallVector<int64_t> parts;
-  for (Value in : getInputs())
-    parts.push_back(shapeOf(in)[axis]);
-  DimFactors whole;
-  SmallVector<DimFactors> partDims(parts.size());
-  joinedAxis(rule, out[axis], parts, "concat joins along it", whole, partDims);
-  for (const DimFactors &part : partDims) {
-    TensorFactors t = OpShardingRule::tensor(dims);
-    t[axis] = part;
-    rule.operands.push_back(std::move(t));
-  }
-  TensorFactors result = OpShardingRule::tensor(dims);
-  result[axis] = whole;
-  rule.results = {result};
+  JoinedTensors t = joinedTensors(rule, getType().getShape(), static_cast<int64_t>(getAxis()),
+                                  getInputs(), "concat joins along it");
+  rule.operands.assign(t.parts.begin(), t.parts.end());
+  rule.results = {t.whole};
   rule.linear.assign(getNumOperands(), false);
   rule.sumsOperands = true;
-  rule.stridedParts = true;
   return rule;
 }
 
 std::optional<OpShardingRule> SplitOp::getShardingRule() {
   OpShardingRule rule;
-  ArrayRef<int64_t> in = shapeOf(getInput());
-  int64_t axis = static_cast<int64_t>(getAxis());
-  SmallVector<int> dims;
-  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
-    dims.push_back(d == axis || in[d] == 1 ? -1 : rule.addFactor(in[d]));
-  SmallVector<int64_t> parts;
-  for (Value r : getResults())
-    parts.push_back(shapeOf(r)[axis]);
-  DimFactors whole;
-  SmallVector<DimFactors> partDims(parts.size());
-  joinedAxis(rule, in[axis], parts, "split cuts along it", whole, partDims);
-  TensorFactors input = OpShardingRule::tensor(dims);
-  input[axis] = whole;
-  rule.operands = {input};
-  for (const DimFactors &part : partDims) {
-    TensorFactors t = OpShardingRule::tensor(dims);
-    t[axis] = part;
-    rule.results.push_back(std::move(t));
-  }
+  JoinedTensors t = joinedTensors(rule, shapeOf(getInput()), static_cast<int64_t>(getAxis()),
+                                  getResults(), "split cuts along it");
+  rule.operands = {t.whole};
+  rule.results.assign(t.parts.begin(), t.parts.end());
   rule.linear = {true};
-  rule.stridedParts = true;
   return rule;
 }
 
