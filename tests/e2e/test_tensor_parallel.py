@@ -18,8 +18,9 @@ case, against a single-rank run of the same export on the same data:
     output projections are vocab-parallel: the tied GPT's wte (embedding and output at once,
     still one tensor) and the decoders' lm_head are split along the vocabulary, so the
     cross-entropy runs on each device's block of the logits;
-  * communication theory for the decoders whose every attention and MLP block is tensor
-    parallel (llama_decoder, bert_encoder): the bytes the tp group sends per step are
+  * communication theory for the models whose every attention and MLP block is tensor
+    parallel (llama_decoder, bert_encoder, and tiny_gpt, whose fused QKV is split strided,
+    while tp divides its heads): the bytes the tp group sends per step are
     L layers x 4 all-reduces (2 forward: after the attention output and the MLP's row-parallel
     projection; 2 backward: the input gradients of the column-parallel projections) of
     b x s x h floats, each 2 S (t - 1) / t bytes for S bytes on t ranks, plus the model's small
@@ -83,7 +84,18 @@ THEORY = {
     "bert_encoder": (2, 32, 12, lambda b, t: (allreduce_bytes(b * 3, t) +
                                               allreduce_bytes(b * 32, t) +
                                               allreduce_bytes(b * 12 * 32, t))),
+    # GPT-2's fused QKV projection, cut by Split: its heads are split strided (3 groups of h),
+    # so attention costs the same 2 + 2 all-reduces as separate projections. The output
+    # projection and cross-entropy are vocab-parallel, as for llama_decoder; the causal mask
+    # buffer is not trained.
+    "tiny_gpt": (2, 32, 16, lambda b, t: (allreduce_bytes(b * 16 * 32, t) +
+                                          allgather_bytes(b * 16, t) +
+                                          allreduce_bytes(b * 16, t) +
+                                          allreduce_bytes(1, t))),
 }
+# Heads per attention block, where tp may exceed them: attention then stays replicated and a
+# layer runs only the MLP's 2 all-reduces (tiny_gpt has 2 heads: split at tp=2, not at tp=4).
+HEADS = {"tiny_gpt": 2}
 
 
 # With sequence parallelism, the bytes the tp group sends beyond the tensor-parallel theory:
@@ -177,15 +189,16 @@ def main():
                              if c["group"] == "tp"}
                     if not {"reduce_scatter", "all_gather"} <= kinds:
                         return f"sp=1 but the tp group runs only {sorted(kinds)}"
-                if name in THEORY:
+                if name in THEORY and (not sp or name in SP_THEORY):
                     layers, h, s, extra = THEORY[name]
                     b = GLOBAL_BATCH // dp
-                    theory = layers * 4 * allreduce_bytes(b * s * h, tp) + extra(b, tp)
+                    per_layer = 4 if HEADS.get(name, tp) % tp == 0 else 2
+                    theory = layers * per_layer * allreduce_bytes(b * s * h, tp) + extra(b, tp)
                     if sp:
                         theory += SP_THEORY[name](b, tp)
                     if sent != theory:
                         return f"the tp group sent {sent} bytes per step, theory {theory}"
-                    detail += (f" = theory {layers} layers x 4 x 2(t-1)/t x {b}x{s}x{h} x 4 B"
+                    detail += (f" = theory {layers} layers x {per_layer} x 2(t-1)/t x {b}x{s}x{h} x 4 B"
                                + (" as reduce-scatters + all-gathers" if sp else "") + " + extras")
                 return None, detail
             cases.append((f"{name}_{style}_{strategy(dp, tp, zero, sp)}", case))
