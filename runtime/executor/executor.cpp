@@ -5,6 +5,7 @@
 #include "runtime/support/quote.h"
 
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <iterator>
@@ -13,6 +14,13 @@
 namespace shardc::runtime {
 
 namespace {
+
+bool allFinite(const float *values, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(values[i]))
+      return false;
+  return true;
+}
 
 // Copies `src` into `dst` reusing dst's shape storage: no allocation once capacities settled.
 void refreshTensor(const Tensor &src, Tensor *dst) {
@@ -210,6 +218,33 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   return Status::ok();
 }
 
+std::string Executor::NonFiniteSite::describe() const {
+  if (!input.empty())
+    return "input " + quoteForMessage(input);
+  if (op < 0)
+    return "";
+  return "op " + (opName.empty() ? "#" + std::to_string(op) : quoteForMessage(opName)) +
+         " (kernel " + kernel + ")";
+}
+
+Status Executor::locateNonFinite(const std::map<std::string, HostTensor> &inputs,
+                                 std::map<std::string, HostTensor> *outputs,
+                                 NonFiniteSite *site) {
+  *site = NonFiniteSite();
+  for (const program::Binding &binding : program_.inputs()) {
+    auto it = inputs.find(binding.name());
+    if (it != inputs.end() && it->second.dtype == program::F32 &&
+        !allFinite(it->second.as<float>(), it->second.numel())) {
+      site->input = binding.name();
+      break;
+    }
+  }
+  checkFinite_ = site;
+  Status status = run(inputs, outputs);
+  checkFinite_ = nullptr;
+  return status;
+}
+
 Status Executor::runOps() {
   size_t current = 0;
   auto opError = [&](const std::string &cause) {
@@ -242,6 +277,14 @@ Status Executor::runOps() {
       Status status = prepared.kernel(args);
       if (!status.isOk())
         return opError(status.message());
+      if (checkFinite_ != nullptr && checkFinite_->op < 0 && checkFinite_->input.empty())
+        for (const Tensor &out : args.outputs)
+          if (out.dtype == program::F32 && !allFinite(out.as<float>(), out.numel())) {
+            checkFinite_->op = static_cast<int>(current);
+            checkFinite_->opName = op.name();
+            checkFinite_->kernel = op.kernel();
+            break;
+          }
     }
   } catch (const std::exception &e) {
     return opError(std::string("internal error: ") + e.what());

@@ -55,6 +55,22 @@ public:
   Status run(const std::map<std::string, HostTensor> &inputs,
              std::map<std::string, HostTensor> *outputs);
 
+  // Where a run first produced a value that is not finite (NaN or infinity), in program order:
+  // an f32 graph input that already holds one, else the first op with such an f32 output.
+  struct NonFiniteSite {
+    std::string input; // the graph input, when one holds it
+    int op = -1;       // else the op's index (-1: none found)
+    std::string opName, kernel;
+    bool found() const { return !input.empty() || op >= 0; }
+    // "input 'NAME'" or "op 'NAME' (kernel K)"; "" when none was found.
+    std::string describe() const;
+  };
+  // Runs the program like run() (every op, so that the collectives of all ranks pair up) and
+  // finds the first non-finite value of this rank. For diagnosis after a step went non-finite:
+  // checking every op's outputs costs a pass over each of them.
+  Status locateNonFinite(const std::map<std::string, HostTensor> &inputs,
+                         std::map<std::string, HostTensor> *outputs, NonFiniteSite *site);
+
   const program::Program &program() const { return program_; }
   const Arena &arena() const { return arena_; }
   // The tracker given to create() (null: none); callers that hold the step's input tensors
@@ -84,6 +100,8 @@ private:
 
   Executor() = default;
   Status runOps();
+  // Set by locateNonFinite for its run: runOps records the first op with a non-finite output.
+  NonFiniteSite *checkFinite_ = nullptr;
   const program::Buffer &inputBuffer(const program::Binding &binding) const;
 
   program::Program program_;

@@ -4,6 +4,7 @@
 #include "runtime/training/sharded_tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -180,7 +181,24 @@ Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents
   return Status::ok();
 }
 
-Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss) {
+bool TrainingLoop::stateIsFinite(std::string *which) const {
+  for (const auto *names : {&signature_.params, &signature_.optimizerState})
+    for (const std::string &name : *names) {
+      const HostTensor &t = inputs_.at(name);
+      if (t.dtype != program::F32)
+        continue;
+      const float *v = t.as<float>();
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        if (!std::isfinite(v[i])) {
+          *which = name;
+          return false;
+        }
+    }
+  return true;
+}
+
+Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
+                             Executor::NonFiniteSite *nonFinite) {
   int64_t next = step_ + 1;
   {
     // Batches are written into the input tensors in place; any allocation here would be a
@@ -200,6 +218,15 @@ Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss) {
     return Status::error("step " + std::to_string(next) + ": the program returned step " +
                          std::to_string(counted) + " (expected " + std::to_string(next) + ")");
   *loss = *outputs_.at(kLossOutputName).as<float>();
+  if (!std::isfinite(*loss)) {
+    if (nonFinite == nullptr)
+      return Status::error("step " + std::to_string(next) + ": the loss is not finite");
+    // The inputs still hold the state before the step: run it again, op by op.
+    status = executor_->locateNonFinite(inputs_, &outputs_, nonFinite);
+    if (!status.isOk())
+      return Status::error("step " + std::to_string(next) + ": " + status.message());
+    return Status::ok();
+  }
   for (const std::string &name : signature_.params)
     std::swap(inputs_[name], outputs_[name]);
   for (const std::string &name : signature_.optimizerState)

@@ -66,8 +66,17 @@ public:
   // memory it takes is not the program's (no MemoryScope), like a checkpoint's.
   Status consolidatedSnapshot(Communicator *comm, CheckpointContents *out) const;
 
-  // Runs step step() + 1 on the batch `batches` gives for it, with learning rate `lr`.
-  Status runStep(BatchSource *batches, float lr, float *loss);
+  // Runs step step() + 1 on the batch `batches` gives for it, with learning rate `lr`. A loss
+  // that is not finite (NaN or infinity) discards the step's update: the state stays as it was
+  // before the step and step() does not advance. The step is then run once more, checking
+  // every op, and `nonFinite` names where this rank first saw a non-finite value (the loss is
+  // the same on every rank, so every rank does this together); without `nonFinite`, such a
+  // step is an error.
+  Status runStep(BatchSource *batches, float lr, float *loss,
+                 Executor::NonFiniteSite *nonFinite = nullptr);
+  // Whether every parameter and optimizer state value this rank holds is finite; otherwise
+  // `which` names the first that is not.
+  bool stateIsFinite(std::string *which) const;
 
 private:
   TrainingLoop() = default;

@@ -14,6 +14,10 @@ Cases:
                     PyTorch drawing shardc's Philox masks (train_reference.py --dropout-seed 7)
                     within 1e-5; saved at 10 and resumed to 20, the losses are bit-identical;
                     `--seed 8` draws other masks (a different step-1 loss)
+  nonfinite_stops   a run that diverges (--lr 1e6, saving every step into the directory it
+                    resumed from) stops with one error line naming the step and the first
+                    non-finite value, exit 1, and leaves the last finite checkpoint, which
+                    resumes; a NaN feature is named as input 'x' at step 1, on 1 and 2 ranks
   cosine_schedule   --schedule cosine --warmup-steps 5 --min-lr 1e-4: the lr of every step in the
                     metrics equals the formula of runtime/training/lr_schedule.h (computed here in
                     double, rounded to f32)
@@ -184,6 +188,77 @@ def case_damaged_checkpoint(s):
     return (None, "; ".join(details))
 
 
+def last_error(res):
+    """The run's last stderr line when it exited 1 with one `shardrun: error:` line, else None."""
+    lines = res.stderr.strip().splitlines()
+    if res.timed_out or res.returncode != 1 or not lines or \
+            not lines[-1].startswith("shardrun: error: ") or \
+            sum(line.startswith("shardrun: error:") for line in lines) != 1:
+        return None
+    return lines[-1]
+
+
+def case_nonfinite_stops(s):
+    pristine = os.path.join(s.work, "ckpt10")
+    if not os.path.isdir(pristine):
+        return "needs the checkpoint of resume_identical"
+    details = []
+    # 1. A diverging run (--lr 1e6) saving every step into the directory it resumed from:
+    # it stops at the first non-finite loss or state, and the checkpoint left is the last
+    # finite one, which resumes.
+    ckpt = os.path.join(s.work, "ckpt_diverging")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    shutil.copytree(pristine, ckpt)
+    res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--resume", ckpt, "--save", ckpt,
+                     "--save-every", "1", "--lr", "1e6")
+    line = last_error(res)
+    if line is None:
+        return f"--lr 1e6: expected exit 1 with one error line, {res.describe()}"
+    if not ("the loss is nan" in line or "the loss is inf" in line or
+            "not finite after the update" in line) or "step " not in line:
+        return f"--lr 1e6: the error names no step and non-finite value: {line}"
+    saved = json.load(open(os.path.join(ckpt, "manifest.json")))["step"]
+    if f"the last checkpoint is step {saved} in {ckpt}" not in line:
+        return f"--lr 1e6: the error does not name the checkpoint left (step {saved}): {line}"
+    params = glob.glob(os.path.join(ckpt, "params-*.safetensors"))
+    if len(params) != 1 or f"{saved:08d}" not in params[0]:
+        return f"--lr 1e6: expected the files of step {saved} only, found {params}"
+    metrics = os.path.join(s.work, "after_divergence.jsonl")
+    res = s.shardrun("--steps", str(saved + 1), "--data", s.data, "--resume", ckpt,
+                     "--metrics", metrics)
+    if not res.ok or not math.isfinite(float(field(metric_lines(metrics)[-1], "loss"))):
+        return f"the checkpoint left (step {saved}) does not resume to a finite loss: " \
+               f"{res.describe()}"
+    details.append(line.split(": ", 2)[2])
+    # 2. A NaN feature: named as the input that holds it, at step 1.
+    nan_data = os.path.join(s.work, "nan_data")
+    shutil.rmtree(nan_data, ignore_errors=True)
+    shutil.copytree(s.data, nan_data)
+    x = np.load(os.path.join(nan_data, "x.npy"))
+    x.flat[5] = np.nan
+    np.save(os.path.join(nan_data, "x.npy"), x)
+    res = s.shardrun("--steps", "3", "--data", nan_data)
+    line = last_error(res)
+    if line is None or "step 1: the loss is nan: rank 0's input 'x' already holds one" not in line:
+        return f"NaN feature: expected one error line naming step 1 and input 'x', " \
+               f"{res.describe()}"
+    details.append(line.split(": ", 2)[2])
+    # 3. Two ranks: they stop together, naming the same first site.
+    bundle2 = os.path.join(s.work, "model2.shard")
+    res = e2e_util.run_tool([s.args.shardc, os.path.join(s.work, "mlp_classifier", "model.onnx"),
+                             "--mode", "train", "--gpus", "2", "-o", bundle2], s.args.timeout)
+    if not res.ok:
+        return f"compile --gpus 2: {res.describe()}"
+    res = e2e_util.run_tool([s.args.shardrun, bundle2, "--steps", "3", "--data", nan_data],
+                            s.args.timeout)
+    line = last_error(res)
+    if line is None or "step 1: the loss is nan: rank " not in line or \
+            "input 'x' already holds one" not in line:
+        return f"2 ranks, NaN feature: {res.describe()}"
+    details.append(line.split(": ", 2)[2])
+    return (None, " | ".join(details))
+
+
 def cosine_lr(k, lr, min_lr, warmup, total):
     """runtime/training/lr_schedule.h's cosine schedule (nanoGPT's get_lr at it = k)."""
     if warmup > 0 and k < warmup:
@@ -283,6 +358,7 @@ CASES = [
     ("damaged_checkpoint", case_damaged_checkpoint),
     ("dropout_seed", case_dropout_seed),
     ("cosine_schedule", case_cosine_schedule),
+    ("nonfinite_stops", case_nonfinite_stops),
 ]
 
 

@@ -3,6 +3,7 @@
 #include "runtime/executor/executor.h"
 #include "runtime/memory/memory_report.h"
 #include "runtime/program/rank_program.h"
+#include "runtime/support/quote.h"
 #include "runtime/training/batch_source.h"
 #include "runtime/training/progress.h"
 #include "runtime/training/setup_agreement.h"
@@ -143,11 +144,14 @@ private:
       const int64_t step = loop_.step() + 1;
       const float lr = static_cast<float>(run_.schedule.at(step));
       const Clock::time_point stepStart = Clock::now();
-      Status status = loop_.runStep(&batches_, lr, &loss_);
+      Executor::NonFiniteSite nonFinite;
+      Status status = loop_.runStep(&batches_, lr, &loss_, &nonFinite);
       const double stepMs =
           std::chrono::duration<double, std::milli>(Clock::now() - stepStart).count();
       if (!status.isOk())
         return Status::error(options_.bundle + ": " + status.message());
+      if (!std::isfinite(loss_))
+        return nonFiniteLoss(step, nonFinite);
       if (step == firstStep_ + 1)
         allocationsAfterFirstStep_ = tracker_->allocationCount();
       if (comm_ != nullptr)
@@ -161,6 +165,8 @@ private:
       if (options_.saveDir && options_.saveEvery && step % *options_.saveEvery == 0) {
         CheckpointContents full;
         SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
+        // (Every rank holds the same full tensors: they all decide alike.)
+        SHARDC_RETURN_IF_ERROR(checkFinite(full, "the checkpoint of step " + std::to_string(step)));
         if (lead_)
           SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, *options_.saveDir, run_.seed));
         // The others wait for the write here, under --io-timeout, rather than in the next
@@ -185,6 +191,17 @@ private:
       full.emplace();
       SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &*full));
     }
+    // The final update may have made the state non-finite with a finite loss: nothing of it
+    // is written. (The full tensors are the same on every rank; a single rank's own values
+    // are all there is.)
+    const std::string what = "the final state (step " + std::to_string(loop_.step()) + ")";
+    if (full) {
+      SHARDC_RETURN_IF_ERROR(checkFinite(*full, what));
+    } else if (save || writesParams) {
+      std::string which;
+      if (!loop_.stateIsFinite(&which))
+        return nonFiniteState(which, what);
+    }
     if (!lead_)
       return Status::ok();
     const std::function<const HostTensor *(const std::string &)> valueOf =
@@ -201,6 +218,84 @@ private:
         return Status::error("--export-onnx: " + status.message());
     }
     return Status::ok();
+  }
+
+  // The loss of `step` is not finite; its update was discarded. Every rank has the same loss,
+  // so all of them are here: they agree on the first non-finite value in program order (graph
+  // inputs, then ops) over the ranks, and stop with the same message.
+  Status nonFiniteLoss(int64_t step, const Executor::NonFiniteSite &site) {
+    const program::Program &program = executor_.program();
+    const int inputs = program.inputs_size();
+    // Where in program order: 1 + input index, or 1 + inputs + op index; 0: nothing found.
+    float key = 0;
+    if (!site.input.empty()) {
+      for (int i = 0; i < inputs; ++i)
+        if (program.inputs(i).name() == site.input)
+          key = static_cast<float>(1 + i);
+    } else if (site.op >= 0) {
+      key = static_cast<float>(1 + inputs + site.op);
+    }
+    int where = rank_;
+    if (comm_ != nullptr && comm_->size() > 1) {
+      std::vector<float> keys(static_cast<size_t>(comm_->size()));
+      SHARDC_RETURN_IF_ERROR(comm_->allGather(&key, keys.data(), 1));
+      key = 0;
+      for (int r = 0; r < comm_->size(); ++r)
+        if (keys[r] > 0 && (key == 0 || keys[r] < key)) {
+          key = keys[r];
+          where = r;
+        }
+    }
+    std::string found = "no op of rank " + std::to_string(rank_) + " produced one when rerun";
+    const int index = static_cast<int>(key) - 1;
+    if (key > 0 && index < inputs) {
+      found = "rank " + std::to_string(where) + "'s input " +
+              quoteForMessage(program.inputs(index).name()) + " already holds one" +
+              (step > firstStep_ + 1 ? " (the update of step " + std::to_string(step - 1) +
+                                           " made it so)"
+                                     : "");
+    } else if (key > 0) {
+      Executor::NonFiniteSite at;
+      at.op = index - inputs;
+      at.opName = program.ops(at.op).name();
+      at.kernel = program.ops(at.op).kernel();
+      found = "rank " + std::to_string(where) + ", " + at.describe() + " produced it first";
+    }
+    const char *loss = std::isnan(loss_) ? "nan" : loss_ > 0 ? "inf" : "-inf";
+    return Status::error(options_.bundle + ": step " + std::to_string(step) + ": the loss is " +
+                         loss + ": " + found + "; stopped without applying the step, " +
+                         savedSoFar());
+  }
+
+  // Fails when a full parameter or optimizer state tensor of `contents` is not finite.
+  Status checkFinite(const CheckpointContents &contents, const std::string &what) {
+    for (const auto *tensors : {&contents.params, &contents.optimizerState})
+      for (const auto &[name, tensor] : *tensors) {
+        if (tensor.dtype != program::F32)
+          continue;
+        const float *v = tensor.as<float>();
+        for (int64_t i = 0, n = tensor.numel(); i < n; ++i)
+          if (!std::isfinite(v[i]))
+            return nonFiniteState(name, what);
+      }
+    return Status::ok();
+  }
+
+  Status nonFiniteState(const std::string &name, const std::string &what) {
+    return Status::error(options_.bundle + ": " + quoteForMessage(name) +
+                         " holds values that are not finite after the update of step " +
+                         std::to_string(loop_.step()) + " (the loss was finite): " + what +
+                         " is not written, " + savedSoFar());
+  }
+
+  // "the last checkpoint is step N in DIR" (or that there is none of this run).
+  std::string savedSoFar() const {
+    if (lastSaved_ >= 0)
+      return "the last checkpoint is step " + std::to_string(lastSaved_) + " in " +
+             *options_.saveDir;
+    if (options_.resumeDir)
+      return "nothing was saved since resuming from " + *options_.resumeDir;
+    return "nothing was saved";
   }
 
   // Rank 0's summary line and every rank's memory report.
