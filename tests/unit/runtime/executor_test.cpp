@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <map>
@@ -75,6 +76,38 @@ TEST(Executor, RunsAddThenMatmul) {
     const HostTensor &b = outputs.at("b");
     EXPECT_EQ(std::memcmp(b.bytes.data(), kBias.data(), 24), 0);
   }
+}
+
+// Diagnosis of a step gone non-finite: an input that holds a NaN is named before any op; huge
+// finite inputs name the first op whose output overflows (the matmul, not the add); finite
+// values find nothing. Every op runs either way.
+TEST(Executor, LocatesTheFirstNonFiniteValueInProgramOrder) {
+  std::unique_ptr<Executor> executor = makeAddMatmulExecutor();
+  ASSERT_NE(executor, nullptr);
+  std::map<std::string, HostTensor> outputs;
+  Executor::NonFiniteSite site;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_TRUE(executor->locateNonFinite({{"x", f32Tensor({2, 3}, {1, nan, 3, 4, 5, 6})}},
+                                        &outputs, &site)
+                  .isOk());
+  EXPECT_EQ(site.describe(), "input 'x'");
+
+  const float huge = 3e38f;
+  ASSERT_TRUE(executor->locateNonFinite({{"x", f32Tensor({2, 3}, {huge, huge, huge, huge, huge,
+                                                                  huge})}},
+                                        &outputs, &site)
+                  .isOk());
+  ASSERT_TRUE(site.found());
+  const program::Op &op = executor->program().ops(site.op);
+  EXPECT_EQ(op.kernel(), "matmul");
+  EXPECT_EQ(site.describe(), "op '" + op.name() + "' (kernel matmul)");
+  EXPECT_FALSE(std::isfinite(outputs.at("z").as<float>()[0]));
+
+  ASSERT_TRUE(
+      executor->locateNonFinite({{"x", f32Tensor({2, 3}, {1, 2, 3, 4, 5, 6})}}, &outputs, &site)
+          .isOk());
+  EXPECT_FALSE(site.found());
+  EXPECT_EQ(site.describe(), "");
 }
 
 TEST(Executor, ArenaIsOneAlignedAllocationOfThePlannedSize) {
