@@ -18,6 +18,8 @@ Cases:
                     resumed from) stops with one error line naming the step and the first
                     non-finite value, exit 1, and leaves the last finite checkpoint, which
                     resumes; a NaN feature is named as input 'x' at step 1, on 1 and 2 ranks
+  resume_at_final_step  --resume from the checkpoint of step 10 with --steps 10: no step runs,
+                    the parameters are written, exit 0 (no peak to compare with the plan)
   cosine_schedule   --schedule cosine --warmup-steps 5 --min-lr 1e-4: the lr of every step in the
                     metrics equals the formula of runtime/training/lr_schedule.h (computed here in
                     double, rounded to f32)
@@ -259,6 +261,22 @@ def case_nonfinite_stops(s):
     return (None, " | ".join(details))
 
 
+def case_resume_at_final_step(s):
+    pristine = os.path.join(s.work, "ckpt10")
+    if not os.path.isdir(pristine):
+        return "needs the checkpoint of resume_identical"
+    out = os.path.join(s.work, "final_outputs")
+    shutil.rmtree(out, ignore_errors=True)
+    res = s.shardrun("--steps", "10", "--data", s.data, "--resume", pristine, "--outputs", out)
+    if not res.ok:
+        return f"resuming at the final step: expected exit 0, {res.describe()}"
+    if "trained 0 steps" not in res.stderr or "no step ran" not in res.stderr:
+        return f"expected 'trained 0 steps' and 'no step ran': {res.stderr!r}"
+    if len(glob.glob(os.path.join(out, "*.npy"))) != 8:
+        return f"expected the 8 parameters in {out}"
+    return None
+
+
 def cosine_lr(k, lr, min_lr, warmup, total):
     """runtime/training/lr_schedule.h's cosine schedule (nanoGPT's get_lr at it = k)."""
     if warmup > 0 and k < warmup:
@@ -359,6 +377,7 @@ CASES = [
     ("dropout_seed", case_dropout_seed),
     ("cosine_schedule", case_cosine_schedule),
     ("nonfinite_stops", case_nonfinite_stops),
+    ("resume_at_final_step", case_resume_at_final_step),
 ]
 
 

@@ -337,7 +337,18 @@ private:
     details += "; the data source holds " + std::to_string(batches_.heldBytes()) + " more bytes (" +
                (worldSize > 1 ? "this rank's data" : "the whole data set") +
                ", not part of the plan)";
-    out_->report.memory = comparePeakMemory(executor_.program(), *tracker_);
+    if (ran > 0) {
+      out_->report.memory = comparePeakMemory(executor_.program(), *tracker_);
+    } else {
+      // Resumed at the final step: no step ran, so the step outputs were never allocated and
+      // there is no peak to hold against the plan.
+      out_->report.memory.text = "memory: no step ran (the run resumed at step " +
+                                 std::to_string(loop_.step()) + " of " +
+                                 std::to_string(*options_.steps) +
+                                 "): nothing measured to compare with the planned peak of " +
+                                 std::to_string(executor_.program().planned_peak_bytes()) +
+                                 " bytes";
+    }
   }
 
   TrainingRun &run_;
