@@ -230,6 +230,17 @@ def build_cases(args):
     cases.append(Case("model_file_missing", compile_argv(path), "shardc",
                       ["does_not_exist.onnx"]))
 
+    # --- shardc: optimizer options PyTorch would refuse, or that the optimizer ignores
+    for name, flags, named in [
+            ("beta2_one", ["--beta2", "1"], "--beta2 1"),
+            ("beta1_two", ["--beta1", "2"], "--beta1 2"),
+            ("nesterov_without_momentum", ["--optimizer", "sgd", "--nesterov"], "--nesterov"),
+            ("momentum_with_adamw", ["--momentum", "0.9"], "--momentum"),
+            ("betas_with_sgd", ["--optimizer", "sgd", "--beta1", "0.5"], "--beta1")]:
+        cases.append(Case(f"optimizer_{name}", [shardc, bert_model, "--mode", "train", "-o",
+                                                os.path.join(work, "opt.shard"), *bert_flags,
+                                                *flags], "shardc", [named], codes=(2,)))
+
     # --- shardc: models it must refuse
     path = save(unsupported_ops_model(), os.path.join(work, "unsupported", "convs.onnx"))
     cases.append(Case("unsupported_ops", compile_argv(path), "shardc",

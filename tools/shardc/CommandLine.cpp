@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <set>
 #include <string_view>
 
 namespace shardc::driver {
@@ -115,9 +117,37 @@ bool parseByteSize(const std::string &text, uint64_t &out) {
   return true;
 }
 
+std::string formatNumber(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+// The optimizer's options as PyTorch's AdamW and SGD validate them, and none that the chosen
+// optimizer does not read (it would be ignored without a word). An error message, or nullopt.
+std::optional<std::string> checkOptimizerFlags(const TrainStepOptions &train,
+                                               const std::set<std::string> &given) {
+  const bool adamw = train.optimizer == "adamw";
+  for (const char *flag : {"--beta1", "--beta2", "--eps"})
+    if (!adamw && given.count(flag))
+      return std::string(flag) + " applies to --optimizer adamw, not " + train.optimizer;
+  for (const char *flag : {"--momentum", "--nesterov"})
+    if (adamw && given.count(flag))
+      return std::string(flag) + " applies to --optimizer sgd, not adamw (the default)";
+  if (adamw && train.beta1 >= 1)
+    return "--beta1 " + formatNumber(train.beta1) + ": AdamW's betas must be in [0, 1)";
+  if (adamw && train.beta2 >= 1)
+    return "--beta2 " + formatNumber(train.beta2) +
+           ": AdamW's betas must be in [0, 1) (beta2 = 1 divides by zero from step 2)";
+  if (train.nesterov && train.momentum <= 0)
+    return "--nesterov needs --momentum above 0 (PyTorch's SGD requires it)";
+  return std::nullopt;
+}
+
 } // namespace
 
 ParseResult parseCommandLine(int argc, char **argv, Options &options) {
+  std::set<std::string> optimizerFlags; // the optimizer options given, for checkOptimizerFlags
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -192,6 +222,7 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
       double number = 0;
       if (!takeValue(arg.c_str()) || !parseNumber(value, number) || number < 0)
         return usageError(arg + " needs a non-negative number");
+      optimizerFlags.insert(arg);
       if (arg == "--beta1")
         options.train.beta1 = number;
       else if (arg == "--beta2")
@@ -208,6 +239,7 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
       }
     } else if (arg == "--nesterov") {
       options.train.nesterov = true;
+      optimizerFlags.insert(arg);
     } else if (arg == "--freeze" || arg == "--trainable") {
       if (!takeValue(arg.c_str()) || value.empty())
         return usageError(arg + " needs a regular expression over parameter names");
@@ -254,6 +286,8 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   }
   if (options.model.empty())
     return usageError("no model given");
+  if (std::optional<std::string> bad = checkOptimizerFlags(options.train, optimizerFlags))
+    return usageError(*bad);
   if (!options.weightDecayGiven)
     options.train.weightDecay = options.train.optimizer == "adamw" ? 0.01 : 0.0;
   if (options.emitMlir && !options.dumpIrDir.empty())
