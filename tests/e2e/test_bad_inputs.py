@@ -97,6 +97,17 @@ def relu_model(opset):
                              ir_version=8)
 
 
+def rows_model(rows):
+    """loss = sum(x @ w) whose one input x has `rows` rows (f32[rows x 4])."""
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 2], [1.0] * 8)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
+         helper.make_node("ReduceSum", ["h"], ["loss"], name="sum", keepdims=0)], "zero_rows",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 4])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
 def unsupported_ops_model():
     """Two Conv nodes and one Hardmax (none supported) around a supported Relu."""
     w1 = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w1")
@@ -240,6 +251,19 @@ def build_cases(args):
         cases.append(Case(f"optimizer_{name}", [shardc, bert_model, "--mode", "train", "-o",
                                                 os.path.join(work, "opt.shard"), *bert_flags,
                                                 *flags], "shardc", [named], codes=(2,)))
+
+    # A batch of 0 rows on 2 ranks: auto says why data parallelism is refused (it once said
+    # the compiler refused every candidate, or that the model had no inputs), naming the input.
+    path = save(rows_model(0), os.path.join(work, "zero_rows", "zero.onnx"))
+    cases.append(Case("zero_row_input_on_2_gpus",
+                      [shardc, path, "--gpus", "2", "-o", os.path.join(work, "zero.shard")],
+                      "shardc", ["zero.onnx", "input 'x'", "size 0"]))
+    # A --gpu-memory below 1 MiB is printed in bytes (it was "0.00 MiB").
+    path = save(rows_model(4), os.path.join(work, "four_rows", "four.onnx"))
+    cases.append(Case("gpu_memory_one_byte",
+                      [shardc, path, "--gpus", "2", "--gpu-memory", "1", "-o",
+                       os.path.join(work, "four.shard")],
+                      "shardc", ["four.onnx", "--gpu-memory 1 byte on 2 ranks"]))
 
     # --- shardc: models it must refuse
     path = save(unsupported_ops_model(), os.path.join(work, "unsupported", "convs.onnx"))

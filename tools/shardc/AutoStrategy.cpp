@@ -12,7 +12,10 @@ namespace shardc::driver {
 
 namespace {
 
+// "512.00 MiB"; below 1 MiB in bytes, so that a small --gpu-memory never prints as 0.00 MiB.
 std::string mib(uint64_t bytes) {
+  if (bytes < 1024 * 1024)
+    return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024.0));
   return buf;
@@ -101,11 +104,16 @@ public:
         return result == 1;
       }
     }
-    std::string need = smallest_ ? "the smallest, " + candidateName(smallest_->candidate) +
-                                       ", needs " + mib(smallest_->cost.peakBytes) + " per rank"
-                                 : "the compiler refused every candidate";
+    if (!smallest_) {
+      // Nothing could be scored: the first refusal (data parallelism's) says why.
+      printError(opts_.model + ": --strategy auto: the compiler refused every candidate on " +
+                 std::to_string(opts_.gpus) + " ranks; " + firstRefusal_);
+      return false;
+    }
     printError(opts_.model + ": --strategy auto: no strategy fits in --gpu-memory " + limit_ +
-               " on " + std::to_string(opts_.gpus) + " ranks; " + need);
+               " on " + std::to_string(opts_.gpus) + " ranks; the smallest, " +
+               candidateName(smallest_->candidate) + ", needs " +
+               mib(smallest_->cost.peakBytes) + " per rank");
     return false;
   }
 
@@ -127,12 +135,16 @@ private:
       std::string name = key.substr(0, key.rfind(",zero="));
       decision_.push_back("rejected " + name + (c.dp > 1 ? " (every ZeRO stage)" : "") + ": " +
                           withoutModelName(*refusal));
+      if (firstRefusal_.empty())
+        firstRefusal_ = name + ": " + withoutModelName(*refusal);
       return std::nullopt;
     }
     std::string refusal;
     std::optional<PlannedStepCost> cost = compiler_.score(c, refusal);
     if (!cost) {
       decision_.push_back("rejected " + candidateName(c) + ": " + withoutModelName(refusal));
+      if (firstRefusal_.empty())
+        firstRefusal_ = candidateName(c) + ": " + withoutModelName(refusal);
       return std::nullopt;
     }
     Scored s{c, *cost, scored_++};
@@ -188,6 +200,7 @@ private:
   std::optional<Scored> smallest_;
   int scored_ = 0;
   std::set<std::string> refusedMeshes_; // canonical spellings at zero=0
+  std::string firstRefusal_;             // "MESH: why", for the error when nothing scores
 };
 
 } // namespace
