@@ -49,6 +49,11 @@ def canonical(name):
     return name
 
 
+def size_text(n):
+    """How auto prints a size: bytes below 1 MiB, else MiB with two decimals."""
+    return f"{n} bytes" if n < 2**20 else f"{n / 2**20:.2f} MiB"
+
+
 def largest_peak(plan):
     return max(m["planned_peak_bytes"] for m in plan["memory_per_rank"])
 
@@ -136,7 +141,7 @@ def memory_limit_cases(args, tag, onnx_path):
             if len(chose) != 1 or not chose[0].startswith(f"chose {expected}"):
                 return f"strategy decision does not say it chose {expected}: {decision}"
             # The score auto printed is the lowered peak and bytes.
-            score = f"peak {scores[expected][0] / 2**20:.2f} MiB per rank, sends " \
+            score = f"peak {size_text(scores[expected][0])} per rank, sends " \
                     f"{scores[expected][1]} bytes"
             if score not in chose[0]:
                 return f"decision's score differs from the lowered {score}: {chose[0]}"
