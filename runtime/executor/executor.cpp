@@ -135,16 +135,20 @@ const program::Buffer &Executor::inputBuffer(const program::Binding &binding) co
   return program_.buffers(binding.buffer());
 }
 
-Status Executor::checkInput(const std::string &name, const HostTensor &tensor) const {
-  auto it = inputIndex_.find(name);
-  if (it == inputIndex_.end()) {
+Status checkProgramInput(const program::Program &program, const std::string &name,
+                         const HostTensor &tensor) {
+  const program::Binding *bound = nullptr;
+  for (const program::Binding &binding : program.inputs())
+    if (binding.name() == name)
+      bound = &binding;
+  if (bound == nullptr) {
     std::string known;
-    for (const program::Binding &binding : program_.inputs())
+    for (const program::Binding &binding : program.inputs())
       known += (known.empty() ? "" : ", ") + quoteForMessage(binding.name());
     return Status::error("unexpected input " + quoteForMessage(name) +
                          " (the program's inputs are: " + (known.empty() ? "none" : known) + ")");
   }
-  const program::Buffer &buffer = inputBuffer(program_.inputs(it->second));
+  const program::Buffer &buffer = program.buffers(bound->buffer());
   bool sameShape = static_cast<int>(tensor.shape.size()) == buffer.shape_size();
   for (size_t d = 0; sameShape && d < tensor.shape.size(); ++d)
     sameShape = tensor.shape[d] == buffer.shape(static_cast<int>(d));
@@ -157,6 +161,10 @@ Status Executor::checkInput(const std::string &name, const HostTensor &tensor) c
                          std::to_string(tensor.bytes.size()) + " bytes, but " + tensor.describe() +
                          " is " + std::to_string(buffer.size_bytes()) + " bytes");
   return Status::ok();
+}
+
+Status Executor::checkInput(const std::string &name, const HostTensor &tensor) const {
+  return checkProgramInput(program_, name, tensor);
 }
 
 Status Executor::run(const std::map<std::string, HostTensor> &inputs,

@@ -20,6 +20,13 @@
 
 namespace shardc::runtime {
 
+// Checks one graph input against `program`'s binding (validateProgram must have accepted the
+// program): the name must be bound, dtype and shape must match exactly ("input 'x': expected
+// f32[2x3], got i64[2x3]"). Needs no executor, so inputs can be checked before the arena is
+// allocated.
+Status checkProgramInput(const program::Program &program, const std::string &name,
+                         const HostTensor &tensor);
+
 class Executor {
 public:
   // Builds an executor for `program`, which it copies. The program is validated again

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fcntl.h>
 #include <functional>
 #include <sys/stat.h>
@@ -175,6 +176,25 @@ Status readFileRange(const std::string &path, uint64_t offset, uint64_t size, ui
 bool pathExists(const std::string &path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 || errno != ENOENT;
+}
+
+Status prepareOutputDirectory(const std::string &dir) {
+  if (dir.empty())
+    return Status::error("an empty directory name");
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    return Status::error(dir + ": is a file, not a directory");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status::error(dir + ": cannot create the directory: " + ec.message());
+  const std::string probe = dir + "/.shardc-write-probe-" + std::to_string(::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return Status::error(dir + ": cannot write into the directory: " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::ok();
 }
 
 } // namespace shardc::runtime

@@ -40,4 +40,10 @@ Status readFileRange(const std::string &path, uint64_t offset, uint64_t size, ui
 // existing, so the caller's later open reports the real cause).
 bool pathExists(const std::string &path);
 
+// Makes `dir` (and its parents) exist as a directory this process can create files in, by
+// creating and removing a probe file: for output locations, checked before any work is done.
+// The error names the directory and the cause ("is a file, not a directory", "Permission
+// denied").
+Status prepareOutputDirectory(const std::string &dir);
+
 } // namespace shardc::runtime

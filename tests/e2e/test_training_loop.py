@@ -20,6 +20,8 @@ Cases:
                     resumes; a NaN feature is named as input 'x' at step 1, on 1 and 2 ranks
   resume_at_final_step  --resume from the checkpoint of step 10 with --steps 10: no step runs,
                     the parameters are written, exit 0 (no peak to compare with the plan)
+  destinations_checked_first  a --save or --outputs that is a file, or cannot be created, fails
+                    with one error line before the first step
   cosine_schedule   --schedule cosine --warmup-steps 5 --min-lr 1e-4: the lr of every step in the
                     metrics equals the formula of runtime/training/lr_schedule.h (computed here in
                     double, rounded to f32)
@@ -277,6 +279,30 @@ def case_resume_at_final_step(s):
     return None
 
 
+def case_destinations_checked_first(s):
+    """--save and --outputs that cannot be written fail before the first step, not after the
+    last (a regular file where a directory goes, a directory that cannot be created)."""
+    afile = os.path.join(s.work, "a_regular_file")
+    open(afile, "w").write("not a directory\n")
+    details = []
+    for flag, path, cause in [("--save", afile, "is a file, not a directory"),
+                              ("--outputs", afile, "is a file, not a directory"),
+                              ("--save", "/proc/shardc-no-such-dir", "cannot create"),
+                              ("--outputs", "/proc/shardc-no-such-dir", "cannot create")]:
+        metrics = os.path.join(s.work, "destinations.jsonl")
+        if os.path.exists(metrics):
+            os.remove(metrics)
+        res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--metrics", metrics,
+                         flag, path)
+        line = last_error(res)
+        if line is None or f"{flag} {path}: {cause}" not in line:
+            return f"{flag} {path}: expected one error line saying '{cause}', {res.describe()}"
+        if os.path.exists(metrics) and metric_lines(metrics):
+            return f"{flag} {path}: {len(metric_lines(metrics))} steps ran before the error"
+        details.append(line.split(": ", 2)[2])
+    return (None, "; ".join(details))
+
+
 def cosine_lr(k, lr, min_lr, warmup, total):
     """runtime/training/lr_schedule.h's cosine schedule (nanoGPT's get_lr at it = k)."""
     if warmup > 0 and k < warmup:
@@ -378,6 +404,7 @@ CASES = [
     ("cosine_schedule", case_cosine_schedule),
     ("nonfinite_stops", case_nonfinite_stops),
     ("resume_at_final_step", case_resume_at_final_step),
+    ("destinations_checked_first", case_destinations_checked_first),
 ]
 
 

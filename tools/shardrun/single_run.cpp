@@ -2,7 +2,9 @@
 
 #include "runtime/executor/executor.h"
 #include "runtime/memory/memory_report.h"
+#include "runtime/program/program_validation.h"
 #include "runtime/program/rank_program.h"
+#include "runtime/support/file_io.h"
 #include "tools/shardrun/run_report.h"
 #include "tools/shardrun/tensor_files.h"
 
@@ -27,17 +29,24 @@ std::optional<Failure> runOnce(const Options &options, const LoadedBundle &bundl
     return usageError("missing --data DIR (the bundle has " +
                       std::to_string(program.inputs_size()) + " graph input" +
                       (program.inputs_size() == 1 ? "" : "s") + ")");
-  std::unique_ptr<Executor> executor;
-  Status status = Executor::create(program, bundle.weights, &executor, tracker);
+  // Everything is checked before the arena and the workspace are allocated: the program, the
+  // output directory, every input file.
+  Status status = validateProgram(program);
   if (!status.isOk())
-    return error(bundleDir + ": " + status.message());
-
+    return error(bundleDir + "/program.pb: " + status.message());
+  status = prepareOutputDirectory(*options.outputsDir);
+  if (!status.isOk())
+    return error("--outputs " + status.message());
   std::map<std::string, HostTensor> inputs;
   if (options.dataDir) {
     MemoryScope scope(tracker, MemoryUse::StepInputs);
-    if (auto failure = readInputs(*executor, *options.dataDir, &inputs))
+    if (auto failure = readInputs(program, *options.dataDir, &inputs))
       return failure;
   }
+  std::unique_ptr<Executor> executor;
+  status = Executor::create(program, bundle.weights, &executor, tracker);
+  if (!status.isOk())
+    return error(bundleDir + ": " + status.message());
 
   std::map<std::string, HostTensor> outputs;
   auto start = std::chrono::steady_clock::now();

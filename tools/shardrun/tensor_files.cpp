@@ -26,14 +26,15 @@ checkDistinctFileNames(const google::protobuf::RepeatedPtrField<shardc::program:
   return std::nullopt;
 }
 
-std::optional<Failure> readInputs(const Executor &executor, const std::string &dataDir,
+std::optional<Failure> readInputs(const shardc::program::Program &program,
+                                  const std::string &dataDir,
                                   std::map<std::string, HostTensor> *inputs) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dataDir, ec))
     return error(dataDir + ": " +
                  (std::filesystem::exists(dataDir, ec) ? "not a directory" : "no such directory") +
                  " (given to --data)");
-  for (const auto &binding : executor.program().inputs()) {
+  for (const auto &binding : program.inputs()) {
     std::string file = tensorNpyFileName(binding.name());
     std::string path = joinPath(dataDir, file);
     if (!pathExists(path))
@@ -43,7 +44,7 @@ std::optional<Failure> readInputs(const Executor &executor, const std::string &d
     Status status = readNpy(path, &tensor);
     if (!status.isOk())
       return error(status.message());
-    status = executor.checkInput(binding.name(), tensor);
+    status = checkProgramInput(program, binding.name(), tensor);
     if (!status.isOk())
       return error(path + ": " + status.message());
     (*inputs)[binding.name()] = std::move(tensor);
@@ -54,10 +55,9 @@ std::optional<Failure> readInputs(const Executor &executor, const std::string &d
 namespace {
 
 std::optional<Failure> createOutputDirectory(const std::string &outputsDir) {
-  std::error_code ec;
-  std::filesystem::create_directories(outputsDir, ec);
-  if (ec)
-    return error(outputsDir + ": cannot create the output directory: " + ec.message());
+  Status status = prepareOutputDirectory(outputsDir);
+  if (!status.isOk())
+    return error(status.message());
   return std::nullopt;
 }
 

@@ -24,8 +24,10 @@ std::optional<Failure>
 checkDistinctFileNames(const google::protobuf::RepeatedPtrField<shardc::program::Binding> &bindings,
                        const char *kind, const std::string &bundle);
 
-// DIR/<name>.npy for every graph input of the executor's program, checked against it.
-std::optional<Failure> readInputs(const Executor &executor, const std::string &dataDir,
+// DIR/<name>.npy for every graph input of `program` (validated), checked against it: before
+// the executor exists, so a missing or wrong file is reported before the arena is allocated.
+std::optional<Failure> readInputs(const shardc::program::Program &program,
+                                  const std::string &dataDir,
                                   std::map<std::string, HostTensor> *inputs);
 
 // DIR2/<name>.npy for every graph output (DIR2 created if needed).

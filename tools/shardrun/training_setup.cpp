@@ -1,6 +1,7 @@
 #include "tools/shardrun/training_setup.h"
 
 #include "runtime/program/rank_program.h"
+#include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 #include "runtime/training/sharded_tensor.h"
 #include "runtime/training/training_signature.h"
@@ -118,6 +119,16 @@ std::optional<Failure> prepareTraining(const Options &options, const LoadedBundl
   if (auto failure = checkTrainingPrograms(bundle))
     return failure;
 
+  // Output locations are checked before any step runs: a run must not train to the end and
+  // then fail to write what it trained.
+  if (hostsRank0) {
+    if (options.saveDir)
+      if (Status status = prepareOutputDirectory(*options.saveDir); !status.isOk())
+        return error("--save " + status.message());
+    if (options.outputsDir)
+      if (Status status = prepareOutputDirectory(*options.outputsDir); !status.isOk())
+        return error("--outputs " + status.message());
+  }
   if (options.exportOnnx && hostsRank0) {
     Status status = OnnxExporter::checkDestination(*options.exportOnnx);
     if (status.isOk())
