@@ -169,13 +169,15 @@ Status parseManifest(const std::string &source, const std::vector<uint8_t> &byte
 
 // "params-00000010.safetensors", or with ".N" before the suffix when the current manifest
 // already names that file (re-saving a step must not overwrite the committed checkpoint).
-std::string freshDataFileName(const DataFileKind &kind, int64_t step,
+// A name no file in `dir` has (the manifest's, a user's copy, what a killed save left): a save
+// never overwrites a file.
+std::string freshDataFileName(const std::string &dir, const DataFileKind &kind, int64_t step,
                               const std::set<std::string> &committed) {
   char stepText[32];
   std::snprintf(stepText, sizeof stepText, "%08lld", static_cast<long long>(step));
   std::string base = std::string(kind.prefix) + stepText;
   std::string name = base + kDataFileSuffix;
-  for (int n = 1; committed.count(name) != 0; ++n)
+  for (int n = 1; committed.count(name) != 0 || pathExists(joinPath(dir, name)); ++n)
     name = base + "." + std::to_string(n) + kDataFileSuffix;
   return name;
 }
@@ -183,7 +185,7 @@ std::string freshDataFileName(const DataFileKind &kind, int64_t step,
 Status writeDataFile(const std::string &dir, const DataFileKind &kind, int64_t step,
                      const std::map<std::string, HostTensor> &tensors,
                      const std::set<std::string> &committed, ManifestFile *out) {
-  out->name = freshDataFileName(kind, step, committed);
+  out->name = freshDataFileName(dir, kind, step, committed);
   std::string path = joinPath(dir, out->name);
   std::vector<NamedTensorRef> refs;
   for (const auto &named : tensors)
@@ -196,19 +198,17 @@ Status writeDataFile(const std::string &dir, const DataFileKind &kind, int64_t s
   return writeFileAtomically(path, image.data(), image.size());
 }
 
-bool endsWith(const std::string &text, const std::string &suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Data files the manifest does not name, and temp files of interrupted writes.
-bool isStaleFile(const std::string &name, const Manifest &manifest) {
+// What a save may delete: the data files of the checkpoint it replaced (the previous manifest
+// named them: a save wrote them) that the new manifest does not name, and the temp files of
+// interrupted writes. Any other file, even one named like a checkpoint's, is not its to delete.
+bool isStaleFile(const std::string &name, const Manifest &manifest, const Manifest *previous) {
   if (name == manifest.params.name || name == manifest.optimizer.name)
     return false;
+  if (previous != nullptr && (name == previous->params.name || name == previous->optimizer.name))
+    return true;
   bool dataFileName =
       name.rfind(kParamsFile.prefix, 0) == 0 || name.rfind(kOptimizerFile.prefix, 0) == 0;
-  if (dataFileName && (endsWith(name, kDataFileSuffix) ||
-                       name.find(std::string(kDataFileSuffix) + ".tmp.") != std::string::npos))
+  if (dataFileName && name.find(std::string(kDataFileSuffix) + ".tmp.") != std::string::npos)
     return true;
   return name.rfind(std::string(kCheckpointManifestName) + ".tmp.", 0) == 0;
 }
@@ -241,10 +241,13 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
   std::set<std::string> committed;
   std::vector<uint8_t> previousBytes;
   Manifest previous;
+  bool hasPrevious = false;
   std::string manifestPath = joinPath(dir, kCheckpointManifestName);
   if (pathExists(manifestPath) && readFile(manifestPath, &previousBytes).isOk() &&
-      parseManifest(manifestPath, previousBytes, &previous).isOk())
+      parseManifest(manifestPath, previousBytes, &previous).isOk()) {
     committed = {previous.params.name, previous.optimizer.name};
+    hasPrevious = true;
+  }
 
   Manifest manifest;
   manifest.step = contents.step;
@@ -263,11 +266,26 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
   // Explicit increment(ec): the range-for form would throw on a directory read error.
   std::filesystem::directory_iterator it(dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
-    if (isStaleFile(it->path().filename().string(), manifest)) {
+    if (isStaleFile(it->path().filename().string(), manifest,
+                    hasPrevious ? &previous : nullptr)) {
       std::error_code removeError;
       std::filesystem::remove(it->path(), removeError);
     }
   }
+  return Status::ok();
+}
+
+Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents) {
+  std::string manifestPath = joinPath(dir, kCheckpointManifestName);
+  std::vector<uint8_t> bytes;
+  SHARDC_RETURN_IF_ERROR(readFile(manifestPath, &bytes));
+  Manifest manifest;
+  SHARDC_RETURN_IF_ERROR(parseManifest(manifestPath, bytes, &manifest));
+  *contents = CheckpointContents();
+  contents->step = manifest.step;
+  contents->rngSeed = manifest.rngSeed;
+  contents->rngCounter = manifest.rngCounter;
+  contents->dataPosition = manifest.dataPosition;
   return Status::ok();
 }
 

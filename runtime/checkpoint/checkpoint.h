@@ -9,10 +9,13 @@
 // Crash safety. The manifest is the commit point. saveCheckpoint writes the new data files under
 // names no current manifest refers to (the step is in the name; re-saving a step that the
 // current manifest already names adds ".1", ".2", ...), each atomically (temp file + rename);
-// only then does it replace manifest.json atomically, and only after that does it delete the
-// data files the new manifest does not name (stale checkpoints, files of an interrupted save,
-// temp files). A crash at any point therefore leaves either the previous manifest with the
-// previous, complete data files, or the new manifest with the new ones. (Atomic here means
+// only then does it replace manifest.json atomically, and only after that does it delete what
+// it owns and no longer needs: the data files of the checkpoint it replaced (the previous
+// manifest named them) and temp files of interrupted writes. Nothing else is deleted, even a
+// file named like a checkpoint's (a copy a user put there; the data files of a save killed
+// before its manifest was written stay as well). A crash at any point therefore leaves either
+// the previous manifest with the previous, complete data files, or the new manifest with the
+// new ones. (Atomic here means
 // against process crashes: the file helpers rename without fsync, so a power loss can still
 // lose the most recent save on some file systems.) One process writes a directory at a time.
 //
@@ -48,5 +51,7 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
 
 // Reads the checkpoint the manifest in `dir` names, verifying sizes and checksums first.
 Status loadCheckpoint(const std::string &dir, CheckpointContents *contents);
+// Reads only the manifest: step, seed, counter and data position (no tensors).
+Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents);
 
 } // namespace shardc::runtime

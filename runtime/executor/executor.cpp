@@ -15,11 +15,12 @@ namespace shardc::runtime {
 
 namespace {
 
-bool allFinite(const float *values, int64_t count) {
+// Whether `values` hold a NaN (or, with `infinities`, an infinity).
+bool holdsNonFinite(const float *values, int64_t count, bool infinities) {
   for (int64_t i = 0; i < count; ++i)
-    if (!std::isfinite(values[i]))
-      return false;
-  return true;
+    if (infinities ? std::isinf(values[i]) : std::isnan(values[i]))
+      return true;
+  return false;
 }
 
 // Copies `src` into `dst` reusing dst's shape storage: no allocation once capacities settled.
@@ -236,18 +237,19 @@ std::string Executor::NonFiniteSite::describe() const {
 }
 
 Status Executor::locateNonFinite(const std::map<std::string, HostTensor> &inputs,
-                                 std::map<std::string, HostTensor> *outputs,
+                                 std::map<std::string, HostTensor> *outputs, bool infinities,
                                  NonFiniteSite *site) {
   *site = NonFiniteSite();
   for (const program::Binding &binding : program_.inputs()) {
     auto it = inputs.find(binding.name());
     if (it != inputs.end() && it->second.dtype == program::F32 &&
-        !allFinite(it->second.as<float>(), it->second.numel())) {
+        holdsNonFinite(it->second.as<float>(), it->second.numel(), infinities)) {
       site->input = binding.name();
       break;
     }
   }
   checkFinite_ = site;
+  checkInfinities_ = infinities;
   Status status = run(inputs, outputs);
   checkFinite_ = nullptr;
   return status;
@@ -287,7 +289,8 @@ Status Executor::runOps() {
         return opError(status.message());
       if (checkFinite_ != nullptr && checkFinite_->op < 0 && checkFinite_->input.empty())
         for (const Tensor &out : args.outputs)
-          if (out.dtype == program::F32 && !allFinite(out.as<float>(), out.numel())) {
+          if (out.dtype == program::F32 &&
+              holdsNonFinite(out.as<float>(), out.numel(), checkInfinities_)) {
             checkFinite_->op = static_cast<int>(current);
             checkFinite_->opName = op.name();
             checkFinite_->kernel = op.kernel();

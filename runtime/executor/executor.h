@@ -62,8 +62,10 @@ public:
   Status run(const std::map<std::string, HostTensor> &inputs,
              std::map<std::string, HostTensor> *outputs);
 
-  // Where a run first produced a value that is not finite (NaN or infinity), in program order:
-  // an f32 graph input that already holds one, else the first op with such an f32 output.
+  // Where a run first produced a NaN (or, with `infinities`, an infinity), in program order: an
+  // f32 graph input that already holds one, else the first op with such an f32 output. NaN and
+  // infinity are looked for apart: a float attention mask holds -inf by design, so the first
+  // infinity of a step is often no fault.
   struct NonFiniteSite {
     std::string input; // the graph input, when one holds it
     int op = -1;       // else the op's index (-1: none found)
@@ -76,7 +78,8 @@ public:
   // finds the first non-finite value of this rank. For diagnosis after a step went non-finite:
   // checking every op's outputs costs a pass over each of them.
   Status locateNonFinite(const std::map<std::string, HostTensor> &inputs,
-                         std::map<std::string, HostTensor> *outputs, NonFiniteSite *site);
+                         std::map<std::string, HostTensor> *outputs, bool infinities,
+                         NonFiniteSite *site);
 
   const program::Program &program() const { return program_; }
   const Arena &arena() const { return arena_; }
@@ -107,8 +110,10 @@ private:
 
   Executor() = default;
   Status runOps();
-  // Set by locateNonFinite for its run: runOps records the first op with a non-finite output.
+  // Set by locateNonFinite for its run: runOps records the first op with a NaN output (or an
+  // infinite one, with checkInfinities_).
   NonFiniteSite *checkFinite_ = nullptr;
+  bool checkInfinities_ = false;
   const program::Buffer &inputBuffer(const program::Binding &binding) const;
 
   program::Program program_;

@@ -85,6 +85,7 @@ Status TrainingLoop::create(Executor *executor, const InitialValueReader &readIn
   }
   for (const std::string &name : loop->signature_.optimizerState)
     loop->inputs_[name] = zerosLike(inputBuffer(program, name));
+  loop->recordInfinities();
   loop->inputs_[kStepInputName] = makeHostTensor(program::I64, {});
   loop->inputs_[kLrInputName] = makeHostTensor(program::F32, {});
   if (loop->signature_.hasSeed)
@@ -128,6 +129,7 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
     }
   step_ = checkpoint.step;
   *inputs_[kStepInputName].as<int64_t>() = step_;
+  recordInfinities();
   return Status::ok();
 }
 
@@ -181,20 +183,39 @@ Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents
   return Status::ok();
 }
 
-bool TrainingLoop::stateIsFinite(std::string *which) const {
+namespace {
+// NaNs and infinities of an f32 tensor (none for another dtype).
+std::pair<int64_t, int64_t> countNonFinite(const HostTensor &t) {
+  std::pair<int64_t, int64_t> nanAndInf{0, 0};
+  if (t.dtype != program::F32)
+    return nanAndInf;
+  const float *v = t.as<float>();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+    nanAndInf.first += std::isnan(v[i]) ? 1 : 0;
+    nanAndInf.second += std::isinf(v[i]) ? 1 : 0;
+  }
+  return nanAndInf;
+}
+} // namespace
+
+void TrainingLoop::recordInfinities() {
+  infinitiesAtStart_.clear();
+  for (const auto *names : {&signature_.params, &signature_.optimizerState})
+    for (const std::string &name : *names)
+      infinitiesAtStart_[name] = countNonFinite(inputs_.at(name)).second;
+}
+
+int TrainingLoop::firstUnsoundState() const {
+  int index = 0;
   for (const auto *names : {&signature_.params, &signature_.optimizerState})
     for (const std::string &name : *names) {
-      const HostTensor &t = inputs_.at(name);
-      if (t.dtype != program::F32)
-        continue;
-      const float *v = t.as<float>();
-      for (int64_t i = 0, n = t.numel(); i < n; ++i)
-        if (!std::isfinite(v[i])) {
-          *which = name;
-          return false;
-        }
+      auto [nans, infinities] = countNonFinite(inputs_.at(name));
+      auto start = infinitiesAtStart_.find(name);
+      if (nans > 0 || infinities > (start == infinitiesAtStart_.end() ? 0 : start->second))
+        return index;
+      ++index;
     }
-  return true;
+  return -1;
 }
 
 Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
@@ -222,7 +243,8 @@ Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
     if (nonFinite == nullptr)
       return Status::error("step " + std::to_string(next) + ": the loss is not finite");
     // The inputs still hold the state before the step: run it again, op by op.
-    status = executor_->locateNonFinite(inputs_, &outputs_, nonFinite);
+    status = executor_->locateNonFinite(inputs_, &outputs_, /*infinities=*/!std::isnan(*loss),
+                                        nonFinite);
     if (!status.isOk())
       return Status::error("step " + std::to_string(next) + ": " + status.message());
     return Status::ok();

@@ -74,11 +74,16 @@ public:
   // step is an error.
   Status runStep(BatchSource *batches, float lr, float *loss,
                  Executor::NonFiniteSite *nonFinite = nullptr);
-  // Whether every parameter and optimizer state value this rank holds is finite; otherwise
-  // `which` names the first that is not.
-  bool stateIsFinite(std::string *which) const;
+  // The first parameter or optimizer state tensor (index into params, then optimizerState)
+  // whose part on this rank holds a NaN, or more infinities than when the run started or
+  // resumed (a float mask buffer holds -inf by design), -1 when every one is sound.
+  int firstUnsoundState() const;
 
 private:
+  // Counts each carried tensor's infinities, for firstUnsoundState.
+  void recordInfinities();
+  std::map<std::string, int64_t> infinitiesAtStart_;
+
   TrainingLoop() = default;
   // The sharding of the carried input `name`, or null when it is whole.
   const program::Sharding *shardingOf(const std::string &name) const;

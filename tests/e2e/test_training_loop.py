@@ -22,6 +22,9 @@ Cases:
                     the parameters are written, exit 0 (no peak to compare with the plan)
   destinations_checked_first  a --save or --outputs that is a file, or cannot be created, fails
                     with one error line before the first step
+  checkpoint_ownership  one writer per checkpoint directory (a second run fails at start, the
+                    lock dies with a killed holder), no silent replacing of a checkpoint the run
+                    did not resume from (--overwrite), files a save did not write survive
   cosine_schedule   --schedule cosine --warmup-steps 5 --min-lr 1e-4: the lr of every step in the
                     metrics equals the formula of runtime/training/lr_schedule.h (computed here in
                     double, rounded to f32)
@@ -303,6 +306,62 @@ def case_destinations_checked_first(s):
     return (None, "; ".join(details))
 
 
+def case_checkpoint_ownership(s):
+    """A checkpoint directory has one writer and keeps what is not its own: a second run saving
+    into it while the first does fails at its start; a fresh run refuses to replace a
+    checkpoint it did not resume from unless given --overwrite; files a user put there, even
+    named like a checkpoint's, survive the saves."""
+    ckpt = os.path.join(s.work, "ckpt_owned")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    os.makedirs(ckpt)
+    user_file = os.path.join(ckpt, "params-00000099.safetensors")
+    open(user_file, "wb").write(b"a user's copy")
+    res = s.shardrun("--steps", "5", "--data", s.data, "--save", ckpt)
+    if not res.ok:
+        return f"first run: {res.describe()}"
+    # A fresh run into it: refused, naming the checkpoint and the ways out.
+    res = s.shardrun("--steps", "8", "--data", s.data, "--save", ckpt)
+    line = last_error(res)
+    if line is None or "holds the checkpoint of step 5" not in line or "--overwrite" not in line:
+        return f"fresh run into a checkpoint: expected a refusal, {res.describe()}"
+    details = [line.split(": ", 2)[2]]
+    # Resuming from it into it, and --overwrite, are fine.
+    res = s.shardrun("--steps", "8", "--data", s.data, "--save", ckpt, "--resume", ckpt)
+    if not res.ok:
+        return f"resume into the same directory: {res.describe()}"
+    res = s.shardrun("--steps", "4", "--data", s.data, "--save", ckpt, "--overwrite")
+    if not res.ok or json.load(open(os.path.join(ckpt, "manifest.json")))["step"] != 4:
+        return f"--overwrite: {res.describe()}"
+    if open(user_file, "rb").read() != b"a user's copy":
+        return "the saves deleted or changed a file they did not write"
+    # Two writers: the second fails at its start while the first holds the directory.
+    first = subprocess.Popen([s.args.shardrun, s.bundle, "--steps", "400000", "--data", s.data,
+                              "--save", ckpt, "--resume", ckpt, "--save-every", "1000"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        import time
+        deadline = time.time() + 30
+        # The first run holds the lock once its first save has replaced step 4's manifest.
+        while time.time() < deadline and \
+                json.load(open(os.path.join(ckpt, "manifest.json")))["step"] == 4:
+            time.sleep(0.05)
+        res = s.shardrun("--steps", "8", "--data", s.data, "--save", ckpt, "--resume", ckpt)
+        line = last_error(res)
+        if line is None or "another run is saving into this directory" not in line:
+            return f"second writer: expected a refusal at start, {res.describe()}"
+        details.append(line.split(": ", 2)[2])
+    finally:
+        first.kill()
+        first.wait()
+    # Killed mid-run, the directory still resumes (its manifest is a commit point), and the
+    # lock died with its holder.
+    res = s.shardrun("--steps", str(json.load(open(os.path.join(ckpt, "manifest.json")))["step"]
+                                    + 1), "--data", s.data, "--save", ckpt, "--resume", ckpt)
+    if not res.ok:
+        return f"after killing the first writer: {res.describe()}"
+    return (None, " | ".join(details))
+
+
 def cosine_lr(k, lr, min_lr, warmup, total):
     """runtime/training/lr_schedule.h's cosine schedule (nanoGPT's get_lr at it = k)."""
     if warmup > 0 and k < warmup:
@@ -376,6 +435,7 @@ def case_dropout_seed(s):
         if rel > LOSS_RTOL:
             return f"step {k}: loss {loss:.9g} vs torch {ref_loss:.9g} (rel {rel:.3g})"
     ckpt = os.path.join(work, "ckpt")
+    shutil.rmtree(ckpt, ignore_errors=True)  # a fresh run: the last test run's is not its own
     first, second = os.path.join(work, "first.jsonl"), os.path.join(work, "second.jsonl")
     res = run("--steps", "10", "--seed", str(seed), "--metrics", first, "--save", ckpt)
     if not res.ok:
@@ -405,6 +465,7 @@ CASES = [
     ("nonfinite_stops", case_nonfinite_stops),
     ("resume_at_final_step", case_resume_at_final_step),
     ("destinations_checked_first", case_destinations_checked_first),
+    ("checkpoint_ownership", case_checkpoint_ownership),
 ]
 
 

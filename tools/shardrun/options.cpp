@@ -37,6 +37,8 @@ const char kUsage[] =
     "  --save DIR         write a checkpoint to DIR at the end (and every --save-every N steps)\n"
     "  --save-every N     checkpoint every N steps (needs --save)\n"
     "  --resume DIR       continue from the checkpoint in DIR up to --steps\n"
+    "  --overwrite        let --save replace a checkpoint in DIR that the run did not resume\n"
+    "                     from (refused otherwise)\n"
     "  --outputs DIR2     optional with --steps: write the final parameters as NAME.npy\n"
     "  --export-onnx FILE write the compiled ONNX model with the trained parameters to FILE\n"
     "                     at the end (FILE.data beside it holds them if FILE would reach 2 GiB)\n"
@@ -111,6 +113,8 @@ std::optional<Failure> checkLoopArgs(const Options &options) {
     return usageError("give either --data DIR or --tokens FILE.bin, not both");
   if (options.saveEvery && !options.saveDir)
     return usageError("--save-every needs --save DIR");
+  if (options.overwrite && !options.saveDir)
+    return usageError("--overwrite applies to --save DIR");
   if (options.minLr && options.schedule.value_or("constant") != "cosine")
     return usageError("--min-lr applies to --schedule cosine");
   return std::nullopt;
@@ -125,6 +129,10 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
     std::string arg = args[i];
     if (arg == "-h" || arg == "--help") {
       options->help = true;
+      continue;
+    }
+    if (arg == "--overwrite") {
+      options->overwrite = true;
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-') {

@@ -32,6 +32,7 @@ struct Options {
   std::optional<std::string> saveDir;
   std::optional<long long> saveEvery;
   std::optional<std::string> resumeDir;
+  bool overwrite = false; // --overwrite: --save may replace a checkpoint it did not resume from
   std::optional<double> lr;
   std::optional<std::string> schedule;
   std::optional<long long> warmupSteps;

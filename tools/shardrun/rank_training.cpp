@@ -163,10 +163,9 @@ private:
         progress->update(step, loss_, lr,
                          std::chrono::duration<double>(Clock::now() - start).count());
       if (options_.saveDir && options_.saveEvery && step % *options_.saveEvery == 0) {
+        SHARDC_RETURN_IF_ERROR(checkSoundState("the checkpoint of step " + std::to_string(step)));
         CheckpointContents full;
         SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
-        // (Every rank holds the same full tensors: they all decide alike.)
-        SHARDC_RETURN_IF_ERROR(checkFinite(full, "the checkpoint of step " + std::to_string(step)));
         if (lead_)
           SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, *options_.saveDir, run_.seed));
         // The others wait for the write here, under --io-timeout, rather than in the next
@@ -186,21 +185,15 @@ private:
     // write nothing); a single rank's own values serve as they are.
     const bool save = options_.saveDir && lastSaved_ != loop_.step();
     const bool writesParams = options_.outputsDir || options_.exportOnnx;
+    // The final update may have made the state non-finite with a finite loss: nothing of it
+    // is written.
+    if (save || writesParams)
+      SHARDC_RETURN_IF_ERROR(
+          checkSoundState("the final state (step " + std::to_string(loop_.step()) + ")"));
     std::optional<CheckpointContents> full;
     if (save || (writesParams && (comm_ != nullptr || shardsAnything(executor_.program())))) {
       full.emplace();
       SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &*full));
-    }
-    // The final update may have made the state non-finite with a finite loss: nothing of it
-    // is written. (The full tensors are the same on every rank; a single rank's own values
-    // are all there is.)
-    const std::string what = "the final state (step " + std::to_string(loop_.step()) + ")";
-    if (full) {
-      SHARDC_RETURN_IF_ERROR(checkFinite(*full, what));
-    } else if (save || writesParams) {
-      std::string which;
-      if (!loop_.stateIsFinite(&which))
-        return nonFiniteState(which, what);
     }
     if (!lead_)
       return Status::ok();
@@ -267,18 +260,29 @@ private:
                          savedSoFar());
   }
 
-  // Fails when a full parameter or optimizer state tensor of `contents` is not finite.
-  Status checkFinite(const CheckpointContents &contents, const std::string &what) {
-    for (const auto *tensors : {&contents.params, &contents.optimizerState})
-      for (const auto &[name, tensor] : *tensors) {
-        if (tensor.dtype != program::F32)
-          continue;
-        const float *v = tensor.as<float>();
-        for (int64_t i = 0, n = tensor.numel(); i < n; ++i)
-          if (!std::isfinite(v[i]))
-            return nonFiniteState(name, what);
-      }
-    return Status::ok();
+  // Fails, on every rank alike, when some rank's parameters or optimizer state hold a NaN or
+  // more infinities than at the start (TrainingLoop::firstUnsoundState): the first such tensor
+  // of the lowest rank that has one is named.
+  Status checkSoundState(const std::string &what) {
+    float key = static_cast<float>(loop_.firstUnsoundState() + 1); // 0: sound
+    if (comm_ != nullptr && comm_->size() > 1) {
+      std::vector<float> keys(static_cast<size_t>(comm_->size()));
+      SHARDC_RETURN_IF_ERROR(comm_->allGather(&key, keys.data(), 1));
+      key = 0;
+      for (float k : keys)
+        if (k > 0) {
+          key = k;
+          break;
+        }
+    }
+    if (key == 0)
+      return Status::ok();
+    const TrainingSignature &signature = loop_.signature();
+    const size_t index = static_cast<size_t>(key) - 1;
+    return nonFiniteState(index < signature.params.size()
+                              ? signature.params[index]
+                              : signature.optimizerState[index - signature.params.size()],
+                          what);
   }
 
   Status nonFiniteState(const std::string &name, const std::string &what) {

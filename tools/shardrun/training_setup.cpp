@@ -6,6 +6,7 @@
 #include "runtime/training/sharded_tensor.h"
 #include "runtime/training/training_signature.h"
 
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -110,6 +111,28 @@ std::optional<Failure> loadResumeCheckpoint(const Options &options, TrainingRun 
   return std::nullopt;
 }
 
+// --save DIR: created, locked for the run (one writer at a time), and not holding a checkpoint
+// this run would replace without being asked: only the one it resumes from, or any with
+// --overwrite.
+std::optional<Failure> claimSaveDirectory(const Options &options, TrainingRun *run) {
+  const std::string &dir = *options.saveDir;
+  if (Status status = prepareOutputDirectory(dir); !status.isOk())
+    return error("--save " + status.message());
+  if (Status status = CheckpointDirLock::acquire(dir, &run->saveLock); !status.isOk())
+    return error("--save " + status.message());
+  if (options.overwrite || !pathExists(dir + "/" + kCheckpointManifestName))
+    return std::nullopt;
+  std::error_code ec;
+  if (options.resumeDir && std::filesystem::equivalent(*options.resumeDir, dir, ec))
+    return std::nullopt;
+  CheckpointContents existing;
+  std::string what = "a checkpoint";
+  if (loadCheckpointManifest(dir, &existing).isOk())
+    what = "the checkpoint of step " + std::to_string(existing.step);
+  return error("--save " + dir + ": holds " + what + " that this run would replace; resume " +
+               "from it (--resume " + dir + "), save elsewhere, or give --overwrite");
+}
+
 } // namespace
 
 std::optional<Failure> prepareTraining(const Options &options, const LoadedBundle &bundle,
@@ -123,8 +146,8 @@ std::optional<Failure> prepareTraining(const Options &options, const LoadedBundl
   // then fail to write what it trained.
   if (hostsRank0) {
     if (options.saveDir)
-      if (Status status = prepareOutputDirectory(*options.saveDir); !status.isOk())
-        return error("--save " + status.message());
+      if (auto failure = claimSaveDirectory(options, run))
+        return failure;
     if (options.outputsDir)
       if (Status status = prepareOutputDirectory(*options.outputsDir); !status.isOk())
         return error("--outputs " + status.message());

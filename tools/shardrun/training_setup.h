@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/checkpoint_lock.h"
 #include "runtime/export/onnx_export.h"
 #include "runtime/program/bundle.h"
 #include "runtime/training/lr_schedule.h"
@@ -26,6 +27,7 @@ struct TrainingRun {
   // Rank 0's process only.
   std::unique_ptr<shardc::runtime::OnnxExporter> exporter; // --export-onnx
   shardc::runtime::MetricsLog metrics;                     // open with --metrics
+  std::unique_ptr<shardc::runtime::CheckpointDirLock> saveLock; // --save DIR, held to the end
 };
 
 // Checks that the bundle's programs are training steps the loop can drive, alike on every rank

@@ -168,13 +168,38 @@ TEST(Checkpoint, CrashBeforeManifestLeavesThePreviousCheckpoint) {
   ASSERT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
   expectSameContents(first, loaded);
 
-  // The next successful save commits and removes everything the interrupted one left.
+  // The next successful save commits under names no file has, removes the checkpoint it
+  // replaced and the temp files, and leaves the complete data files the interrupted save wrote:
+  // no manifest names them, so nothing proves they are a save's (only disk space).
   ASSERT_TRUE(saveCheckpoint(dir.path(), second).isOk());
   EXPECT_EQ(listDir(dir.path()),
-            (std::vector<std::string>{"manifest.json", "optimizer-00000002.safetensors",
+            (std::vector<std::string>{"manifest.json", "optimizer-00000002.1.safetensors",
+                                      "optimizer-00000002.safetensors",
+                                      "params-00000002.1.safetensors",
                                       "params-00000002.safetensors"}));
   ASSERT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
   expectSameContents(second, loaded);
+}
+
+// A save deletes only what saves wrote: the checkpoint it replaces and temp files. A file a
+// user put there, even one named like a checkpoint's, survives every save.
+TEST(Checkpoint, DeletesOnlyTheFilesItWrote) {
+  TempDir dir;
+  testing::writeBytes(dir.file("params-00000099.safetensors"), "a user's copy");
+  testing::writeBytes(dir.file("optimizer-00000001.safetensors"), "another");
+  testing::writeBytes(dir.file("notes.txt"), "keep me");
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(1, 1.0f)).isOk());
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(2, 2.0f)).isOk());
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(3, 3.0f)).isOk());
+  std::vector<std::string> files = listDir(dir.path());
+  for (const char *kept : {"params-00000099.safetensors", "notes.txt", "manifest.json",
+                           "params-00000003.safetensors", "optimizer-00000003.safetensors"})
+    EXPECT_NE(std::find(files.begin(), files.end(), kept), files.end()) << kept;
+  EXPECT_EQ(testing::readBytes(dir.file("params-00000099.safetensors")), "a user's copy");
+  EXPECT_EQ(testing::readBytes(dir.file("optimizer-00000001.safetensors")), "another");
+  for (const char *gone : {"params-00000001.safetensors", "params-00000002.safetensors",
+                           "optimizer-00000002.safetensors"})
+    EXPECT_EQ(std::find(files.begin(), files.end(), gone), files.end()) << gone;
 }
 
 TEST(Checkpoint, DetectsTruncatedFiles) {

@@ -80,7 +80,8 @@ TEST(Executor, RunsAddThenMatmul) {
 
 // Diagnosis of a step gone non-finite: an input that holds a NaN is named before any op; huge
 // finite inputs name the first op whose output overflows (the matmul, not the add); finite
-// values find nothing. Every op runs either way.
+// values find nothing. NaNs and infinities are looked for apart (a mask input holds -inf by
+// design). Every op runs either way.
 TEST(Executor, LocatesTheFirstNonFiniteValueInProgramOrder) {
   std::unique_ptr<Executor> executor = makeAddMatmulExecutor();
   ASSERT_NE(executor, nullptr);
@@ -88,14 +89,14 @@ TEST(Executor, LocatesTheFirstNonFiniteValueInProgramOrder) {
   Executor::NonFiniteSite site;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   ASSERT_TRUE(executor->locateNonFinite({{"x", f32Tensor({2, 3}, {1, nan, 3, 4, 5, 6})}},
-                                        &outputs, &site)
+                                        &outputs, /*infinities=*/false, &site)
                   .isOk());
   EXPECT_EQ(site.describe(), "input 'x'");
 
   const float huge = 3e38f;
   ASSERT_TRUE(executor->locateNonFinite({{"x", f32Tensor({2, 3}, {huge, huge, huge, huge, huge,
                                                                   huge})}},
-                                        &outputs, &site)
+                                        &outputs, /*infinities=*/true, &site)
                   .isOk());
   ASSERT_TRUE(site.found());
   const program::Op &op = executor->program().ops(site.op);
@@ -103,11 +104,19 @@ TEST(Executor, LocatesTheFirstNonFiniteValueInProgramOrder) {
   EXPECT_EQ(site.describe(), "op '" + op.name() + "' (kernel matmul)");
   EXPECT_FALSE(std::isfinite(outputs.at("z").as<float>()[0]));
 
-  ASSERT_TRUE(
-      executor->locateNonFinite({{"x", f32Tensor({2, 3}, {1, 2, 3, 4, 5, 6})}}, &outputs, &site)
-          .isOk());
+  ASSERT_TRUE(executor->locateNonFinite({{"x", f32Tensor({2, 3}, {1, 2, 3, 4, 5, 6})}}, &outputs,
+                                        /*infinities=*/true, &site)
+                  .isOk());
   EXPECT_FALSE(site.found());
   EXPECT_EQ(site.describe(), "");
+
+  // Looking for NaN: an input holding infinities (as a mask does) is not named; the matmul
+  // where -inf and +inf terms meet is.
+  const float inf = std::numeric_limits<float>::infinity();
+  ASSERT_TRUE(executor->locateNonFinite({{"x", f32Tensor({2, 3}, {-inf, 1, inf, 4, 5, 6})}},
+                                        &outputs, /*infinities=*/false, &site)
+                  .isOk());
+  EXPECT_EQ(site.describe(), "op '" + op.name() + "' (kernel matmul)");
 }
 
 TEST(Executor, ArenaIsOneAlignedAllocationOfThePlannedSize) {
