@@ -275,33 +275,35 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
   return Status::ok();
 }
 
-Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents) {
+namespace {
+
+// The manifest of `dir`, and the scalars it gives the contents.
+Status readManifest(const std::string &dir, Manifest *manifest, CheckpointContents *scalars) {
   std::string manifestPath = joinPath(dir, kCheckpointManifestName);
   std::vector<uint8_t> bytes;
   SHARDC_RETURN_IF_ERROR(readFile(manifestPath, &bytes));
-  Manifest manifest;
-  SHARDC_RETURN_IF_ERROR(parseManifest(manifestPath, bytes, &manifest));
-  *contents = CheckpointContents();
-  contents->step = manifest.step;
-  contents->rngSeed = manifest.rngSeed;
-  contents->rngCounter = manifest.rngCounter;
-  contents->dataPosition = manifest.dataPosition;
+  SHARDC_RETURN_IF_ERROR(parseManifest(manifestPath, bytes, manifest));
+  *scalars = CheckpointContents();
+  scalars->step = manifest->step;
+  scalars->rngSeed = manifest->rngSeed;
+  scalars->rngCounter = manifest->rngCounter;
+  scalars->dataPosition = manifest->dataPosition;
   return Status::ok();
 }
 
-Status loadCheckpoint(const std::string &dir, CheckpointContents *contents) {
-  std::string manifestPath = joinPath(dir, kCheckpointManifestName);
-  std::vector<uint8_t> bytes;
-  SHARDC_RETURN_IF_ERROR(readFile(manifestPath, &bytes));
+} // namespace
+
+Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents) {
   Manifest manifest;
-  SHARDC_RETURN_IF_ERROR(parseManifest(manifestPath, bytes, &manifest));
+  return readManifest(dir, &manifest, contents);
+}
+
+Status loadCheckpoint(const std::string &dir, CheckpointContents *contents) {
+  Manifest manifest;
   CheckpointContents loaded;
+  SHARDC_RETURN_IF_ERROR(readManifest(dir, &manifest, &loaded));
   SHARDC_RETURN_IF_ERROR(loadDataFile(dir, manifest.params, &loaded.params));
   SHARDC_RETURN_IF_ERROR(loadDataFile(dir, manifest.optimizer, &loaded.optimizerState));
-  loaded.step = manifest.step;
-  loaded.rngSeed = manifest.rngSeed;
-  loaded.rngCounter = manifest.rngCounter;
-  loaded.dataPosition = manifest.dataPosition;
   *contents = std::move(loaded);
   return Status::ok();
 }
