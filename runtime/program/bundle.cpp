@@ -17,6 +17,7 @@
 #include <climits>
 #include <cstring>
 #include <sys/stat.h>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -65,7 +66,25 @@ Status readBundleProgram(const std::string &dir, LoadedBundle *out) {
     return Status::error(dir + ": missing " + kProgramFile + " (not a shardc bundle)");
   std::vector<uint8_t> bytes;
   SHARDC_RETURN_IF_ERROR(readFile(path, &bytes));
+  const std::string checksumPath = joinPath(dir, kProgramChecksumFile);
+  if (!pathExists(checksumPath))
+    return Status::error(dir + ": missing " + kProgramChecksumFile +
+                         " (written by every shardc that checksums program.pb): recompile the "
+                         "bundle");
+  std::vector<uint8_t> recorded;
+  SHARDC_RETURN_IF_ERROR(readFile(checksumPath, &recorded));
+  if (std::string(recorded.begin(), recorded.end()) !=
+      programChecksumText(bytes.data(), bytes.size()))
+    return Status::error(path + ": checksum mismatch with " + kProgramChecksumFile +
+                         " (file damaged or altered)");
   return parseBundleProgram(bytes.data(), bytes.size(), path, &out->bundle);
+}
+
+std::string programChecksumText(const void *data, size_t size) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%016llx\n",
+                static_cast<unsigned long long>(fnv1a64(data, size)));
+  return text;
 }
 
 Status parseBundleProgram(const void *data, size_t size, const std::string &path,

@@ -1,5 +1,7 @@
-// Loading a compiled bundle: a directory holding program.pb (a binary shardc.program.Bundle)
-// and, unless it was compiled for planning only, the weights file it names.
+// Loading a compiled bundle: a directory holding program.pb (a binary shardc.program.Bundle),
+// its checksum program.pb.fnv1a64 (16 hex digits of FNV-1a 64 and a newline: one flipped byte
+// of program.pb could otherwise turn a weight decay of 0.01 into -655.36 and still parse) and,
+// unless it was compiled for planning only, the weights file it names.
 //
 // The weights file starts with the WEIGHTS region the programs read while they run (frozen
 // parameters, constants): it is loaded and stays resident. The initial values of the trained
@@ -33,7 +35,13 @@ struct LoadedBundle {
   std::string weightsPath; // the weights file, for readInitialValue
 };
 
-// Reads and parses DIR/program.pb and checks only what identifies it: a shardc bundle of a
+constexpr const char *kProgramChecksumFile = "program.pb.fnv1a64";
+// The content of program.pb.fnv1a64 for a program.pb of these bytes.
+std::string programChecksumText(const void *data, size_t size);
+
+// Reads DIR/program.pb, verifies it against program.pb.fnv1a64 (a missing or different
+// checksum is an error naming the file), parses it and checks only what identifies it: a
+// shardc bundle of a
 // supported format version and a known mode. Lets a caller decide by mode (training bundles
 // are not executable yet) before the full validation, whose errors would be less helpful.
 Status readBundleProgram(const std::string &dir, LoadedBundle *out);

@@ -17,6 +17,7 @@ For the MLP classifier, the tiny GPT and the BERT-like encoder, each compiled wi
 and one negative case:
 
   mismatch  a program.pb whose planned_peak_bytes was altered (with protoc): shardrun exits 1
+            on its checksum; re-signed, it exits 1
             with one `shardrun: error:` line saying the measured peak differs from the plan
             (skipped without protoc)
 
@@ -172,8 +173,16 @@ def case_mismatch(args):
                              stdout=subprocess.PIPE, check=True).stdout
     with open(program, "wb") as f:
         f.write(encoded)
-    res = e2e_util.run_tool([args.shardrun, bundle, "--data", os.path.join(model_dir, "inputs"),
-                             "--outputs", os.path.join(work, "out")], args.timeout)
+    run = [args.shardrun, bundle, "--data", os.path.join(model_dir, "inputs"), "--outputs",
+           os.path.join(work, "out")]
+    # The edit alone is caught as damage, before anything runs.
+    res = e2e_util.run_tool(run, args.timeout)
+    errors = [line for line in res.stderr.splitlines() if line.startswith("shardrun: error:")]
+    if res.returncode != 1 or len(errors) != 1 or "checksum mismatch" not in errors[0]:
+        return f"expected exit 1 and one checksum error for the edited program: {res.describe()}"
+    # Re-signed, the program runs, and its planned peak disagrees with the measured one.
+    e2e_util.write_program_checksum(bundle)
+    res = e2e_util.run_tool(run, args.timeout)
     errors = [line for line in res.stderr.splitlines() if line.startswith("shardrun: error:")]
     if res.returncode != 1 or len(errors) != 1 or "differs from the planned peak" not in errors[0]:
         return f"expected exit 1 and one error line about the peak: {res.describe()}"

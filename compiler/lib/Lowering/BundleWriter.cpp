@@ -1,6 +1,7 @@
 //===- BundleWriter.cpp -----------------------------------------------------------------===//
 #include "shardc/Lowering/Bundle.h"
 
+#include "runtime/program/bundle.h"
 #include "runtime/support/file_io.h"
 #include "runtime/support/fnv1a.h"
 
@@ -65,6 +66,10 @@ bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vect
     return false;
   }
   if (!writeFile(dir + "/" + kProgramFileName, serialized.data(), serialized.size(), error))
+    return false;
+  std::string checksum = runtime::programChecksumText(serialized.data(), serialized.size());
+  if (!writeFile(dir + "/" + runtime::kProgramChecksumFile, checksum.data(), checksum.size(),
+                 error))
     return false;
   std::string plan = formatPlan(bundle, notes);
   if (!writeFile(dir + "/" + kPlanFileName, plan.data(), plan.size(), error))

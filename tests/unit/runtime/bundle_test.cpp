@@ -69,18 +69,38 @@ TEST(Bundle, MissingOrNotADirectory) {
             dir.path() + ": missing program.pb (not a shardc bundle)");
 }
 
+// program.pb is checked against its checksum before it is parsed: one flipped byte that still
+// parses (a weight decay or a Gemm alpha changed) is caught, and so is a missing checksum.
+TEST(Bundle, ProgramChecksum) {
+  TempDir dir;
+  writeBundle(dir, validBundle(), kWeights, /*fixChecksum=*/true);
+  std::string bytes = testing::readBytes(dir.file("program.pb"));
+  LoadedBundle loaded;
+  Status status = loadBundle(dir.path(), &loaded);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x01;
+  testing::writeBytes(dir.file("program.pb"), flipped);
+  EXPECT_EQ(loadError(dir), dir.file("program.pb") +
+                                ": checksum mismatch with program.pb.fnv1a64 (file damaged or "
+                                "altered)");
+  std::filesystem::remove(dir.file("program.pb.fnv1a64"));
+  EXPECT_EQ(loadError(dir), dir.path() + ": missing program.pb.fnv1a64 (written by every shardc "
+                                         "that checksums program.pb): recompile the bundle");
+}
+
 TEST(Bundle, GarbageOrEmptyProgram) {
   TempDir dir;
-  testing::writeBytes(dir.file("program.pb"), "\xff\xff\xff\xff garbage");
+  testing::writeProgramFile(dir, "\xff\xff\xff\xff garbage");
   EXPECT_EQ(loadError(dir), dir.file("program.pb") + ": truncated or not a shardc program");
-  testing::writeBytes(dir.file("program.pb"), "");
+  testing::writeProgramFile(dir, "");
   EXPECT_EQ(loadError(dir), dir.file("program.pb") + ": truncated or not a shardc program");
 }
 
 TEST(Bundle, InvalidUtf8IsOneErrorWithoutProtobufLogs) {
   TempDir dir;
   // format_version = 1, then field 2 (mode, a proto3 string) holding the bytes ff fe.
-  testing::writeBytes(dir.file("program.pb"), std::string("\x08\x01\x12\x02\xff\xfe", 6));
+  testing::writeProgramFile(dir, std::string("\x08\x01\x12\x02\xff\xfe", 6));
   ::testing::internal::CaptureStderr();
   std::string message = loadError(dir);
   std::string logged = ::testing::internal::GetCapturedStderr();
@@ -92,7 +112,7 @@ TEST(Bundle, TruncatedProgramNeverLoads) {
   std::string full = validBundle().SerializeAsString();
   for (size_t cut = 0; cut < full.size(); ++cut) {
     TempDir dir;
-    testing::writeBytes(dir.file("program.pb"), full.substr(0, cut));
+    testing::writeProgramFile(dir, full.substr(0, cut));
     testing::writeBytes(dir.file("weights.bin"), kWeights);
     LoadedBundle loaded;
     EXPECT_FALSE(loadBundle(dir.path(), &loaded).isOk()) << "cut at " << cut;

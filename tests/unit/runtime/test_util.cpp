@@ -167,11 +167,16 @@ std::vector<float> expectedAddMatmul(const std::vector<float> &x) {
   return z;
 }
 
+void writeProgramFile(const TempDir &dir, const std::string &bytes) {
+  writeBytes(dir.file("program.pb"), bytes);
+  writeBytes(dir.file(kProgramChecksumFile), programChecksumText(bytes.data(), bytes.size()));
+}
+
 void writeBundle(const TempDir &dir, program::Bundle bundle, const std::string &weights,
                  bool fixChecksum) {
   if (fixChecksum)
     bundle.set_weights_checksum(fnv1a64(weights.data(), weights.size()));
-  writeBytes(dir.file("program.pb"), bundle.SerializeAsString());
+  writeProgramFile(dir, bundle.SerializeAsString());
   // A weights_file that escapes the bundle is left for the loader to reject.
   if (!bundle.weights_file().empty() && bundle.weights_file().find('/') == std::string::npos)
     writeBytes(dir.file(bundle.weights_file()), weights);

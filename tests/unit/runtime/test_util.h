@@ -67,6 +67,8 @@ std::vector<float> expectedAddMatmul(const std::vector<float> &x);
 
 // Writes program.pb and the weights file into `dir`; unless told otherwise the bundle's
 // checksum is set to match `weights`.
+// DIR/program.pb holding `bytes`, with the checksum file that matches it.
+void writeProgramFile(const TempDir &dir, const std::string &bytes);
 void writeBundle(const TempDir &dir, program::Bundle bundle, const std::string &weights,
                  bool fixChecksum = true);
 
