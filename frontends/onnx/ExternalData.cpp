@@ -77,6 +77,13 @@ mlir::LogicalResult readExternalData(llvm::StringRef baseDir, const ExternalData
   llvm::SmallString<256> path(baseDir);
   llvm::sys::path::append(path, ref.location);
 
+  // Not opened unless it is a regular file: opening a named pipe would block.
+  llvm::sys::fs::file_status pathStatus;
+  if (!llvm::sys::fs::status(path, pathStatus) &&
+      pathStatus.type() != llvm::sys::fs::file_type::regular_file) {
+    why = shown + " is not a regular file";
+    return mlir::failure();
+  }
   llvm::Expected<llvm::sys::fs::file_t> opened = llvm::sys::fs::openNativeFileForRead(path);
   if (!opened) {
     std::error_code ec = llvm::errorToErrorCode(opened.takeError());

@@ -4,6 +4,7 @@
 #include "frontends/onnx/ErrorReporting.h"
 #include "frontends/onnx/ImportLimits.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <climits>
@@ -12,6 +13,20 @@ namespace shardc::onnx_import {
 
 mlir::FailureOr<std::unique_ptr<llvm::MemoryBuffer>> readModelFile(llvm::StringRef path,
                                                                    ErrorReporter &errors) {
+  // Looked at before opening: opening a named pipe blocks until a writer comes, and a device
+  // (/dev/zero) reads without end. A model is a regular file of less than 2 GiB (protobuf's
+  // limit; larger weights live in external data).
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return errors.fail("cannot open: " + ec.message());
+  if (status.type() == llvm::sys::fs::file_type::directory_file)
+    return errors.fail("is a directory, expected an ONNX model file");
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return errors.fail("not a regular file (a pipe, device or socket); give the model as a "
+                       "file");
+  if (status.getSize() >= static_cast<uint64_t>(INT_MAX))
+    return errors.fail("not a valid ONNX model (the file is 2 GiB or larger; protobuf cannot "
+                       "parse it, store the weights as external data)");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)

@@ -38,8 +38,10 @@ private:
 
 // Opens `path` for reading and checks that it is a regular file; returns the descriptor.
 Status openRegularFile(const std::string &path, int *fd, uint64_t *size) {
+  // O_NONBLOCK: opening a named pipe must not wait for a writer (fstat then refuses it);
+  // reads of a regular file ignore the flag.
   do {
-    *fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    *fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (*fd < 0 && errno == EINTR);
   if (*fd < 0)
     return ioError(path, "cannot open", errno);
@@ -50,7 +52,7 @@ Status openRegularFile(const std::string &path, int *fd, uint64_t *size) {
   else if (S_ISDIR(st.st_mode))
     status = Status::error(path + ": is a directory, expected a file");
   else if (!S_ISREG(st.st_mode))
-    status = Status::error(path + ": not a regular file");
+    status = Status::error(path + ": not a regular file (a pipe, device or socket)");
   if (!status.isOk()) {
     ::close(*fd);
     *fd = -1;

@@ -237,6 +237,17 @@ def build_cases(args):
         f.write("This is a text file, not an ONNX model.\n")
     cases.append(Case("not_onnx_text", compile_argv(path), "shardc", ["notes.onnx"]))
 
+    # Special files: a device reads without end and opening a named pipe waits for a writer;
+    # both are refused at once (each case runs under the harness's timeout).
+    cases.append(Case("model_is_a_device", compile_argv("/dev/zero"), "shardc",
+                      ["/dev/zero", "not a regular file"]))
+    fifo = os.path.join(work, "fifo", "model.onnx")
+    os.makedirs(os.path.dirname(fifo), exist_ok=True)
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    cases.append(Case("model_is_a_named_pipe", compile_argv(fifo), "shardc",
+                      ["model.onnx", "not a regular file"]))
+
     path = os.path.join(work, "missing", "does_not_exist.onnx")
     cases.append(Case("model_file_missing", compile_argv(path), "shardc",
                       ["does_not_exist.onnx"]))
@@ -352,6 +363,11 @@ def build_cases(args):
         "wrong_dtype", features=np.zeros((3, 4), np.float64))), "shardrun", ["features"]))
     cases.append(Case("npy_missing", run_argv(data_dir("missing", class_ids=None)), "shardrun",
                       ["class_ids"]))
+    piped = data_dir("named_pipe", class_ids=None)
+    if not os.path.exists(os.path.join(piped, "class_ids.npy")):
+        os.mkfifo(os.path.join(piped, "class_ids.npy"))
+    cases.append(Case("npy_named_pipe", run_argv(piped), "shardrun",
+                      ["class_ids.npy", "not a regular file"]))
     cases.append(Case("npy_not_npy", run_argv(data_dir(
         "not_npy", class_ids=b"not a .npy file\n")), "shardrun", ["class_ids"]))
     argv = run_argv(data_dir("no_bundle"))
