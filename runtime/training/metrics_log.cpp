@@ -35,7 +35,7 @@ Status MetricsLog::open(const std::string &path) {
 }
 
 std::string MetricsLog::formatLine(int64_t step, float loss, float lr, double stepTimeMs,
-                                   const CommCounters *comm) {
+                                   const CommCounters *comm, int64_t skippedSteps) {
   std::string line = "{\"step\": " + std::to_string(step) + ", \"loss\": " + number(loss, "%.9g") +
                      ", \"lr\": " + number(lr, "%.9g") +
                      ", \"step_time_ms\": " + number(stepTimeMs, "%.3f");
@@ -46,14 +46,16 @@ std::string MetricsLog::formatLine(int64_t step, float loss, float lr, double st
               "\": " + std::to_string(comm->bytesSent[k]);
     line += "}";
   }
+  if (skippedSteps >= 0)
+    line += ", \"skipped_steps\": " + std::to_string(skippedSteps);
   return line + "}";
 }
 
 Status MetricsLog::write(int64_t step, float loss, float lr, double stepTimeMs,
-                         const CommCounters *comm) {
+                         const CommCounters *comm, int64_t skippedSteps) {
   if (file_ == nullptr)
     return Status::error("metrics file is not open");
-  std::string line = formatLine(step, loss, lr, stepTimeMs, comm) + "\n";
+  std::string line = formatLine(step, loss, lr, stepTimeMs, comm, skippedSteps) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
     return Status::error(path_ + ": cannot write the metrics file: " + std::strerror(errno));
   return Status::ok();

@@ -7,6 +7,8 @@
 //
 // A run of several ranks adds what rank 0's communicator sent during the step, per collective:
 //   ..., "comm_bytes": {"all_reduce": 4096, "reduce_scatter": 0, "all_gather": 0}}
+// A run that skips steps with a non-finite loss (--on-nonfinite skip-step) adds how many it
+// skipped so far: ..., "skipped_steps": 1}
 #pragma once
 
 #include "runtime/comm/communicator.h"
@@ -28,14 +30,15 @@ public:
   // Creates (or truncates) `path`.
   Status open(const std::string &path);
   // `comm`: the step's bytes sent per collective, or null (a single-rank run: no such field).
+  // `skippedSteps` >= 0 (under --on-nonfinite skip-step): the steps skipped so far.
   Status write(int64_t step, float loss, float lr, double stepTimeMs,
-               const CommCounters *comm = nullptr);
+               const CommCounters *comm = nullptr, int64_t skippedSteps = -1);
   // Closes the file, reporting a failed final write.
   Status close();
 
   // One line without the newline; exposed for tests.
   static std::string formatLine(int64_t step, float loss, float lr, double stepTimeMs,
-                                const CommCounters *comm = nullptr);
+                                const CommCounters *comm = nullptr, int64_t skippedSteps = -1);
 
 private:
   std::FILE *file_ = nullptr;

@@ -127,8 +127,14 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
       if (!status.isOk())
         return Status::error("checkpoint tensor " + quoteForMessage(name) + " " + status.message());
     }
-  step_ = checkpoint.step;
-  *inputs_[kStepInputName].as<int64_t>() = step_;
+  // The updates applied, and the steps run (their batches used), which differ by the skipped
+  // ones (--on-nonfinite skip-step).
+  if (checkpoint.dataPosition < checkpoint.step)
+    return Status::error("data position " + std::to_string(checkpoint.dataPosition) +
+                         " is before step " + std::to_string(checkpoint.step));
+  step_ = checkpoint.dataPosition;
+  skipped_ = checkpoint.dataPosition - checkpoint.step;
+  *inputs_[kStepInputName].as<int64_t>() = checkpoint.step;
   recordInfinities();
   return Status::ok();
 }
@@ -140,7 +146,8 @@ void TrainingLoop::snapshot(CheckpointContents *out) const {
     out->params[name] = inputs_.at(name);
   for (const std::string &name : signature_.optimizerState)
     out->optimizerState[name] = inputs_.at(name);
-  out->step = step_;
+  out->step = step_ - skipped_;
+  out->dataPosition = step_;
 }
 
 const program::Sharding *TrainingLoop::shardingOf(const std::string &name) const {
@@ -179,7 +186,8 @@ Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents
         return Status::error("gathering the shards of " + quoteForMessage(name) + ": " +
                              status.message());
     }
-  out->step = step_;
+  out->step = step_ - skipped_;
+  out->dataPosition = step_;
   return Status::ok();
 }
 
@@ -219,8 +227,11 @@ int TrainingLoop::firstUnsoundState() const {
 }
 
 Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
-                             Executor::NonFiniteSite *nonFinite) {
+                             Executor::NonFiniteSite *nonFinite, bool skipNonFinite) {
   int64_t next = step_ + 1;
+  // The program counts the updates it applied (torch's state['step']): the steps run less
+  // those skipped.
+  const int64_t update = next - skipped_;
   {
     // Batches are written into the input tensors in place; any allocation here would be a
     // per-step allocation, and is counted as one.
@@ -235,10 +246,16 @@ Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
   // The program counts steps itself (torch's state['step']); a mismatch means the program is
   // not the training step the loop assumes, and every later step would be wrong.
   int64_t counted = *outputs_.at(kStepInputName).as<int64_t>();
-  if (counted != next)
+  if (counted != update)
     return Status::error("step " + std::to_string(next) + ": the program returned step " +
-                         std::to_string(counted) + " (expected " + std::to_string(next) + ")");
+                         std::to_string(counted) + " (expected " + std::to_string(update) + ")");
   *loss = *outputs_.at(kLossOutputName).as<float>();
+  if (!std::isfinite(*loss) && skipNonFinite) {
+    // Its batch is used up, its update discarded (as a loss scaler skips an overflowing step).
+    step_ = next;
+    ++skipped_;
+    return Status::ok();
+  }
   if (!std::isfinite(*loss)) {
     if (nonFinite == nullptr)
       return Status::error("step " + std::to_string(next) + ": the loss is not finite");

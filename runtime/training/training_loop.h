@@ -43,8 +43,9 @@ public:
                        std::unique_ptr<TrainingLoop> *out);
 
   const TrainingSignature &signature() const { return signature_; }
-  // Steps completed so far.
+  // Steps completed so far (their batches used), and those of them whose update was skipped.
   int64_t step() const { return step_; }
+  int64_t skipped() const { return skipped_; }
   // The current value of a carried tensor (parameter, optimizer state, "step"); null if unknown.
   // This rank's shard for a sharded tensor.
   const HostTensor *value(const std::string &name) const;
@@ -71,9 +72,10 @@ public:
   // before the step and step() does not advance. The step is then run once more, checking
   // every op, and `nonFinite` names where this rank first saw a non-finite value (the loss is
   // the same on every rank, so every rank does this together); without `nonFinite`, such a
-  // step is an error.
+  // step is an error. With `skipNonFinite` the step instead counts as run, its update skipped
+  // (skipped() grows; the optimizer's own step count does not).
   Status runStep(BatchSource *batches, float lr, float *loss,
-                 Executor::NonFiniteSite *nonFinite = nullptr);
+                 Executor::NonFiniteSite *nonFinite = nullptr, bool skipNonFinite = false);
   // The first parameter or optimizer state tensor (index into params, then optimizerState)
   // whose part on this rank holds a NaN, or more infinities than when the run started or
   // resumed (a float mask buffer holds -inf by design), -1 when every one is sound.
@@ -98,6 +100,7 @@ private:
   // The last step's outputs; the carried ones are moved out after each step.
   std::map<std::string, HostTensor> outputs_;
   int64_t step_ = 0;
+  int64_t skipped_ = 0;
 };
 
 } // namespace shardc::runtime

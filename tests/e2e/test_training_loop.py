@@ -25,6 +25,9 @@ Cases:
   checkpoint_ownership  one writer per checkpoint directory (a second run fails at start, the
                     lock dies with a killed holder), no silent replacing of a checkpoint the run
                     did not resume from (--overwrite), files a save did not write survive
+  skip_step         --on-nonfinite skip-step over a data set with a NaN in one of its 4 batches:
+                    those steps are skipped and counted, the rest train, exit 0, finite
+                    parameters; saved at 10 and resumed, bit-identical losses
   cosine_schedule   --schedule cosine --warmup-steps 5 --min-lr 1e-4: the lr of every step in the
                     metrics equals the formula of runtime/training/lr_schedule.h (computed here in
                     double, rounded to f32)
@@ -362,6 +365,61 @@ def case_checkpoint_ownership(s):
     return (None, " | ".join(details))
 
 
+def case_skip_step(s):
+    """--on-nonfinite skip-step: a NaN in the rows of the 2nd of the 4 batches makes steps 2, 6,
+    10, ... non-finite; each is skipped (its update discarded, counted in the metrics), the
+    others train, the run ends with exit 0 and finite parameters, and a run saved at step 10
+    and resumed to the end has bit-identical losses to the uninterrupted one."""
+    data = os.path.join(s.work, "skip_data")
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.copytree(s.data, data)
+    x = np.load(os.path.join(data, "x.npy"))
+    batch = x.shape[0] // 4
+    x[batch + 1, 3] = np.nan  # a row of batch 2
+    np.save(os.path.join(data, "x.npy"), x)
+    out = os.path.join(s.work, "skip")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    full = os.path.join(out, "full.jsonl")
+    params = os.path.join(out, "params")
+    res = s.shardrun("--steps", str(STEPS), "--data", data, "--metrics", full, "--outputs",
+                     params, "--on-nonfinite", "skip-step")
+    if not res.ok:
+        return f"skip-step run: {res.describe()}"
+    lines = metric_lines(full)
+    skipped = [k for k, line in enumerate(lines, 1) if field(line, "loss") == "null"]
+    want = list(range(2, STEPS + 1, 4))
+    if skipped != want:
+        return f"skipped steps {skipped}, expected {want}"
+    if field(lines[-1], "skipped_steps") != str(len(want)):
+        return f"the last metrics line counts {field(lines[-1], 'skipped_steps')} skips"
+    for f in glob.glob(os.path.join(params, "*.npy")):
+        if not np.isfinite(np.load(f)).all():
+            return f"{os.path.basename(f)} is not finite after the run"
+    if f"{len(want)} step(s) skipped" not in res.stderr:
+        return f"the summary does not count the skips: {res.stderr!r}"
+    # Saved at 10, resumed to the end: the same losses, bit for bit.
+    ckpt = os.path.join(out, "ckpt")
+    first, second = os.path.join(out, "first.jsonl"), os.path.join(out, "second.jsonl")
+    res = s.shardrun("--steps", "10", "--data", data, "--metrics", first, "--save", ckpt,
+                     "--on-nonfinite", "skip-step")
+    if not res.ok:
+        return f"first 10 steps: {res.describe()}"
+    manifest = json.load(open(os.path.join(ckpt, "manifest.json")))
+    if (manifest["step"], manifest["data_position"]) != (10 - 3, 10):
+        return f"checkpoint step/data position {manifest['step']}/{manifest['data_position']}, " \
+               "expected 7 updates of 10 steps"
+    res = s.shardrun("--steps", str(STEPS), "--data", data, "--metrics", second, "--resume", ckpt,
+                     "--on-nonfinite", "skip-step")
+    if not res.ok:
+        return f"resume: {res.describe()}"
+    resumed = metric_lines(first) + metric_lines(second)
+    for k, (a, b) in enumerate(zip(resumed, lines), 1):
+        if field(a, "loss") != field(b, "loss"):
+            return f"step {k}: resumed {a} vs uninterrupted {b}"
+    return (None, f"skipped {skipped}; resumed at step 10 (7 updates) bit-identical")
+
+
 def cosine_lr(k, lr, min_lr, warmup, total):
     """runtime/training/lr_schedule.h's cosine schedule (nanoGPT's get_lr at it = k)."""
     if warmup > 0 and k < warmup:
@@ -466,6 +524,7 @@ CASES = [
     ("resume_at_final_step", case_resume_at_final_step),
     ("destinations_checked_first", case_destinations_checked_first),
     ("checkpoint_ownership", case_checkpoint_ownership),
+    ("skip_step", case_skip_step),
 ]
 
 

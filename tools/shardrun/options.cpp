@@ -37,6 +37,9 @@ const char kUsage[] =
     "  --save DIR         write a checkpoint to DIR at the end (and every --save-every N steps)\n"
     "  --save-every N     checkpoint every N steps (needs --save)\n"
     "  --resume DIR       continue from the checkpoint in DIR up to --steps\n"
+    "  --on-nonfinite stop|skip-step  a step whose loss is NaN or infinite stops the run\n"
+    "                     (default; naming where it began) or is skipped: its update is\n"
+    "                     discarded and training goes on (counted in --metrics)\n"
     "  --overwrite        let --save replace a checkpoint in DIR that the run did not resume\n"
     "                     from (refused otherwise)\n"
     "  --outputs DIR2     optional with --steps: write the final parameters as NAME.npy\n"
@@ -60,9 +63,10 @@ const char kUsage[] =
 namespace {
 
 // Flags that only make sense for the training loop, for the "needs --steps" check.
-const char *const kLoopFlags[] = {"--tokens",       "--seed",   "--metrics",    "--save",
-                                  "--save-every",   "--resume", "--lr",         "--schedule",
-                                  "--warmup-steps", "--min-lr", "--export-onnx"};
+const char *const kLoopFlags[] = {"--tokens",       "--seed",        "--metrics",  "--save",
+                                  "--save-every",   "--resume",      "--lr",       "--schedule",
+                                  "--warmup-steps", "--min-lr",      "--export-onnx",
+                                  "--on-nonfinite", "--overwrite"};
 
 // Parses a positive decimal integer no larger than `max`.
 bool parsePositive(const std::string &text, long long max, long long *out) {
@@ -157,6 +161,7 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
                             : flag == "--resume"       ? "a checkpoint directory"
                             : flag == "--lr"           ? "a learning rate"
                             : flag == "--schedule"     ? "constant or cosine"
+                            : flag == "--on-nonfinite" ? "stop or skip-step"
                             : flag == "--warmup-steps" ? "a step count"
                             : flag == "--min-lr"       ? "a learning rate"
                             : flag == "--export-onnx"  ? "a file"
@@ -180,12 +185,15 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
                                              : flag == "--save"        ? &options->saveDir
                                              : flag == "--resume"      ? &options->resumeDir
                                              : flag == "--schedule"    ? &options->schedule
+                                             : flag == "--on-nonfinite" ? &options->onNonFinite
                                              : flag == "--export-onnx" ? &options->exportOnnx
                                              : flag == "--comm"        ? &options->comm
                                                                        : nullptr;
       if (textSlot != nullptr) {
         if (*textSlot)
           return usageError(flag + " given more than once");
+        if (flag == "--on-nonfinite" && value != "stop" && value != "skip-step")
+          return usageError("--on-nonfinite: expected stop or skip-step, got '" + value + "'");
         if (flag == "--schedule" && value != "constant" && value != "cosine")
           return usageError("--schedule: expected constant or cosine, got '" + value + "'");
         if (flag == "--comm" && value != "local" && value != "mpi" && value != "nccl")

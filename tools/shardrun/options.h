@@ -32,7 +32,9 @@ struct Options {
   std::optional<std::string> saveDir;
   std::optional<long long> saveEvery;
   std::optional<std::string> resumeDir;
-  bool overwrite = false; // --overwrite: --save may replace a checkpoint it did not resume from
+  bool overwrite = false;
+  // --on-nonfinite stop|skip-step: what a step with a non-finite loss does (default stop).
+  std::optional<std::string> onNonFinite; // --overwrite: --save may replace a checkpoint it did not resume from
   std::optional<double> lr;
   std::optional<std::string> schedule;
   std::optional<long long> warmupSteps;

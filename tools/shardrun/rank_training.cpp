@@ -75,8 +75,8 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
 // `full`: the state with every sharded tensor gathered (TrainingLoop::consolidatedSnapshot).
 Status saveFullCheckpoint(CheckpointContents *full, const std::string &dir, uint64_t seed) {
   full->rngSeed = seed;
-  // Batches are a pure function of the step, so the data source resumes at the step count.
-  full->dataPosition = full->step;
+  // Batches are a pure function of the step run, so the data source resumes at the steps run
+  // (dataPosition, set by the snapshot: the updates applied plus those skipped).
   return saveCheckpoint(dir, *full);
 }
 
@@ -114,7 +114,8 @@ public:
               RankState &state, RankOutcome *out)
       : run_(run), options_(*run.options), rank_(rank), lead_(rank == 0), comm_(comm),
         tracker_(tracker), executor_(*state.executor), loop_(*state.loop), batches_(*state.batches),
-        out_(out), firstStep_(loop_.step()) {}
+        out_(out), firstStep_(loop_.step()),
+        skipNonFinite_(options_.onNonFinite.value_or("stop") == "skip-step") {}
 
   Status train() {
     std::optional<ProgressLine> progress;
@@ -145,12 +146,12 @@ private:
       const float lr = static_cast<float>(run_.schedule.at(step));
       const Clock::time_point stepStart = Clock::now();
       Executor::NonFiniteSite nonFinite;
-      Status status = loop_.runStep(&batches_, lr, &loss_, &nonFinite);
+      Status status = loop_.runStep(&batches_, lr, &loss_, &nonFinite, skipNonFinite_);
       const double stepMs =
           std::chrono::duration<double, std::milli>(Clock::now() - stepStart).count();
       if (!status.isOk())
         return Status::error(options_.bundle + ": " + status.message());
-      if (!std::isfinite(loss_))
+      if (!std::isfinite(loss_) && !skipNonFinite_)
         return nonFiniteLoss(step, nonFinite);
       if (step == firstStep_ + 1)
         allocationsAfterFirstStep_ = tracker_->allocationCount();
@@ -158,7 +159,8 @@ private:
         recordCommSent(executor_, step, &out_->report);
       if (lead_ && options_.metricsFile)
         SHARDC_RETURN_IF_ERROR(run_.metrics.write(
-            step, loss_, lr, stepMs, comm_ != nullptr ? &executor_.lastRunCommSent() : nullptr));
+            step, loss_, lr, stepMs, comm_ != nullptr ? &executor_.lastRunCommSent() : nullptr,
+            skipNonFinite_ ? loop_.skipped() : -1));
       if (progress != nullptr)
         progress->update(step, loss_, lr,
                          std::chrono::duration<double>(Clock::now() - start).count());
@@ -319,6 +321,9 @@ private:
         std::snprintf(text, sizeof text, " in %.2f s, %.1f ms/step, final loss %.9g", seconds_,
                       seconds_ * 1000.0 / static_cast<double>(ran), static_cast<double>(loss_));
         summary += text;
+        if (skipNonFinite_)
+          summary += "; " + std::to_string(loop_.skipped()) +
+                     " step(s) skipped for a non-finite loss in all";
       }
       if (options_.saveDir)
         summary +=
@@ -366,6 +371,7 @@ private:
   BatchSource &batches_;
   RankOutcome *out_;
   const int64_t firstStep_;
+  const bool skipNonFinite_; // --on-nonfinite skip-step
   float loss_ = NAN;
   int64_t lastSaved_ = -1;
   uint64_t allocationsAfterFirstStep_ = 0;

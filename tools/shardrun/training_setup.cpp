@@ -99,12 +99,13 @@ std::optional<Failure> loadResumeCheckpoint(const Options &options, TrainingRun 
     return error(dir + ": the checkpoint was written with --seed " +
                  std::to_string(checkpoint.rngSeed) + ", not " + std::to_string(*options.seed) +
                  " (a resumed run must draw the same batches)");
-  if (checkpoint.dataPosition != checkpoint.step)
+  // The data position is the steps run: the updates applied plus those skipped.
+  if (checkpoint.dataPosition < checkpoint.step)
     return error(dir + ": data position " + std::to_string(checkpoint.dataPosition) +
-                 " does not match step " + std::to_string(checkpoint.step) +
+                 " is before step " + std::to_string(checkpoint.step) +
                  " (not written by shardrun's training loop)");
-  if (checkpoint.step > *options.steps)
-    return error(dir + ": the checkpoint is at step " + std::to_string(checkpoint.step) +
+  if (checkpoint.dataPosition > *options.steps)
+    return error(dir + ": the checkpoint is at step " + std::to_string(checkpoint.dataPosition) +
                  ", beyond --steps " + std::to_string(*options.steps));
   run->seed = checkpoint.rngSeed;
   run->checkpoint = std::move(checkpoint);
