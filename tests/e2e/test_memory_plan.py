@@ -20,6 +20,8 @@ and one negative case:
             on its checksum; re-signed, it exits 1
             with one `shardrun: error:` line saying the measured peak differs from the plan
             (skipped without protoc)
+  data_before_arena  a training bundle whose arena was edited to 4 GB (re-signed) and a missing
+            x.npy, under a 1 GiB address-space limit: the missing file is the error
 
 Prints PASS/FAIL per case, the planned and measured peaks, and `N passed, M failed`.
 """
@@ -189,6 +191,51 @@ def case_mismatch(args):
     return None, errors[0]
 
 
+def case_data_before_arena(args):
+    """A training run whose data file is missing reports it before the arena is allocated: the
+    bundle's arena is edited (with protoc, then re-signed) to 4 GB and shardrun runs under a
+    1 GiB address-space limit, so allocating first would fail on memory instead."""
+    protoc = shutil.which("protoc")
+    if protoc is None:
+        return None, "skipped (no protoc to edit program.pb)"
+    import resource
+    work = os.path.join(args.work, "data_before_arena")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    model_dir = export("mlp_classifier", args.work)
+    bundle = os.path.join(work, "train.shard")
+    res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
+                             "train", "-o", bundle], args.timeout)
+    if not res.ok:
+        return f"compile: {res.describe()}"
+    program = os.path.join(bundle, "program.pb")
+    proto = ["-I", PROTO_DIR, os.path.join(PROTO_DIR, "program.proto")]
+    text = subprocess.run([protoc, "--decode=shardc.program.Bundle", *proto],
+                          stdin=open(program, "rb"), stdout=subprocess.PIPE, check=True).stdout
+    altered, count = re.subn(rb"arena_bytes: (\d+)", b"arena_bytes: 4000000000", text)
+    if count != 1:
+        return f"program.pb has {count} arena_bytes fields, expected 1"
+    encoded = subprocess.run([protoc, "--encode=shardc.program.Bundle", *proto], input=altered,
+                             stdout=subprocess.PIPE, check=True).stdout
+    open(program, "wb").write(encoded)
+    e2e_util.write_program_checksum(bundle)
+    data = os.path.join(work, "data")
+    os.makedirs(data)
+    shutil.copy(os.path.join(model_dir, "inputs", "y.npy"), data)  # x.npy is missing
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    res = subprocess.run([args.shardrun, bundle, "--steps", "1", "--data", data],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         timeout=args.timeout, preexec_fn=limit_memory)
+    errors = [line for line in res.stderr.splitlines() if line.startswith("shardrun: error:")]
+    if res.returncode != 1 or len(errors) != 1 or "x.npy" not in errors[0]:
+        return f"expected one error naming the missing x.npy, got exit {res.returncode}: " \
+               f"{res.stderr.strip()!r}"
+    return None, errors[0]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shardc", required=True)
@@ -199,6 +246,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     cases = [(c[0], lambda c=c: run_config(*c, args)) for c in CONFIGS]
     cases.append(("mismatch", lambda: case_mismatch(args)))
+    cases.append(("data_before_arena", lambda: case_data_before_arena(args)))
     e2e_util.run_cases(cases)
 
 

@@ -8,6 +8,7 @@
 #include "runtime/training/progress.h"
 #include "runtime/training/setup_agreement.h"
 #include "runtime/training/training_loop.h"
+#include "runtime/training/training_signature.h"
 #include "tools/shardrun/comm_options.h"
 #include "tools/shardrun/tensor_files.h"
 
@@ -43,6 +44,19 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
   if (!status.isOk())
     return Status::error(bundleDir + "/program.pb: rank " + std::to_string(rank) + ": " +
                          status.message());
+  // The data is opened and checked before the executor allocates the arena and the workspace:
+  // a missing or wrong data file is reported at once, whatever the size of the plan.
+  TrainingSignature signature;
+  status = deriveTrainingSignature(program, &signature);
+  if (!status.isOk())
+    return Status::error(bundleDir + ": " + status.message());
+  if (options.tokensFile)
+    status = openTokenBatchSource(*options.tokensFile, signature.batchInputs, run.seed,
+                                  &state->batches, signature.batchSlice);
+  else // no --data: the step has no batch inputs (prepareTraining checked), nothing is read
+    status = openNpyBatchSource(options.dataDir.value_or(""), signature.batchInputs,
+                                &state->batches, signature.batchSlice);
+  SHARDC_RETURN_IF_ERROR(status);
   status = Executor::create(program, run.bundle->weights, &state->executor, tracker, comm);
   if (!status.isOk())
     return Status::error(bundleDir + ": " + status.message());
@@ -62,14 +76,7 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
       return Status::error(*options.resumeDir + ": " + status.message());
   }
   loop.setSeed(run.seed);
-
-  const TrainingSignature &signature = loop.signature();
-  if (options.tokensFile)
-    return openTokenBatchSource(*options.tokensFile, signature.batchInputs, run.seed,
-                                &state->batches, signature.batchSlice);
-  // No --data: the step has no batch inputs (prepareTraining checked), and nothing is read.
-  return openNpyBatchSource(options.dataDir.value_or(""), signature.batchInputs, &state->batches,
-                            signature.batchSlice);
+  return Status::ok();
 }
 
 // `full`: the state with every sharded tensor gathered (TrainingLoop::consolidatedSnapshot).
