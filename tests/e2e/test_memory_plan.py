@@ -29,6 +29,7 @@ Prints PASS/FAIL per case, the planned and measured peaks, and `N passed, M fail
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -150,31 +151,44 @@ def run_config(name, model, mode, flags, args):
     return None, f"planned {planned} bytes = measured {measured} bytes"
 
 
-def case_mismatch(args):
-    protoc = shutil.which("protoc")
-    if protoc is None:
-        return None, "skipped (no protoc to edit program.pb)"
-    work = os.path.join(args.work, "mismatch")
+def compile_and_edit(args, case, mode, field, edit):
+    """Compiles the MLP in `mode` into WORK/CASE and rewrites the one `field` of its program.pb
+    with `edit` (old value -> new value) through protoc's text form; returns (bundle, model
+    directory) or an error string."""
+    work = os.path.join(args.work, case)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     model_dir = export("mlp_classifier", args.work)
-    bundle = os.path.join(work, "forward.shard")
+    bundle = os.path.join(work, mode + ".shard")
     res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
-                             "forward", "-o", bundle], args.timeout)
+                             mode, "-o", bundle], args.timeout)
     if not res.ok:
         return f"compile: {res.describe()}"
+    protoc = shutil.which("protoc")
     program = os.path.join(bundle, "program.pb")
     proto = ["-I", PROTO_DIR, os.path.join(PROTO_DIR, "program.proto")]
     text = subprocess.run([protoc, "--decode=shardc.program.Bundle", *proto],
                           stdin=open(program, "rb"), stdout=subprocess.PIPE, check=True).stdout
-    altered, count = re.subn(rb"planned_peak_bytes: (\d+)",
-                             lambda m: b"planned_peak_bytes: %d" % (int(m.group(1)) + 64), text)
+    altered, count = re.subn(field.encode() + rb": (\d+)",
+                             lambda m: b"%s: %d" % (field.encode(), edit(int(m.group(1)))), text)
     if count != 1:
-        return f"program.pb has {count} planned_peak_bytes fields, expected 1"
+        return f"program.pb has {count} {field} fields, expected 1"
     encoded = subprocess.run([protoc, "--encode=shardc.program.Bundle", *proto], input=altered,
                              stdout=subprocess.PIPE, check=True).stdout
     with open(program, "wb") as f:
         f.write(encoded)
+    return bundle, model_dir
+
+
+def case_mismatch(args):
+    if shutil.which("protoc") is None:
+        return None, "skipped (no protoc to edit program.pb)"
+    edited = compile_and_edit(args, "mismatch", "forward", "planned_peak_bytes",
+                              lambda peak: peak + 64)
+    if isinstance(edited, str):
+        return edited
+    bundle, model_dir = edited
+    work = os.path.dirname(bundle)
     run = [args.shardrun, bundle, "--data", os.path.join(model_dir, "inputs"), "--outputs",
            os.path.join(work, "out")]
     # The edit alone is caught as damage, before anything runs.
@@ -195,29 +209,14 @@ def case_data_before_arena(args):
     """A training run whose data file is missing reports it before the arena is allocated: the
     bundle's arena is edited (with protoc, then re-signed) to 4 GB and shardrun runs under a
     1 GiB address-space limit, so allocating first would fail on memory instead."""
-    protoc = shutil.which("protoc")
-    if protoc is None:
+    if shutil.which("protoc") is None:
         return None, "skipped (no protoc to edit program.pb)"
-    import resource
-    work = os.path.join(args.work, "data_before_arena")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    model_dir = export("mlp_classifier", args.work)
-    bundle = os.path.join(work, "train.shard")
-    res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
-                             "train", "-o", bundle], args.timeout)
-    if not res.ok:
-        return f"compile: {res.describe()}"
-    program = os.path.join(bundle, "program.pb")
-    proto = ["-I", PROTO_DIR, os.path.join(PROTO_DIR, "program.proto")]
-    text = subprocess.run([protoc, "--decode=shardc.program.Bundle", *proto],
-                          stdin=open(program, "rb"), stdout=subprocess.PIPE, check=True).stdout
-    altered, count = re.subn(rb"arena_bytes: (\d+)", b"arena_bytes: 4000000000", text)
-    if count != 1:
-        return f"program.pb has {count} arena_bytes fields, expected 1"
-    encoded = subprocess.run([protoc, "--encode=shardc.program.Bundle", *proto], input=altered,
-                             stdout=subprocess.PIPE, check=True).stdout
-    open(program, "wb").write(encoded)
+    edited = compile_and_edit(args, "data_before_arena", "train", "arena_bytes",
+                              lambda arena: 4000000000)
+    if isinstance(edited, str):
+        return edited
+    bundle, model_dir = edited
+    work = os.path.dirname(bundle)
     e2e_util.write_program_checksum(bundle)
     data = os.path.join(work, "data")
     os.makedirs(data)
