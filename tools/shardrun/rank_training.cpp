@@ -238,16 +238,7 @@ private:
       key = static_cast<float>(1 + inputs + site.op);
     }
     int where = rank_;
-    if (comm_ != nullptr && comm_->size() > 1) {
-      std::vector<float> keys(static_cast<size_t>(comm_->size()));
-      SHARDC_RETURN_IF_ERROR(comm_->allGather(&key, keys.data(), 1));
-      key = 0;
-      for (int r = 0; r < comm_->size(); ++r)
-        if (keys[r] > 0 && (key == 0 || keys[r] < key)) {
-          key = keys[r];
-          where = r;
-        }
-    }
+    SHARDC_RETURN_IF_ERROR(earliestOverRanks(&key, &where));
     std::string found = "no op of rank " + std::to_string(rank_) + " produced one when rerun";
     const int index = static_cast<int>(key) - 1;
     if (key > 0 && index < inputs) {
@@ -269,21 +260,31 @@ private:
                          savedSoFar());
   }
 
+  // The ranks' earliest finding: `key` is this rank's (0: none, else 1 + its place in an order
+  // every rank shares); on return, the smallest nonzero key over the ranks, and in `rank` the
+  // lowest rank that has it. Every rank must call it at the same point (an all-gather outside
+  // the program's counted collectives), so that all of them decide alike.
+  Status earliestOverRanks(float *key, int *rank) {
+    if (comm_ == nullptr || comm_->size() < 2)
+      return Status::ok();
+    std::vector<float> keys(static_cast<size_t>(comm_->size()));
+    SHARDC_RETURN_IF_ERROR(comm_->allGather(key, keys.data(), 1));
+    *key = 0;
+    for (int r = 0; r < comm_->size(); ++r)
+      if (keys[r] > 0 && (*key == 0 || keys[r] < *key)) {
+        *key = keys[r];
+        *rank = r;
+      }
+    return Status::ok();
+  }
+
   // Fails, on every rank alike, when some rank's parameters or optimizer state hold a NaN or
   // more infinities than at the start (TrainingLoop::firstUnsoundState): the first such tensor
-  // of the lowest rank that has one is named.
+  // in the signature's order over all ranks is named.
   Status checkSoundState(const std::string &what) {
     float key = static_cast<float>(loop_.firstUnsoundState() + 1); // 0: sound
-    if (comm_ != nullptr && comm_->size() > 1) {
-      std::vector<float> keys(static_cast<size_t>(comm_->size()));
-      SHARDC_RETURN_IF_ERROR(comm_->allGather(&key, keys.data(), 1));
-      key = 0;
-      for (float k : keys)
-        if (k > 0) {
-          key = k;
-          break;
-        }
-    }
+    int rank = rank_;
+    SHARDC_RETURN_IF_ERROR(earliestOverRanks(&key, &rank));
     if (key == 0)
       return Status::ok();
     const TrainingSignature &signature = loop_.signature();

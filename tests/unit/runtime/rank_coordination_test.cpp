@@ -134,6 +134,23 @@ TEST(ShardedTensor, ChecksBlocksAgainstTheMesh) {
               HasSubstr("dim 1 of f32[2x5] cannot be cut into 2 equal blocks"));
 }
 
+// f32[2x6] holding 1, 2, ..., 12 in row-major order.
+HostTensor oneToTwelve2x6() {
+  std::vector<float> values(12);
+  for (int i = 0; i < 12; ++i)
+    values[i] = static_cast<float>(i + 1);
+  return testing::makeTensor(program::F32, {2, 6}, values);
+}
+
+// f32[2x6] cut into 2 blocks along dim 1 on mesh axis 1 (tp), in `shards` flat shards each.
+program::Sharding columnBlocksOf2x6(int shards) {
+  program::Sharding sharding = shardingOf({2, 6}, shards);
+  sharding.set_num_blocks(2);
+  sharding.set_block_dim(1);
+  sharding.set_block_axis(1);
+  return sharding;
+}
+
 // Each rank's part of `full` on a 2 x 2 dp x tp world (rank r at dp r / 2, tp r % 2), sliced
 // where its coordinate says; `programs` gets each rank's program.
 std::vector<HostTensor> sliceOnMesh2x2(const program::Sharding &sharding, const HostTensor &full,
@@ -170,16 +187,10 @@ std::vector<HostTensor> gatherOnMesh2x2(const program::Sharding &sharding,
 // where its coordinate says; gathering over the dp group, then the tp group, gives the
 // tensor back on every rank.
 TEST(ShardedTensor, SliceAndGatherBlocksOfShardsOnAMesh) {
-  program::Sharding sharding = shardingOf({2, 6}, 2);
+  program::Sharding sharding = columnBlocksOf2x6(/*shards=*/2);
   sharding.set_shard_numel(3);
-  sharding.set_num_blocks(2);
-  sharding.set_block_dim(1);
-  sharding.set_block_axis(1);
   sharding.set_shard_axis(0);
-  std::vector<float> values(12);
-  for (int i = 0; i < 12; ++i)
-    values[i] = static_cast<float>(i + 1);
-  const HostTensor full = testing::makeTensor(program::F32, {2, 6}, values);
+  const HostTensor full = oneToTwelve2x6();
   std::vector<program::Program> programs;
   std::vector<HostTensor> parts = sliceOnMesh2x2(sharding, full, programs);
   // Rank 1 (dp 0, tp 1): block [[4, 5, 6], [10, 11, 12]], its first shard.
@@ -201,16 +212,10 @@ TEST(ShardedTensor, SliceAndGatherBlocksOfShardsOnAMesh) {
 // Slicing and gathering over the tp group give the tensor back; a dimension the groups and
 // blocks do not divide is refused.
 TEST(ShardedTensor, SliceAndGatherAStridedSplit) {
-  program::Sharding sharding = shardingOf({2, 6}, 1);
+  program::Sharding sharding = columnBlocksOf2x6(/*shards=*/1);
   sharding.set_shard_numel(6);
-  sharding.set_num_blocks(2);
-  sharding.set_block_dim(1);
-  sharding.set_block_axis(1);
   sharding.set_block_groups(3);
-  std::vector<float> values(12);
-  for (int i = 0; i < 12; ++i)
-    values[i] = static_cast<float>(i + 1); // rows [1..6], [7..12]
-  const HostTensor full = testing::makeTensor(program::F32, {2, 6}, values);
+  const HostTensor full = oneToTwelve2x6(); // rows [1..6], [7..12]
   std::vector<program::Program> programs;
   std::vector<HostTensor> parts = sliceOnMesh2x2(sharding, full, programs);
   // tp 0: columns 0, 2, 4; tp 1: columns 1, 3, 5.
