@@ -97,7 +97,7 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
     }
     // Each factor's parts: the first one, to link the others to, and all of them (to share
     // their minor parts, shareMinorParts).
-    std::vector<int> firstMajor(rule->factors.size(), -1);
+    std::vector<int> firstPlace(rule->factors.size(), -1);
     std::vector<FactorParts> parts(rule->factors.size());
     auto visit = [&](Value v, const graph::TensorFactors &tf) {
       for (unsigned d = 0; d < tf.size() && d < dimsOf(v); ++d) {
@@ -109,10 +109,10 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
           const graph::ShardingFactor &factor = rule->factors[f];
           int n = node(v, d, groups);
           unit_[find(n)] = std::gcd(unit_[find(n)], factor.size);
-          if (firstMajor[f] < 0)
-            firstMajor[f] = n;
+          if (firstPlace[f] < 0)
+            firstPlace[f] = n;
           else
-            unite(firstMajor[f], n);
+            unite(firstPlace[f], n);
           parts[f].size = factor.size;
           parts[f].at.push_back(n);
           if (factor.kind == graph::FactorKind::Whole) {
@@ -154,7 +154,7 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
       if (i < rule->operands.size())
         markMax(v, rule->operands[i]);
     if (!rule->separateOperands) {
-      factorNodes.emplace_back(op, std::move(firstMajor));
+      factorNodes.emplace_back(op, std::move(firstPlace));
       return;
     }
     // An op that reduces each operand on its own: its factors meet only within an operand
@@ -168,10 +168,10 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
       std::vector<int> nodes(rule->factors.size(), -1);
       for (size_t f = 0; f < nodes.size(); ++f)
         if (inResult[f])
-          nodes[f] = firstMajor[f];
+          nodes[f] = firstPlace[f];
       for (const graph::DimFactors &dim : tf)
         for (int f : dim)
-          nodes[f] = firstMajor[f];
+          nodes[f] = firstPlace[f];
       factorNodes.emplace_back(op, std::move(nodes));
     }
   });
