@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace shardc::runtime {
 
@@ -133,6 +134,8 @@ private:
     return labelled(kind, sequence, status);
   }
   Status startSteps(int device);
+  // This rank's part of starting: its GPU, its stream and (rank 0) the NCCL id.
+  Status takeDevice(int device, ncclUniqueId *id);
 
   std::unique_ptr<Communicator> mpi_;
   int device_ = -1;
@@ -158,22 +161,50 @@ NcclCommunicator::~NcclCommunicator() {
     (void)cudaStreamDestroy(stream_);
 }
 
-Status NcclCommunicator::startSteps(int device) {
+Status NcclCommunicator::takeDevice(int device, ncclUniqueId *id) {
   int devices = 0;
   SHARDC_RETURN_IF_ERROR(cudaCheck(cudaGetDeviceCount(&devices), "cudaGetDeviceCount"));
   if (devices <= 0)
     return Status::error("no CUDA device is visible");
-  device_ = device >= 0 ? device : detectLauncher().localRank % devices;
+  if (device < 0) {
+    // One GPU per rank: NCCL refuses two ranks of a communicator on one device, but only once
+    // every rank has joined, with a message that does not say what to change.
+    const int localRank = detectLauncher().localRank;
+    if (localRank >= devices)
+      return Status::error("local rank " + std::to_string(localRank) + " on this node, but " +
+                           std::to_string(devices) + " CUDA device" +
+                           (devices == 1 ? " is" : "s are") +
+                           " visible: the nccl backend needs one GPU per rank (start at most " +
+                           std::to_string(devices) + " rank" + (devices == 1 ? "" : "s") +
+                           " per node)");
+    device = localRank;
+  }
+  device_ = device;
   if (device_ >= devices)
     return Status::error("CUDA device " + std::to_string(device_) + " does not exist (" +
                          std::to_string(devices) + " visible)");
   SHARDC_RETURN_IF_ERROR(cudaCheck(cudaSetDevice(device_), "cudaSetDevice"));
   SHARDC_RETURN_IF_ERROR(
       cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
-
-  ncclUniqueId id{};
   if (rank() == 0)
-    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGetUniqueId(&id), "ncclGetUniqueId"));
+    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGetUniqueId(id), "ncclGetUniqueId"));
+  return Status::ok();
+}
+
+Status NcclCommunicator::startSteps(int device) {
+  ncclUniqueId id{};
+  const Status own = takeDevice(device, &id);
+  // Every rank learns whether all took their GPU before any waits for NCCL: a rank that could
+  // not would otherwise leave the others waiting out the timeout (and its own MPI_Finalize
+  // with them) instead of all ending at once.
+  std::vector<float> failed(static_cast<size_t>(size()), 0.0f);
+  failed[static_cast<size_t>(rank())] = own.isOk() ? 0.0f : 1.0f;
+  SHARDC_RETURN_IF_ERROR(mpi_->allReduceSum(failed.data(), failed.size()));
+  if (!own.isOk())
+    return own;
+  for (size_t r = 0; r < failed.size(); ++r)
+    if (failed[r] != 0.0f)
+      return Status::error("rank " + std::to_string(r) + " could not take its GPU (its error says why)");
   SHARDC_RETURN_IF_ERROR(mpiBroadcastBytes(*mpi_, &id, sizeof(id), 0));
 
   // Non-blocking, so that initialisation and every call can be waited on with a deadline.

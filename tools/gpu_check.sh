@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# The GPU check: what needs a CUDA device and cannot run on the CPU-only test machines (the
+# nccl communication backend). Two stages, so that the GPU machine needs neither MLIR nor
+# PyTorch nor a build tree:
+#
+#   tools/gpu_check.sh prepare DIR [BUILD_DIR]   where shardc was built (default BUILD_DIR: build)
+#       exports the tiny GPT, writes its data and PyTorch's 30-step losses, compiles it for 1 and
+#       2 ranks (dp=2 and tp=2), and copies shardrun, comm_nccl_smoke and the shared libraries
+#       they load (except the C library, the C++ runtime, the CUDA driver and NCCL, which the GPU
+#       machine has) into DIR, with OpenMPI's plugin tree.
+#   tools/gpu_check.sh run DIR                   on the GPU machine (OpenMPI need not be installed)
+#       1. comm_nccl_smoke, one rank: all-reduce, reduce-scatter and all-gather through NCCL;
+#       2. shardrun --comm nccl on the 1-rank bundle: 30 steps, losses equal to --comm local's
+#          and within 1e-5 (relative) of PyTorch's;
+#       3. with 2 ranks under mpirun (needs 2 GPUs; with one, NCCL refuses two ranks on one
+#          device and the check is that this ends in a clear error, not a hang): the dp=2 and
+#          tp=2 bundles, losses equal to those of 2 local ranks.
+#     Prints one line per check and exits non-zero if any failed.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+prepare() {
+  set -e
+  local dir=$1 build=${2:-build}
+  local python=/usr/bin/python3 shardc="$build/tools/shardc/shardc"
+  rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/lib" "$dir/root" "$dir/work"
+  "$python" "$here/tests/models/export_tiny_gpt.py" --out "$dir/work/tiny_gpt"
+  "$python" "$here/tests/models/train_reference.py" --model tiny_gpt \
+    --model-dir "$dir/work/tiny_gpt" --out "$dir/work/torch" --make-data 4 --steps 30
+  "$python" -c 'import sys; sys.path.insert(0, sys.argv[2]); import export_util
+export_util.with_global_batch(sys.argv[1], 8)' "$dir/work/tiny_gpt/model.onnx" "$here/tests/models"
+  "$shardc" "$dir/work/tiny_gpt/model.onnx" -o "$dir/work/one.shard"
+  "$shardc" "$dir/work/tiny_gpt/model_batch8.onnx" --gpus 2 --strategy dp=2,zero=1 \
+    -o "$dir/work/dp2.shard"
+  "$shardc" "$dir/work/tiny_gpt/model.onnx" --gpus 2 --strategy tp=2 -o "$dir/work/tp2.shard"
+  # Data for the 8-row global batch: the same generator, 8 rows a batch.
+  "$python" "$here/tests/models/train_reference.py" --model tiny_gpt \
+    --model-dir "$dir/work/tiny_gpt" --out "$dir/work/torch8" --make-data 4 --batch 8 --steps 1
+
+  cp "$build/tools/shardrun/shardrun" "$dir/bin/"
+  cp "$build/tests/unit/comm/comm_nccl_smoke" "$dir/bin/"
+  local orterun orted
+  orterun=$(command -v orterun) orted=$(command -v orted)
+  cp "$orterun" "$dir/bin/mpirun" && cp "$orted" "$dir/bin/orted"
+  # OpenMPI and PMIx find their plugins and help texts under their configured prefix: the run
+  # stage puts this tree there when the GPU machine has none of its own.
+  local ompi_lib pmix_lib
+  ompi_lib=$(dirname "$(readlink -f "$(ldconfig -p | awk '/libmpi.so.40 /{print $NF; exit}')")")
+  for tree in "$ompi_lib/openmpi" "$ompi_lib/pmix2" /usr/share/openmpi /usr/share/pmix \
+              /etc/openmpi; do
+    [[ -e $tree ]] && mkdir -p "$dir/root$(dirname "$tree")" && cp -a "$tree" "$dir/root$tree"
+  done
+  local objects=("$dir/bin/"* "$dir/root$ompi_lib/openmpi/lib/openmpi3/"*.so)
+  pmix_lib="$dir/root$ompi_lib/pmix2/lib/pmix"
+  [[ -d $pmix_lib ]] && objects+=("$pmix_lib/"*.so)
+  ldd "${objects[@]}" 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
+    grep -Ev '/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libnccl)\.so' |
+    while read -r lib; do cp -L "$lib" "$dir/lib/"; done
+  # OpenMPI's own libraries apart: the run stage uses them only with the plugin tree above, on a
+  # machine without an OpenMPI of its own (a libmpi must load the plugins of its own build).
+  mkdir -p "$dir/lib-mpi"
+  find "$dir/lib" -regextype egrep -regex \
+    '.*/lib(mpi|open-pal|open-rte|pmix|mca_common|oshmem|event|hwloc|fabric|uc[mpst]|psm|infinipath|ibverbs|rdmacm|efa|nl-|munge|numa)[^/]*' \
+    -exec mv {} "$dir/lib-mpi/" \;
+  cp "$here/tools/gpu_check.sh" "$dir/"
+  du -sh "$dir"
+}
+
+# losses FILE: the "loss" of each metrics line, one per line.
+losses() { sed -n 's/.*"loss": *\([^,}]*\).*/\1/p' "$1"; }
+
+failures=0
+report() { # report NAME STATUS DETAIL
+  printf '%-34s %s  %s\n' "$1" "$2" "$3"
+  [[ $2 == ok ]] || failures=$((failures + 1))
+}
+
+run() {
+  local dir
+  dir=$(cd "$1" && pwd)
+  local work="$dir/work" out="$dir/out"
+  rm -rf "$out" && mkdir -p "$out"
+  # The machine's own OpenMPI when it has one (its mpirun with its libmpi and plugins);
+  # otherwise the copied one, its plugin tree put where it was configured to look.
+  local mpirun libs="$dir/lib"
+  if mpirun=$(command -v mpirun); then
+    echo "OpenMPI: the machine's ($mpirun)"
+  else
+    mpirun="$dir/bin/mpirun" libs="$dir/lib:$dir/lib-mpi"
+    (cd "$dir/root" && find . -mindepth 1 -maxdepth 5 -type d | while read -r d; do
+      [[ -e ${d#.} ]] || { mkdir -p "$(dirname "${d#.}")" && cp -a "$d" "${d#.}"; }
+    done)
+    echo "OpenMPI: the copied one"
+  fi
+  local nccl_dir
+  nccl_dir=$(dirname "$( (ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}'; \
+    find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null) | head -1)")
+  export LD_LIBRARY_PATH="$libs:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_mca_base_component_show_load_errors=0 OMPI_MCA_ess_singleton_isolated=1
+  export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
+  local gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  echo "GPUs: $gpus ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 |
+    head -1)); NCCL from $nccl_dir"
+
+  local log="$out/smoke1.log"
+  if timeout 120 "$dir/bin/comm_nccl_smoke" >"$log" 2>&1 && grep -q 'rank 0: nccl ok' "$log"; then
+    report "nccl smoke, 1 rank" ok "$(head -1 "$log")"
+  else
+    report "nccl smoke, 1 rank" FAIL "$(tail -3 "$log" | tr '\n' ' ')"
+  fi
+
+  local sr="$dir/bin/shardrun" data="$work/torch/data" data8="$work/torch8/data"
+  timeout 300 "$sr" "$work/one.shard" --steps 30 --data "$data" --comm local \
+    --metrics "$out/one_local.jsonl" >"$out/one_local.log" 2>&1
+  timeout 300 "$mpirun" -np 1 "$sr" "$work/one.shard" --steps 30 --data "$data" \
+    --comm nccl --metrics "$out/one_nccl.jsonl" >"$out/one_nccl.log" 2>&1
+  local rc=$?
+  if [[ $rc -eq 0 ]] && cmp -s <(losses "$out/one_local.jsonl") <(losses "$out/one_nccl.jsonl"); then
+    local worst
+    worst=$(paste <(losses "$out/one_nccl.jsonl") <(losses "$work/torch/losses.jsonl") |
+      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    if awk -v w="$worst" 'BEGIN {exit !(w <= 1e-5)}'; then
+      report "shardrun nccl, 1 rank" ok "30 losses = --comm local's; vs PyTorch worst rel $worst"
+    else
+      report "shardrun nccl, 1 rank" FAIL "vs PyTorch worst rel $worst"
+    fi
+  else
+    report "shardrun nccl, 1 rank" FAIL "rc $rc: $(tail -2 "$out/one_nccl.log" | tr '\n' ' ')"
+  fi
+
+  local name bundle bdata
+  for name in dp2 tp2; do
+    bundle="$work/$name.shard" bdata=$data
+    [[ $name == dp2 ]] && bdata=$data8
+    timeout 300 "$sr" "$bundle" --steps 30 --data "$bdata" --comm local \
+      --metrics "$out/${name}_local.jsonl" >"$out/${name}_local.log" 2>&1
+    local start=$SECONDS
+    timeout 300 "$mpirun" --oversubscribe -np 2 "$sr" "$bundle" --steps 30 \
+      --data "$bdata" --comm nccl --comm-timeout 60 --metrics "$out/${name}_nccl.jsonl" \
+      >"$out/${name}_nccl.log" 2>&1
+    rc=$?
+    if [[ $rc -eq 0 ]]; then
+      if cmp -s <(losses "$out/${name}_local.jsonl") <(losses "$out/${name}_nccl.jsonl"); then
+        report "shardrun nccl, 2 ranks $name" ok "30 losses = 2 local ranks'"
+      else
+        report "shardrun nccl, 2 ranks $name" FAIL "losses differ from 2 local ranks'"
+      fi
+    elif [[ $gpus -lt 2 && $rc -ne 124 ]] &&
+         grep -q 'the nccl backend needs one GPU per rank' "$out/${name}_nccl.log"; then
+      report "shardrun nccl, 2 ranks $name" ok \
+        "one GPU: refused in $((SECONDS - start)) s: $(grep -m1 -i 'error' "$out/${name}_nccl.log")"
+    else
+      report "shardrun nccl, 2 ranks $name" FAIL "rc $rc: $(tail -2 "$out/${name}_nccl.log" | tr '\n' ' ')"
+    fi
+  done
+  echo "$failures failed"
+  [[ $failures -eq 0 ]]
+}
+
+case ${1:-} in
+  prepare) shift; prepare "$@" ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: tools/gpu_check.sh prepare DIR [BUILD_DIR] | run DIR" >&2; exit 2 ;;
+esac
