@@ -5,8 +5,10 @@
 #include "runtime/support/json.h"
 #include "runtime/support/quote.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <vector>
@@ -32,13 +34,32 @@ struct ManifestFile {
   uint64_t checksum = 0;
 };
 
-struct Manifest {
+// One saved checkpoint: its scalars and its two data files.
+struct ManifestEntry {
   int64_t step = 0;
   uint64_t rngSeed = 0;
   uint64_t rngCounter = 0;
   int64_t dataPosition = 0;
   ManifestFile params;
   ManifestFile optimizer;
+};
+
+// The latest checkpoint (the manifest's top-level keys, as format 1 always had them) and the
+// older ones kept beside it ("older", most recent save first; absent in a manifest that keeps
+// none, as every manifest written before there were older ones).
+struct Manifest {
+  ManifestEntry latest;
+  std::vector<ManifestEntry> older;
+
+  // Every data file the manifest names.
+  std::set<std::string> fileNames() const {
+    std::set<std::string> names = {latest.params.name, latest.optimizer.name};
+    for (const ManifestEntry &entry : older) {
+      names.insert(entry.params.name);
+      names.insert(entry.optimizer.name);
+    }
+    return names;
+  }
 };
 
 std::string joinPath(const std::string &dir, const std::string &name) {
@@ -89,17 +110,30 @@ JsonValue manifestFileJson(const ManifestFile &file) {
   return v;
 }
 
+// The entry's keys, into `object` (the manifest's root for the latest one).
+void addEntryJson(const ManifestEntry &entry, JsonValue *object) {
+  object->add("step", JsonValue::integer(entry.step));
+  object->add("rng_seed", JsonValue::unsignedInteger(entry.rngSeed));
+  object->add("rng_counter", JsonValue::unsignedInteger(entry.rngCounter));
+  object->add("data_position", JsonValue::integer(entry.dataPosition));
+  JsonValue &files = object->add("files", JsonValue::object());
+  files.add(kParamsFile.key, manifestFileJson(entry.params));
+  files.add(kOptimizerFile.key, manifestFileJson(entry.optimizer));
+}
+
 std::string encodeManifest(const Manifest &m) {
   JsonValue root = JsonValue::object();
   root.add("format", JsonValue::string(kFormatName));
   root.add("format_version", JsonValue::integer(kCheckpointFormatVersion));
-  root.add("step", JsonValue::integer(m.step));
-  root.add("rng_seed", JsonValue::unsignedInteger(m.rngSeed));
-  root.add("rng_counter", JsonValue::unsignedInteger(m.rngCounter));
-  root.add("data_position", JsonValue::integer(m.dataPosition));
-  JsonValue &files = root.add("files", JsonValue::object());
-  files.add(kParamsFile.key, manifestFileJson(m.params));
-  files.add(kOptimizerFile.key, manifestFileJson(m.optimizer));
+  addEntryJson(m.latest, &root);
+  if (!m.older.empty()) {
+    JsonValue &older = root.add("older", JsonValue::array());
+    for (const ManifestEntry &entry : m.older) {
+      JsonValue object = JsonValue::object();
+      addEntryJson(entry, &object);
+      older.push(std::move(object));
+    }
+  }
   return writeJsonPretty(root);
 }
 
@@ -124,6 +158,31 @@ Status parseManifestFile(const std::string &source, const JsonValue &files,
   return Status::ok();
 }
 
+// `object`'s step, seed, counter, data position and files; `source` names it in messages.
+Status parseManifestEntry(const std::string &source, const JsonValue &object, ManifestEntry *out) {
+  auto getInt = [&](const char *key, int64_t *value) -> Status {
+    const JsonValue *v = object.find(key);
+    if (v == nullptr || !v->asInt64(value) || *value < 0)
+      return Status::error(source + ": " + key + " is missing or not a non-negative integer");
+    return Status::ok();
+  };
+  auto getUint = [&](const char *key, uint64_t *value) -> Status {
+    const JsonValue *v = object.find(key);
+    if (v == nullptr || !v->asUint64(value))
+      return Status::error(source + ": " + key + " is missing or not a non-negative integer");
+    return Status::ok();
+  };
+  SHARDC_RETURN_IF_ERROR(getInt("step", &out->step));
+  SHARDC_RETURN_IF_ERROR(getUint("rng_seed", &out->rngSeed));
+  SHARDC_RETURN_IF_ERROR(getUint("rng_counter", &out->rngCounter));
+  SHARDC_RETURN_IF_ERROR(getInt("data_position", &out->dataPosition));
+  const JsonValue *files = object.find("files");
+  if (files == nullptr || !files->isObject())
+    return Status::error(source + ": files is missing or not an object");
+  SHARDC_RETURN_IF_ERROR(parseManifestFile(source, *files, kParamsFile, &out->params));
+  return parseManifestFile(source, *files, kOptimizerFile, &out->optimizer);
+}
+
 Status parseManifest(const std::string &source, const std::vector<uint8_t> &bytes, Manifest *out) {
   JsonValue root;
   Status status = parseJson(reinterpret_cast<const char *>(bytes.data()), bytes.size(), &root);
@@ -143,27 +202,21 @@ Status parseManifest(const std::string &source, const std::vector<uint8_t> &byte
     return Status::error(source + ": unsupported checkpoint format version " +
                          std::to_string(version) +
                          " (supported: " + std::to_string(kCheckpointFormatVersion) + ")");
-  auto getInt = [&](const char *key, int64_t *value) -> Status {
-    const JsonValue *v = root.find(key);
-    if (v == nullptr || !v->asInt64(value) || *value < 0)
-      return Status::error(source + ": " + key + " is missing or not a non-negative integer");
-    return Status::ok();
-  };
-  auto getUint = [&](const char *key, uint64_t *value) -> Status {
-    const JsonValue *v = root.find(key);
-    if (v == nullptr || !v->asUint64(value))
-      return Status::error(source + ": " + key + " is missing or not a non-negative integer");
-    return Status::ok();
-  };
-  SHARDC_RETURN_IF_ERROR(getInt("step", &out->step));
-  SHARDC_RETURN_IF_ERROR(getUint("rng_seed", &out->rngSeed));
-  SHARDC_RETURN_IF_ERROR(getUint("rng_counter", &out->rngCounter));
-  SHARDC_RETURN_IF_ERROR(getInt("data_position", &out->dataPosition));
-  const JsonValue *files = root.find("files");
-  if (files == nullptr || !files->isObject())
-    return Status::error(source + ": files is missing or not an object");
-  SHARDC_RETURN_IF_ERROR(parseManifestFile(source, *files, kParamsFile, &out->params));
-  SHARDC_RETURN_IF_ERROR(parseManifestFile(source, *files, kOptimizerFile, &out->optimizer));
+  SHARDC_RETURN_IF_ERROR(parseManifestEntry(source, root, &out->latest));
+  out->older.clear();
+  if (const JsonValue *older = root.find("older")) {
+    if (!older->isArray())
+      return Status::error(source + ": older is not an array");
+    for (size_t i = 0; i < older->elements().size(); ++i) {
+      const JsonValue &item = older->elements()[i];
+      const std::string where = source + ": older[" + std::to_string(i) + "]";
+      if (!item.isObject())
+        return Status::error(where + " is not an object");
+      ManifestEntry entry;
+      SHARDC_RETURN_IF_ERROR(parseManifestEntry(where, item, &entry));
+      out->older.push_back(std::move(entry));
+    }
+  }
   return Status::ok();
 }
 
@@ -198,13 +251,14 @@ Status writeDataFile(const std::string &dir, const DataFileKind &kind, int64_t s
   return writeFileAtomically(path, image.data(), image.size());
 }
 
-// What a save may delete: the data files of the checkpoint it replaced (the previous manifest
-// named them: a save wrote them) that the new manifest does not name, and the temp files of
+// What a save may delete: the data files the previous manifest named (a save wrote them) that
+// the new manifest does not name (a checkpoint it no longer keeps), and the temp files of
 // interrupted writes. Any other file, even one named like a checkpoint's, is not its to delete.
-bool isStaleFile(const std::string &name, const Manifest &manifest, const Manifest *previous) {
-  if (name == manifest.params.name || name == manifest.optimizer.name)
+bool isStaleFile(const std::string &name, const std::set<std::string> &kept,
+                 const std::set<std::string> &previouslyNamed) {
+  if (kept.count(name) != 0)
     return false;
-  if (previous != nullptr && (name == previous->params.name || name == previous->optimizer.name))
+  if (previouslyNamed.count(name) != 0)
     return true;
   bool dataFileName =
       name.rfind(kParamsFile.prefix, 0) == 0 || name.rfind(kOptimizerFile.prefix, 0) == 0;
@@ -229,45 +283,55 @@ Status loadDataFile(const std::string &dir, const ManifestFile &file,
 
 } // namespace
 
-Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents) {
+Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents, int keep) {
   if (contents.step < 0 || contents.dataPosition < 0)
     return Status::error(dir + ": cannot save a checkpoint with a negative step or data position");
+  if (keep < 1)
+    return Status::error(dir + ": cannot keep fewer than 1 checkpoint");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
     return Status::error(dir + ": cannot create the checkpoint directory: " + ec.message());
 
   // Names the current manifest commits to must survive until the new manifest replaces it.
-  std::set<std::string> committed;
   std::vector<uint8_t> previousBytes;
   Manifest previous;
   bool hasPrevious = false;
   std::string manifestPath = joinPath(dir, kCheckpointManifestName);
   if (pathExists(manifestPath) && readFile(manifestPath, &previousBytes).isOk() &&
-      parseManifest(manifestPath, previousBytes, &previous).isOk()) {
-    committed = {previous.params.name, previous.optimizer.name};
+      parseManifest(manifestPath, previousBytes, &previous).isOk())
     hasPrevious = true;
-  }
+  const std::set<std::string> committed = hasPrevious ? previous.fileNames() : std::set<std::string>{};
 
   Manifest manifest;
-  manifest.step = contents.step;
-  manifest.rngSeed = contents.rngSeed;
-  manifest.rngCounter = contents.rngCounter;
-  manifest.dataPosition = contents.dataPosition;
+  ManifestEntry &entry = manifest.latest;
+  entry.step = contents.step;
+  entry.rngSeed = contents.rngSeed;
+  entry.rngCounter = contents.rngCounter;
+  entry.dataPosition = contents.dataPosition;
   SHARDC_RETURN_IF_ERROR(
-      writeDataFile(dir, kParamsFile, contents.step, contents.params, committed, &manifest.params));
-  SHARDC_RETURN_IF_ERROR(writeDataFile(dir, kOptimizerFile, contents.step, contents.optimizerState,
-                                       committed, &manifest.optimizer));
+      writeDataFile(dir, kParamsFile, contents.step, contents.params, committed, &entry.params));
+  SHARDC_RETURN_IF_ERROR(writeDataFile(dir, kOptimizerFile, contents.step,
+                                       contents.optimizerState, committed, &entry.optimizer));
+  // The keep - 1 most recent earlier saves stay, most recent first; one of the step just saved
+  // is superseded by it.
+  if (hasPrevious) {
+    std::vector<ManifestEntry> earlier = {previous.latest};
+    earlier.insert(earlier.end(), previous.older.begin(), previous.older.end());
+    for (const ManifestEntry &old : earlier)
+      if (static_cast<int>(manifest.older.size()) + 1 < keep && old.step != entry.step)
+        manifest.older.push_back(old);
+  }
   std::string text = encodeManifest(manifest);
   SHARDC_RETURN_IF_ERROR(writeFileAtomically(manifestPath, text.data(), text.size()));
 
   // The save is committed; cleanup is best effort (a leftover file is only disk space, and the
   // next save retries it).
+  const std::set<std::string> kept = manifest.fileNames();
   // Explicit increment(ec): the range-for form would throw on a directory read error.
   std::filesystem::directory_iterator it(dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
-    if (isStaleFile(it->path().filename().string(), manifest,
-                    hasPrevious ? &previous : nullptr)) {
+    if (isStaleFile(it->path().filename().string(), kept, committed)) {
       std::error_code removeError;
       std::filesystem::remove(it->path(), removeError);
     }
@@ -277,33 +341,93 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
 
 namespace {
 
-// The manifest of `dir`, and the scalars it gives the contents.
-Status readManifest(const std::string &dir, Manifest *manifest, CheckpointContents *scalars) {
+CheckpointContents scalarsOf(const ManifestEntry &entry) {
+  CheckpointContents scalars;
+  scalars.step = entry.step;
+  scalars.rngSeed = entry.rngSeed;
+  scalars.rngCounter = entry.rngCounter;
+  scalars.dataPosition = entry.dataPosition;
+  return scalars;
+}
+
+Status readManifest(const std::string &dir, Manifest *manifest) {
   std::string manifestPath = joinPath(dir, kCheckpointManifestName);
   std::vector<uint8_t> bytes;
   SHARDC_RETURN_IF_ERROR(readFile(manifestPath, &bytes));
-  SHARDC_RETURN_IF_ERROR(parseManifest(manifestPath, bytes, manifest));
-  *scalars = CheckpointContents();
-  scalars->step = manifest->step;
-  scalars->rngSeed = manifest->rngSeed;
-  scalars->rngCounter = manifest->rngCounter;
-  scalars->dataPosition = manifest->dataPosition;
-  return Status::ok();
+  return parseManifest(manifestPath, bytes, manifest);
+}
+
+// "10, 8": the steps of `entries`.
+std::string stepList(const std::vector<const ManifestEntry *> &entries) {
+  std::string text;
+  for (const ManifestEntry *entry : entries)
+    text += (text.empty() ? "" : ", ") + std::to_string(entry->step);
+  return text;
+}
+
+// The latest checkpoint, then the older ones kept.
+std::vector<const ManifestEntry *> entriesOf(const Manifest &manifest) {
+  std::vector<const ManifestEntry *> entries = {&manifest.latest};
+  for (const ManifestEntry &entry : manifest.older)
+    entries.push_back(&entry);
+  return entries;
+}
+
+// The entry of `step` (the latest without one), or an error that lists the steps kept.
+Status selectEntry(const std::string &dir, const Manifest &manifest, std::optional<int64_t> step,
+                   const ManifestEntry **out) {
+  const std::vector<const ManifestEntry *> entries = entriesOf(manifest);
+  for (const ManifestEntry *entry : entries)
+    if (!step || entry->step == *step) {
+      *out = entry;
+      return Status::ok();
+    }
+  return Status::error(dir + ": holds no checkpoint of step " + std::to_string(*step) +
+                       " (it keeps step" + (entries.size() == 1 ? " " : "s ") +
+                       stepList(entries) + ")");
 }
 
 } // namespace
 
-Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents) {
+Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents,
+                              std::optional<int64_t> step) {
   Manifest manifest;
-  return readManifest(dir, &manifest, contents);
+  SHARDC_RETURN_IF_ERROR(readManifest(dir, &manifest));
+  const ManifestEntry *entry = nullptr;
+  SHARDC_RETURN_IF_ERROR(selectEntry(dir, manifest, step, &entry));
+  *contents = scalarsOf(*entry);
+  return Status::ok();
 }
 
-Status loadCheckpoint(const std::string &dir, CheckpointContents *contents) {
+Status listCheckpointSteps(const std::string &dir, std::vector<int64_t> *steps) {
   Manifest manifest;
-  CheckpointContents loaded;
-  SHARDC_RETURN_IF_ERROR(readManifest(dir, &manifest, &loaded));
-  SHARDC_RETURN_IF_ERROR(loadDataFile(dir, manifest.params, &loaded.params));
-  SHARDC_RETURN_IF_ERROR(loadDataFile(dir, manifest.optimizer, &loaded.optimizerState));
+  SHARDC_RETURN_IF_ERROR(readManifest(dir, &manifest));
+  steps->clear();
+  for (const ManifestEntry *entry : entriesOf(manifest))
+    steps->push_back(entry->step);
+  return Status::ok();
+}
+
+Status loadCheckpoint(const std::string &dir, CheckpointContents *contents,
+                      std::optional<int64_t> step) {
+  Manifest manifest;
+  SHARDC_RETURN_IF_ERROR(readManifest(dir, &manifest));
+  const ManifestEntry *entry = nullptr;
+  SHARDC_RETURN_IF_ERROR(selectEntry(dir, manifest, step, &entry));
+  CheckpointContents loaded = scalarsOf(*entry);
+  Status status = loadDataFile(dir, entry->params, &loaded.params);
+  if (status.isOk())
+    status = loadDataFile(dir, entry->optimizer, &loaded.optimizerState);
+  if (!status.isOk()) {
+    // A damaged checkpoint need not be the end: say which others the directory still keeps.
+    std::vector<const ManifestEntry *> others = entriesOf(manifest);
+    others.erase(std::find(others.begin(), others.end(), entry));
+    if (!others.empty())
+      return Status::error(status.message() + "; " + dir + " also keeps the checkpoint" +
+                           (others.size() == 1 ? " of step " : "s of steps ") + stepList(others) +
+                           " (--resume-step N)");
+    return status;
+  }
   *contents = std::move(loaded);
   return Status::ok();
 }

@@ -4,13 +4,15 @@
 //   params-SSSSSSSS.safetensors     the model parameters (SSSSSSSS = the step, 8+ digits)
 //   optimizer-SSSSSSSS.safetensors  the optimizer state (moments etc.), by the optimizer's names
 //   manifest.json                   format version, step, RNG seed and counter, data position,
-//                                   and for each data file its name, size and FNV-1a 64 checksum
+//                                   and for each data file its name, size and FNV-1a 64 checksum;
+//                                   under "older" the same for each earlier checkpoint kept
+//                                   (saveCheckpoint's `keep`), most recent first
 //
 // Crash safety. The manifest is the commit point. saveCheckpoint writes the new data files under
 // names no current manifest refers to (the step is in the name; re-saving a step that the
 // current manifest already names adds ".1", ".2", ...), each atomically (temp file + rename);
 // only then does it replace manifest.json atomically, and only after that does it delete what
-// it owns and no longer needs: the data files of the checkpoint it replaced (the previous
+// it owns and no longer needs: the data files of checkpoints it no longer keeps (the previous
 // manifest named them) and temp files of interrupted writes. Nothing else is deleted, even a
 // file named like a checkpoint's (a copy a user put there; the data files of a save killed
 // before its manifest was written stay as well). A crash at any point therefore leaves either
@@ -30,7 +32,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace shardc::runtime {
 
@@ -46,12 +50,18 @@ struct CheckpointContents {
   std::map<std::string, HostTensor> optimizerState;
 };
 
-// Writes `contents` into `dir` (created if missing) as described above.
-Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents);
+// Writes `contents` into `dir` (created if missing) as described above, keeping the `keep`
+// most recent checkpoints (this one and keep - 1 earlier saves; >= 1).
+Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents, int keep = 1);
 
-// Reads the checkpoint the manifest in `dir` names, verifying sizes and checksums first.
-Status loadCheckpoint(const std::string &dir, CheckpointContents *contents);
+// Reads the latest checkpoint the manifest in `dir` names, or the kept one of `step`, verifying
+// sizes and checksums first. A damaged one's error names the other steps `dir` keeps.
+Status loadCheckpoint(const std::string &dir, CheckpointContents *contents,
+                      std::optional<int64_t> step = std::nullopt);
 // Reads only the manifest: step, seed, counter and data position (no tensors).
-Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents);
+Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents,
+                              std::optional<int64_t> step = std::nullopt);
+// The steps of the checkpoints `dir` keeps, the latest first.
+Status listCheckpointSteps(const std::string &dir, std::vector<int64_t> *steps);
 
 } // namespace shardc::runtime

@@ -25,6 +25,11 @@ Cases:
   checkpoint_ownership  one writer per checkpoint directory (a second run fails at start, the
                     lock dies with a killed holder), no silent replacing of a checkpoint the run
                     did not resume from (--overwrite), files a save did not write survive
+  keep_checkpoints  --save-every 5 keeps the 2 latest checkpoints by default (3 with
+                    --keep-checkpoints 3), only their files; a damaged latest one is refused
+                    naming the older step kept, and --resume-step resumes from that one with
+                    losses bit-identical to the uninterrupted run; an absent step is refused
+                    naming the steps kept
   skip_step         --on-nonfinite skip-step over a data set with a NaN in one of its 4 batches:
                     those steps are skipped and counted, the rest train, exit 0, finite
                     parameters; saved at 10 and resumed, bit-identical losses
@@ -230,9 +235,11 @@ def case_nonfinite_stops(s):
     saved = json.load(open(os.path.join(ckpt, "manifest.json")))["step"]
     if f"the last checkpoint is step {saved} in {ckpt}" not in line:
         return f"--lr 1e6: the error does not name the checkpoint left (step {saved}): {line}"
-    params = glob.glob(os.path.join(ckpt, "params-*.safetensors"))
-    if len(params) != 1 or f"{saved:08d}" not in params[0]:
-        return f"--lr 1e6: expected the files of step {saved} only, found {params}"
+    # The two latest checkpoints are kept (--keep-checkpoints' default): both finite ones.
+    params = sorted(glob.glob(os.path.join(ckpt, "params-*.safetensors")))
+    if [os.path.basename(p) for p in params] != \
+            [f"params-{step:08d}.safetensors" for step in (saved - 1, saved)]:
+        return f"--lr 1e6: expected the files of steps {saved - 1} and {saved}, found {params}"
     metrics = os.path.join(s.work, "after_divergence.jsonl")
     res = s.shardrun("--steps", str(saved + 1), "--data", s.data, "--resume", ckpt,
                      "--metrics", metrics)
@@ -362,6 +369,66 @@ def case_checkpoint_ownership(s):
                                     + 1), "--data", s.data, "--save", ckpt, "--resume", ckpt)
     if not res.ok:
         return f"after killing the first writer: {res.describe()}"
+    return (None, " | ".join(details))
+
+
+def case_keep_checkpoints(s):
+    if s.full_metrics is None:
+        return "needs the uninterrupted run of matches_torch"
+    out = os.path.join(s.work, "keep")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    details = []
+    for keep, expected in ((None, [20, 15]), ("3", [20, 15, 10])):
+        ckpt = os.path.join(out, f"ckpt_keep{keep or 'default'}")
+        flags = ["--keep-checkpoints", keep] if keep else []
+        res = s.shardrun("--steps", "20", "--data", s.data, "--save", ckpt, "--save-every", "5",
+                         *flags)
+        if not res.ok:
+            return f"keep {keep}: {res.describe()}"
+        manifest = json.load(open(os.path.join(ckpt, "manifest.json")))
+        steps = [manifest["step"]] + [older["step"] for older in manifest.get("older", [])]
+        if steps != expected:
+            return f"keep {keep}: checkpoints of steps {steps}, expected {expected}"
+        files = sorted(f for f in os.listdir(ckpt) if f.endswith(".safetensors"))
+        wanted = sorted(f"{kind}-{step:08d}.safetensors" for step in expected
+                        for kind in ("params", "optimizer"))
+        if files != wanted:
+            return f"keep {keep}: files {files}, expected {wanted}"
+    details.append("kept steps 20, 15 (default) and 20, 15, 10 (--keep-checkpoints 3)")
+
+    ckpt = os.path.join(out, "ckpt_keepdefault")
+    latest = os.path.join(ckpt, "params-00000020.safetensors")
+    data = bytearray(open(latest, "rb").read())
+    data[-5] ^= 0x40
+    open(latest, "wb").write(bytes(data))
+    res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--resume", ckpt)
+    line = last_error(res)
+    if line is None or "checksum mismatch" not in line or \
+            "also keeps the checkpoint of step 15 (--resume-step N)" not in line:
+        return f"damaged latest: expected a refusal naming step 15, {res.describe()}"
+    details.append(line.split(": ", 2)[2])
+    metrics = os.path.join(out, "from15.jsonl")
+    res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--resume", ckpt, "--resume-step",
+                     "15", "--metrics", metrics)
+    if not res.ok:
+        return f"--resume-step 15: {res.describe()}"
+    lines = metric_lines(metrics)
+    if [field(line, "step") for line in lines] != [str(k) for k in range(16, STEPS + 1)]:
+        return f"--resume-step 15 ran steps {[field(line, 'step') for line in lines]}"
+    for line, full in zip(lines, s.full_metrics[15:]):
+        if field(line, "loss") != field(full, "loss"):
+            return f"--resume-step 15: {line} vs uninterrupted {full}"
+    details.append(f"--resume-step 15: steps 16..{STEPS} bit-identical")
+    res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--resume", ckpt, "--resume-step",
+                     "7")
+    line = last_error(res)
+    if line is None or "holds no checkpoint of step 7 (it keeps steps 20, 15)" not in line:
+        return f"--resume-step 7: expected a refusal naming the steps kept, {res.describe()}"
+    for flags in (["--keep-checkpoints", "0", "--save", ckpt], ["--resume-step", "15"]):
+        res = s.shardrun("--steps", "5", "--data", s.data, *flags)
+        if res.timed_out or res.returncode != 2:
+            return f"{' '.join(flags)}: expected a usage error, {res.describe()}"
     return (None, " | ".join(details))
 
 
@@ -524,6 +591,7 @@ CASES = [
     ("resume_at_final_step", case_resume_at_final_step),
     ("destinations_checked_first", case_destinations_checked_first),
     ("checkpoint_ownership", case_checkpoint_ownership),
+    ("keep_checkpoints", case_keep_checkpoints),
     ("skip_step", case_skip_step),
 ]
 

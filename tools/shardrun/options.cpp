@@ -36,7 +36,10 @@ const char kUsage[] =
     "  --metrics FILE     write one JSON line per step: step, loss, lr, step_time_ms\n"
     "  --save DIR         write a checkpoint to DIR at the end (and every --save-every N steps)\n"
     "  --save-every N     checkpoint every N steps (needs --save)\n"
-    "  --resume DIR       continue from the checkpoint in DIR up to --steps\n"
+    "  --keep-checkpoints K  checkpoints --save keeps in DIR: the latest and K-1 before it\n"
+    "                     (default 2); older ones are deleted after each save\n"
+    "  --resume DIR       continue from the (latest) checkpoint in DIR up to --steps\n"
+    "  --resume-step N    resume from the checkpoint of step N that DIR keeps instead\n"
     "  --on-nonfinite stop|skip-step  a step whose loss is NaN or infinite stops the run\n"
     "                     (default; naming where it began) or is skipped: its update is\n"
     "                     discarded and training goes on (counted in --metrics)\n"
@@ -66,7 +69,8 @@ namespace {
 const char *const kLoopFlags[] = {"--tokens",       "--seed",        "--metrics",  "--save",
                                   "--save-every",   "--resume",      "--lr",       "--schedule",
                                   "--warmup-steps", "--min-lr",      "--export-onnx",
-                                  "--on-nonfinite", "--overwrite"};
+                                  "--on-nonfinite", "--overwrite", "--keep-checkpoints",
+                                  "--resume-step"};
 
 // Parses a positive decimal integer no larger than `max`.
 bool parsePositive(const std::string &text, long long max, long long *out) {
@@ -119,6 +123,10 @@ std::optional<Failure> checkLoopArgs(const Options &options) {
     return usageError("--save-every needs --save DIR");
   if (options.overwrite && !options.saveDir)
     return usageError("--overwrite applies to --save DIR");
+  if (options.keepCheckpoints && !options.saveDir)
+    return usageError("--keep-checkpoints applies to --save DIR");
+  if (options.resumeStep && !options.resumeDir)
+    return usageError("--resume-step needs --resume DIR");
   if (options.minLr && options.schedule.value_or("constant") != "cosine")
     return usageError("--min-lr applies to --schedule cosine");
   return std::nullopt;
@@ -159,6 +167,8 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
                             : flag == "--save"         ? "a directory"
                             : flag == "--save-every"   ? "a step count"
                             : flag == "--resume"       ? "a checkpoint directory"
+                            : flag == "--resume-step"  ? "a step"
+                            : flag == "--keep-checkpoints" ? "a checkpoint count"
                             : flag == "--lr"           ? "a learning rate"
                             : flag == "--schedule"     ? "constant or cosine"
                             : flag == "--on-nonfinite" ? "stop or skip-step"
@@ -219,6 +229,13 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
         if (!parseUnsigned(value, &seed))
           return usageError("--seed: expected an integer from 0 to 2^64-1, got '" + value + "'");
         options->seed = seed;
+      } else if (flag == "--resume-step") {
+        uint64_t number = 0;
+        if (!parseUnsigned(value, &number) || number > 1000000000000ULL)
+          return usageError("--resume-step: expected a non-negative integer, got '" + value + "'");
+        if (options->resumeStep)
+          return usageError("--resume-step given more than once");
+        options->resumeStep = static_cast<long long>(number);
       } else if (flag == "--warmup-steps") {
         uint64_t number = 0;
         if (!parseUnsigned(value, &number) || number > 1000000000000ULL)
@@ -226,13 +243,17 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
         options->warmupSteps = static_cast<long long>(number);
       } else {
         long long number = 0;
-        long long max = flag == "--threads" ? 4096 : 1000000000000LL;
+        long long max = flag == "--threads"            ? 4096
+                        : flag == "--keep-checkpoints" ? 1000000
+                                                       : 1000000000000LL;
         if (!parsePositive(value, max, &number))
           return usageError(flag + ": expected a positive integer, got '" + value + "'");
         if (flag == "--threads")
           options->threads = static_cast<int>(number);
         else if (flag == "--save-every")
           options->saveEvery = number;
+        else if (flag == "--keep-checkpoints")
+          options->keepCheckpoints = number;
         else
           options->steps = number;
       }

@@ -19,6 +19,10 @@ struct Failure {
 inline Failure error(std::string message) { return {std::move(message), kExitError}; }
 inline Failure usageError(std::string message) { return {std::move(message), kExitUsage}; }
 
+// Checkpoints --save keeps: the latest and the one before it, so that a damaged latest one never
+// leaves nothing to resume from.
+constexpr int kDefaultKeepCheckpoints = 2;
+
 struct Options {
   std::string bundle;
   std::optional<std::string> dataDir;
@@ -31,10 +35,12 @@ struct Options {
   std::optional<std::string> metricsFile;
   std::optional<std::string> saveDir;
   std::optional<long long> saveEvery;
+  std::optional<long long> keepCheckpoints; // --keep-checkpoints K (default kDefaultKeepCheckpoints)
   std::optional<std::string> resumeDir;
-  bool overwrite = false;
+  std::optional<long long> resumeStep; // --resume-step N: an older checkpoint --resume DIR keeps
+  bool overwrite = false;              // --save may replace a checkpoint it did not resume from
   // --on-nonfinite stop|skip-step: what a step with a non-finite loss does (default stop).
-  std::optional<std::string> onNonFinite; // --overwrite: --save may replace a checkpoint it did not resume from
+  std::optional<std::string> onNonFinite;
   std::optional<double> lr;
   std::optional<std::string> schedule;
   std::optional<long long> warmupSteps;

@@ -80,11 +80,12 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
 }
 
 // `full`: the state with every sharded tensor gathered (TrainingLoop::consolidatedSnapshot).
-Status saveFullCheckpoint(CheckpointContents *full, const std::string &dir, uint64_t seed) {
+Status saveFullCheckpoint(CheckpointContents *full, const Options &options, uint64_t seed) {
   full->rngSeed = seed;
   // Batches are a pure function of the step run, so the data source resumes at the steps run
   // (dataPosition, set by the snapshot: the updates applied plus those skipped).
-  return saveCheckpoint(dir, *full);
+  return saveCheckpoint(*options.saveDir, *full,
+                        static_cast<int>(options.keepCheckpoints.value_or(kDefaultKeepCheckpoints)));
 }
 
 bool shardsAnything(const program::Program &program) {
@@ -176,7 +177,7 @@ private:
         CheckpointContents full;
         SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
         if (lead_)
-          SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, *options_.saveDir, run_.seed));
+          SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, options_, run_.seed));
         // The others wait for the write here, under --io-timeout, rather than in the next
         // step's first collective under --comm-timeout, which a large checkpoint could outlast.
         SHARDC_RETURN_IF_ERROR(
@@ -209,7 +210,7 @@ private:
     const std::function<const HostTensor *(const std::string &)> valueOf =
         [&](const std::string &name) { return full ? &full->params.at(name) : loop_.value(name); };
     if (save)
-      SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&*full, *options_.saveDir, run_.seed));
+      SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&*full, options_, run_.seed));
     if (options_.outputsDir)
       if (auto failure = writeParams(loop_.signature().params, valueOf, *options_.outputsDir))
         return Status::error(failure->message);

@@ -92,7 +92,9 @@ LoadedBundle withFullParameterShapes(const LoadedBundle &bundle) {
 std::optional<Failure> loadResumeCheckpoint(const Options &options, TrainingRun *run) {
   const std::string &dir = *options.resumeDir;
   CheckpointContents checkpoint;
-  Status status = loadCheckpoint(dir, &checkpoint);
+  Status status = loadCheckpoint(dir, &checkpoint,
+                                 options.resumeStep ? std::optional<int64_t>(*options.resumeStep)
+                                                    : std::nullopt);
   if (!status.isOk())
     return error(status.message());
   if (options.seed && *options.seed != checkpoint.rngSeed)

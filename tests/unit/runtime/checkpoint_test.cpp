@@ -284,6 +284,13 @@ TEST(Checkpoint, RejectsBadManifests) {
        manifestPath + ": files.optimizer.name is missing or not a valid data file name"},
       {withReplaced("\"fnv1a64\": \"", "\"fnv1a64\": \"X"),
        manifestPath + ": files.params.fnv1a64 is missing or not 16 lowercase hex digits"},
+      {withReplaced("\"format_version\": 1", "\"format_version\": 1, \"older\": {}"),
+       manifestPath + ": older is not an array"},
+      {withReplaced("\"format_version\": 1", "\"format_version\": 1, \"older\": [7]"),
+       manifestPath + ": older[0] is not an object"},
+      {withReplaced("\"format_version\": 1",
+                    "\"format_version\": 1, \"older\": [{\"step\": 2, \"rng_seed\": 0}]"),
+       manifestPath + ": older[0]: rng_counter is missing or not a non-negative integer"},
   };
   for (const Case &c : cases) {
     testing::writeBytes(manifestPath, c.manifest);
@@ -305,6 +312,74 @@ TEST(Checkpoint, CreatesTheDirectory) {
   CheckpointContents loaded;
   ASSERT_TRUE(loadCheckpoint(nested, &loaded).isOk());
   EXPECT_EQ(loaded.step, 0);
+}
+
+// keep = 3: the three most recent saves stay, each loadable by its step; the one before them is
+// deleted (its files only), and the manifest lists the older ones most recent first.
+TEST(Checkpoint, KeepsTheMostRecentCheckpoints) {
+  TempDir dir;
+  for (int64_t step : {1, 2, 3, 4})
+    ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(step, static_cast<float>(step)), 3)
+                    .isOk());
+  EXPECT_EQ(listDir(dir.path()),
+            (std::vector<std::string>{"manifest.json", "optimizer-00000002.safetensors",
+                                      "optimizer-00000003.safetensors",
+                                      "optimizer-00000004.safetensors",
+                                      "params-00000002.safetensors", "params-00000003.safetensors",
+                                      "params-00000004.safetensors"}));
+  std::vector<int64_t> steps;
+  ASSERT_TRUE(listCheckpointSteps(dir.path(), &steps).isOk());
+  EXPECT_EQ(steps, (std::vector<int64_t>{4, 3, 2}));
+  for (int64_t step : {2, 3, 4}) {
+    CheckpointContents loaded;
+    Status status = loadCheckpoint(dir.path(), &loaded, step);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    expectSameContents(sampleContents(step, static_cast<float>(step)), loaded);
+  }
+  CheckpointContents latest;
+  ASSERT_TRUE(loadCheckpoint(dir.path(), &latest).isOk());
+  EXPECT_EQ(latest.step, 4);
+  CheckpointContents missing;
+  EXPECT_EQ(loadCheckpoint(dir.path(), &missing, 1).message(),
+            dir.path() + ": holds no checkpoint of step 1 (it keeps steps 4, 3, 2)");
+
+  // A smaller keep later drops the oldest; re-saving a kept step supersedes it.
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(3, 30.0f), 2).isOk());
+  ASSERT_TRUE(listCheckpointSteps(dir.path(), &steps).isOk());
+  EXPECT_EQ(steps, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(listDir(dir.path()),
+            (std::vector<std::string>{"manifest.json", "optimizer-00000003.1.safetensors",
+                                      "optimizer-00000004.safetensors",
+                                      "params-00000003.1.safetensors",
+                                      "params-00000004.safetensors"}));
+}
+
+// A damaged latest checkpoint is reported with the steps still there to resume from.
+TEST(Checkpoint, DamagedLatestNamesTheOlderOnesKept) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(5, 1.0f), 2).isOk());
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(10, 2.0f), 2).isOk());
+  std::string path = dir.file("params-00000010.safetensors");
+  std::string bytes = testing::readBytes(path);
+  bytes[bytes.size() - 1] ^= 0x01;
+  testing::writeBytes(path, bytes);
+  EXPECT_EQ(loadError(dir.path()), path + ": checksum mismatch (file damaged or altered); " +
+                                       dir.path() +
+                                       " also keeps the checkpoint of step 5 (--resume-step N)");
+  CheckpointContents older;
+  ASSERT_TRUE(loadCheckpoint(dir.path(), &older, 5).isOk());
+  expectSameContents(sampleContents(5, 1.0f), older);
+}
+
+// Manifests written with keep = 1 have no "older" key: the format of every earlier save.
+TEST(Checkpoint, KeepOneWritesNoOlderList) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(1, 1.0f)).isOk());
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(2, 1.0f)).isOk());
+  JsonValue manifest;
+  ASSERT_TRUE(parseJson(testing::readBytes(dir.file("manifest.json")), &manifest).isOk());
+  EXPECT_EQ(manifest.find("older"), nullptr);
+  EXPECT_FALSE(saveCheckpoint(dir.path(), sampleContents(3, 1.0f), 0).isOk());
 }
 
 } // namespace
