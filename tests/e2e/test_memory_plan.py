@@ -22,6 +22,10 @@ and one negative case:
             (skipped without protoc)
   data_before_arena  a training bundle whose arena was edited to 4 GB (re-signed) and a missing
             x.npy, under a 1 GiB address-space limit: the missing file is the error
+  no_weights_graph_memory  `shardc --no-weights --mode forward` of a model whose one frozen
+            weight is [W, W] floats with no data on disk (W = 20000: 1.6 GB; W = 100000: 40 GB),
+            under a 1 GiB data-segment limit: it plans (exit 0) and plan.txt's weights region
+            counts the whole weight; planning holds no weight bytes
 
 Prints PASS/FAIL per case, the planned and measured peaks, and `N passed, M failed`.
 """
@@ -235,6 +239,47 @@ def case_data_before_arena(args):
     return None, errors[0]
 
 
+def case_no_weights_graph_memory(args):
+    import onnx
+    from onnx import TensorProto, helper
+    details = []
+    for width in (20000, 100000):
+        work = os.path.join(args.work, f"no_weights_{width}")
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[width, width])
+        weight.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", "model.weights"), ("offset", "0"),
+                           ("length", str(width * width * 4))):
+            entry = weight.external_data.add()
+            entry.key, entry.value = key, value
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"])], "frozen_weight",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, width])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, width])], [weight])
+        model = os.path.join(work, "model.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+
+        def limit_memory():
+            # The heap, not the address space: shardc's libraries and thread stacks map more.
+            resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, 1 << 30))
+
+        bundle = os.path.join(work, "model.shard")
+        res = subprocess.run([args.shardc, model, "--mode", "forward", "--no-weights", "-o",
+                              bundle], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=args.timeout, preexec_fn=limit_memory)
+        if res.returncode != 0:
+            return f"[{width}, {width}]: shardc --no-weights under a 1 GiB heap limit: exit " \
+                   f"{res.returncode}: {res.stderr.strip()!r}"
+        plan = open(os.path.join(bundle, "plan.txt")).read()
+        m = re.search(r"^  weights: (\d+) bytes", plan, re.M)
+        if m is None or int(m.group(1)) < width * width * 4:
+            return f"[{width}, {width}]: plan.txt's weights line does not count the weight: " \
+                   f"{m.group(0) if m else 'none'}"
+        details.append(f"[{width}, {width}]: weights {int(m.group(1))} bytes planned")
+    return None, "; ".join(details)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shardc", required=True)
@@ -246,6 +291,7 @@ def main():
     cases = [(c[0], lambda c=c: run_config(*c, args)) for c in CONFIGS]
     cases.append(("mismatch", lambda: case_mismatch(args)))
     cases.append(("data_before_arena", lambda: case_data_before_arena(args)))
+    cases.append(("no_weights_graph_memory", lambda: case_no_weights_graph_memory(args)))
     e2e_util.run_cases(cases)
 
 

@@ -10,6 +10,15 @@ global batch), drops its weights (planning only needs shapes), and compiles it w
 `--no-weights` for each --gpus (with --strategy), or for each --case (its own --gpus and
 --strategy, e.g. `--case 8:tp=8 --case 512:dp=64,tp=8`), measuring wall time and peak RSS of shardc (GNU time's maximum resident set size) and
 the size of the bundle directory. Prints one line per --gpus and a JSON summary.
+
+`--export-width W` plans models too large to create in PyTorch (48 layers of d=8192 hold 39B
+parameters, 155 GB in fp32): the GPT is exported at width W with the same heads, layers,
+vocabulary and sequence, and the export is then widened to --d-model: every initializer's
+dimensions W, 3W and 4W become d, 3d and 4d (with no data: planning reads none), the split
+sizes of the fused QKV projection W become d, and the attention's 1/sqrt(W/heads) constant
+becomes 1/sqrt(d/heads). Every other size in the graph is computed from shapes (x.size()), so
+the result is the graph the d-wide model exports (checked: node for node and initializer for
+initializer equal to a direct export at d=1024).
 """
 
 import argparse
@@ -25,6 +34,50 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, os.pardir, os.pardir, "tests", "models")
 
 
+def widen(path, small, big, heads, param_names):
+    """Widens the export at `path` from width `small` to `big` in place (see the docstring);
+    returns the widened model's parameter count."""
+    import math
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    proto = onnx.load_model(path, load_external_data=False)
+    sizes = {small: big, 3 * small: 3 * big, 4 * small: 4 * big}
+    offset, params = 0, 0
+    for init in proto.graph.initializer:
+        dims = [sizes.get(d, d) for d in init.dims]
+        del init.dims[:]
+        init.dims.extend(dims)
+        for field in ("raw_data", "float_data", "int64_data", "int32_data", "double_data"):
+            init.ClearField(field)
+        del init.external_data[:]
+        numel = int(np.prod(dims)) if dims else 1
+        length = numel * 4
+        for key, value in (("location", "model.weights"), ("offset", str(offset)),
+                           ("length", str(length))):
+            entry = init.external_data.add()
+            entry.key, entry.value = key, value
+        init.data_location = onnx.TensorProto.EXTERNAL
+        offset += length
+        if init.name in param_names:
+            params += numel
+    old_scale = np.float32(1.0 / math.sqrt(small // heads))
+    for node in proto.graph.node:
+        if node.op_type != "Constant":
+            continue
+        value = numpy_helper.to_array(node.attribute[0].t)
+        if value.dtype == np.int64 and value.ndim == 1 and value.size and (value == small).all():
+            widened = np.full_like(value, big)  # the fused QKV projection's split sizes
+        elif value.dtype == np.float32 and value.ndim == 0 and value == old_scale and \
+                "/attn/" in node.name:  # GELU's 0.5 can equal the scale
+            widened = np.float32(1.0 / math.sqrt(big // heads))
+        else:
+            continue
+        node.attribute[0].t.CopyFrom(numpy_helper.from_array(widened, node.attribute[0].t.name))
+    onnx.save_model(proto, path)
+    return params
+
+
 def export(args, out_dir):
     import torch
     sys.path.insert(0, MODELS)
@@ -32,7 +85,8 @@ def export(args, out_dir):
     gpt = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpt)
     # The module's sizes are module constants; the classes read them when built.
-    gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL = args.vocab, args.seq, args.d_model
+    width = args.export_width or args.d_model
+    gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL = args.vocab, args.seq, width
     gpt.N_LAYER, gpt.N_HEAD = args.layers, args.heads
     torch.manual_seed(0)
     model = gpt.TinyGPT()
@@ -55,6 +109,9 @@ def export(args, out_dir):
     proto = onnx.load_model(path)
     onnx.save_model(proto, path, save_as_external_data=True, all_tensors_to_one_file=True,
                     location="model.weights", size_threshold=1024)
+    if width != args.d_model:
+        params = widen(path, width, args.d_model, args.heads,
+                       {name for name, _ in model.named_parameters()})
     return path, params
 
 
@@ -69,11 +126,15 @@ def main():
     p.add_argument("--layers", type=int, default=24)
     p.add_argument("--d-model", type=int, default=1024)
     p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--export-width", type=int,
+                   help="export at this width and widen to --d-model (models too large for "
+                        "PyTorch here)")
     p.add_argument("--vocab", type=int, default=50257)
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--gpus", default="8,64,512")
     p.add_argument("--strategy", default="dp")
+    p.add_argument("--mode", choices=["train", "forward"], default="train")
     p.add_argument("--case", action="append", default=[],
                    help="GPUS:STRATEGY, compiled instead of --gpus/--strategy (repeatable)")
     args = p.parse_args()
@@ -97,7 +158,7 @@ def main():
         shape = f"{args.batch}x{args.seq}"
         argv = ["/usr/bin/time", "-f", "%M", args.shardc, path, "--no-weights", "--gpus",
                 str(gpus), "--strategy", strategy, "--input-shape", f"idx={shape}",
-                "--input-shape", f"targets={shape}", "-o", out]
+                "--input-shape", f"targets={shape}", "--mode", args.mode, "-o", out]
         t0 = time.time()
         res = subprocess.run(argv, capture_output=True, text=True)
         wall = time.time() - t0

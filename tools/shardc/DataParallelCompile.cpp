@@ -67,8 +67,6 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
     mlir::FailureOr<EmittedProgram> emitted = compileVariant(dp);
     if (mlir::failed(emitted))
       return false;
-    if (!emitted->weightsComplete)
-      out.weightsComplete = false;
     if (baseRows)
       mergeWeightsInto(variants.at(*baseRows), *emitted);
     else

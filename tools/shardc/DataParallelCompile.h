@@ -41,11 +41,12 @@ std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options 
 struct DataParallelBundle {
   std::vector<program::Program> programs;          // distinct, shared by ranks
   std::vector<program::RankPlacement> placements;  // one per rank
-  std::vector<char> weights;                       // the weights file, shared by all programs
+  // The weights file, shared by all programs; none when some parameter's data was absent
+  // (planning only).
+  std::optional<std::vector<char>> weights;
 
   // Moves the programs and placements into `bundle` (which has none yet).
   void moveInto(program::Bundle &bundle);
-  bool weightsComplete = true;
 };
 
 // Compiles the program of the ranks holding dp.localRows rows with the data-parallel passes.

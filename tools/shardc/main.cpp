@@ -201,9 +201,9 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
   program::Bundle bundle = newBundle(opts);
   bundle.set_world_size(1);
   *bundle.add_programs() = emitted->program;
-  std::vector<char> weightsFile =
+  std::optional<std::vector<char>> weightsFile =
       layOutWeightsFile(emitted->weights, emitted->initialValues, {bundle.mutable_programs(0)});
-  return writeCompiledBundle(ctx, opts, bundle, emitted->weightsComplete ? &weightsFile : nullptr,
+  return writeCompiledBundle(ctx, opts, bundle, weightsFile ? &*weightsFile : nullptr,
                              PlanNotes());
 }
 
@@ -378,7 +378,7 @@ int compile(const Options &opts) {
   bundle.set_strategy(chosen.canonical());
   compiled.moveInto(bundle);
   return writeCompiledBundle(ctx, opts, bundle,
-                             compiled.weightsComplete ? &compiled.weights : nullptr, notes);
+                             compiled.weights ? &*compiled.weights : nullptr, notes);
 }
 
 } // namespace

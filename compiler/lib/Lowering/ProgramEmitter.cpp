@@ -109,10 +109,8 @@ private:
   }
 
   void placeInWeights(program::Buffer *buf, llvm::ArrayRef<char> bytes) {
-    out_.weights.resize(alignUp(out_.weights.size()), 0);
     buf->set_region(program::WEIGHTS);
-    buf->set_offset(out_.weights.size());
-    out_.weights.insert(out_.weights.end(), bytes.begin(), bytes.end());
+    buf->set_offset(out_.weights.append(bytes));
   }
 
   LogicalResult addArgument(BlockArgument arg) {
@@ -142,9 +140,10 @@ private:
     program::Buffer *buf = newBuffer(arg, param.str(), program::PARAMETER, program::ROLE_PARAMETER);
     const WeightTensor *w = weights_.find(param.str());
     if (!w || !w->present) {
-      // Planning only: reserve the space so the memory plan is still complete.
-      out_.weightsComplete = false;
-      placeInWeights(buf, std::vector<char>(buf->size_bytes(), 0));
+      // Planning only: reserve the space (without holding it) so the memory plan is still
+      // complete.
+      buf->set_region(program::WEIGHTS);
+      buf->set_offset(out_.weights.reserve(buf->size_bytes(), param.str()));
       return success();
     }
     if (w->bytes.size() != buf->size_bytes())
@@ -233,26 +232,24 @@ private:
   LogicalResult addStateInit(const std::string &name, uint64_t sizeBytes,
                              const std::optional<llvm::SmallVector<int64_t>> &wholeShape) {
     const WeightTensor *w = weights_.find(name);
-    if (!w || !w->present) {
-      out_.weightsComplete = false;
-      return success();
-    }
     uint64_t wholeBytes = sizeBytes;
     if (wholeShape) {
       wholeBytes = 4;
       for (int64_t d : *wholeShape)
         wholeBytes *= static_cast<uint64_t>(d);
     }
+    if (!w || !w->present) {
+      // Planning only: no initial value to ship (the bundle gets no weights file).
+      (void)out_.initialValues.reserve(wholeBytes, name);
+      return success();
+    }
     if (w->bytes.size() != wholeBytes)
       return func_.emitError("parameter '") << name << "' holds " << w->bytes.size()
                                             << " bytes, its type needs " << wholeBytes;
-    std::vector<char> &values = out_.initialValues;
-    values.resize(alignUp(values.size()), 0);
     program::StateInit *init = out_.program.add_state_init();
     init->set_name(name);
-    init->set_offset(values.size());
+    init->set_offset(out_.initialValues.append(w->bytes));
     init->set_size_bytes(std::min(sizeBytes, wholeBytes));
-    values.insert(values.end(), w->bytes.begin(), w->bytes.end());
     return success();
   }
 
@@ -302,13 +299,10 @@ FailureOr<EmittedProgram> emitProgram(func::FuncOp func, const WeightStore &weig
   return Emitter(func, weights).run();
 }
 
-std::vector<char> layOutWeightsFile(const std::vector<char> &region,
-                                    const std::vector<char> &initialValues,
-                                    llvm::ArrayRef<program::Program *> programs) {
-  std::vector<char> file = region;
-  file.resize(alignUp(file.size()), 0);
-  const uint64_t start = file.size();
-  file.insert(file.end(), initialValues.begin(), initialValues.end());
+std::optional<std::vector<char>> layOutWeightsFile(const WeightsRegion &region,
+                                                   const WeightsRegion &initialValues,
+                                                   llvm::ArrayRef<program::Program *> programs) {
+  const uint64_t start = alignUp(region.size());
   for (program::Program *p : programs) {
     for (program::StateInit &init : *p->mutable_state_init()) {
       init.set_offset(start + init.offset());
@@ -318,6 +312,11 @@ std::vector<char> layOutWeightsFile(const std::vector<char> &region,
     p->set_weights_bytes(region.size());
     p->set_planned_peak_bytes(runtime::planPeakMemory(*p).total);
   }
+  if (!region.complete() || !initialValues.complete())
+    return std::nullopt;
+  std::vector<char> file = region.bytes();
+  file.resize(start, 0);
+  file.insert(file.end(), initialValues.bytes().begin(), initialValues.bytes().end());
   return file;
 }
 

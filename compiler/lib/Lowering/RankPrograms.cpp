@@ -27,30 +27,34 @@ std::vector<RowSlice> splitRows(int64_t globalRows, int ranks) {
 
 namespace {
 
-// Index of byte ranges already in shared bytes (the region or the initial values), by content.
+// Index of the ranges already in a shared region (the weights or the initial values), by
+// content: a hash to find candidates, then a comparison (no copy of the bytes is kept).
 class WeightsIndex {
 public:
-  explicit WeightsIndex(std::vector<char> &shared) : shared_(shared) {}
+  explicit WeightsIndex(WeightsRegion &shared) : shared_(shared) {}
 
   void add(uint64_t offset, uint64_t size) {
-    known_.emplace(std::string(shared_.data() + offset, size), offset);
+    known_[{shared_.contentHash(offset, size), size}].push_back(offset);
   }
 
-  // The offset of `bytes` in the shared bytes, appending them when new.
-  uint64_t place(const char *bytes, uint64_t size) {
-    std::string key(bytes, size);
-    if (auto it = known_.find(key); it != known_.end())
-      return it->second;
-    shared_.resize(alignUp(shared_.size()), 0);
-    uint64_t offset = shared_.size();
-    shared_.insert(shared_.end(), bytes, bytes + size);
-    known_.emplace(std::move(key), offset);
-    return offset;
+  // The offset in the shared region of the range of `from` at `offset`, appending (or for
+  // absent data reserving) it when new.
+  uint64_t place(const WeightsRegion &from, uint64_t offset, uint64_t size) {
+    std::vector<uint64_t> &candidates = known_[{from.contentHash(offset, size), size}];
+    for (uint64_t candidate : candidates)
+      if (shared_.sameContent(candidate, from, offset, size))
+        return candidate;
+    const std::string *absent = from.absentName(offset);
+    const uint64_t placed =
+        absent != nullptr ? shared_.reserve(size, *absent)
+                          : shared_.append(llvm::ArrayRef<char>(from.data(offset), size));
+    candidates.push_back(placed);
+    return placed;
   }
 
 private:
-  std::vector<char> &shared_;
-  std::map<std::string, uint64_t> known_;
+  WeightsRegion &shared_;
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<uint64_t>> known_; // (hash, size)
 };
 
 // Bytes of the initial values a state init's value spans: the whole parameter, also when the
@@ -77,10 +81,10 @@ void mergeWeightsInto(EmittedProgram &base, EmittedProgram &variant) {
     initialValues.add(init.offset(), initSpan(base.program, init));
   for (program::Buffer &b : *variant.program.mutable_buffers())
     if (b.region() == program::WEIGHTS)
-      b.set_offset(region.place(variant.weights.data() + b.offset(), b.size_bytes()));
+      b.set_offset(region.place(variant.weights, b.offset(), b.size_bytes()));
   for (program::StateInit &init : *variant.program.mutable_state_init())
-    init.set_offset(initialValues.place(variant.initialValues.data() + init.offset(),
-                                        initSpan(variant.program, init)));
+    init.set_offset(
+        initialValues.place(variant.initialValues, init.offset(), initSpan(variant.program, init)));
 }
 
 uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t inputElements,
@@ -120,8 +124,7 @@ uint64_t plannedCommBytes(const program::Program &program) {
   return total;
 }
 
-InitialValueParts::InitialValueParts(std::vector<char> &initialValues)
-    : values_(initialValues) {}
+InitialValueParts::InitialValueParts(WeightsRegion &initialValues) : values_(initialValues) {}
 
 uint64_t InitialValueParts::block(uint64_t wholeOffset, const program::Sharding &sharding,
                                   int64_t index) {
@@ -132,10 +135,8 @@ uint64_t InitialValueParts::block(uint64_t wholeOffset, const program::Sharding 
   for (int64_t d : runtime::blockShapeOf(sharding))
     elements *= static_cast<uint64_t>(d);
   std::vector<char> bytes(elements * 4);
-  runtime::copyBlock(sharding, index, values_.data() + wholeOffset, bytes.data(), 4);
-  values_.resize(alignUp(values_.size()), 0);
-  uint64_t offset = values_.size();
-  values_.insert(values_.end(), bytes.begin(), bytes.end());
+  runtime::copyBlock(sharding, index, values_.data(wholeOffset), bytes.data(), 4);
+  const uint64_t offset = values_.append(bytes);
   placed_.emplace(key, offset);
   return offset;
 }

@@ -49,12 +49,12 @@ uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t 
 // a block of a parameter split along any dimension but its first is not contiguous there.
 class InitialValueParts {
 public:
-  explicit InitialValueParts(std::vector<char> &initialValues);
+  explicit InitialValueParts(WeightsRegion &initialValues);
   // The offset of block `index` of the parameter whose whole value is at `wholeOffset`.
   uint64_t block(uint64_t wholeOffset, const program::Sharding &sharding, int64_t index);
 
 private:
-  std::vector<char> &values_;
+  WeightsRegion &values_;
   std::map<std::pair<uint64_t, int64_t>, uint64_t> placed_;
 };
 
