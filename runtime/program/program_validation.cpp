@@ -229,6 +229,12 @@ Status validateStateInit(const Program &program) {
         "state_init " + std::to_string(i) + " (" + quoteForMessage(init.name()) + ")";
     if (!seen.insert(init.name()).second)
       return Status::error(what + ": the input is initialised twice");
+    // Placing a rank's program resolves them into offset and size_bytes; only the shared
+    // programs of a placed bundle, whose shardings programOfRank checks, may carry them.
+    // Anywhere else the loader would cut blocks by a sharding nothing checked.
+    if (init.block_offsets_size() != 0)
+      return Status::error(what + ": block_offsets in the program of a rank (only the shared " +
+                           "programs of a placed bundle have them)");
     const Buffer *input = nullptr;
     bool sharded = false;
     for (const program::Binding &binding : program.inputs())

@@ -329,6 +329,26 @@ TEST(Bundle, InitialValuesAfterTheRegion) {
   }
 }
 
+// block_offsets belong to the shared programs of a placed bundle, where placing a rank checks
+// the sharding they refer to. A bundle of one program per rank that had them was accepted, and
+// the loader, checking the initial values against the weights file, cut a block along a dim
+// its sharding's shape does not have: a read and write out of bounds (here a null pointer
+// dereference, the shape being empty).
+TEST(Bundle, BlockOffsetsOnlyInPlacedBundles) {
+  EXPECT_EQ(errorAfter([](auto &b) {
+              program::Sharding *s = prog(b).mutable_inputs(0)->mutable_sharding();
+              s->set_num_blocks(2);
+              s->set_block_dim(7);
+              program::StateInit *init = prog(b).add_state_init();
+              init->set_name("x");
+              init->set_size_bytes(24);
+              init->add_block_offsets(0);
+              init->add_block_offsets(64);
+            }),
+            "B/program.pb: state_init 0 ('x'): block_offsets in the program of a rank (only the "
+            "shared programs of a placed bundle have them)");
+}
+
 TEST(Bundle, ReadProgramOnlyChecksIdentity) {
   // readBundleProgram accepts a training bundle with kernels the runtime lacks, so a caller can
   // decide by mode before full validation.
