@@ -387,14 +387,20 @@ Status selectEntry(const std::string &dir, const Manifest &manifest, std::option
                        stepList(entries) + ")");
 }
 
+// The manifest of `dir` and its entry of `step` (the latest without one).
+Status readEntry(const std::string &dir, std::optional<int64_t> step, Manifest *manifest,
+                 const ManifestEntry **entry) {
+  SHARDC_RETURN_IF_ERROR(readManifest(dir, manifest));
+  return selectEntry(dir, *manifest, step, entry);
+}
+
 } // namespace
 
 Status loadCheckpointManifest(const std::string &dir, CheckpointContents *contents,
                               std::optional<int64_t> step) {
   Manifest manifest;
-  SHARDC_RETURN_IF_ERROR(readManifest(dir, &manifest));
   const ManifestEntry *entry = nullptr;
-  SHARDC_RETURN_IF_ERROR(selectEntry(dir, manifest, step, &entry));
+  SHARDC_RETURN_IF_ERROR(readEntry(dir, step, &manifest, &entry));
   *contents = scalarsOf(*entry);
   return Status::ok();
 }
@@ -411,9 +417,8 @@ Status listCheckpointSteps(const std::string &dir, std::vector<int64_t> *steps) 
 Status loadCheckpoint(const std::string &dir, CheckpointContents *contents,
                       std::optional<int64_t> step) {
   Manifest manifest;
-  SHARDC_RETURN_IF_ERROR(readManifest(dir, &manifest));
   const ManifestEntry *entry = nullptr;
-  SHARDC_RETURN_IF_ERROR(selectEntry(dir, manifest, step, &entry));
+  SHARDC_RETURN_IF_ERROR(readEntry(dir, step, &manifest, &entry));
   CheckpointContents loaded = scalarsOf(*entry);
   Status status = loadDataFile(dir, entry->params, &loaded.params);
   if (status.isOk())

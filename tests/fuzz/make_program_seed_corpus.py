@@ -97,19 +97,7 @@ def main():
     rng = random.Random(0)
     for name, bundle in bundles.items():
         with open(os.path.join(bundle, "program.pb"), "rb") as f:
-            data = f.read()
-        with open(os.path.join(out, name + ".pb"), "wb") as f:
-            f.write(data)
-        for i in range(2):
-            cut = rng.randrange(1, len(data))
-            with open(os.path.join(out, f"{name}.trunc{i}"), "wb") as f:
-                f.write(data[:cut])
-        for i in range(3):
-            mutated = bytearray(data)
-            for _ in range(rng.randrange(1, 4)):
-                mutated[rng.randrange(len(mutated))] = rng.randrange(256)
-            with open(os.path.join(out, f"{name}.mut{i}"), "wb") as f:
-                f.write(bytes(mutated))
+            onnx_seeds.write_seed_and_variants(out, name, ".pb", f.read(), rng)
     print(f"wrote {len(bundles) * 6} seeds to {out} ({len(bundles)} bundles); weights file "
           f"{os.path.getsize(weights)} bytes")
 

@@ -171,6 +171,22 @@ def external_data():
     return model(nodes, [vi("x", F, [3, 3])], [vi("y", F, [4, 3])], tensors)
 
 
+def write_seed_and_variants(out, name, suffix, data, rng):
+    """OUT/NAME+SUFFIX holding `data`, plus 2 truncated and 3 byte-mutated copies of it."""
+    with open(os.path.join(out, name + suffix), "wb") as f:
+        f.write(data)
+    for i in range(2):
+        cut = rng.randrange(1, len(data))
+        with open(os.path.join(out, f"{name}.trunc{i}"), "wb") as f:
+            f.write(data[:cut])
+    for i in range(3):
+        mutated = bytearray(data)
+        for _ in range(rng.randrange(1, 4)):
+            mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+        with open(os.path.join(out, f"{name}.mut{i}"), "wb") as f:
+            f.write(bytes(mutated))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -183,19 +199,7 @@ def main():
     }
     rng = random.Random(0)
     for name, m in seeds.items():
-        data = m.SerializeToString()
-        with open(os.path.join(out, name + ".onnx"), "wb") as f:
-            f.write(data)
-        for i in range(2):
-            cut = rng.randrange(1, len(data))
-            with open(os.path.join(out, f"{name}.trunc{i}"), "wb") as f:
-                f.write(data[:cut])
-        for i in range(3):
-            mutated = bytearray(data)
-            for _ in range(rng.randrange(1, 4)):
-                mutated[rng.randrange(len(mutated))] = rng.randrange(256)
-            with open(os.path.join(out, f"{name}.mut{i}"), "wb") as f:
-                f.write(bytes(mutated))
+        write_seed_and_variants(out, name, ".onnx", m.SerializeToString(), rng)
     print(f"wrote {len(seeds) * 6} seeds to {out}")
 
 
