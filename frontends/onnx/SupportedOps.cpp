@@ -39,6 +39,8 @@ const OpInfo kOps[] = {
     {"Log", 13, 1, 1, 1, 1, 0, importLog},
     {"Tanh", 13, 1, 1, 1, 1, 0, importTanh},
     {"Erf", 13, 1, 1, 1, 1, 0, importErf},
+    {"Sin", 13, 1, 1, 1, 1, 0, importSin},
+    {"Cos", 13, 1, 1, 1, 1, 0, importCos},
     {"Sigmoid", 13, 1, 1, 1, 1, 0, importSigmoid},
     {"Relu", 13, 1, 1, 1, 1, 0, importRelu},
     {"Abs", 13, 1, 1, 1, 1, 0, importAbs},
@@ -72,6 +74,7 @@ const OpInfo kOps[] = {
     {"Concat", 13, 1, kMany, 1, 1, 0, importConcat},
     {"Split", 13, 1, 2, 1, kMany, bit(1), importSplit},
     {"Slice", 13, 3, 5, 1, 1, bit(1) | bit(2) | bit(3) | bit(4), importSlice},
+    {"Pad", 13, 2, 4, 1, 1, bit(1) | bit(2) | bit(3), importPad},
     {"Gather", 13, 2, 2, 1, 1, 0, importGather},
     {"Trilu", 14, 1, 2, 1, 1, bit(1), importTrilu},
     // Losses and the rest

@@ -10,10 +10,10 @@ import numpy as np
 
 # ONNX ops (default domain) that shardc compiles.
 SUPPORTED_OPS = frozenset("""
-    Add Sub Mul Div Pow Sqrt Reciprocal Neg Exp Log Tanh Erf Sigmoid Relu Gelu Abs Max Min Clip
-    Where Equal Less Greater Not And Or Cast MatMul Gemm LayerNormalization Softmax LogSoftmax
-    ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat Split Slice
-    Gather Expand Shape ConstantOfShape Range Trilu Identity Constant SoftmaxCrossEntropyLoss
+    Add Sub Mul Div Pow Sqrt Reciprocal Neg Exp Log Tanh Erf Sin Cos Sigmoid Relu Gelu Abs Max
+    Min Clip Where Equal Less Greater Not And Or Cast MatMul Gemm LayerNormalization Softmax
+    LogSoftmax ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat
+    Split Slice Pad Gather Expand Shape ConstantOfShape Range Trilu Identity Constant SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout
 """.split())
 
@@ -32,6 +32,7 @@ COMPILE_TIME_OPERANDS = {
     "Reshape": (1,),
     "Expand": (1,),
     "Slice": (1, 2, 3, 4),
+    "Pad": (1, 2, 3),
     "Unsqueeze": (1,),
     "Squeeze": (1,),
     "ReduceMean": (1,),

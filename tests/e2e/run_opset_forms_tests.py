@@ -330,18 +330,41 @@ def shape_family_cases():
     return cases
 
 
+def pad_cases():
+    """Pad, constant mode: every dim with a crop (opset 13), opset 18's axes in a given order
+    (pads follow it) with a value, and int64 labels padded with an ignore_index (as Hugging
+    Face's causal-LM loss pads its labels)."""
+    x = floats(30, (2, 3, 4))
+    labels = np.arange(12, dtype=I64).reshape(2, 6)
+    return [
+        Case("pad13_pad_and_crop", 13,
+             [node("Pad", ["x", "pads"], ["y"], name="pad")], [("x", x)],
+             [("y", np.pad(x, ((1, 0), (0, 2), (0, 0)))[:, :, 1:3])],
+             [("pads", np.array([1, 0, -1, 0, 2, -1], I64))]),
+        Case("pad18_axes_and_value", 18,
+             [node("Pad", ["x", "pads", "value", "axes"], ["y"], name="pad")], [("x", x)],
+             [("y", np.pad(x, ((0, 0), (2, 0), (0, 1)), constant_values=3.5))],
+             [("pads", np.array([0, 2, 1, 0], I64)), ("value", np.array(3.5, np.float32)),
+              ("axes", np.array([-1, 1], I64))]),
+        Case("pad19_int64_labels", 19,
+             [node("Pad", ["labels", "pads", "value"], ["y"], name="pad")],
+             [("labels", labels)],
+             [("y", np.pad(labels, ((0, 0), (0, 1)), constant_values=-100))],
+             [("pads", np.array([0, 0, 0, 1], I64)), ("value", np.array(-100, I64))]),
+    ]
+
+
 def unsupported_cases():
     x = floats(20, (1, 2, 3))
-    pads = np.array([0, 0, 1, 0, 0, 1], I64)
     cases = [
-        Case("pad18_unsupported", 18, [node("Pad", ["x", "pads"], ["y"], name="the_pad")],
-             [("x", x)], [("y", np.zeros((1, 2, 5), np.float32))], [("pads", pads)],
-             unsupported=["Pad"]),
-        Case("pad19_unsupported_beside_supported", 19,
+        Case("hardmax18_unsupported", 18, [node("Hardmax", ["x"], ["y"], name="the_hardmax")],
+             [("x", x)], [("y", np.zeros((1, 2, 3), np.float32))],
+             unsupported=["Hardmax"]),
+        Case("hardmax19_unsupported_beside_supported", 19,
              [node("Relu", ["x"], ["r"], name="relu"),
-              node("Pad", ["r", "pads"], ["y"], name="pad_after_relu")],
-             [("x", x)], [("y", np.zeros((1, 2, 5), np.float32))], [("pads", pads)],
-             unsupported=["Pad"]),
+              node("Hardmax", ["r"], ["y"], name="hardmax_after_relu")],
+             [("x", x)], [("y", np.zeros((1, 2, 3), np.float32))],
+             unsupported=["Hardmax"]),
         Case("groupnorm18_and_mish18_unsupported", 18,
              [node("GroupNormalization", ["x", "s", "b"], ["g"], name="gn", num_groups=1),
               node("Mish", ["g"], ["y"], name="mish")],
@@ -357,7 +380,7 @@ def unsupported_cases():
 
 def all_cases():
     return (gelu_cases() + reduce18_cases() + reduce_sum13_cases() + split18_cases() +
-            shape_family_cases() + unsupported_cases())
+            shape_family_cases() + pad_cases() + unsupported_cases())
 
 
 # ---- running ----------------------------------------------------------------------------------

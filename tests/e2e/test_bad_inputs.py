@@ -127,6 +127,16 @@ def unsupported_ops_model():
     return model
 
 
+def pad_mode_model(mode):
+    """x -> Pad(mode) -> y."""
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads"], ["y"], name="the_pad", mode=mode)], "pad",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5])],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "pads")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
 def runtime_model():
     """A small valid model for the shardrun cases: inputs `features` (float32 [3,4]) and
     `class_ids` (int64 [3]); outputs `loss` and `scores`."""
@@ -281,6 +291,10 @@ def build_cases(args):
     cases.append(Case("unsupported_ops", compile_argv(path), "shardc",
                       ["convs.onnx", "Conv", "Hardmax", ("first_conv", "second_conv"),
                        "the_hardmax"], extra=count_mentioned(path, 2)))
+
+    path = save(pad_mode_model("reflect"), os.path.join(work, "pad_reflect", "pad.onnx"))
+    cases.append(Case("pad_mode_reflect", compile_argv(path), "shardc",
+                      ["pad.onnx", "the_pad", "mode 'reflect' is not supported"]))
 
     for opset in (12, 21):
         path = save(relu_model(opset), os.path.join(work, f"opset{opset}", "relu.onnx"))

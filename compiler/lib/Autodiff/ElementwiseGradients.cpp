@@ -138,6 +138,20 @@ LogicalResult ErfOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl
   return success();
 }
 
+// d sin(x) = cos(x) dx; d cos(x) = -sin(x) dx (rotary embeddings' tables, when computed in the
+// graph from trained inputs).
+LogicalResult SinOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  g.push_back(mul(b, l, dys[0], b.create<CosOp>(l, getInput())));
+  return success();
+}
+
+LogicalResult CosOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  g.push_back(mul(b, l, dys[0], neg(b, l, b.create<SinOp>(l, getInput()))));
+  return success();
+}
+
 LogicalResult GeluOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
   g.push_back(b.create<GeluGradOp>(gradLoc(*this), dys[0], getInput(), getApproximateAttr()));
   return success();

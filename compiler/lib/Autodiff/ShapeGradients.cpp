@@ -94,6 +94,17 @@ LogicalResult SplitOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorIm
   return success();
 }
 
+// The elements of x sit in y at the pads' offsets: dx is dy with the pads undone (negated: a
+// pad becomes a crop and a crop a pad of zeros).
+LogicalResult PadOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  SmallVector<int64_t> undo;
+  for (int64_t p : getPads())
+    undo.push_back(-p);
+  g.push_back(b.create<PadOp>(gradLoc(*this), getInput().getType(), dys[0],
+                              b.getDenseI64ArrayAttr(undo), b.getF64FloatAttr(0.0)));
+  return success();
+}
+
 LogicalResult SliceOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
   g.push_back(b.create<SliceGradOp>(gradLoc(*this), getInput().getType(), dys[0],
                                     getStartsAttr(), getStepsAttr()));

@@ -114,6 +114,8 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
           .Case([&](LogOp o) { return direct(o, "log"); })
           .Case([&](TanhOp o) { return direct(o, "tanh"); })
           .Case([&](ErfOp o) { return direct(o, "erf"); })
+          .Case([&](SinOp o) { return direct(o, "sin"); })
+          .Case([&](CosOp o) { return direct(o, "cos"); })
           .Case([&](SigmoidOp o) { return direct(o, "sigmoid"); })
           .Case([&](NotOp o) { return direct(o, "not"); })
           .Case([&](GeluOp o) {
@@ -192,6 +194,12 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             KernelCall c = direct(o, "split");
             c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
             c.attrs["sizes"] = intsAttr(o.getSizes());
+            return c;
+          })
+          .Case([&](PadOp o) {
+            KernelCall c = direct(o, "pad");
+            c.attrs["pads"] = intsAttr(o.getPads());
+            c.attrs["value"] = doubleAttr(o.getValue().convertToDouble());
             return c;
           })
           .Case([&](SliceOp o) {

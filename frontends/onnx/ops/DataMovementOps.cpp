@@ -210,6 +210,61 @@ LogicalResult importSlice(NodeContext &node) {
                                                       builder.getDenseI64ArrayAttr(fullSteps)));
 }
 
+// Constant mode only; pads (and opset 18's axes) and the value are read at compile time.
+LogicalResult importPad(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "data");
+  FailureOr<std::string> mode = node.stringAttr("mode", "constant");
+  if (failed(x) || failed(mode))
+    return failure();
+  if (*mode != "constant")
+    return node.fail("mode '" + *mode + "' is not supported (only 'constant')");
+  RankedTensorType type = NodeContext::typeOf(*x);
+  const int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> given = node.constantInts(1, "pads", 2 * rank);
+  if (failed(given))
+    return failure();
+  SmallVector<int64_t> axes;
+  if (node.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> read = node.constantInts(3, "axes", rank);
+    if (failed(read))
+      return failure();
+    if (failed(node.normalizeAxes(*read, rank, "axes"))) // range and duplicates
+      return failure();
+    // pads follow the order the axes are given in, not a sorted one.
+    for (int64_t a : *read)
+      axes.push_back(a < 0 ? a + rank : a);
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  const int64_t n = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(given->size()) != 2 * n)
+    return node.fail("pads has " + std::to_string(given->size()) + " entries, expected " +
+                     std::to_string(2 * n) + " (2 per padded axis)");
+  SmallVector<int64_t> pads(2 * rank, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    pads[axes[k]] = (*given)[k];
+    pads[axes[k] + rank] = (*given)[k + n];
+  }
+  double value = 0.0;
+  if (node.hasInput(2)) {
+    FailureOr<DenseElementsAttr> constant = node.constantInput(2, "constant_value");
+    if (failed(constant))
+      return failure();
+    if (constant->getNumElements() != 1)
+      return node.fail("constant_value must hold one value");
+    if (constant->getElementType().isa<FloatType>())
+      value = (*constant->getValues<APFloat>().begin()).convertToDouble();
+    else if (constant->getElementType().isInteger(1))
+      value = *constant->getValues<bool>().begin() ? 1.0 : 0.0;
+    else
+      value = static_cast<double>((*constant->getValues<APInt>().begin()).getSExtValue());
+  }
+  OpBuilder &builder = node.builder();
+  return node.setOutput(node.createInferred1<PadOp>(*x, builder.getDenseI64ArrayAttr(pads),
+                                                    builder.getF64FloatAttr(value)));
+}
+
 LogicalResult importGather(NodeContext &node) {
   FailureOr<Value> data = node.requiredInput(0, "data");
   FailureOr<Value> indices = node.requiredInput(1, "indices");

@@ -93,6 +93,8 @@ LogicalResult importExp(NodeContext &node) { return importUnary<ExpOp>(node); }
 LogicalResult importLog(NodeContext &node) { return importUnary<LogOp>(node); }
 LogicalResult importTanh(NodeContext &node) { return importUnary<TanhOp>(node); }
 LogicalResult importErf(NodeContext &node) { return importUnary<ErfOp>(node); }
+LogicalResult importSin(NodeContext &node) { return importUnary<SinOp>(node); }
+LogicalResult importCos(NodeContext &node) { return importUnary<CosOp>(node); }
 LogicalResult importSigmoid(NodeContext &node) { return importUnary<SigmoidOp>(node); }
 LogicalResult importRelu(NodeContext &node) { return importUnary<ReluOp>(node); }
 LogicalResult importAbs(NodeContext &node) { return importUnary<AbsOp>(node); }

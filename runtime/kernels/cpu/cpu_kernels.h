@@ -16,6 +16,8 @@ Status expKernel(KernelArgs &args);
 Status logKernel(KernelArgs &args);
 Status tanhKernel(KernelArgs &args);
 Status erfKernel(KernelArgs &args);
+Status sinKernel(KernelArgs &args);
+Status cosKernel(KernelArgs &args);
 Status sigmoidKernel(KernelArgs &args);
 Status reluKernel(KernelArgs &args);
 Status geluKernel(KernelArgs &args);
@@ -69,6 +71,7 @@ Status reduceMaxWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status copyKernel(KernelArgs &args);
 Status transposeKernel(KernelArgs &args);
 Status sliceKernel(KernelArgs &args);
+Status padKernel(KernelArgs &args);
 Status expandKernel(KernelArgs &args);
 Status triluKernel(KernelArgs &args);
 

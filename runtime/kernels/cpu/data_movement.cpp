@@ -5,6 +5,8 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -117,6 +119,91 @@ Status sliceKernel(KernelArgs &args) {
   loop.baseOffsets[0] = base;
   loop.coalesce();
   return copyThrough(loop, x, y);
+}
+
+namespace {
+
+// y = x with pads[d] elements before and pads[d + rank] after dimension d (negative: removed),
+// the new ones `value`: fills y, then copies the rows of x that land in it.
+template <typename T>
+void padRows(const Tensor &x, const Tensor &y, const std::vector<int64_t> &pads, T value) {
+  T *out = y.as<T>();
+  std::fill(out, out + y.numel(), value);
+  const size_t rank = x.shape.size();
+  // Per dim: the first index read in x, the first written in y, and how many.
+  std::vector<int64_t> fromX(rank), toY(rank), count(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    fromX[d] = std::max<int64_t>(0, -pads[d]);
+    toY[d] = std::max<int64_t>(0, pads[d]);
+    count[d] = std::min(x.shape[d] - fromX[d], y.shape[d] - toY[d]);
+    if (count[d] <= 0)
+      return;
+  }
+  if (rank == 0) {
+    *out = *x.as<T>();
+    return;
+  }
+  const std::vector<int64_t> xs = contiguousStrides(x.shape), ys = contiguousStrides(y.shape);
+  const T *in = x.as<T>();
+  std::vector<int64_t> index(rank - 1, 0);
+  for (;;) {
+    int64_t xo = fromX[rank - 1], yo = toY[rank - 1];
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      xo += (fromX[d] + index[d]) * xs[d];
+      yo += (toY[d] + index[d]) * ys[d];
+    }
+    std::copy(in + xo, in + xo + count[rank - 1], out + yo);
+    // The next row: an odometer over dims 0 .. rank-2.
+    int d = static_cast<int>(rank) - 2;
+    for (; d >= 0; --d) {
+      if (++index[d] < count[d])
+        break;
+      index[d] = 0;
+    }
+    if (d < 0)
+      return;
+  }
+}
+
+} // namespace
+
+Status padKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("pad", args, Arity::exactly(1), Arity::exactly(1)));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  std::vector<int64_t> pads;
+  double value = 0;
+  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "pads", &pads));
+  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "value", &value));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype("pad", "x", x, "y", y));
+  const size_t rank = x.shape.size();
+  if (pads.size() != 2 * rank || y.shape.size() != rank)
+    return Status::error("pad: attribute 'pads' needs 2 entries per dim of x " + x.describe() +
+                         " and y " + y.describe() + " its rank, got " +
+                         std::to_string(pads.size()) + " pads");
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t limit = int64_t(1) << 40;
+    if (std::abs(pads[d]) > limit || std::abs(pads[d + rank]) > limit ||
+        y.shape[d] != x.shape[d] + pads[d] + pads[d + rank])
+      return Status::error("pad: y " + y.describe() + " is not x " + x.describe() +
+                           " with pads " + std::to_string(pads[d]) + ", " +
+                           std::to_string(pads[d + rank]) + " on dim " + std::to_string(d));
+  }
+  switch (x.dtype) {
+  case program::F32:
+    padRows<float>(x, y, pads, static_cast<float>(value));
+    return Status::ok();
+  case program::I64:
+    padRows<int64_t>(x, y, pads, static_cast<int64_t>(value));
+    return Status::ok();
+  case program::I32:
+    padRows<int32_t>(x, y, pads, static_cast<int32_t>(value));
+    return Status::ok();
+  case program::BOOL:
+    padRows<uint8_t>(x, y, pads, value != 0 ? 1 : 0);
+    return Status::ok();
+  default:
+    return Status::error("pad: unsupported dtype of x " + x.describe());
+  }
 }
 
 Status expandKernel(KernelArgs &args) {

@@ -105,6 +105,14 @@ Status erfKernel(KernelArgs &args) {
   return floatUnary("erf", args, [](float v) { return std::erf(v); });
 }
 
+Status sinKernel(KernelArgs &args) {
+  return floatUnary("sin", args, [](float v) { return std::sin(v); });
+}
+
+Status cosKernel(KernelArgs &args) {
+  return floatUnary("cos", args, [](float v) { return std::cos(v); });
+}
+
 Status sigmoidKernel(KernelArgs &args) {
   // exp of -|x| never overflows: sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below,
   // with e = exp(-|x|). Written branch-free so the loop vectorises.

@@ -144,3 +144,29 @@ func.func @bad_gather(%s: tensor<3xf32>) -> tensor<2x2xf32> {
   %w = graph.all_gather %s on @dp : (tensor<3xf32>) -> tensor<2x2xf32>
   return %w : tensor<2x2xf32>
 }
+
+// -----
+
+func.func @sin_of_integers(%a: tensor<3xi64>) -> tensor<3xi64> {
+  // expected-error @+1 {{must be ranked tensor of 32-bit float values}}
+  %0 = graph.sin %a : tensor<3xi64>
+  return %0 : tensor<3xi64>
+}
+
+// -----
+
+func.func @pad_crops_too_much(%a: tensor<3xf32>) -> tensor<0xf32> {
+  // expected-error @+2 {{pads of dimension 0 (-2, -2) remove more than its 3 elements}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.pad %a {pads = array<i64: -2, -2>, value = 0.0 : f64} : (tensor<3xf32>) -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
+
+// -----
+
+func.func @pad_wrong_count(%a: tensor<3x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+2 {{pads needs 2 entries per dimension (4), got 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.pad %a {pads = array<i64: 1, 0>, value = 0.0 : f64} : (tensor<3x2xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}

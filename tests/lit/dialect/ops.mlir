@@ -12,7 +12,23 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<2x3xi1
   %3 = graph.and %2, %c : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
   // CHECK: graph.where
   %4 = graph.where %3, %1, %a : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-  return %4 : tensor<2x3xf32>
+  // CHECK: graph.sin %{{.*}} : tensor<2x3xf32>
+  %5 = graph.sin %4 : tensor<2x3xf32>
+  // CHECK: graph.cos %{{.*}} : tensor<2x3xf32>
+  %6 = graph.cos %5 : tensor<2x3xf32>
+  return %6 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pad
+func.func @pad(%a: tensor<2x5xf32>, %i: tensor<7xi64>) -> (tensor<3x8xf32>, tensor<8xi64>) {
+  // CHECK: graph.pad %{{.*}} {pads = array<i64: 1, 2, 0, 1>, value = 0.000000e+00 : f64} : (tensor<2x5xf32>) -> tensor<3x8xf32>
+  %0 = graph.pad %a {pads = array<i64: 1, 2, 0, 1>, value = 0.0 : f64} : (tensor<2x5xf32>) -> tensor<3x8xf32>
+  // A crop and a pad of -100 (an ignore_index) on integers.
+  // CHECK: graph.pad %{{.*}} {pads = array<i64: -1, 2>, value = -1.000000e+02 : f64} : (tensor<7xi64>) -> tensor<8xi64>
+  %1 = graph.pad %i {pads = array<i64: -1, 2>, value = -100.0 : f64} : (tensor<7xi64>) -> tensor<8xi64>
+  return %0, %1 : tensor<3x8xf32>, tensor<8xi64>
 }
 
 // -----

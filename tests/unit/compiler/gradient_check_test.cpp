@@ -229,6 +229,16 @@ const GradCase kCases[] = {
        %5 = graph.neg %4 : tensor<6xf32>
        %6 = graph.identity %5 : tensor<6xf32>
        return %6 : tensor<6xf32> })"},
+    {"pad_crop", R"(func.func @f(%a: tensor<2x5xf32>) -> tensor<3x6xf32> {
+       %0 = graph.pad %a {pads = array<i64: 1, -1, 0, 2>, value = 0.5 : f64} : (tensor<2x5xf32>) -> tensor<3x6xf32>
+       %1 = graph.mul %0, %0 : (tensor<3x6xf32>, tensor<3x6xf32>) -> tensor<3x6xf32>
+       return %1 : tensor<3x6xf32> })"},
+    {"sin_cos", R"(func.func @f(%a: tensor<6xf32>) -> tensor<6xf32> {
+       %0 = graph.sin %a : tensor<6xf32>
+       %1 = graph.cos %a : tensor<6xf32>
+       %2 = graph.mul %0, %1 : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+       %3 = graph.cos %2 : tensor<6xf32>
+       return %3 : tensor<6xf32> })"},
     {"sqrt_reciprocal", R"(func.func @f(%a: tensor<5xf32>) -> tensor<5xf32> {
        %sq = graph.mul %a, %a : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
        %half = graph.constant dense<0.5> : tensor<f32>

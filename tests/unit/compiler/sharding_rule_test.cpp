@@ -117,6 +117,29 @@ TEST_F(OpRules, MatMulContractsK) {
   EXPECT_TRUE(r.linear[0] && r.linear[1]);
 }
 
+TEST_F(OpRules, PadKeepsPaddedDimensionsWholeAndPassesTheOthers) {
+  // [4, 6, 8] padded on dim 1 only (an HF label shift pads the sequence): the batch and the
+  // features pass through; the sequence is whole on both sides. Linear only for a zero pad.
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%a: tensor<4x6x8xf32>) -> tensor<4x7x8xf32> {
+      %b = graph.pad %a {pads = array<i64: 0, 0, 0, 0, 1, 0>, value = 0.0 : f64} : (tensor<4x6x8xf32>) -> tensor<4x7x8xf32>
+      return %b : tensor<4x7x8xf32>
+    })");
+  EXPECT_EQ(r.operands[0][0], r.results[0][0]);
+  EXPECT_EQ(r.operands[0][2], r.results[0][2]);
+  EXPECT_EQ(r.factors[r.operands[0][0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[r.operands[0][1][0]].kind, FactorKind::Whole);
+  EXPECT_EQ(r.factors[r.results[0][1][0]].kind, FactorKind::Whole);
+  EXPECT_NE(r.operands[0][1], r.results[0][1]);
+  EXPECT_TRUE(r.linear[0]);
+  OpShardingRule valued = ruleOf(R"(
+    func.func @f(%a: tensor<4x6xf32>) -> tensor<4x8xf32> {
+      %b = graph.pad %a {pads = array<i64: 0, 1, 0, 1>, value = -1.0 : f64} : (tensor<4x6xf32>) -> tensor<4x8xf32>
+      return %b : tensor<4x8xf32>
+    })");
+  EXPECT_FALSE(valued.linear[0]);
+}
+
 TEST_F(OpRules, AnEqualSplitMakesItsPartsTheMinorFactorOfTheAxis) {
   // [2, 24] -> 3 x [2, 8]: the axis is {3 (whole), 8}, each part {8}, one factor for all.
   OpShardingRule r = ruleOf(R"(

@@ -1,4 +1,4 @@
-// copy, transpose, slice, expand, trilu, concat, split and gather for every dtype, against
+// pad, copy, transpose, slice, expand, trilu, concat, split and gather for every dtype, against
 // naive index arithmetic.
 #include "tests/unit/kernels/test_support.h"
 
@@ -292,7 +292,52 @@ template <typename T, typename I> void checkGatherIndexBlocks() {
   }
 }
 
+// Pads and crops of every sign on ranks 0-3, against index arithmetic: y[i] = x[i - before]
+// when that is inside x, else the value.
+template <typename T> void checkPad() {
+  struct Case {
+    std::vector<int64_t> shape, pads;
+  };
+  const std::vector<Case> cases = {
+      {{5}, {2, 3}},
+      {{5}, {-2, 1}},
+      {{5}, {0, -5}},
+      {{3, 4}, {1, 0, 2, 1}},
+      {{3, 4}, {0, -1, 0, 2}},
+      {{2, 3, 4}, {1, 0, -1, 0, 2, 1}},
+      {{2, 3, 4}, {0, 0, 0, 0, 0, 0}},
+      {{}, {}},
+      {{0, 2}, {1, 1, 0, 0}},
+  };
+  unsigned seed = 40;
+  const T value = std::is_same_v<T, uint8_t> ? T(1) : T(-7);
+  for (const Case &c : cases) {
+    const size_t rank = c.shape.size();
+    const auto vx = distinctValues<T>(numelOf(c.shape), seed++);
+    HostTensor x = HostTensor::of<T>(c.shape, vx);
+    std::vector<int64_t> yShape;
+    for (size_t d = 0; d < rank; ++d)
+      yShape.push_back(c.shape[d] + c.pads[d] + c.pads[d + rank]);
+    HostTensor y(dtypeOf<T>(), yShape);
+    ASSERT_KERNEL_OK(runKernel("pad", {x}, {y},
+                               Attrs().ints("pads", c.pads).d("value", double(value))));
+    std::vector<T> expected;
+    for (int64_t i = 0; i < numelOf(yShape); ++i) {
+      const auto yIndex = unravel(i, yShape);
+      std::vector<int64_t> xIndex(rank);
+      bool inside = true;
+      for (size_t d = 0; d < rank; ++d) {
+        xIndex[d] = yIndex[d] - c.pads[d];
+        inside = inside && xIndex[d] >= 0 && xIndex[d] < c.shape[d];
+      }
+      expected.push_back(inside ? vx[ravel(xIndex, c.shape)] : value);
+    }
+    EXPECT_EQ(y.values<T>(), expected) << "shape rank " << rank;
+  }
+}
+
 template <typename T> void checkAllMovement() {
+  checkPad<T>();
   checkCopy<T>();
   checkTranspose<T>();
   checkSlice<T>();
@@ -322,6 +367,12 @@ TEST(DataMovement, InconsistentOperandsAreErrors) {
   EXPECT_KERNEL_ERROR(runKernel("transpose", {x}, {y23}, Attrs().ints("perm", {1, 0})),
                       "expected [3x2]");
   EXPECT_KERNEL_ERROR(runKernel("transpose", {x}, {y32}), "missing attribute 'perm'");
+  // pad: a y that is not x padded, pads of the wrong length.
+  EXPECT_KERNEL_ERROR(runKernel("pad", {x}, {HostTensor(program::F32, {2, 4})},
+                                Attrs().ints("pads", {0, 0, 0, 2}).d("value", 0.0)),
+                      "is not x");
+  EXPECT_KERNEL_ERROR(runKernel("pad", {x}, {y23}, Attrs().ints("pads", {0, 0}).d("value", 0.0)),
+                      "2 entries per dim");
   // slice: reads past either end, zero step, wrong attribute lengths, rank change.
   HostTensor s10 = HostTensor::of<float>({10}, std::vector<float>(10, 1.0f));
   HostTensor y4(program::F32, {4});

@@ -97,6 +97,10 @@ public:
     map_[name].set_f(v);
     return *this;
   }
+  Attrs &d(const std::string &name, double v) {
+    map_[name].set_d(v);
+    return *this;
+  }
   Attrs &s(const std::string &name, const std::string &v) {
     map_[name].set_s(v);
     return *this;

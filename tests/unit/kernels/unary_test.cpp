@@ -62,6 +62,10 @@ TEST(Unary, FloatFunctions) {
   checkUnary<float>(
       "erf", -4, 4, [](float v) { return std::erf(double(v)); }, tol);
   checkUnary<float>(
+      "sin", -10, 10, [](float v) { return std::sin(double(v)); }, tol);
+  checkUnary<float>(
+      "cos", -10, 10, [](float v) { return std::cos(double(v)); }, tol);
+  checkUnary<float>(
       "sigmoid", -30, 30, [](float v) { return 1.0 / (1.0 + std::exp(-double(v))); }, tol);
 }
 

@@ -424,6 +424,31 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &out) {
+  auto x = rankedType(adaptor.getInput());
+  if (!x)
+    return emitOptionalError(loc, "input must be a ranked tensor");
+  ArrayRef<int64_t> pads = adaptor.getPads();
+  const int64_t rank = x.getRank();
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    return emitOptionalError(loc, "pads needs 2 entries per dimension (", 2 * rank, "), got ",
+                             pads.size());
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    // Bounded first, so that the sum cannot overflow.
+    if (std::abs(pads[d]) > (int64_t(1) << 40) || std::abs(pads[d + rank]) > (int64_t(1) << 40))
+      return emitOptionalError(loc, "pads of dimension ", d, " are out of range");
+    const int64_t size = x.getDimSize(d) + pads[d] + pads[d + rank];
+    if (size < 0)
+      return emitOptionalError(loc, "pads of dimension ", d, " (", pads[d], ", ", pads[d + rank],
+                               ") remove more than its ", x.getDimSize(d), " elements");
+    shape.push_back(size);
+  }
+  out.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &out) {
   auto x = rankedType(adaptor.getInput());

@@ -138,6 +138,32 @@ OpShardingRule sliceRule(ArrayRef<int64_t> whole, ArrayRef<int64_t> part,
 }
 } // namespace
 
+// A dimension with no pads passes through (any split of it stays a split of the result); one
+// with pads or crops is kept whole: a block of it does not map onto a block of the result.
+std::optional<OpShardingRule> PadOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = getType().getShape();
+  ArrayRef<int64_t> pads = getPads();
+  const size_t rank = in.size();
+  SmallVector<int> x, y;
+  for (size_t d = 0; d < rank; ++d) {
+    if (pads[d] == 0 && pads[d + rank] == 0) {
+      int f = in[d] == 1 ? -1 : rule.addFactor(in[d]);
+      x.push_back(f);
+      y.push_back(f);
+      continue;
+    }
+    x.push_back(in[d] == 1 ? -1 : rule.addWhole(in[d], "pad changes its size"));
+    y.push_back(out[d] == 1 ? -1 : rule.addWhole(out[d], "pad changes its size"));
+  }
+  rule.operands = {OpShardingRule::tensor(x)};
+  rule.results = {OpShardingRule::tensor(y)};
+  // Linear only when the new elements are zeros: a pending sum of the input padded with c
+  // would sum c over the devices.
+  rule.linear = {getValue().convertToDouble() == 0.0};
+  return rule;
+}
+
 std::optional<OpShardingRule> SliceOp::getShardingRule() {
   return sliceRule(shapeOf(getInput()), getType().getShape(), getStarts(), getSteps(), "slice");
 }

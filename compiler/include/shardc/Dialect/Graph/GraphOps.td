@@ -52,6 +52,8 @@ def Graph_ExpOp : Graph_UnaryOp<"exp", Graph_FloatTensor> { let summary = "ONNX 
 def Graph_LogOp : Graph_UnaryOp<"log", Graph_FloatTensor> { let summary = "ONNX Log"; }
 def Graph_TanhOp : Graph_UnaryOp<"tanh", Graph_FloatTensor> { let summary = "ONNX Tanh"; }
 def Graph_ErfOp : Graph_UnaryOp<"erf", Graph_FloatTensor> { let summary = "ONNX Erf"; }
+def Graph_SinOp : Graph_UnaryOp<"sin", Graph_FloatTensor> { let summary = "ONNX Sin"; }
+def Graph_CosOp : Graph_UnaryOp<"cos", Graph_FloatTensor> { let summary = "ONNX Cos"; }
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", Graph_FloatTensor> {
   let summary = "ONNX Sigmoid";
 }
@@ -228,6 +230,18 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor, Graph_Different
   let summary = "ONNX Slice";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$starts,
                    DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_PadOp : Graph_Op<"pad", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "ONNX Pad, constant mode";
+  let description = [{
+    `pads` holds the elements added before each dimension, then those added after each (ONNX's
+    order, every dimension listed); a negative entry removes elements (a crop). New elements
+    hold `value`, converted to the element type.
+  }];
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$pads, F64Attr:$value);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
