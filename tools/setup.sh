@@ -1,7 +1,25 @@
 #!/usr/bin/env bash
-# Installs everything shardc needs to build and test on Debian 12 (bookworm).
-# Idempotent: packages already present are left alone. Run as root or with sudo available.
+# Installs everything shardc needs to build and test on Debian 12 (bookworm): Debian packages,
+# then the test-only Python packages from PyPI in .venv (beside Debian's torch and onnx, which it
+# sees). Idempotent: what is already there is left alone. Run as root or with sudo available.
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+# transformers 4.49 is the newest release that runs on Debian's torch 1.13 (4.50-4.51 import
+# torch.distributed.tensor, later ones require torch >= 2.1); the model-zoo test uses it.
+TEST_PIP_PACKAGES=(transformers==4.49.0)
+
+setup_test_venv() {
+  local venv="$root/.venv"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import torch, transformers" 2>/dev/null; then
+    echo "setup: $venv has the test packages"
+    return
+  fi
+  echo "setup: creating $venv with ${TEST_PIP_PACKAGES[*]}"
+  # Debian's interpreter: the one whose site packages hold python3-torch and python3-onnx.
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${TEST_PIP_PACKAGES[@]}"
+}
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
@@ -10,7 +28,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libopenblas-dev
   libopenmpi-dev openmpi-bin
-  python3 python3-numpy python3-torch python3-onnx python3-protobuf
+  python3 python3-numpy python3-torch python3-onnx python3-protobuf python3-venv
 )
 
 missing=()
@@ -20,6 +38,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages already installed"
+  setup_test_venv
   exit 0
 fi
 
@@ -29,4 +48,5 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+setup_test_venv
 echo "setup: done"
