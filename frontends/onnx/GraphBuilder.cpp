@@ -85,7 +85,7 @@ LogicalResult GraphBuilder::collectArguments(const onnx::GraphProto &graph,
   }
   for (const ImportedInitializer &init : initializers.entries)
     if (init.isParameter)
-      arguments.push_back({init.name, init.type, graph::kParamAttr});
+      arguments.push_back({init.name, init.type, graph::kParamAttr, init.notTrainable});
   return success();
 }
 
@@ -107,6 +107,8 @@ LogicalResult GraphBuilder::begin(const onnx::GraphProto &graph,
     BlockArgument value = entry->getArgument(i);
     value.setLoc(locationFor(arg.name));
     func_.setArgAttr(i, arg.attrName, StringAttr::get(&ctx_, arg.name));
+    if (!arg.notTrainable.empty())
+      func_.setArgAttr(i, graph::kNotTrainableAttr, StringAttr::get(&ctx_, arg.notTrainable));
     (void)define(arg.name, value); // names are unique: inputs checked, initializers disjoint
   }
 

@@ -72,6 +72,7 @@ private:
     std::string name;
     mlir::RankedTensorType type;
     llvm::StringRef attrName; // graph.input or graph.param
+    std::string notTrainable; // a parameter's graph.not_trainable reason, if any
   };
   mlir::LogicalResult collectArguments(const onnx::GraphProto &graph,
                                        const InitializerSet &initializers,

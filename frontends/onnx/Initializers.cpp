@@ -5,6 +5,9 @@
 #include "frontends/onnx/SupportedOps.h"
 #include "frontends/onnx/TensorDecoding.h"
 
+#include <cmath>
+#include <cstring>
+
 namespace shardc::onnx_import {
 
 namespace {
@@ -31,6 +34,16 @@ void dropData(onnx::TensorProto &tensor) {
 
 std::string missingFileMessage(const DecodedTensor &decoded) {
   return "external data file " + quote(decoded.missingFile) + " not found";
+}
+
+bool hasNonFinite(const std::vector<char> &f32Bytes) {
+  for (size_t i = 0; i + sizeof(float) <= f32Bytes.size(); i += sizeof(float)) {
+    float value;
+    std::memcpy(&value, f32Bytes.data() + i, sizeof(float));
+    if (!std::isfinite(value))
+      return true;
+  }
+  return false;
 }
 
 } // namespace
@@ -69,6 +82,11 @@ mlir::LogicalResult loadInitializers(mlir::MLIRContext &ctx, onnx::GraphProto &g
     entry.isParameter =
         !neededAtCompileTime && (isFloat || graphInputs.count(name) > 0 || !decoded.present);
     if (entry.isParameter) {
+      // An optimizer step makes nothing of NaN or infinity but NaN: no trained parameter holds
+      // one, while a buffer such as a causal mask added to the scores (-inf above the
+      // diagonal) does, and has a gradient like any other addend.
+      if (decoded.present && isFloat && hasNonFinite(decoded.bytes))
+        entry.notTrainable = "holds non-finite values";
       out.parameterNames.insert(name);
       weights.add(name, WeightTensor{decoded.type, decoded.present, std::move(decoded.bytes)});
       dropData(tensor);

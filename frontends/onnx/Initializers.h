@@ -34,6 +34,8 @@ class ErrorReporter;
 struct ImportedInitializer {
   std::string name;
   bool isParameter = false;
+  // For a parameter that cannot be trained, why (GraphDialect.h, kNotTrainableAttr).
+  std::string notTrainable;
   mlir::RankedTensorType type;
   mlir::DenseElementsAttr value; // constants only
 };

@@ -50,6 +50,8 @@ CONFIGS = [
     # 7 training-mode Dropout nodes (p = 0.1); the reference draws shardc's Philox masks.
     ("dropout_gpt_adamw", "dropout_gpt", []),
     ("bert_encoder_adamw", "bert_encoder", []),
+    # Its causal masks are registered buffers holding -inf, added to the scores: not trained.
+    ("llama_decoder_adamw", "llama_decoder", []),
 ]
 
 

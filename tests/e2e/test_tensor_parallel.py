@@ -52,6 +52,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,15 +67,14 @@ SP_PLANS = [(1, 2, 0), (2, 2, 1), (2, 4, 3)]
 # Per model: (layers, hidden size h, sequence s, the bytes the tp group sends per step beyond
 # the 4 all-reduces per layer of b x s x h, given b = rows per data-parallel rank and t = tp).
 THEORY = {
-    # The causal mask is a PyTorch buffer, an initializer trained like a parameter: its
-    # gradient sums over the heads, which tp splits (one s x s all-reduce per layer). The
-    # output projection is vocab-parallel (column-parallel over the vocabulary): its input
-    # gradient is all-reduced (b x s x h), and the cross-entropy never gathers the logits: the
-    # row maxima are all-gathered (b x s per rank), the sums of exponentials all-reduced
-    # (b x s) and the loss all-reduced (1). The embedding (96 x 32 = 3072 elements) stays
-    # replicated: a lookup table no larger than its lookups' partial sums (8 x 16 x 32).
-    "llama_decoder": (2, 32, 16, lambda b, t: (2 * allreduce_bytes(16 * 16, t) +
-                                               allreduce_bytes(b * 16 * 32, t) +
+    # The causal mask is a PyTorch buffer holding -inf: not trained, so no gradient of it is
+    # summed over the heads. The output projection is vocab-parallel (column-parallel over
+    # the vocabulary): its input gradient is all-reduced (b x s x h), and the cross-entropy
+    # never gathers the logits: the row maxima are all-gathered (b x s per rank), the sums of
+    # exponentials all-reduced (b x s) and the loss all-reduced (1). The embedding (96 x 32 =
+    # 3072 elements) stays replicated: a lookup table no larger than its lookups' partial sums
+    # (8 x 16 x 32).
+    "llama_decoder": (2, 32, 16, lambda b, t: (allreduce_bytes(b * 16 * 32, t) +
                                                allgather_bytes(b * 16, t) +
                                                allreduce_bytes(b * 16, t) +
                                                allreduce_bytes(1, t))),
@@ -205,6 +205,10 @@ def main():
 
     llama = models.get(("llama_decoder", "static"))
     if llama:
+        # Written by the first resume case of this run: one left by an earlier run may come from
+        # another build (another trained set).
+        shutil.rmtree(os.path.join(llama.work, "ckpt_dp2_tp2_zero1"), ignore_errors=True)
+
         def resume_case(dp, tp, zero):
             saved = os.path.join(llama.work, "ckpt_dp2_tp2_zero1")
 

@@ -108,6 +108,23 @@ void printPassFailure(const Options &opts, FirstErrorCollector &errors) {
   printError(errors.hasError() ? errors.message() : opts.model + ": pass pipeline failed");
 }
 
+// Training: "NAME: why" for each initializer the step keeps frozen because it cannot be a
+// trained parameter (graph.not_trainable): ONNX does not say what PyTorch trains, so the user
+// learns which were left out.
+std::vector<std::string> notTrainedNotes(const Options &opts, mlir::ModuleOp module) {
+  std::vector<std::string> lines;
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (opts.mode != Mode::Train || !forward)
+    return lines;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (auto why = forward.getArgAttrOfType<mlir::StringAttr>(i, graph::kNotTrainableAttr))
+      lines.push_back(forward.getArgAttrOfType<mlir::StringAttr>(i, graph::kParamAttr).str() +
+                      ": " + why.str() +
+                      " (a buffer, such as an additive attention mask; PyTorch trains no such "
+                      "tensor)");
+  return lines;
+}
+
 // Writes the bundle (with source.onnx for training bundles) and reports what was written.
 int writeCompiledBundle(mlir::MLIRContext &ctx, const Options &opts, program::Bundle &bundle,
                         const std::vector<char> *weights, const PlanNotes &notes) {
@@ -157,6 +174,8 @@ int writeCompiledBundle(mlir::MLIRContext &ctx, const Options &opts, program::Bu
                static_cast<unsigned long long>(p.weights_bytes()),
                static_cast<unsigned long long>(p.workspace_bytes()),
                static_cast<unsigned long long>(peak), weights ? "" : " (weights absent: planning only)");
+  for (const std::string &line : notes.notTrained)
+    std::fprintf(stderr, "shardc: note: not training %s\n", line.c_str());
   if (opts.explain) {
     // The plan as written: writeBundle completes the bundle (weights file, checksums).
     std::ifstream plan(opts.output + "/" + kPlanFileName);
@@ -186,6 +205,8 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
   }
   if (!checkHasLoss(opts, imported->module.get()))
     return 1;
+  PlanNotes notes; // before the passes, which replace @forward by @train_step
+  notes.notTrained = notTrainedNotes(opts, imported->module.get());
   const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
   int dumpIndex = 0;
   if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, 1, false, {}, dumpIndex)) ||
@@ -203,8 +224,7 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
   *bundle.add_programs() = emitted->program;
   std::optional<std::vector<char>> weightsFile =
       layOutWeightsFile(emitted->weights, emitted->initialValues, {bundle.mutable_programs(0)});
-  return writeCompiledBundle(ctx, opts, bundle, weightsFile ? &*weightsFile : nullptr,
-                             PlanNotes());
+  return writeCompiledBundle(ctx, opts, bundle, weightsFile ? &*weightsFile : nullptr, notes);
 }
 
 // The global training step of one mesh (dp, tp, sp): built once from the import and
@@ -373,6 +393,7 @@ int compile(const Options &opts) {
     return 1;
   }
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
+  notes.notTrained = notTrainedNotes(opts, imported->module.get());
   program::Bundle bundle = newBundle(opts);
   bundle.set_world_size(chosen.dp * chosen.tp);
   bundle.set_strategy(chosen.canonical());

@@ -77,7 +77,8 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   SmallVector<Value> wrt;
   for (BlockArgument arg : body.getArguments()) {
     auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamAttr);
-    if (!name || !isDifferentiable(arg))
+    if (!name || !isDifferentiable(arg) ||
+        step.getArgAttr(arg.getArgNumber(), graph::kNotTrainableAttr))
       continue;
     if ((freeze && freeze->match(name.getValue())) ||
         (trainable && !trainable->match(name.getValue())))

@@ -283,6 +283,12 @@ void formatStrategyDecision(const std::vector<std::string> &lines, std::ostrings
   formatNoteLines("Strategy decision", lines, os);
 }
 
+// The initializers a training step keeps frozen although PyTorch-style export made them look
+// like parameters, and why.
+void formatNotTrained(const std::vector<std::string> &lines, std::ostringstream &os) {
+  formatNoteLines("Not trained (initializers that cannot be trained parameters)", lines, os);
+}
+
 // The tensor-parallel layout's decisions, as the compiler made them.
 void formatLayoutDecisions(const std::vector<std::string> &lines, std::ostringstream &os) {
   formatNoteLines("Tensor-parallel layout (what is split on tp, what stays whole and why)", lines,
@@ -904,6 +910,7 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
   os << "\n";
   if (!multiRank) {
     formatStrategyDecision(notes.strategyDecision, os);
+    formatNotTrained(notes.notTrained, os);
     for (const program::Program &p : bundle.programs()) {
       os << "== rank " << p.rank() << " of " << p.world_size() << "\n";
       formatProgramBody(p, os);
@@ -916,6 +923,7 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
     os << "warning: " << warning << "\n";
   if (!s.warnings.empty())
     os << "\n";
+  formatNotTrained(notes.notTrained, os);
   formatMesh(s, os);
   formatParameters(s, os);
   formatLayoutDecisions(s.layoutDecisions, os);

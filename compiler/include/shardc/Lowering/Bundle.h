@@ -32,6 +32,9 @@ struct PlanNotes {
   // graph.tp_layout): each parameter dimension class split on tp or kept whole and why, and
   // the sequence-parallel regions (printed under "Tensor-parallel layout").
   std::vector<std::string> layoutDecisions;
+  // Training: the initializers kept frozen because they cannot be trained parameters,
+  // "NAME: why" each (graph.not_trainable; printed under "Not trained").
+  std::vector<std::string> notTrained;
 };
 
 // Readable description of the program(s) (plan.txt, and what `shardc --explain` prints): for

@@ -299,7 +299,23 @@ def linear_classifier():
     return model(nodes, [vi("x", F32, [4, 3]), vi("y", I64, [4])], [vi("loss", F32, [])], inits)
 
 
+def masked_scores():
+    """loss = mean(softmax(x @ w + mask)): the float mask initializer holds -inf above the
+    diagonal (PyTorch's generate_square_subsequent_mask, registered as a buffer)."""
+    mask = np.triu(np.full((3, 3), -np.inf), 1)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["s"], name="scores"),
+        helper.make_node("Add", ["s", "mask"], ["m"], name="masked"),
+        helper.make_node("Softmax", ["m"], ["p"], name="softmax", axis=-1),
+        helper.make_node("ReduceMean", ["p"], ["loss"], name="mean", keepdims=0),
+    ]
+    inits = [const("w", np.linspace(-1, 1, 9).reshape(3, 3), np.float32),
+             const("mask", mask, np.float32)]
+    return model(nodes, [vi("x", F32, [3, 3])], [vi("loss", F32, [])], inits)
+
+
 MODELS = {
+    "masked_scores": masked_scores,
     "params_and_constants": params_and_constants,
     "shape_chain": shape_chain,
     "negative_axes": negative_axes,

@@ -18,6 +18,10 @@ namespace shardc::graph {
 inline constexpr llvm::StringLiteral kInputAttr = "graph.input";
 inline constexpr llvm::StringLiteral kParamAttr = "graph.param";
 inline constexpr llvm::StringLiteral kOutputAttr = "graph.output";
+// On a parameter argument that cannot be a trained parameter, why (e.g. "holds non-finite
+// values": PyTorch trains no such tensor, it is a buffer such as an additive attention mask).
+// The training step keeps it frozen.
+inline constexpr llvm::StringLiteral kNotTrainableAttr = "graph.not_trainable";
 
 // Data parallelism (passes/DataParallel.h). On a training step: the mesh it runs on (a symbol
 // reference to a 1-D mesh.mesh) and its ZeRO stage (0-3).
