@@ -268,6 +268,40 @@ def load_tensor(path):
     return numpy_helper.to_array(tensor)
 
 
+# The window functions' cosine sums (ONNX HannWindow, HammingWindow, BlackmanWindow), in
+# float64 from their definitions: sum of a_k cos(2 pi k n / N) over n < size, with N = size
+# (periodic) or size - 1 (symmetric).
+WINDOW_COEFFICIENTS = {"hann": (0.5, -0.5), "hamming": (25 / 46, -21 / 46),
+                       "blackman": (0.42, -0.5, 0.08)}
+WINDOW_CASE = re.compile(r"test_(hann|hamming|blackman)window(_symmetric)?_expanded$")
+# Cases whose stored reference was replaced, with why (listed in the report).
+REPLACED_REFERENCES = {}
+
+
+def exact_window_references(case):
+    """onnx 1.12 stores outputs for the expanded window-function tests that are off by up to
+    ~5e-5 from the windows' definitions (e.g. hann, size 10, n = 4: 0.9044867 against
+    0.5 - 0.5 cos(0.8 pi) = 0.9045085): an exact kernel fails them at rtol 1e-5. Where the
+    stored output differs from the definition by more than the comparison's tolerance, the
+    case is compared with the definition instead, and the report says so."""
+    match = WINDOW_CASE.match(case.name)
+    if not match:
+        return
+    coefficients = WINDOW_COEFFICIENTS[match.group(1)]
+    for index, (inputs, outputs) in enumerate(case.data_sets):
+        size = len(outputs[0])
+        period = size - 1 if match.group(2) else size
+        n = np.arange(size, dtype=np.float64)
+        exact = sum(a * np.cos(2 * np.pi * k * n / period) for k, a in enumerate(coefficients))
+        exact = exact.astype(outputs[0].dtype)
+        if not np.allclose(outputs[0], exact, rtol=RTOL, atol=ATOL):
+            deviation = float(np.max(np.abs(outputs[0].astype(np.float64) - exact)))
+            REPLACED_REFERENCES[case.name] = (
+                f"stored output off the window's definition by up to {deviation:.2g}; "
+                "compared with the definition (float64, rounded)")
+            case.data_sets[index] = (inputs, [exact])
+
+
 def check_random_dropout(case):
     """Training-mode Dropout with ratio > 0 draws a random mask, which no other implementation
     can reproduce bit for bit."""
@@ -308,6 +342,7 @@ def classify(case, bump):
         return
     load_data_sets(case)
     check_random_dropout(case)
+    exact_window_references(case)
 
 
 def frozen_model(case, inputs):
@@ -471,6 +506,12 @@ def format_report(cases, results, args, elapsed):
     group(CAT_RANDOM, "Random outputs", "Outputs drawn from a random generator.")
     group(CAT_CONST, "Compile-time operands that cannot be made constant", "")
     group(CAT_FORM, "Unsupported attribute forms", "Refused by shardc with an error naming the form.")
+
+    if REPLACED_REFERENCES:
+        lines += ["### Stored references replaced", ""]
+        for name, why in sorted(REPLACED_REFERENCES.items()):
+            lines.append(f"- `{name}`: {why}")
+        lines.append("")
 
     only_opset = [c for c in skipped if list(c.reasons) == [CAT_OPSET]]
     if only_opset:
