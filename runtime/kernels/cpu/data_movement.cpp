@@ -124,45 +124,38 @@ Status sliceKernel(KernelArgs &args) {
 namespace {
 
 // y = x with pads[d] elements before and pads[d + rank] after dimension d (negative: removed),
-// the new ones `value`: fills y, then copies the rows of x that land in it.
+// the new ones `value`: fills y, then copies the block of x that lands in it, walked by the
+// kernels' strided loop with x as operand 0 and y as operand 1.
 template <typename T>
 void padRows(const Tensor &x, const Tensor &y, const std::vector<int64_t> &pads, T value) {
   T *out = y.as<T>();
   std::fill(out, out + y.numel(), value);
   const size_t rank = x.shape.size();
-  // Per dim: the first index read in x, the first written in y, and how many.
-  std::vector<int64_t> fromX(rank), toY(rank), count(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    fromX[d] = std::max<int64_t>(0, -pads[d]);
-    toY[d] = std::max<int64_t>(0, pads[d]);
-    count[d] = std::min(x.shape[d] - fromX[d], y.shape[d] - toY[d]);
-    if (count[d] <= 0)
-      return;
-  }
-  if (rank == 0) {
-    *out = *x.as<T>();
-    return;
-  }
   const std::vector<int64_t> xs = contiguousStrides(x.shape), ys = contiguousStrides(y.shape);
-  const T *in = x.as<T>();
-  std::vector<int64_t> index(rank - 1, 0);
-  for (;;) {
-    int64_t xo = fromX[rank - 1], yo = toY[rank - 1];
-    for (size_t d = 0; d + 1 < rank; ++d) {
-      xo += (fromX[d] + index[d]) * xs[d];
-      yo += (toY[d] + index[d]) * ys[d];
-    }
-    std::copy(in + xo, in + xo + count[rank - 1], out + yo);
-    // The next row: an odometer over dims 0 .. rank-2.
-    int d = static_cast<int>(rank) - 2;
-    for (; d >= 0; --d) {
-      if (++index[d] < count[d])
-        break;
-      index[d] = 0;
-    }
-    if (d < 0)
+  StridedLoop loop;
+  loop.numOperands = 2;
+  for (size_t d = 0; d < rank; ++d) {
+    // The first index read in x, the first written in y, and how many.
+    const int64_t fromX = std::max<int64_t>(0, -pads[d]), toY = std::max<int64_t>(0, pads[d]);
+    const int64_t count = std::min(x.shape[d] - fromX, y.shape[d] - toY);
+    if (count <= 0)
       return;
+    loop.dims.push_back(count);
+    loop.strides[0].push_back(xs[d]);
+    loop.strides[1].push_back(ys[d]);
+    loop.baseOffsets[0] += fromX * xs[d];
+    loop.baseOffsets[1] += toY * ys[d];
   }
+  if (rank == 0) { // a scalar walk is one dim of size 1
+    loop.dims = {1};
+    loop.strides[0] = loop.strides[1] = {0};
+  }
+  loop.coalesce();
+  const T *in = x.as<T>();
+  forEachRow(loop, [&](int64_t, const int64_t *offsets, const int64_t *steps, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+      out[offsets[1] + i * steps[1]] = in[offsets[0] + i * steps[0]];
+  });
 }
 
 } // namespace
