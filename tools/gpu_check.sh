@@ -8,7 +8,8 @@
 #       2 ranks (dp=2 and tp=2), and copies shardrun, comm_nccl_smoke and the shared libraries
 #       they load (except the C library, the C++ runtime, the CUDA driver and NCCL, which the GPU
 #       machine has) into DIR, with OpenMPI's plugin tree.
-#   tools/gpu_check.sh run DIR                   on the GPU machine (OpenMPI need not be installed)
+#   tools/gpu_check.sh run DIR                   on the GPU machine (OpenMPI need not be installed;
+#                                                NCCL is found by the dynamic linker or NCCL_LIB_DIR)
 #       1. comm_nccl_smoke, one rank: all-reduce, reduce-scatter and all-gather through NCCL;
 #       2. shardrun --comm nccl on the 1-rank bundle: 30 steps, losses equal to --comm local's
 #          and within 1e-5 (relative) of PyTorch's;
@@ -22,7 +23,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 prepare() {
   set -e
   local dir=$1 build=${2:-build}
-  local python=/usr/bin/python3 shardc="$build/tools/shardc/shardc"
+  local python shardc="$build/tools/shardc/shardc"
+  # The Python the build's tests use (it has torch and onnx).
+  python=$(sed -n 's/^SHARDC_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")
   rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/lib" "$dir/root" "$dir/work"
   "$python" "$here/tests/models/export_tiny_gpt.py" --out "$dir/work/tiny_gpt"
   "$python" "$here/tests/models/train_reference.py" --model tiny_gpt \
@@ -42,15 +45,18 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/work/tiny_gpt/model.onnx" "
   local orterun orted
   orterun=$(command -v orterun) orted=$(command -v orted)
   cp "$orterun" "$dir/bin/mpirun" && cp "$orted" "$dir/bin/orted"
-  # OpenMPI and PMIx find their plugins and help texts under their configured prefix: the run
-  # stage puts this tree there when the GPU machine has none of its own.
-  local ompi_lib pmix_lib
+  # OpenMPI and PMIx find their plugins and help texts under their configured paths (ompi_info
+  # says which; PMIx's tree sits beside libmpi): the run stage puts these trees there when the
+  # GPU machine has no OpenMPI of its own.
+  ompi_path() { ompi_info --parsable --path all | sed -n "s/^path:$1://p" | head -1; }
+  local ompi_lib pmix_lib plugins
   ompi_lib=$(dirname "$(readlink -f "$(ldconfig -p | awk '/libmpi.so.40 /{print $NF; exit}')")")
-  for tree in "$ompi_lib/openmpi" "$ompi_lib/pmix2" /usr/share/openmpi /usr/share/pmix \
-              /etc/openmpi; do
+  plugins=$(ompi_path pkglibdir)
+  for tree in "$(dirname "$(ompi_path libdir)")" "$ompi_lib/pmix2" "$(ompi_path pkgdatadir)" \
+              "$(ompi_path sysconfdir)"; do
     [[ -e $tree ]] && mkdir -p "$dir/root$(dirname "$tree")" && cp -a "$tree" "$dir/root$tree"
   done
-  local objects=("$dir/bin/"* "$dir/root$ompi_lib/openmpi/lib/openmpi3/"*.so)
+  local objects=("$dir/bin/"* "$dir/root$plugins/"*.so)
   pmix_lib="$dir/root$ompi_lib/pmix2/lib/pmix"
   [[ -d $pmix_lib ]] && objects+=("$pmix_lib/"*.so)
   ldd "${objects[@]}" 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
@@ -92,9 +98,16 @@ run() {
     done)
     echo "OpenMPI: the copied one"
   fi
-  local nccl_dir
-  nccl_dir=$(dirname "$( (ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}'; \
-    find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null) | head -1)")
+  # NCCL: NCCL_LIB_DIR when given, else where the dynamic linker finds it.
+  local nccl_dir=${NCCL_LIB_DIR:-}
+  if [[ -z $nccl_dir ]]; then
+    nccl_dir=$(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}')
+    [[ -n $nccl_dir ]] && nccl_dir=$(dirname "$nccl_dir")
+  fi
+  if [[ -z $nccl_dir ]]; then
+    echo "gpu_check: libnccl.so.2 not found (set NCCL_LIB_DIR)" >&2
+    return 1
+  fi
   export LD_LIBRARY_PATH="$libs:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_mca_base_component_show_load_errors=0 OMPI_MCA_ess_singleton_isolated=1
