@@ -107,6 +107,16 @@ const HostTensor *TrainingLoop::value(const std::string &name) const {
   return it == inputs_.end() ? nullptr : &it->second;
 }
 
+Status checkResumePosition(const CheckpointContents &checkpoint) {
+  // The updates applied, and the steps run (their batches used), which differ by the skipped
+  // ones (--on-nonfinite skip-step): never fewer steps run than updates.
+  if (checkpoint.dataPosition < checkpoint.step)
+    return Status::error("data position " + std::to_string(checkpoint.dataPosition) +
+                         " is before step " + std::to_string(checkpoint.step) +
+                         " (not written by a training loop)");
+  return Status::ok();
+}
+
 Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
   const program::Program &program = executor_->program();
   SHARDC_RETURN_IF_ERROR(
@@ -127,11 +137,7 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
       if (!status.isOk())
         return Status::error("checkpoint tensor " + quoteForMessage(name) + " " + status.message());
     }
-  // The updates applied, and the steps run (their batches used), which differ by the skipped
-  // ones (--on-nonfinite skip-step).
-  if (checkpoint.dataPosition < checkpoint.step)
-    return Status::error("data position " + std::to_string(checkpoint.dataPosition) +
-                         " is before step " + std::to_string(checkpoint.step));
+  SHARDC_RETURN_IF_ERROR(checkResumePosition(checkpoint));
   step_ = checkpoint.dataPosition;
   skipped_ = checkpoint.dataPosition - checkpoint.step;
   *inputs_[kStepInputName].as<int64_t>() = checkpoint.step;

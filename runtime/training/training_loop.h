@@ -34,6 +34,10 @@ namespace shardc::runtime {
 // bundle's weights file: readInitialValue in runtime/program/bundle.h) into `dst`.
 using InitialValueReader = std::function<Status(const program::StateInit &init, uint8_t *dst)>;
 
+// Whether a checkpoint's step (updates applied) and data position (steps run) can be resumed
+// from: what TrainingLoop::restore checks, for callers that check before building the loop.
+Status checkResumePosition(const CheckpointContents &checkpoint);
+
 class TrainingLoop {
 public:
   // Derives the signature of the executor's program and builds the initial state. `executor`

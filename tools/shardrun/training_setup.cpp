@@ -4,6 +4,7 @@
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 #include "runtime/training/sharded_tensor.h"
+#include "runtime/training/training_loop.h"
 #include "runtime/training/training_signature.h"
 
 #include <filesystem>
@@ -101,11 +102,9 @@ std::optional<Failure> loadResumeCheckpoint(const Options &options, TrainingRun 
     return error(dir + ": the checkpoint was written with --seed " +
                  std::to_string(checkpoint.rngSeed) + ", not " + std::to_string(*options.seed) +
                  " (a resumed run must draw the same batches)");
-  // The data position is the steps run: the updates applied plus those skipped.
-  if (checkpoint.dataPosition < checkpoint.step)
-    return error(dir + ": data position " + std::to_string(checkpoint.dataPosition) +
-                 " is before step " + std::to_string(checkpoint.step) +
-                 " (not written by shardrun's training loop)");
+  // Checked here as well as by the loop's restore: before the executor allocates anything.
+  if (Status position = checkResumePosition(checkpoint); !position.isOk())
+    return error(dir + ": " + position.message());
   if (checkpoint.dataPosition > *options.steps)
     return error(dir + ": the checkpoint is at step " + std::to_string(checkpoint.dataPosition) +
                  ", beyond --steps " + std::to_string(*options.steps));
