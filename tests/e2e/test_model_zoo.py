@@ -153,12 +153,6 @@ class Zoo:
             losses.append(float(loss))
         return losses
 
-    def record(self, name, style, check, result):
-        self.rows.append((name, style, check, result))
-        if isinstance(result, str):
-            return result
-        return None, f"worst relative difference {result:.3g}"
-
     def run(self, name, style):
         """All checks of one export; returns the case's verdict."""
         model, path, torch_loss = self.export(name, style)
@@ -166,9 +160,10 @@ class Zoo:
         errors, details = [], []
 
         def check(check_name, result):
-            verdict = self.record(name, style, check_name, result)
-            if isinstance(verdict, str):
-                errors.append(f"{check_name}: {verdict}")
+            """`result`: the worst relative difference, or an error string."""
+            self.rows.append((name, style, check_name, result))
+            if isinstance(result, str):
+                errors.append(f"{check_name}: {result}")
             else:
                 details.append(f"{check_name} {result:.2g}")
                 if result > RTOL:
