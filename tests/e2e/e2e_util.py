@@ -208,6 +208,21 @@ def write_program_checksum(bundle):
         f.write(f"{fnv1a64(data):016x}\n")
 
 
+def metric_lines(path):
+    """The lines of a --metrics file (none when it does not exist), without newlines."""
+    if not os.path.exists(path):
+        return []
+    return [line.rstrip("\n") for line in open(path)]
+
+
+def metrics_field(line, name):
+    """The raw text of a field in a metrics line, so floats are compared as written (equal
+    text: bit-identical values)."""
+    start = line.index(f'"{name}": ') + len(name) + 4
+    end = min(i for i in (line.find(",", start), line.find("}", start)) if i >= 0)
+    return line[start:end]
+
+
 def run_cases(cases):
     """Runs each (name, fn) of `cases` and exits with the verdict.
 

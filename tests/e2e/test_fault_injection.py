@@ -44,18 +44,8 @@ STEPS = 20
 LR = "1e-3"
 
 
-def metric_lines(path):
-    return [line.rstrip("\n") for line in open(path)] if os.path.exists(path) else []
-
-
-def field(line, name):
-    return json.loads(line)[name] if line else None
-
-
-def raw_loss(line):
-    """The loss as written (compared as text, so that equal means bit-identical)."""
-    start = line.index('"loss": ') + len('"loss": ')
-    return line[start:line.index(",", start)]
+metric_lines = e2e_util.metric_lines
+field = e2e_util.metrics_field
 
 
 def checkpoint_files(ckpt, entry):
@@ -98,8 +88,8 @@ class Harness:
             step_time = gaps[len(gaps) // 2] if gaps else 0.01
             self.reference[mode] = (os.path.join(out, "ckpt"), lines, seen[1] - start, step_time)
         ref_local, ref_mpi = self.reference["local"][1], self.reference.get("mpirun", [None])[1]
-        if ref_mpi is not None and [raw_loss(a) for a in ref_local] != \
-                [raw_loss(b) for b in ref_mpi]:
+        if ref_mpi is not None and [field(a, "loss") for a in ref_local] != \
+                [field(b, "loss") for b in ref_mpi]:
             raise SystemExit("the uninterrupted runs of 4 local ranks and of mpirun differ")
 
     def modes(self):
@@ -209,9 +199,9 @@ class Harness:
         if [field(line, "step") for line in lines] != [field(line, "step") for line in expected]:
             return f"{how}: resumed steps {[field(line, 'step') for line in lines]}"
         for line, ref in zip(lines, expected):
-            if raw_loss(line) != raw_loss(ref):
-                return f"{how}: step {field(line, 'step')}: loss {raw_loss(line)}, " \
-                       f"uninterrupted {raw_loss(ref)}"
+            if field(line, "loss") != field(ref, "loss"):
+                return f"{how}: step {field(line, 'step')}: loss {field(line, 'loss')}, " \
+                       f"uninterrupted {field(ref, 'loss')}"
         where = f"checkpoint of step {saved}" if saved else "no checkpoint yet"
         return None, f"{how}: {where} (metrics to step {ran}), resumed {len(lines)} steps " \
                      "bit-identical"

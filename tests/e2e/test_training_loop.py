@@ -91,15 +91,8 @@ class Setup:
         return e2e_util.run_tool([self.args.shardrun, self.bundle, *flags], self.args.timeout)
 
 
-def metric_lines(path):
-    return [line.rstrip("\n") for line in open(path)]
-
-
-def field(line, name):
-    """The raw text of a field in a metrics line, so floats are compared as written."""
-    start = line.index(f'"{name}": ') + len(name) + 4
-    end = min(i for i in (line.find(",", start), line.find("}", start)) if i >= 0)
-    return line[start:end]
+metric_lines = e2e_util.metric_lines
+field = e2e_util.metrics_field
 
 
 def case_matches_torch(s):
