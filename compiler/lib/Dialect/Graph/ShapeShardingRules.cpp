@@ -114,50 +114,48 @@ std::optional<OpShardingRule> SplitOp::getShardingRule() {
 }
 
 namespace {
-// A slice (or its gradient) along `whole` and `part`: a dimension taken entirely (start 0,
-// step 1, all elements) is parallel, any other stays whole.
-OpShardingRule sliceRule(ArrayRef<int64_t> whole, ArrayRef<int64_t> part,
-                         ArrayRef<int64_t> starts, ArrayRef<int64_t> steps, StringRef op) {
+// An op from `in` to `out` of the same rank that keeps some dimensions as they are: each kept
+// one is one parallel factor of both (a split of it stays a split of the other); any other is
+// whole on both sides, `why` saying so (a block of one does not map onto a block of the other).
+OpShardingRule keptOrWhole(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                           llvm::function_ref<bool(size_t)> keeps, StringRef why) {
   OpShardingRule rule;
-  SmallVector<int> w, p;
-  for (size_t d = 0; d < whole.size(); ++d) {
-    bool full = starts[d] == 0 && steps[d] == 1 && whole[d] == part[d];
-    if (full) {
-      int f = whole[d] == 1 ? -1 : rule.addFactor(whole[d]);
-      w.push_back(f);
-      p.push_back(f);
-      continue;
-    }
-    w.push_back(whole[d] == 1 ? -1 : rule.addWhole(whole[d], (op + " takes part of it").str()));
-    p.push_back(part[d] == 1 ? -1 : rule.addWhole(part[d], (op + " takes part of it").str()));
-  }
-  rule.operands = {OpShardingRule::tensor(w)};
-  rule.results = {OpShardingRule::tensor(p)};
-  rule.linear = {true};
-  return rule;
-}
-} // namespace
-
-// A dimension with no pads passes through (any split of it stays a split of the result); one
-// with pads or crops is kept whole: a block of it does not map onto a block of the result.
-std::optional<OpShardingRule> PadOp::getShardingRule() {
-  OpShardingRule rule;
-  ArrayRef<int64_t> in = shapeOf(getInput()), out = getType().getShape();
-  ArrayRef<int64_t> pads = getPads();
-  const size_t rank = in.size();
   SmallVector<int> x, y;
-  for (size_t d = 0; d < rank; ++d) {
-    if (pads[d] == 0 && pads[d + rank] == 0) {
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (keeps(d)) {
       int f = in[d] == 1 ? -1 : rule.addFactor(in[d]);
       x.push_back(f);
       y.push_back(f);
       continue;
     }
-    x.push_back(in[d] == 1 ? -1 : rule.addWhole(in[d], "pad changes its size"));
-    y.push_back(out[d] == 1 ? -1 : rule.addWhole(out[d], "pad changes its size"));
+    x.push_back(in[d] == 1 ? -1 : rule.addWhole(in[d], why.str()));
+    y.push_back(out[d] == 1 ? -1 : rule.addWhole(out[d], why.str()));
   }
   rule.operands = {OpShardingRule::tensor(x)};
   rule.results = {OpShardingRule::tensor(y)};
+  rule.linear = {true};
+  return rule;
+}
+
+// A slice (or its gradient) along `whole` and `part`: a dimension taken entirely (start 0,
+// step 1, all elements) is parallel, any other stays whole.
+OpShardingRule sliceRule(ArrayRef<int64_t> whole, ArrayRef<int64_t> part,
+                         ArrayRef<int64_t> starts, ArrayRef<int64_t> steps, StringRef op) {
+  return keptOrWhole(
+      whole, part,
+      [&](size_t d) { return starts[d] == 0 && steps[d] == 1 && whole[d] == part[d]; },
+      (op + " takes part of it").str());
+}
+} // namespace
+
+// A dimension with no pads passes through; one with pads or crops is kept whole.
+std::optional<OpShardingRule> PadOp::getShardingRule() {
+  ArrayRef<int64_t> pads = getPads();
+  const size_t rank = pads.size() / 2;
+  OpShardingRule rule =
+      keptOrWhole(shapeOf(getInput()), getType().getShape(),
+                  [&](size_t d) { return pads[d] == 0 && pads[d + rank] == 0; },
+                  "pad changes its size");
   // Linear only when the new elements are zeros: a pending sum of the input padded with c
   // would sum c over the devices.
   rule.linear = {getValue().convertToDouble() == 0.0};
