@@ -5,6 +5,7 @@
 #include "shardc/Autodiff/TrainStep.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace shardc {
 #define GEN_PASS_DEF_PLACEONMESH
@@ -65,6 +66,10 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
                                                   ArrayRef<SmallVector<mesh::MeshAxis>>{});
     auto batchOnDim0 = mesh::MeshShardingAttr::get(
         &getContext(), meshRef, ArrayRef<SmallVector<mesh::MeshAxis>>{{0}});
+    llvm::StringSet<> bufferNames;
+    for (unsigned i = 0; i < step.getNumResults(); ++i)
+      if (auto name = step.getResultAttrOfType<StringAttr>(i, graph::kBufferAttr))
+        bufferNames.insert(name.getValue());
     // A parameter or state split on tp (propagation's TP layout) keeps its split; under ZeRO
     // its flat shard is of the device's block.
     auto layout = [&](DictionaryAttr attrs, Type type, Attribute tpSplit) -> Attribute {
@@ -80,8 +85,12 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
         return cast<RankedTensorType>(type).getRank() ? Attribute(batchOnDim0) : replicated;
       if (attrs.get(kStateAttr))
         return zero >= 1 ? Attribute(flat()) : whole;
-      if (attrs.get(graph::kParamAttr))
-        return zero == 3 ? Attribute(flat()) : whole;
+      // Buffers the step updates (a few statistics each) stay whole: their new values are
+      // computed whole, from statistics of the global batch.
+      if (attrs.get(graph::kBufferAttr))
+        return whole;
+      if (auto param = attrs.getAs<StringAttr>(graph::kParamAttr))
+        return zero == 3 && !bufferNames.contains(param.getValue()) ? Attribute(flat()) : whole;
       return whole;
     };
     // The tp split of each parameter and state by name, for the results that return them.

@@ -28,7 +28,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libopenblas-dev
   libopenmpi-dev openmpi-bin
-  python3 python3-numpy python3-torch python3-onnx python3-protobuf python3-venv
+  python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-protobuf python3-venv
 )
 
 missing=()

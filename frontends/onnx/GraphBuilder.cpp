@@ -134,12 +134,18 @@ LogicalResult GraphBuilder::finish(const onnx::GraphProto &graph) {
       return errors_.fail(what + ": " + why);
     results.push_back(value);
   }
+  // The updated buffers follow the graph outputs.
+  for (const BufferUpdate &update : bufferUpdates_)
+    results.push_back(update.updated);
   Location file = FileLineColLoc::get(&ctx_, errors_.modelPath(), 0, 0);
   builder_.create<func::ReturnOp>(file, results);
   func_.setFunctionType(
       FunctionType::get(&ctx_, func_.getArgumentTypes(), ValueRange(results).getTypes()));
   for (int i = 0; i < graph.output_size(); ++i)
     func_.setResultAttr(i, graph::kOutputAttr, StringAttr::get(&ctx_, graph.output(i).name()));
+  for (auto [i, update] : llvm::enumerate(bufferUpdates_))
+    func_.setResultAttr(graph.output_size() + i, graph::kBufferAttr,
+                        func_.getArgAttr(update.param.getArgNumber(), graph::kParamAttr));
 
   values_.clear();
   eraseDeadConstants();
@@ -153,6 +159,29 @@ LogicalResult GraphBuilder::finish(const onnx::GraphProto &graph) {
                         "the imported IR does not verify: " + message);
   }
   return success();
+}
+
+LogicalResult GraphBuilder::addBufferUpdate(BlockArgument param, Value updated,
+                                            const std::string &why) {
+  for (const BufferUpdate &update : bufferUpdates_)
+    if (update.param == param)
+      return failure();
+  if (updateBuffers_)
+    bufferUpdates_.push_back({param, updated});
+  markNotTrainable(param, why);
+  return success();
+}
+
+BlockArgument GraphBuilder::parameterOf(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &func_.getBody().front() ||
+      !func_.getArgAttr(arg.getArgNumber(), graph::kParamAttr))
+    return BlockArgument();
+  return arg;
+}
+
+void GraphBuilder::markNotTrainable(BlockArgument param, const std::string &why) {
+  func_.setArgAttr(param.getArgNumber(), graph::kNotTrainableAttr, StringAttr::get(&ctx_, why));
 }
 
 void GraphBuilder::eraseDeadConstants() {

@@ -59,9 +59,23 @@ public:
   // Whether training-mode Dropout nodes keep their random mask (ImportOptions::trainingDropout).
   void setTrainingDropout(bool enabled) { trainingDropout_ = enabled; }
   bool trainingDropout() const { return trainingDropout_; }
+  // Whether addBufferUpdate records updates (ImportOptions::updateBuffers).
+  void setUpdateBuffers(bool enabled) { updateBuffers_ = enabled; }
   // The random stream of the next Dropout node: its position among the model's Dropout nodes
   // in graph order, so that a reference implementation can reproduce the masks.
   int64_t nextDropoutStream() { return dropoutStreams_++; }
+  // The parameter argument `value` is, or null when it is something else.
+  mlir::BlockArgument parameterOf(mlir::Value value);
+  // Keeps parameter `param` out of training; `why` becomes its graph.not_trainable reason.
+  void markNotTrainable(mlir::BlockArgument param, const std::string &why);
+  // Records that parameter `param` is a buffer the model updates as it runs: after each step
+  // it holds `updated` (a graph.buffer result of @forward), and it is never trained. Fails,
+  // without recording an error, when the parameter already has an update.
+  mlir::LogicalResult addBufferUpdate(mlir::BlockArgument param, mlir::Value updated,
+                                      const std::string &why);
+  // The model's producer_name ("pytorch", ...), for semantics its exporter leaves implicit.
+  void setProducerName(std::string name) { producerName_ = std::move(name); }
+  const std::string &producerName() const { return producerName_; }
   mlir::OpBuilder &builder() { return builder_; }
   mlir::MLIRContext &context() { return ctx_; }
   ErrorReporter &errors() { return errors_; }
@@ -92,7 +106,14 @@ private:
   mlir::func::FuncOp func_;
   llvm::StringMap<mlir::Value> values_;           // cleared by finish(): folding erased some
   llvm::StringMap<mlir::RankedTensorType> types_; // of every name ever bound
+  struct BufferUpdate {
+    mlir::BlockArgument param;
+    mlir::Value updated;
+  };
+  std::vector<BufferUpdate> bufferUpdates_;
+  std::string producerName_;
   bool trainingDropout_ = false;
+  bool updateBuffers_ = true;
   int64_t dropoutStreams_ = 0;
 };
 

@@ -85,8 +85,12 @@ mlir::LogicalResult loadInitializers(mlir::MLIRContext &ctx, onnx::GraphProto &g
       // An optimizer step makes nothing of NaN or infinity but NaN: no trained parameter holds
       // one, while a buffer such as a causal mask added to the scores (-inf above the
       // diagonal) does, and has a gradient like any other addend.
-      if (decoded.present && isFloat && hasNonFinite(decoded.bytes))
-        entry.notTrainable = "holds non-finite values";
+      if (options.recordedTrainable && isFloat && !options.recordedTrainable->count(name))
+        entry.notTrainable = "a buffer: not in the model's record of trained parameters "
+                             "(shardc.trainable)";
+      else if (decoded.present && isFloat && hasNonFinite(decoded.bytes))
+        entry.notTrainable = "holds non-finite values (a buffer, such as an additive "
+                             "attention mask: PyTorch trains no such tensor)";
       out.parameterNames.insert(name);
       weights.add(name, WeightTensor{decoded.type, decoded.present, std::move(decoded.bytes)});
       dropData(tensor);

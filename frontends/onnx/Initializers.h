@@ -50,6 +50,10 @@ struct InitializerOptions {
   std::string baseDir;        // external data is relative to it ("" = current directory)
   bool requireWeights = true; // false: absent external-data files make absent parameters
   std::set<std::string> compileTimeNames; // see compileTimeInputNames()
+  // The model's record of the parameters PyTorch trains (the shardc.trainable metadata the
+  // project's export helper writes), when it has one: float initializers not in it are
+  // buffers, never trained.
+  std::optional<std::set<std::string>> recordedTrainable;
 };
 
 // Decodes every initializer of `graph` into `out` and the parameters' bytes into `weights`.

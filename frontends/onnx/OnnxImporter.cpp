@@ -15,6 +15,7 @@
 #include "frontends/onnx/ModelValidation.h"
 #include "frontends/onnx/NodeContext.h"
 #include "frontends/onnx/SupportedOps.h"
+#include "frontends/onnx/TrainableRecord.h"
 
 #include "shardc/Dialect/Graph/GraphDialect.h"
 
@@ -68,8 +69,11 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
 
   ImportedModel result;
   InitializerSet initializers;
+  FailureOr<std::optional<std::set<std::string>>> record = readTrainableRecord(model, errors);
+  if (failed(record))
+    return failure();
   InitializerOptions initOptions{baseDir.str(), opts.requireWeights,
-                                 compileTimeInputNames(graph, *opset)};
+                                 compileTimeInputNames(graph, *opset), *record};
   if (failed(loadInitializers(ctx, graph, initOptions, initializers, result.weights, errors)) ||
       failed(inlineConstantNodeData(ctx, graph, baseDir, errors)))
     return failure();
@@ -86,6 +90,8 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
 
   GraphBuilder builder(ctx, errors, declaredTypes(graph));
   builder.setTrainingDropout(opts.trainingDropout);
+  builder.setProducerName(model.producer_name());
+  builder.setUpdateBuffers(opts.updateBuffers);
   if (failed(builder.begin(graph, initializers)) || failed(importNodes(builder, graph, *opset)) ||
       failed(builder.finish(graph)))
     return failure();
@@ -96,6 +102,9 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
       return failure();
   }
   result.module = builder.takeModule();
+  if (*record)
+    if (auto forward = result.module->lookupSymbol<func::FuncOp>("forward"))
+      forward->setAttr(graph::kTrainableRecordAttr, UnitAttr::get(&ctx));
   return result;
 }
 

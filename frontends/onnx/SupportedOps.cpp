@@ -56,6 +56,13 @@ const OpInfo kOps[] = {
     {"LayerNormalization", 17, 2, 3, 1, 3, 0, importLayerNormalization},
     {"Softmax", 13, 1, 1, 1, 1, 0, importSoftmax},
     {"LogSoftmax", 13, 1, 1, 1, 1, 0, importLogSoftmax},
+    // Convolution, pooling, batch normalisation
+    {"Conv", 13, 2, 3, 1, 1, 0, importConv},
+    {"MaxPool", 13, 1, 1, 1, 2, 0, importMaxPool},
+    {"AveragePool", 13, 1, 1, 1, 1, 0, importAveragePool},
+    {"GlobalAveragePool", 13, 1, 1, 1, 1, 0, importGlobalAveragePool},
+    {"GlobalMaxPool", 13, 1, 1, 1, 1, 0, importGlobalMaxPool},
+    {"BatchNormalization", 13, 5, 5, 1, 5, 0, importBatchNormalization},
     // Reductions (axes: an attribute or input 1, depending on op and opset)
     {"ReduceMean", 13, 1, 2, 1, 1, bit(1), importReduceMean},
     {"ReduceSum", 13, 1, 2, 1, 1, bit(1), importReduceSum},

@@ -376,10 +376,15 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return -1;
     Operation *producer = result.getOwner();
     auto factor = producer->getAttrOfType<IntegerAttr>(sharding::kSequenceFactorAttr);
-    const std::optional<graph::OpShardingRule> &rule = rules[producer];
-    if (!factor || !rule || result.getResultNumber() >= rule->results.size())
+    // find, not operator[]: an op created while partitioning has no entry, and inserting one
+    // could grow the map under the rule reference rewrite() holds.
+    auto it = rules.find(producer);
+    if (!factor || it == rules.end() || !it->second)
       return -1;
-    const graph::TensorFactors &tf = rule->results[result.getResultNumber()];
+    const graph::OpShardingRule &rule = *it->second;
+    if (result.getResultNumber() >= rule.results.size())
+      return -1;
+    const graph::TensorFactors &tf = rule.results[result.getResultNumber()];
     for (size_t d = 0; d < tf.size(); ++d)
       if (!tf[d].empty() && tf[d][0] == factor.getInt())
         return static_cast<int>(d);
@@ -489,7 +494,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   }
 
   LogicalResult rewrite(Operation *op) {
-    const std::optional<graph::OpShardingRule> &rule = rules[op];
+    // Every op of the function got its entry before rewriting started.
+    const std::optional<graph::OpShardingRule> &rule = rules.find(op)->second;
     if (meshShape.size() > 1)
       reshardSequence(op, rule);
     if (auto add = dyn_cast<graph::AddOp>(op))

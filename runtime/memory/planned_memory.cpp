@@ -95,6 +95,8 @@ const char *bufferRoleName(program::BufferRole role) {
     return "activations";
   case program::ROLE_CONSTANT:
     return "constants";
+  case program::ROLE_BUFFER:
+    return "buffers";
   default:
     return "unclassified";
   }

@@ -14,7 +14,8 @@ SUPPORTED_OPS = frozenset("""
     Min Clip Where Equal Less Greater Not And Or Cast MatMul Gemm LayerNormalization Softmax
     LogSoftmax ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat
     Split Slice Pad Gather Expand Shape ConstantOfShape Range Trilu Identity Constant SoftmaxCrossEntropyLoss
-    NegativeLogLikelihoodLoss Dropout
+    NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
+    BatchNormalization
 """.split())
 
 # Default-domain opsets shardc accepts.

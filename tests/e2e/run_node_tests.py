@@ -328,6 +328,8 @@ def check_forms(case):
             mode = next((a.s.decode() for a in node.attribute if a.name == "mode"), "constant")
             if mode != "constant":
                 case.skip(CAT_FORM, f"Pad mode '{mode}' (constant only)")
+        if node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1]:
+            case.skip(CAT_FORM, "MaxPool's Indices output")
 
 
 def classify(case, bump):

@@ -109,19 +109,17 @@ def rows_model(rows):
 
 
 def unsupported_ops_model():
-    """Two Conv nodes and one Hardmax (none supported) around a supported Relu."""
-    w1 = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w1")
-    w2 = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w2")
+    """Two LpPool nodes and one Hardmax (none supported) around a supported Relu."""
     nodes = [
-        helper.make_node("Conv", ["x", "w1"], ["c1"], name="first_conv"),
-        helper.make_node("Conv", ["c1", "w2"], ["c2"], name="second_conv"),
+        helper.make_node("LpPool", ["x"], ["c1"], name="first_lp_pool", kernel_shape=[3, 3]),
+        helper.make_node("LpPool", ["c1"], ["c2"], name="second_lp_pool", kernel_shape=[3, 3]),
         helper.make_node("Relu", ["c2"], ["r"], name="relu"),
         helper.make_node("Hardmax", ["r"], ["y"], name="the_hardmax"),
     ]
     graph = helper.make_graph(
         nodes, "unsupported", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                              [1, 1, 5, 5])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 1, 1])], [w1, w2])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 1, 1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model, full_check=True)
     return model
@@ -287,9 +285,9 @@ def build_cases(args):
                       "shardc", ["four.onnx", "--gpu-memory 1 byte on 2 ranks"]))
 
     # --- shardc: models it must refuse
-    path = save(unsupported_ops_model(), os.path.join(work, "unsupported", "convs.onnx"))
+    path = save(unsupported_ops_model(), os.path.join(work, "unsupported", "pools.onnx"))
     cases.append(Case("unsupported_ops", compile_argv(path), "shardc",
-                      ["convs.onnx", "Conv", "Hardmax", ("first_conv", "second_conv"),
+                      ["pools.onnx", "LpPool", "Hardmax", ("first_lp_pool", "second_lp_pool"),
                        "the_hardmax"], extra=count_mentioned(path, 2)))
 
     path = save(pad_mode_model("reflect"), os.path.join(work, "pad_reflect", "pad.onnx"))

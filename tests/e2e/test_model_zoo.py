@@ -1,46 +1,119 @@
-"""Hugging Face models, unchanged: their ordinary ONNX exports trained by shardc against PyTorch.
+"""Models written by others, unchanged: their ordinary ONNX exports trained by shardc against PyTorch.
 
-    test_model_zoo.py --shardc PATH --shardrun PATH --work DIR [--models gpt2,llama]
+    test_model_zoo.py --shardc PATH --shardrun PATH --work DIR [--models gpt2,resnet18]
                       [--table FILE]
 
 Runs under a Python that has `transformers` (tools/setup.sh makes .venv with transformers 4.49,
-the newest release that runs on Debian's torch 1.13). Each model is built from its
-transformers config class with small random sizes (vocab 256, hidden 64, 2 layers, 4 heads;
-2 key/value heads for the Llama family: grouped-query attention), wrapped so that the graph
-returns the model's own loss (HF's loss code, label shift included) and its logits, and exported
-by torch.onnx.export (opset 17, training mode) in both styles: with dynamic_axes (batch and
-sequence symbolic, given to shardc with --input-shape) and without (baked into the graph).
+the newest release that runs on Debian's torch 1.13) and Debian's torchvision. The models:
+  Hugging Face   GPT-2, Llama (grouped-query attention, RoPE), Mistral, Qwen2, BERT (masked-LM
+                 head), ViT (image classification): built from their config classes with small
+                 random sizes (hidden 64, 2 layers, 4 heads, vocab 256), the model's own loss
+  torch.nn       nn.TransformerEncoder (batch-first, causal float mask buffer), nn.Transformer
+                 with batch_first False (sequence-first [seq, batch] inputs) and True, a
+                 sequence-first nn.MultiheadAttention block, and a small CNN of Conv2d (strided,
+                 grouped, dilated), BatchNorm2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d
+  torchvision    ResNet-18 (10 classes, 32x32 images)
+each exported by torch.onnx.export (opset 17, training mode) in two styles: "static" (no
+dynamic_axes: batch and sequence baked into the graph; plain torch.onnx.export, so shardc guesses
+the trained set) and "dynamic" (batch and sequence symbolic, given to shardc with --input-shape;
+exported by the project's tools/export/shardc_export.py, which records the trained parameters).
 
 Per model and style:
   forward    shardrun --mode forward's loss within 1e-5 (relative) of PyTorch's
-  train      30 AdamW steps (lr 1e-3, weight decay 0.01) on one batch: every step's loss within
-             1e-5 of torch.optim.AdamW's on the same module, and the trained set equal to
-             PyTorch's named_parameters()
+  train      30 AdamW steps (weight decay 0.01) on one batch: every step's loss within 1e-5 of
+             torch.optim.AdamW's on the same module; the trained set equal to PyTorch's
+             named_parameters(); BatchNorm's running statistics in the trained model shardrun
+             exports equal to PyTorch's buffers after the 30 steps
   dp2_zero3  --gpus 2 --strategy zero3: every step within 1e-5 of the 1-rank run
   tp2        --gpus 2 --strategy tp=2: the same
+  dp2_tp2    --gpus 4 --strategy dp=2,tp=2: the same
+Models whose batch the partitioner cannot split (nn.MultiheadAttention merges it into the minor
+part of [seq * batch, embed]) must be refused in one line naming why, for both checks that split
+the batch; the table records the refusal.
+Some trainings amplify float32 rounding: ResNet-18 (BatchNorm over few values per channel in
+its last stage) and the sequence-first nn.Transformer (AdamW turns the rounding noise of the
+attention key bias, whose exact gradient is zero, into full-size steps). PyTorch's own float32
+and float64 runs of them part by more than 1e-5, so no float32 implementation can meet 1e-5
+there. Every model's tolerance is therefore max(1e-5, twice the worst difference between
+PyTorch's float32 and float64 runs of the same 30 steps), measured in the same run and printed
+beside the results; for the others it stays 1e-5.
 Writes the table (model x style x check, worst relative difference) to --table.
 """
 
 import argparse
+import collections
+import copy
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
+import onnx
 import torch
+from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "export"))
 import e2e_util  # noqa: E402
+import shardc_export  # noqa: E402
 
 BATCH, SEQ, VOCAB = 2, 16, 256
 STEPS = 30
 RTOL = 1e-5
 
 
-def decoder(config_name, model_name, **extra):
+class Spec:
+    """One zoo model: build() makes the module (forward(*inputs) -> loss, or a tuple starting
+    with it); inputs() its batch by name; dynamic the symbolic axes of the dynamic export."""
+
+    def __init__(self, build, inputs, dynamic, lr=1e-3, batch_split_refused=None):
+        self.build, self.inputs, self.dynamic = build, inputs, dynamic
+        self.lr = lr
+        # What shardc says when it cannot split this model's batch (None: it can).
+        self.batch_split_refused = batch_split_refused
+
+
+# nn.MultiheadAttention merges the batch into the minor part of [seq * batch, embed] before its
+# output projection: a block of the batch is then strided rows, which the partitioner does not
+# split; shardc refuses data parallelism for it in one line instead of splitting another axis.
+MHA_BATCH_MERGED = "a reshape merges it into the minor part of a dimension"
+
+
+def generator():
+    return torch.Generator().manual_seed(0)
+
+
+def token_batch():
+    ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=generator())
+    return collections.OrderedDict(input_ids=ids, labels=ids.clone())
+
+
+TOKENS_DYNAMIC = {"input_ids": {0: "batch", 1: "seq"}, "labels": {0: "batch", 1: "seq"}}
+
+
+def image_batch(size=32, batch=BATCH):
+    g = generator()
+    return collections.OrderedDict(pixel_values=torch.randn(batch, 3, size, size, generator=g),
+                                   labels=torch.randint(0, 10, (batch,), generator=g))
+
+
+IMAGES_DYNAMIC = {"pixel_values": {0: "batch"}, "labels": {0: "batch"}}
+
+
+class HuggingFaceLoss(torch.nn.Module):
+    """forward(**batch) -> the model's own loss (HF's loss code, label shift included)."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, *inputs):
+        return self.model(**dict(zip(self.names, inputs))).loss
+
+
+def hf_decoder(config_name, model_name, **extra):
     def build():
         import transformers
         config = getattr(transformers, config_name)(
@@ -48,133 +121,280 @@ def decoder(config_name, model_name, **extra):
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
             attention_dropout=0.0, tie_word_embeddings=False, use_cache=False,
             attn_implementation="eager", **extra)
-        return getattr(transformers, model_name)(config)
-    return build
+        return HuggingFaceLoss(getattr(transformers, model_name)(config), list(TOKENS_DYNAMIC))
+    return Spec(build, token_batch, TOKENS_DYNAMIC)
 
 
-def gpt2():
+def hf_gpt2():
     import transformers
     config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=2,
                                      n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                                      use_cache=False, attn_implementation="eager")
-    return transformers.GPT2LMHeadModel(config)
+    return HuggingFaceLoss(transformers.GPT2LMHeadModel(config), list(TOKENS_DYNAMIC))
 
 
-def bert():
+def hf_bert():
     import transformers
     config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
                                      num_attention_heads=4, intermediate_size=128,
                                      max_position_embeddings=64, hidden_dropout_prob=0.0,
                                      attention_probs_dropout_prob=0.0,
                                      attn_implementation="eager")
-    return transformers.BertForMaskedLM(config)
+    return HuggingFaceLoss(transformers.BertForMaskedLM(config), list(TOKENS_DYNAMIC))
 
 
-MODELS = {
-    "gpt2": gpt2,
-    "llama": decoder("LlamaConfig", "LlamaForCausalLM"),
-    "mistral": decoder("MistralConfig", "MistralForCausalLM", sliding_window=None),
-    "qwen2": decoder("Qwen2Config", "Qwen2ForCausalLM", sliding_window=None),
-    "bert_mlm": bert,
-}
+def hf_vit():
+    import transformers
+    config = transformers.ViTConfig(image_size=32, patch_size=8, num_channels=3, hidden_size=64,
+                                    num_hidden_layers=2, num_attention_heads=4,
+                                    intermediate_size=128, hidden_dropout_prob=0.0,
+                                    attention_probs_dropout_prob=0.0, num_labels=10,
+                                    attn_implementation="eager")
+    return HuggingFaceLoss(transformers.ViTForImageClassification(config),
+                           list(IMAGES_DYNAMIC))
 
 
-class WithLoss(torch.nn.Module):
-    """forward(input_ids, labels) -> (the model's own loss, logits)."""
+class ClassifierLoss(torch.nn.Module):
+    """forward(pixel_values, labels) -> cross-entropy of an image classifier's logits."""
 
     def __init__(self, model):
         super().__init__()
         self.model = model
 
+    def forward(self, pixel_values, labels):
+        return torch.nn.functional.cross_entropy(self.model(pixel_values), labels)
+
+
+def resnet18():
+    import torchvision
+    return ClassifierLoss(torchvision.models.resnet18(num_classes=10))
+
+
+def small_cnn():
+    nn = torch.nn
+    return ClassifierLoss(nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+        nn.MaxPool2d(3, stride=2, padding=1),
+        nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=2, bias=False), nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.AvgPool2d(2, ceil_mode=True),
+        nn.Conv2d(8, 16, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10)))
+
+
+def causal_mask(n):
+    return torch.nn.Transformer.generate_square_subsequent_mask(n)
+
+
+class TorchEncoderLM(torch.nn.Module):
+    """A decoder-only LM from nn.TransformerEncoder, batch-first, its causal float mask (-inf
+    above the diagonal) a registered buffer."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.embed = nn.Embedding(VOCAB, 64)
+        layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0.0,
+                                           batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(64, VOCAB)
+        self.register_buffer("mask", causal_mask(SEQ))
+
     def forward(self, input_ids, labels):
-        out = self.model(input_ids=input_ids, labels=labels)
-        return out.loss, out.logits
+        h = self.encoder(self.embed(input_ids), mask=self.mask)
+        logits = self.head(h)
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
+
+
+class TorchSeq2Seq(torch.nn.Module):
+    """nn.Transformer translating src_ids to tgt_ids (labels: tgt shifted), with batch_first
+    as given: False takes [seq, batch] inputs."""
+
+    def __init__(self, batch_first):
+        super().__init__()
+        nn = torch.nn
+        self.batch_first = batch_first
+        self.src_embed = nn.Embedding(VOCAB, 64)
+        self.tgt_embed = nn.Embedding(VOCAB, 64)
+        self.transformer = nn.Transformer(64, 4, num_encoder_layers=2, num_decoder_layers=2,
+                                          dim_feedforward=128, dropout=0.0,
+                                          batch_first=batch_first)
+        self.head = nn.Linear(64, VOCAB)
+        self.register_buffer("tgt_mask", causal_mask(SEQ))
+
+    def forward(self, src_ids, tgt_ids, labels):
+        h = self.transformer(self.src_embed(src_ids), self.tgt_embed(tgt_ids),
+                             tgt_mask=self.tgt_mask)
+        logits = self.head(h)
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
+
+
+def seq2seq_batch(batch_first):
+    def make():
+        g = generator()
+        shape = (BATCH, SEQ) if batch_first else (SEQ, BATCH)
+        return collections.OrderedDict(src_ids=torch.randint(1, VOCAB, shape, generator=g),
+                                       tgt_ids=torch.randint(1, VOCAB, shape, generator=g),
+                                       labels=torch.randint(1, VOCAB, shape, generator=g))
+    return make
+
+
+def seq2seq_dynamic(batch_first):
+    axes = {0: "batch", 1: "seq"} if batch_first else {0: "seq", 1: "batch"}
+    return {name: axes for name in ("src_ids", "tgt_ids", "labels")}
+
+
+class TorchAttentionBlock(torch.nn.Module):
+    """A pre-norm causal self-attention block on nn.MultiheadAttention, sequence-first."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.embed = nn.Embedding(VOCAB, 64)
+        self.norm = nn.LayerNorm(64)
+        self.attention = nn.MultiheadAttention(64, 4, dropout=0.0)
+        self.head = nn.Linear(64, VOCAB)
+        self.register_buffer("mask", causal_mask(SEQ))
+
+    def forward(self, input_ids, labels):
+        x = self.embed(input_ids)
+        h = self.norm(x)
+        x = x + self.attention(h, h, h, attn_mask=self.mask, need_weights=False)[0]
+        logits = self.head(x)
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
+
+
+def token_batch_seq_first():
+    ids = torch.randint(1, VOCAB, (SEQ, BATCH), generator=generator())
+    return collections.OrderedDict(input_ids=ids, labels=ids.clone())
+
+
+TOKENS_SEQ_FIRST = {"input_ids": {0: "seq", 1: "batch"}, "labels": {0: "seq", 1: "batch"}}
+
+MODELS = {
+    "gpt2": Spec(hf_gpt2, token_batch, TOKENS_DYNAMIC),
+    "llama": hf_decoder("LlamaConfig", "LlamaForCausalLM"),
+    "mistral": hf_decoder("MistralConfig", "MistralForCausalLM", sliding_window=None),
+    "qwen2": hf_decoder("Qwen2Config", "Qwen2ForCausalLM", sliding_window=None),
+    "bert_mlm": Spec(hf_bert, token_batch, TOKENS_DYNAMIC),
+    "vit": Spec(hf_vit, image_batch, IMAGES_DYNAMIC),
+    "torch_encoder": Spec(TorchEncoderLM, token_batch, TOKENS_DYNAMIC,
+                          batch_split_refused=MHA_BATCH_MERGED),
+    "torch_transformer_seq_first": Spec(lambda: TorchSeq2Seq(False), seq2seq_batch(False),
+                                        seq2seq_dynamic(False),
+                                        batch_split_refused=MHA_BATCH_MERGED),
+    "torch_transformer_batch_first": Spec(lambda: TorchSeq2Seq(True), seq2seq_batch(True),
+                                          seq2seq_dynamic(True),
+                                          batch_split_refused=MHA_BATCH_MERGED),
+    "torch_mha": Spec(TorchAttentionBlock, token_batch_seq_first, TOKENS_SEQ_FIRST,
+                      batch_split_refused=MHA_BATCH_MERGED),
+    "small_cnn": Spec(small_cnn, lambda: image_batch(16, batch=4), IMAGES_DYNAMIC),
+    "resnet18": Spec(resnet18, lambda: image_batch(32, batch=8), IMAGES_DYNAMIC, lr=1e-5),
+}
+
+
+def worst_relative(a, b):
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
+
+
+def buffer_names(module):
+    """BatchNorm's running statistics (the float buffers PyTorch updates as it trains)."""
+    return [n for n, b in module.named_buffers() if b.is_floating_point() and "running_" in n]
 
 
 class Zoo:
     def __init__(self, args):
         self.args = args
-        generator = torch.Generator().manual_seed(0)
-        self.ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=generator)
-        self.data = os.path.join(args.work, "data")
-        os.makedirs(self.data, exist_ok=True)
-        np.save(os.path.join(self.data, "input_ids.npy"), self.ids.numpy())
-        np.save(os.path.join(self.data, "labels.npy"), self.ids.numpy())
-        self.rows = []  # (model, style, check, worst relative difference or error)
+        self.rows = []  # (model, style, check, worst relative difference or error, tolerance)
 
     def module(self, name):
         torch.manual_seed(0)
-        model = WithLoss(MODELS[name]())
+        model = MODELS[name].build()
         model.train()
         return model
 
     def export(self, name, style):
-        model = self.module(name)
+        spec = MODELS[name]
+        model, batch = self.module(name), spec.inputs()
         out = os.path.join(self.args.work, f"{name}_{style}")
         shutil.rmtree(out, ignore_errors=True)
-        os.makedirs(out)
+        os.makedirs(os.path.join(out, "data"))
+        for input_name, tensor in batch.items():
+            np.save(os.path.join(out, "data", e2e_util.npy_name(input_name)), tensor.numpy())
         path = os.path.join(out, "model.onnx")
-        dynamic = {"input_ids": {0: "batch", 1: "seq"}, "labels": {0: "batch", 1: "seq"},
-                   "logits": {0: "batch", 1: "seq"}} if style == "dynamic" else None
+        names, args = list(batch), tuple(batch.values())
+        # Exporting in training mode runs the model: plain torch.onnx.export moves BatchNorm's
+        # running statistics (the file holds the moved ones); shardc_export puts them back.
+        # The reference is the exported module, in the state the file holds.
         with torch.no_grad():
-            loss = float(model(self.ids, self.ids)[0])
-            torch.onnx.export(model, (self.ids, self.ids), path, opset_version=17,
-                              training=torch.onnx.TrainingMode.TRAINING,
-                              do_constant_folding=False, input_names=["input_ids", "labels"],
-                              output_names=["loss", "logits"], dynamic_axes=dynamic)
-        return model, path, loss
+            loss = float(copy.deepcopy(model)(*args))
+            if style == "static":
+                torch.onnx.export(model, args, path, opset_version=17,
+                                  training=torch.onnx.TrainingMode.TRAINING,
+                                  do_constant_folding=False, input_names=names,
+                                  output_names=["loss"])
+            else:
+                shardc_export.export(model, args, path, input_names=names,
+                                     output_names=["loss"], dynamic_axes=spec.dynamic)
+        reference = model
+        flags = []
+        if style == "dynamic":
+            for input_name, tensor in batch.items():
+                flags += ["--input-shape",
+                          f"{input_name}={'x'.join(str(d) for d in tensor.shape)}"]
+        return reference, batch, path, loss, flags
 
-    def shape_flags(self, style):
-        if style == "static":
-            return []
-        return ["--input-shape", f"input_ids={BATCH}x{SEQ}", "--input-shape",
-                f"labels={BATCH}x{SEQ}"]
-
-    def compile(self, path, style, out, *flags):
-        res = e2e_util.run_tool([self.args.shardc, path, "-o", out, *self.shape_flags(style),
-                                 *flags], self.args.timeout)
+    def compile(self, path, out, shape_flags, *flags):
+        res = e2e_util.run_tool([self.args.shardc, path, "-o", out, *shape_flags, *flags],
+                                self.args.timeout)
         return None if res.ok else f"shardc {' '.join(flags)}: {res.describe()}"
 
-    def train(self, bundle, metrics):
+    def train(self, bundle, data, metrics, lr, *flags):
         res = e2e_util.run_tool([self.args.shardrun, bundle, "--steps", str(STEPS), "--data",
-                                 self.data, "--metrics", metrics], self.args.timeout)
+                                 data, "--lr", str(lr), "--metrics", metrics, *flags],
+                                self.args.timeout)
         if not res.ok:
             return f"shardrun {bundle}: {res.describe()}"
         return [json.loads(line)["loss"] for line in open(metrics)]
 
-    def torch_losses(self, model):
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    def torch_run(self, model, batch, lr, dtype):
+        """30 AdamW steps of a copy of `model` in `dtype`: the losses and the final buffers."""
+        model = copy.deepcopy(model).to(dtype)
+        args = [t.to(dtype) if t.is_floating_point() else t for t in batch.values()]
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
         losses = []
         for _ in range(STEPS):
             optimizer.zero_grad()
-            loss = model(self.ids, self.ids)[0]
+            loss = model(*args)
             loss.backward()
             optimizer.step()
             losses.append(float(loss))
-        return losses
+        buffers = {n: b.detach().double().numpy() for n, b in model.named_buffers()}
+        return losses, buffers
 
     def run(self, name, style):
         """All checks of one export; returns the case's verdict."""
-        model, path, torch_loss = self.export(name, style)
+        spec = MODELS[name]
+        model, batch, path, torch_loss, shape_flags = self.export(name, style)
         out = os.path.dirname(path)
+        data = os.path.join(out, "data")
         errors, details = [], []
 
-        def check(check_name, result):
+        def check(check_name, result, tolerance=RTOL):
             """`result`: the worst relative difference, or an error string."""
-            self.rows.append((name, style, check_name, result))
+            self.rows.append((name, style, check_name, result, tolerance))
             if isinstance(result, str):
                 errors.append(f"{check_name}: {result}")
             else:
                 details.append(f"{check_name} {result:.2g}")
-                if result > RTOL:
-                    errors.append(f"{check_name}: relative difference {result:.3g} > {RTOL}")
+                if result > tolerance:
+                    errors.append(f"{check_name}: relative difference {result:.3g} > "
+                                  f"{tolerance:.3g}")
 
         forward = os.path.join(out, "forward.shard")
-        err = self.compile(path, style, forward, "--mode", "forward")
+        err = self.compile(path, forward, shape_flags, "--mode", "forward")
         if err is None:
-            res = e2e_util.run_tool([self.args.shardrun, forward, "--data", self.data,
-                                     "--outputs", os.path.join(out, "outputs")],
-                                    self.args.timeout)
+            res = e2e_util.run_tool([self.args.shardrun, forward, "--data", data, "--outputs",
+                                     os.path.join(out, "outputs")], self.args.timeout)
             if res.ok:
                 got = float(np.load(os.path.join(out, "outputs", "loss.npy")))
                 check("forward", abs(got - torch_loss) / abs(torch_loss))
@@ -183,14 +403,21 @@ class Zoo:
         else:
             check("forward", err)
 
-        reference = self.torch_losses(model)
+        reference, torch_buffers = self.torch_run(model, batch, spec.lr, torch.float32)
+        reference64, buffers64 = self.torch_run(model, batch, spec.lr, torch.float64)
+        floor = worst_relative(reference, reference64)
+        tolerance = max(RTOL, 2 * floor)
+        if tolerance > RTOL:
+            details.append(f"tolerance {tolerance:.2g} (PyTorch float32 vs float64: {floor:.2g})")
         one = os.path.join(out, "train.shard")
-        err = self.compile(path, style, one)
-        single = err or self.train(one, os.path.join(out, "train.jsonl"))
+        exported = os.path.join(out, "trained.onnx")
+        err = self.compile(path, one, shape_flags)
+        single = err or self.train(one, data, os.path.join(out, "train.jsonl"), spec.lr,
+                                   "--export-onnx", exported)
         if isinstance(single, str):
             check("train", single)
             return "; ".join(errors)
-        check("train", max(abs(a - b) / abs(b) for a, b in zip(single, reference)))
+        check("train", worst_relative(single, reference), tolerance)
         plan = json.load(open(os.path.join(one, "plan.json")))
         trained = sorted(p["name"] for p in plan["parameters"] if p.get("trained"))
         expected = sorted(n for n, p in model.named_parameters() if p.requires_grad)
@@ -198,22 +425,56 @@ class Zoo:
             errors.append(f"trained set differs from PyTorch's: only shardc "
                           f"{sorted(set(trained) - set(expected))}, only PyTorch "
                           f"{sorted(set(expected) - set(trained))}")
+        stats = buffer_names(model)
+        if stats:
+            ours = {t.name: numpy_helper.to_array(t).astype(np.float64)
+                    for t in onnx.load(exported).graph.initializer}
+            missing = [n for n in stats if n not in ours]
+            if missing:
+                check("running_stats", f"not in the exported model: {missing[:3]}")
+            else:
+                def gap(a, b):
+                    return max(float(np.abs(a[n] - b[n]).max() / np.abs(b[n]).max())
+                               for n in stats)
+                stat_tolerance = max(RTOL, 2 * gap(torch_buffers, buffers64))
+                check("running_stats", gap(ours, torch_buffers), stat_tolerance)
 
-        for check_name, strategy in (("dp2_zero3", "zero3"), ("tp2", "tp=2")):
+        for check_name, gpus, strategy, splits_batch in (
+                ("dp2_zero3", 2, "zero3", True), ("tp2", 2, "tp=2", False),
+                ("dp2_tp2", 4, "dp=2,tp=2", True)):
             bundle = os.path.join(out, f"{check_name}.shard")
-            err = self.compile(path, style, bundle, "--gpus", "2", "--strategy", strategy)
-            sharded = err or self.train(bundle, os.path.join(out, f"{check_name}.jsonl"))
+            err = self.compile(path, bundle, shape_flags, "--gpus", str(gpus), "--strategy",
+                               strategy)
+            if splits_batch and spec.batch_split_refused:
+                # Expected: one clear line, exit 1, naming why.
+                if (err is not None and len(err.splitlines()) == 1 and "exited 1" in err and
+                        spec.batch_split_refused in err):
+                    why = err.split(".onnx: ", 1)[-1]
+                    self.rows.append((name, style, check_name, "refused: " + why, tolerance))
+                    details.append(f"{check_name} refused")
+                else:
+                    check(check_name, f"expected a one-line refusal naming "
+                                      f"'{spec.batch_split_refused}', got: {err or 'a bundle'}")
+                continue
+            sharded = err or self.train(bundle, data, os.path.join(out, f"{check_name}.jsonl"),
+                                        spec.lr)
             if isinstance(sharded, str):
                 check(check_name, sharded)
                 continue
-            check(check_name, max(abs(a - b) / abs(b) for a, b in zip(sharded, single)))
+            check(check_name, worst_relative(sharded, single), tolerance)
         return ("; ".join(errors) or None), ", ".join(details)
 
     def write_table(self, path):
-        lines = ["| model | style | check | worst relative difference |", "|---|---|---|---|"]
-        for name, style, check, result in self.rows:
-            cell = f"{result:.3g}" if not isinstance(result, str) else f"FAILED: {result}"
-            lines.append(f"| {name} | {style} | {check} | {cell} |")
+        lines = ["| model | style | check | worst relative difference | tolerance |",
+                 "|---|---|---|---|---|"]
+        for name, style, check, result, tolerance in self.rows:
+            if not isinstance(result, str):
+                cell = f"{result:.3g}"
+            elif result.startswith("refused: "):
+                cell = result  # an expected refusal (see batch_split_refused)
+            else:
+                cell = f"FAILED: {result}"
+            lines.append(f"| {name} | {style} | {check} | {cell} | {tolerance:.2g} |")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
 
@@ -228,8 +489,10 @@ def main():
     p.add_argument("--timeout", type=int, default=300)
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
+    import torchvision
     import transformers
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"torchvision {torchvision.__version__}", flush=True)
     zoo = Zoo(args)
     cases = [(f"{name}_{style}", lambda n=name, s=style: zoo.run(n, s))
              for name in args.models.split(",") for style in ("static", "dynamic")]

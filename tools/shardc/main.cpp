@@ -69,6 +69,7 @@ importModel(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &er
   importOptions.inputShapes = opts.inputShapes;
   importOptions.requireWeights = !opts.withoutWeights;
   importOptions.trainingDropout = opts.mode == Mode::Train;
+  importOptions.updateBuffers = opts.mode == Mode::Train;
   std::string error;
   mlir::FailureOr<onnx_import::ImportedModel> imported =
       onnx_import::importOnnxModel(ctx, importOptions, error);
@@ -119,10 +120,32 @@ std::vector<std::string> notTrainedNotes(const Options &opts, mlir::ModuleOp mod
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     if (auto why = forward.getArgAttrOfType<mlir::StringAttr>(i, graph::kNotTrainableAttr))
       lines.push_back(forward.getArgAttrOfType<mlir::StringAttr>(i, graph::kParamAttr).str() +
-                      ": " + why.str() +
-                      " (a buffer, such as an additive attention mask; PyTorch trains no such "
-                      "tensor)");
+                      ": " + why.str());
   return lines;
+}
+
+// Training: where the trained set comes from. Without the model's record or a name filter it
+// is a guess: every float initializer the loss depends on, less the recognised buffers.
+std::string trainedSetSource(const Options &opts, mlir::ModuleOp module, bool *guessed) {
+  *guessed = false;
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (opts.mode != Mode::Train || !forward)
+    return "";
+  std::string filters;
+  if (!opts.train.trainable.empty())
+    filters += " --trainable '" + opts.train.trainable + "'";
+  if (!opts.train.freeze.empty())
+    filters += " --freeze '" + opts.train.freeze + "'";
+  if (forward->hasAttr(graph::kTrainableRecordAttr))
+    return "the model's record of trained parameters (shardc.trainable metadata)" +
+           (filters.empty() ? std::string() : ", then" + filters);
+  if (!filters.empty())
+    return "the float initializers the loss depends on, filtered by" + filters +
+           " (the model has no shardc.trainable record)";
+  *guessed = true;
+  return "guessed: the model has no record of its trained parameters (shardc.trainable "
+         "metadata); every float initializer the loss depends on is trained, except the "
+         "buffers recognised below";
 }
 
 // Writes the bundle (with source.onnx for training bundles) and reports what was written.
@@ -174,8 +197,22 @@ int writeCompiledBundle(mlir::MLIRContext &ctx, const Options &opts, program::Bu
                static_cast<unsigned long long>(p.weights_bytes()),
                static_cast<unsigned long long>(p.workspace_bytes()),
                static_cast<unsigned long long>(peak), weights ? "" : " (weights absent: planning only)");
-  for (const std::string &line : notes.notTrained)
-    std::fprintf(stderr, "shardc: note: not training %s\n", line.c_str());
+  if (notes.trainedSetGuessed)
+    std::fprintf(stderr,
+                 "shardc: warning: %s records no trained parameters: trained every float "
+                 "initializer the loss depends on but %zu recognised buffers (plan.txt, "
+                 "\"Trained set\"); export with tools/export/shardc_export.py or settle it with "
+                 "--trainable/--freeze\n",
+                 opts.model.c_str(), notes.notTrained.size());
+  // Each frozen initializer when there are few; plan.txt lists them all.
+  if (notes.notTrained.size() <= 3)
+    for (const std::string &line : notes.notTrained)
+      std::fprintf(stderr, "shardc: note: not training %s\n", line.c_str());
+  else
+    std::fprintf(stderr,
+                 "shardc: note: not training %zu initializers (plan.txt lists each under "
+                 "\"Trained set\"), e.g. %s\n",
+                 notes.notTrained.size(), notes.notTrained.front().c_str());
   if (opts.explain) {
     // The plan as written: writeBundle completes the bundle (weights file, checksums).
     std::ifstream plan(opts.output + "/" + kPlanFileName);
@@ -207,6 +244,8 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
     return 1;
   PlanNotes notes; // before the passes, which replace @forward by @train_step
   notes.notTrained = notTrainedNotes(opts, imported->module.get());
+  notes.trainedSetSource =
+      trainedSetSource(opts, imported->module.get(), &notes.trainedSetGuessed);
   const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
   int dumpIndex = 0;
   if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, 1, false, {}, dumpIndex)) ||
@@ -394,6 +433,8 @@ int compile(const Options &opts) {
   }
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
   notes.notTrained = notTrainedNotes(opts, imported->module.get());
+  notes.trainedSetSource =
+      trainedSetSource(opts, imported->module.get(), &notes.trainedSetGuessed);
   program::Bundle bundle = newBundle(opts);
   bundle.set_world_size(chosen.dp * chosen.tp);
   bundle.set_strategy(chosen.canonical());

@@ -71,6 +71,11 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   Operation *ret = body.getTerminator();
   Value loss = ret->getOperand(lossIndex);
   auto lossName = step.getResultAttrOfType<StringAttr>(lossIndex, kOutputAttr);
+  // Buffers the forward pass updates (graph.buffer results) stay results of the step.
+  SmallVector<std::pair<Value, StringAttr>> bufferUpdates;
+  for (unsigned i = 0; i < step.getNumResults(); ++i)
+    if (auto name = step.getResultAttrOfType<StringAttr>(i, kBufferAttr))
+      bufferUpdates.push_back({ret->getOperand(i), name});
 
   // Candidates: f32 parameters that pass the name filters.
   SmallVector<Trainee> trainees;
@@ -185,6 +190,10 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   }
   llvm::append_range(results, newStates);
   llvm::append_range(resultAttrs, stateAttrs);
+  for (auto [value, name] : bufferUpdates) {
+    results.push_back(value);
+    resultAttrs.push_back(attrs.getDictionaryAttr(attrs.getNamedAttr(kBufferAttr, name)));
+  }
   results.push_back(nextStep);
   resultAttrs.push_back(attrs.getDictionaryAttr(attrs.getNamedAttr(kStepAttr, attrs.getUnitAttr())));
 

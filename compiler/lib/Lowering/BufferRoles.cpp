@@ -14,6 +14,10 @@ namespace shardc {
 program::BufferRole argumentRole(func::FuncOp func, unsigned index) {
   if (func.getArgAttr(index, kStateAttr))
     return program::ROLE_OPTIMIZER_STATE;
+  if (auto param = func.getArgAttrOfType<StringAttr>(index, graph::kParamAttr))
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (func.getResultAttrOfType<StringAttr>(i, graph::kBufferAttr) == param)
+        return program::ROLE_BUFFER;
   if (func.getArgAttr(index, graph::kParamAttr))
     return program::ROLE_PARAMETER;
   return program::ROLE_INPUT;
@@ -22,6 +26,8 @@ program::BufferRole argumentRole(func::FuncOp func, unsigned index) {
 std::optional<program::BufferRole> resultRole(func::FuncOp func, unsigned index) {
   if (func.getResultAttr(index, graph::kParamAttr))
     return program::ROLE_PARAMETER;
+  if (func.getResultAttr(index, graph::kBufferAttr))
+    return program::ROLE_BUFFER;
   if (func.getResultAttr(index, kStateAttr))
     return program::ROLE_OPTIMIZER_STATE;
   if (func.getResultAttr(index, kStepAttr))

@@ -196,6 +196,31 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             c.attrs["sizes"] = intsAttr(o.getSizes());
             return c;
           })
+          .Case<ConvOp, ConvGradInputOp, ConvGradWeightOp>([&](auto o) {
+            KernelCall c = direct(o, o->getName().stripDialect());
+            c.attrs["strides"] = intsAttr(o.getStrides());
+            c.attrs["pads"] = intsAttr(o.getPads());
+            c.attrs["dilations"] = intsAttr(o.getDilations());
+            c.attrs["group"] = intAttr(static_cast<int64_t>(o.getGroup()));
+            return c;
+          })
+          .Case<MaxPoolOp, MaxPoolGradOp>([&](auto o) {
+            // ceil_mode only sized the output; the kernels read the extents from it.
+            KernelCall c = direct(o, o->getName().stripDialect());
+            c.attrs["kernel_shape"] = intsAttr(o.getKernelShape());
+            c.attrs["strides"] = intsAttr(o.getStrides());
+            c.attrs["pads"] = intsAttr(o.getPads());
+            c.attrs["dilations"] = intsAttr(o.getDilations());
+            return c;
+          })
+          .Case<AvgPoolOp, AvgPoolGradOp>([&](auto o) {
+            KernelCall c = direct(o, o->getName().stripDialect());
+            c.attrs["kernel_shape"] = intsAttr(o.getKernelShape());
+            c.attrs["strides"] = intsAttr(o.getStrides());
+            c.attrs["pads"] = intsAttr(o.getPads());
+            c.attrs["count_include_pad"] = intAttr(o.getCountIncludePad() ? 1 : 0);
+            return c;
+          })
           .Case([&](PadOp o) {
             KernelCall c = direct(o, "pad");
             c.attrs["pads"] = intsAttr(o.getPads());

@@ -57,6 +57,8 @@ const char *roleKey(program::BufferRole role) {
     return "activation";
   case program::ROLE_CONSTANT:
     return "constant";
+  case program::ROLE_BUFFER:
+    return "buffer";
   default:
     return "unclassified";
   }
@@ -159,7 +161,7 @@ JsonValue memoryJson(const program::Bundle &bundle, const PlanSummary &s,
   for (program::BufferRole role :
        {program::ROLE_PARAMETER, program::ROLE_GRADIENT, program::ROLE_OPTIMIZER_STATE,
         program::ROLE_INPUT, program::ROLE_ACTIVATION, program::ROLE_CONSTANT,
-        program::BUFFER_ROLE_UNSPECIFIED})
+        program::ROLE_BUFFER, program::BUFFER_ROLE_UNSPECIFIED})
     live.add(roleKey(role), u64(m.arenaLiveByRole[static_cast<size_t>(role)]));
   arena.add("live_by_role", std::move(live));
   arena.add("unused", u64(m.arenaUnused));

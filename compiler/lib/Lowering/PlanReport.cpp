@@ -185,7 +185,7 @@ constexpr program::BufferRole kRoleOrder[] = {
     program::ROLE_PARAMETER,         program::ROLE_GRADIENT,
     program::ROLE_OPTIMIZER_STATE,   program::ROLE_INPUT,
     program::ROLE_ACTIVATION,        program::ROLE_CONSTANT,
-    program::BUFFER_ROLE_UNSPECIFIED};
+    program::ROLE_BUFFER,            program::BUFFER_ROLE_UNSPECIFIED};
 
 // The planned peak memory and what it is made of (runtime/memory/planned_memory.h). Every
 // line below a total adds up to it.
@@ -251,8 +251,16 @@ void formatProgramBody(const program::Program &p, std::ostringstream &os) {
     uint64_t bytes = 0;
     for (const program::StateInit &s : p.state_init())
       bytes += s.size_bytes();
-    os << "training state: " << p.state_init_size() << " trained parameters fed back each "
-       << "step (initial values " << bytesString(bytes)
+    // Updated buffers (running statistics) are fed back too, but not trained.
+    int buffers = 0;
+    for (const program::Binding &b : p.inputs())
+      if (b.buffer() >= 0 && b.buffer() < p.buffers_size() &&
+          p.buffers(b.buffer()).role() == program::ROLE_BUFFER)
+        ++buffers;
+    os << "training state: " << p.state_init_size() - buffers << " trained parameters";
+    if (buffers > 0)
+      os << " and " << buffers << " updated buffers";
+    os << " fed back each step (initial values " << bytesString(bytes)
        << " read from the weights file when training starts)\n";
   }
   os << "outputs:\n";
@@ -283,10 +291,21 @@ void formatStrategyDecision(const std::vector<std::string> &lines, std::ostrings
   formatNoteLines("Strategy decision", lines, os);
 }
 
-// The initializers a training step keeps frozen although PyTorch-style export made them look
-// like parameters, and why.
-void formatNotTrained(const std::vector<std::string> &lines, std::ostringstream &os) {
-  formatNoteLines("Not trained (initializers that cannot be trained parameters)", lines, os);
+// How the trained set was chosen, and the initializers the step keeps frozen although the
+// export made them look like parameters, and why.
+void formatTrainedSet(const PlanNotes &notes, std::ostringstream &os) {
+  if (notes.trainedSetSource.empty() && notes.notTrained.empty())
+    return;
+  os << "== Trained set\n";
+  if (!notes.trainedSetSource.empty())
+    os << "  source: " << notes.trainedSetSource << "\n";
+  if (!notes.notTrained.empty()) {
+    os << "  not trained (" << notes.notTrained.size()
+       << " initializers that are not trained parameters):\n";
+    for (const std::string &line : notes.notTrained)
+      os << "    " << line << "\n";
+  }
+  os << "\n";
 }
 
 // The tensor-parallel layout's decisions, as the compiler made them.
@@ -910,7 +929,7 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
   os << "\n";
   if (!multiRank) {
     formatStrategyDecision(notes.strategyDecision, os);
-    formatNotTrained(notes.notTrained, os);
+    formatTrainedSet(notes, os);
     for (const program::Program &p : bundle.programs()) {
       os << "== rank " << p.rank() << " of " << p.world_size() << "\n";
       formatProgramBody(p, os);
@@ -923,7 +942,7 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
     os << "warning: " << warning << "\n";
   if (!s.warnings.empty())
     os << "\n";
-  formatNotTrained(notes.notTrained, os);
+  formatTrainedSet(notes, os);
   formatMesh(s, os);
   formatParameters(s, os);
   formatLayoutDecisions(s.layoutDecisions, os);

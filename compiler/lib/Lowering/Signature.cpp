@@ -11,7 +11,8 @@ namespace shardc {
 namespace {
 bool isUpdatedByAResult(func::FuncOp func, StringAttr param) {
   for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (func.getResultAttrOfType<StringAttr>(i, graph::kParamAttr) == param)
+    if (func.getResultAttrOfType<StringAttr>(i, graph::kParamAttr) == param ||
+        func.getResultAttrOfType<StringAttr>(i, graph::kBufferAttr) == param)
       return true;
   return false;
 }
@@ -35,7 +36,8 @@ std::optional<std::string> runtimeInputName(func::FuncOp func, unsigned index) {
 }
 
 std::string resultName(func::FuncOp func, unsigned index) {
-  for (StringRef attr : {graph::kOutputAttr.data(), graph::kParamAttr.data(), kStateAttr.data()})
+  for (StringRef attr : {graph::kOutputAttr.data(), graph::kParamAttr.data(),
+                         graph::kBufferAttr.data(), kStateAttr.data()})
     if (auto name = func.getResultAttrOfType<StringAttr>(index, attr))
       return name.str();
   if (func.getResultAttr(index, kStepAttr))

@@ -53,6 +53,16 @@ mlir::LogicalResult importLayerNormalization(NodeContext &node);
 mlir::LogicalResult importSoftmax(NodeContext &node);
 mlir::LogicalResult importLogSoftmax(NodeContext &node);
 
+// ConvPoolOps.cpp
+mlir::LogicalResult importConv(NodeContext &node);
+mlir::LogicalResult importMaxPool(NodeContext &node);
+mlir::LogicalResult importAveragePool(NodeContext &node);
+mlir::LogicalResult importGlobalAveragePool(NodeContext &node);
+mlir::LogicalResult importGlobalMaxPool(NodeContext &node);
+
+// BatchNormOps.cpp
+mlir::LogicalResult importBatchNormalization(NodeContext &node);
+
 // ReductionOps.cpp
 mlir::LogicalResult importReduceMean(NodeContext &node);
 mlir::LogicalResult importReduceSum(NodeContext &node);

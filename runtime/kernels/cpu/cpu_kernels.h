@@ -67,6 +67,20 @@ Status reduceSumWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status reduceMeanWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status reduceMaxWorkspace(const KernelArgs &args, uint64_t *bytes);
 
+// conv.cpp (grouped 1- to 3-D convolution, no bias, and its gradients)
+Status convKernel(KernelArgs &args);
+Status convGradInputKernel(KernelArgs &args);
+Status convGradWeightKernel(KernelArgs &args);
+Status convWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status convGradInputWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status convGradWeightWorkspace(const KernelArgs &args, uint64_t *bytes);
+
+// pool.cpp (1- to 3-D max and average pooling, and their gradients)
+Status maxPoolKernel(KernelArgs &args);
+Status maxPoolGradKernel(KernelArgs &args);
+Status avgPoolKernel(KernelArgs &args);
+Status avgPoolGradKernel(KernelArgs &args);
+
 // data_movement.cpp
 Status copyKernel(KernelArgs &args);
 Status transposeKernel(KernelArgs &args);

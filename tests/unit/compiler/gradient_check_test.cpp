@@ -233,6 +233,26 @@ const GradCase kCases[] = {
        %0 = graph.pad %a {pads = array<i64: 1, -1, 0, 2>, value = 0.5 : f64} : (tensor<2x5xf32>) -> tensor<3x6xf32>
        %1 = graph.mul %0, %0 : (tensor<3x6xf32>, tensor<3x6xf32>) -> tensor<3x6xf32>
        return %1 : tensor<3x6xf32> })"},
+    // conv: both operands differentiated (conv_grad_input, conv_grad_weight); strided, padded,
+    // dilated and grouped 2-D, and a 1-D one.
+    {"conv2d_grouped_strided_dilated", R"(func.func @f(%x: tensor<2x4x7x6xf32>, %w: tensor<6x2x3x2xf32>) -> tensor<2x6x3x3xf32> {
+       %0 = graph.conv %x, %w {dilations = array<i64: 2, 1>, group = 2 : i64, pads = array<i64: 1, 0, 2, 1>, strides = array<i64: 2, 2>} : (tensor<2x4x7x6xf32>, tensor<6x2x3x2xf32>) -> tensor<2x6x3x3xf32>
+       return %0 : tensor<2x6x3x3xf32> })"},
+    {"conv1d", R"(func.func @f(%x: tensor<2x3x9xf32>, %w: tensor<4x3x3xf32>) -> tensor<2x4x4xf32> {
+       %0 = graph.conv %x, %w {dilations = array<i64: 1>, group = 1 : i64, pads = array<i64: 1, 0>, strides = array<i64: 2>} : (tensor<2x3x9xf32>, tensor<4x3x3xf32>) -> tensor<2x4x4xf32>
+       return %0 : tensor<2x4x4xf32> })"},
+    // Overlapping windows, one hanging past the input (ceil mode). max_pool is differentiable
+    // away from ties; the case is small so that no window's two largest values lie within the
+    // finite-difference step of each other (a tie would switch the maximum).
+    {"max_pool_overlapping_ceil", R"(func.func @f(%x: tensor<1x2x4x3xf32>) -> tensor<1x2x3x2xf32> {
+       %0 = graph.max_pool %x {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 1, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x4x3xf32>) -> tensor<1x2x3x2xf32>
+       return %0 : tensor<1x2x3x2xf32> })"},
+    {"avg_pool_count_include_pad", R"(func.func @f(%x: tensor<2x3x6x5xf32>) -> tensor<2x3x4x3xf32> {
+       %0 = graph.avg_pool %x {ceil_mode = true, count_include_pad = true, kernel_shape = array<i64: 3, 2>, pads = array<i64: 1, 0, 1, 0>, strides = array<i64: 2, 2>} : (tensor<2x3x6x5xf32>) -> tensor<2x3x4x3xf32>
+       return %0 : tensor<2x3x4x3xf32> })"},
+    {"avg_pool_exclude_pad_1d", R"(func.func @f(%x: tensor<2x3x7xf32>) -> tensor<2x3x4xf32> {
+       %0 = graph.avg_pool %x {ceil_mode = false, count_include_pad = false, kernel_shape = array<i64: 3>, pads = array<i64: 1, 1>, strides = array<i64: 2>} : (tensor<2x3x7xf32>) -> tensor<2x3x4xf32>
+       return %0 : tensor<2x3x4xf32> })"},
     {"sin_cos", R"(func.func @f(%a: tensor<6xf32>) -> tensor<6xf32> {
        %0 = graph.sin %a : tensor<6xf32>
        %1 = graph.cos %a : tensor<6xf32>

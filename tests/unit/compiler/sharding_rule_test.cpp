@@ -140,6 +140,80 @@ TEST_F(OpRules, PadKeepsPaddedDimensionsWholeAndPassesTheOthers) {
   EXPECT_FALSE(valued.linear[0]);
 }
 
+TEST_F(OpRules, ConvSplitsBatchAndMapsSumsChannelsAndKeepsWindowsWhole) {
+  // x [4, 6, 9, 9] (x) w [8, 6, 3, 3] -> y [4, 8, 4, 4]: the batch and the output maps are
+  // parallel (data and output-channel parallelism), the input channels a reduction shared by x
+  // and w (partial sums, like matmul's k), every spatial and kernel dim whole.
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%x: tensor<4x6x9x9xf32>, %w: tensor<8x6x3x3xf32>) -> tensor<4x8x4x4xf32> {
+      %y = graph.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<4x6x9x9xf32>, tensor<8x6x3x3xf32>) -> tensor<4x8x4x4xf32>
+      return %y : tensor<4x8x4x4xf32>
+    })");
+  const TensorFactors &x = r.operands[0], &w = r.operands[1], &y = r.results[0];
+  EXPECT_EQ(x[0], y[0]);
+  EXPECT_EQ(w[0], y[1]);
+  EXPECT_EQ(x[1], w[1]);
+  EXPECT_EQ(r.factors[x[0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[w[0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[x[1][0]].kind, FactorKind::Parallel); // a reduction: y lacks it
+  for (const TensorFactors *t : {&x, &w, &y})
+    for (size_t d = 2; d < 4; ++d)
+      EXPECT_EQ(r.factors[(*t)[d][0]].kind, FactorKind::Whole);
+  EXPECT_TRUE(r.linear[0] && r.linear[1]);
+  // Grouped: the channels and maps stay whole (a group's inputs and outputs sit together).
+  OpShardingRule grouped = ruleOf(R"(
+    func.func @f(%x: tensor<4x6x9x9xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<4x8x7x7xf32> {
+      %y = graph.conv %x, %w {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x6x9x9xf32>, tensor<8x3x3x3xf32>) -> tensor<4x8x7x7xf32>
+      return %y : tensor<4x8x7x7xf32>
+    })");
+  EXPECT_EQ(grouped.factors[grouped.operands[0][0][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(grouped.factors[grouped.operands[0][1][0]].kind, FactorKind::Whole);
+  EXPECT_EQ(grouped.factors[grouped.results[0][1][0]].kind, FactorKind::Whole);
+}
+
+TEST_F(OpRules, ConvGradientsSumWhatTheirResultLacks) {
+  // conv_grad_weight: dw lacks the batch, which x and dy share (a pending sum over dp: the
+  // data-parallel gradient reduction); conv_grad_input: dx lacks the maps dy and w share.
+  OpShardingRule dw = ruleOf(R"(
+    func.func @f(%x: tensor<4x6x9x9xf32>, %dy: tensor<4x8x4x4xf32>) -> tensor<8x6x3x3xf32> {
+      %g = graph.conv_grad_weight %x, %dy {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<4x6x9x9xf32>, tensor<4x8x4x4xf32>) -> tensor<8x6x3x3xf32>
+      return %g : tensor<8x6x3x3xf32>
+    })");
+  EXPECT_EQ(dw.operands[0][0], dw.operands[1][0]);
+  for (const DimFactors &d : dw.results[0])
+    EXPECT_NE(d, dw.operands[0][0]);
+  EXPECT_EQ(dw.results[0][0], dw.operands[1][1]);
+  EXPECT_EQ(dw.results[0][1], dw.operands[0][1]);
+  OpShardingRule dx = ruleOf(R"(
+    func.func @f(%dy: tensor<4x8x4x4xf32>, %w: tensor<8x6x3x3xf32>) -> tensor<4x6x9x9xf32> {
+      %g = graph.conv_grad_input %dy, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<4x8x4x4xf32>, tensor<8x6x3x3xf32>) -> tensor<4x6x9x9xf32>
+      return %g : tensor<4x6x9x9xf32>
+    })");
+  EXPECT_EQ(dx.operands[0][1], dx.operands[1][0]);
+  EXPECT_EQ(dx.results[0][0], dx.operands[0][0]);
+  EXPECT_EQ(dx.results[0][1], dx.operands[1][1]);
+}
+
+TEST_F(OpRules, PoolsSplitBatchAndChannelsOnly) {
+  OpShardingRule r = ruleOf(R"(
+    func.func @f(%x: tensor<4x6x9x9xf32>) -> tensor<4x6x5x5xf32> {
+      %y = graph.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<4x6x9x9xf32>) -> tensor<4x6x5x5xf32>
+      return %y : tensor<4x6x5x5xf32>
+    })");
+  EXPECT_EQ(r.operands[0][0], r.results[0][0]);
+  EXPECT_EQ(r.operands[0][1], r.results[0][1]);
+  EXPECT_EQ(r.factors[r.operands[0][1][0]].kind, FactorKind::Parallel);
+  EXPECT_EQ(r.factors[r.operands[0][2][0]].kind, FactorKind::Whole);
+  EXPECT_EQ(r.factors[r.results[0][3][0]].kind, FactorKind::Whole);
+  EXPECT_FALSE(r.linear[0]); // a maximum is not linear
+  OpShardingRule avg = ruleOf(R"(
+    func.func @f(%x: tensor<4x6x9x9xf32>) -> tensor<4x6x5x5xf32> {
+      %y = graph.avg_pool %x {ceil_mode = false, count_include_pad = true, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<4x6x9x9xf32>) -> tensor<4x6x5x5xf32>
+      return %y : tensor<4x6x5x5xf32>
+    })");
+  EXPECT_TRUE(avg.linear[0]);
+}
+
 TEST_F(OpRules, AnEqualSplitMakesItsPartsTheMinorFactorOfTheAxis) {
   // [2, 24] -> 3 x [2, 8]: the axis is {3 (whole), 8}, each part {8}, one factor for all.
   OpShardingRule r = ruleOf(R"(

@@ -35,6 +35,10 @@ struct PlanNotes {
   // Training: the initializers kept frozen because they cannot be trained parameters,
   // "NAME: why" each (graph.not_trainable; printed under "Not trained").
   std::vector<std::string> notTrained;
+  // Training: where the trained set comes from (the model's record, --trainable/--freeze, or
+  // a guess), one line (printed under "Trained set").
+  std::string trainedSetSource;
+  bool trainedSetGuessed = false; // shardc warns on stderr
 };
 
 // Readable description of the program(s) (plan.txt, and what `shardc --explain` prints): for

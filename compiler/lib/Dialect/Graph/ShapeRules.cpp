@@ -36,6 +36,49 @@ bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to) {
   return true;
 }
 
+std::optional<Shape> windowOutputShape(llvm::ArrayRef<int64_t> input, int64_t channels,
+                                       const WindowGeometry &g, std::string &why) {
+  if (input.size() < 3 || input.size() > 5) {
+    why = "input must be [N, C, spatial...] with 1 to 3 spatial dims, got " + formatShape(input);
+    return std::nullopt;
+  }
+  const size_t spatial = input.size() - 2;
+  auto expect = [&](llvm::ArrayRef<int64_t> v, size_t count, const char *name, int64_t min) {
+    if (v.size() != count) {
+      why = std::string(name) + " needs " + std::to_string(count) + " entries for " +
+            std::to_string(spatial) + " spatial dims, got " + std::to_string(v.size());
+      return false;
+    }
+    for (int64_t x : v)
+      if (x < min || x > (int64_t(1) << 40)) {
+        why = std::string(name) + " entries must be in [" + std::to_string(min) + ", 2^40], got " +
+              std::to_string(x);
+        return false;
+      }
+    return true;
+  };
+  if (!expect(g.kernel, spatial, "kernel_shape", 1) || !expect(g.strides, spatial, "strides", 1) ||
+      !expect(g.dilations, spatial, "dilations", 1) || !expect(g.pads, 2 * spatial, "pads", 0))
+    return std::nullopt;
+  Shape out{input[0], channels};
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t size = input[d + 2], begin = g.pads[d], end = g.pads[d + spatial];
+    const int64_t span = size + begin + end - g.dilations[d] * (g.kernel[d] - 1) - 1;
+    if (span < 0) {
+      why = "the window (kernel " + std::to_string(g.kernel[d]) + ", dilation " +
+            std::to_string(g.dilations[d]) + ") is larger than spatial dim " + std::to_string(d) +
+            " (" + std::to_string(size) + " with pads " + std::to_string(begin) + ", " +
+            std::to_string(end) + ")";
+      return std::nullopt;
+    }
+    int64_t o = (g.ceilMode ? (span + g.strides[d] - 1) : span) / g.strides[d] + 1;
+    if (g.ceilMode && (o - 1) * g.strides[d] >= size + begin)
+      --o;
+    out.push_back(o);
+  }
+  return out;
+}
+
 std::optional<Shape> matmulShape(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b,
                                  std::string &why) {
   if (a.empty() || b.empty()) {

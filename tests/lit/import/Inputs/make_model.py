@@ -260,15 +260,14 @@ def symbolic_dim():
 # ---- error cases ------------------------------------------------------------------------------
 
 def unsupported_ops():
-    """Two Conv nodes and a Hardmax (none supported) around a supported Relu."""
-    w = const("w", np.ones((1, 1, 1, 1)), np.float32)
+    """Two LpPool nodes and a Hardmax (none supported) around a supported Relu."""
     nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c1"], name="conv_a"),
+        helper.make_node("LpPool", ["x"], ["c1"], name="lp_pool_a", kernel_shape=[1, 1]),
         helper.make_node("Relu", ["c1"], ["r"], name="relu"),
-        helper.make_node("Conv", ["r", "w"], ["c2"], name="conv_b"),
+        helper.make_node("LpPool", ["r"], ["c2"], name="lp_pool_b", kernel_shape=[1, 1]),
         helper.make_node("Hardmax", ["c2"], ["y"], name="the_hardmax"),
     ]
-    return model(nodes, [vi("x", F32, [1, 1, 3, 3])], [vi("y", F32, [1, 1, 3, 3])], [w])
+    return model(nodes, [vi("x", F32, [1, 1, 3, 3])], [vi("y", F32, [1, 1, 3, 3])])
 
 
 def relu_at(opset):
@@ -314,7 +313,48 @@ def masked_scores():
     return model(nodes, [vi("x", F32, [3, 3])], [vi("loss", F32, [])], inits)
 
 
+def conv_pool_bn():
+    """x [2,3,7,7] -> Conv (bias, stride 2, SAME_UPPER) -> BatchNormalization (training mode,
+    running statistics as initializers) -> MaxPool (ceil mode) -> AveragePool (pads, counting
+    them) -> GlobalAveragePool -> loss = mean. producer_name "pytorch": the running variance is
+    updated with the unbiased batch variance, as PyTorch does."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", strides=[2, 2],
+                         auto_pad="SAME_UPPER"),
+        helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"],
+                         ["n", "new_mean", "new_var"], name="bn", training_mode=1,
+                         momentum=0.9),
+        helper.make_node("MaxPool", ["n"], ["p"], name="max_pool", kernel_shape=[2, 2],
+                         strides=[2, 2], ceil_mode=1),
+        helper.make_node("AveragePool", ["p"], ["a"], name="avg_pool", kernel_shape=[2, 2],
+                         pads=[1, 1, 0, 0], count_include_pad=1),
+        helper.make_node("GlobalAveragePool", ["a"], ["g"], name="gap"),
+        helper.make_node("ReduceMean", ["g"], ["loss"], name="mean_loss", keepdims=0),
+    ]
+    inits = [const("w", np.linspace(-1, 1, 4 * 3 * 3 * 3).reshape(4, 3, 3, 3), np.float32),
+             const("b", np.zeros(4), np.float32), const("gamma", np.ones(4), np.float32),
+             const("beta", np.zeros(4), np.float32), const("mean", np.zeros(4), np.float32),
+             const("var", np.ones(4), np.float32)]
+    m = model(nodes, [vi("x", F32, [2, 3, 7, 7])], [vi("loss", F32, [])], inits)
+    m.producer_name = "pytorch"
+    return m
+
+
+def recorded_trainable():
+    """masked_scores plus a float initializer `scale` the loss depends on, with the record of
+    the trained parameters (shardc.trainable metadata) naming only w."""
+    m = masked_scores()
+    m.graph.node[-1].output[0] = "mean_p"
+    m.graph.node.append(helper.make_node("Mul", ["mean_p", "scale"], ["loss"], name="scaled"))
+    m.graph.initializer.append(const("scale", np.array(2.0), np.float32))
+    entry = m.metadata_props.add()
+    entry.key, entry.value = "shardc.trainable", '["w"]'
+    return m
+
+
 MODELS = {
+    "conv_pool_bn": conv_pool_bn,
+    "recorded_trainable": recorded_trainable,
     "masked_scores": masked_scores,
     "params_and_constants": params_and_constants,
     "shape_chain": shape_chain,

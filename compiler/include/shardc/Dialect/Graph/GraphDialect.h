@@ -22,6 +22,14 @@ inline constexpr llvm::StringLiteral kOutputAttr = "graph.output";
 // values": PyTorch trains no such tensor, it is a buffer such as an additive attention mask).
 // The training step keeps it frozen.
 inline constexpr llvm::StringLiteral kNotTrainableAttr = "graph.not_trainable";
+// On @forward when the model records which parameters PyTorch trains (the shardc.trainable
+// metadata): the trained set is then known, not guessed.
+inline constexpr llvm::StringLiteral kTrainableRecordAttr = "graph.trainable_record";
+
+// On a result of @forward (and of the training step): the new value of the parameter NAME,
+// a buffer the model updates as it runs (BatchNormalization's running statistics). The
+// parameter is not trained; after each step it holds this result.
+inline constexpr llvm::StringLiteral kBufferAttr = "graph.buffer";
 
 // Data parallelism (passes/DataParallel.h). On a training step: the mesh it runs on (a symbol
 // reference to a 1-D mesh.mesh) and its ZeRO stage (0-3).

@@ -166,6 +166,40 @@ def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax"> {
 }
 
 //===-------------------------------------------------------------------------------------===//
+// Convolution and pooling: NC + spatial layout (1 to 3 spatial dims). `pads` holds the begins
+// of every spatial dim, then the ends (ONNX's order); ONNX's auto_pad forms are resolved into
+// explicit pads by the importer.
+//===-------------------------------------------------------------------------------------===//
+
+def Graph_ConvOp : Graph_Op<"conv", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "ONNX Conv without bias (the importer adds a bias as a broadcast add)";
+  let description = [{
+    input [N, C, *S], weight [M, C/group, *K] -> output [N, M, *O] with
+    O = floor((S + pad_begin + pad_end - dilation * (K - 1) - 1) / stride) + 1.
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$weight,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, ConfinedAttr<I64Attr, [IntPositive]>:$group);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` functional-type(operands, results)";
+}
+
+class Graph_PoolOp<string mnemonic, dag extraAttrs> :
+    Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let arguments = !con((ins Graph_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                            DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                            BoolAttr:$ceil_mode), extraAttrs);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+def Graph_MaxPoolOp : Graph_PoolOp<"max_pool", (ins DenseI64ArrayAttr:$dilations)> {
+  let summary = "ONNX MaxPool (the Indices output is not supported); padding never wins";
+}
+def Graph_AvgPoolOp : Graph_PoolOp<"avg_pool", (ins BoolAttr:$count_include_pad)> {
+  let summary = "ONNX AveragePool (PyTorch's divisor where a ceil_mode window passes the pads)";
+}
+
+//===-------------------------------------------------------------------------------------===//
 // Reductions
 //===-------------------------------------------------------------------------------------===//
 

@@ -88,6 +88,41 @@ def Graph_SliceGradOp : Graph_Op<"slice_grad", [Pure]> {
   let assemblyFormat = "$dy attr-dict `:` functional-type(operands, results)";
 }
 
+// The backward of conv: the result types give the forward operands' shapes.
+def Graph_ConvGradInputOp : Graph_Op<"conv_grad_input", [Pure]> {
+  let summary = "Gradient of conv w.r.t. its input (a transposed convolution of dy)";
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$weight,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, ConfinedAttr<I64Attr, [IntPositive]>:$group);
+  let results = (outs Graph_FloatTensor:$dinput);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+def Graph_ConvGradWeightOp : Graph_Op<"conv_grad_weight", [Pure]> {
+  let summary = "Gradient of conv w.r.t. its weight (dy correlated with the input)";
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$dy,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, ConfinedAttr<I64Attr, [IntPositive]>:$group);
+  let results = (outs Graph_FloatTensor:$dweight);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_MaxPoolGradOp : Graph_Op<"max_pool_grad", [Pure]> {
+  let summary = "Routes each dy element to its window's first maximum in x (PyTorch's rule)";
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$input,
+                   DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations);
+  let results = (outs Graph_FloatTensor:$dinput);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+def Graph_AvgPoolGradOp : Graph_Op<"avg_pool_grad", [Pure]> {
+  let summary = "Adjoint of avg_pool (the result type gives the input's shape)";
+  let arguments = (ins Graph_FloatTensor:$dy, DenseI64ArrayAttr:$kernel_shape,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   BoolAttr:$count_include_pad);
+  let results = (outs Graph_FloatTensor:$dinput);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 //===-------------------------------------------------------------------------------------===//
 // Optimizer updates (PyTorch semantics, fp32 state). Hyperparameters are f64 because PyTorch
 // keeps them as Python floats: 1 - 0.999 in double differs from 1 - float(0.999).
