@@ -1,4 +1,4 @@
-"""Models written by others, unchanged: their ordinary ONNX exports trained by shardc against PyTorch.
+"""Models written by others, unchanged: their ONNX exports trained by shardc against PyTorch.
 
     test_model_zoo.py --shardc PATH --shardrun PATH --work DIR [--models gpt2,resnet18]
                       [--table FILE]
@@ -37,7 +37,8 @@ and float64 runs of them part by more than 1e-5, so no float32 implementation ca
 there. Every model's tolerance is therefore max(1e-5, twice the worst difference between
 PyTorch's float32 and float64 runs of the same 30 steps), measured in the same run and printed
 beside the results; for the others it stays 1e-5.
-Writes the table (model x style x check, worst relative difference) to --table.
+Writes the table (model x style x check, worst relative difference) to --table, and the ops
+each model's static export uses (supported by shardc or not) to --ops-table.
 """
 
 import argparse
@@ -305,6 +306,7 @@ class Zoo:
     def __init__(self, args):
         self.args = args
         self.rows = []  # (model, style, check, worst relative difference or error, tolerance)
+        self.ops = {}  # model -> Counter of the op types of its static export
 
     def module(self, name):
         torch.manual_seed(0)
@@ -336,6 +338,9 @@ class Zoo:
                 shardc_export.export(model, args, path, input_names=names,
                                      output_names=["loss"], dynamic_axes=spec.dynamic)
         reference = model
+        if style == "static":
+            self.ops[name] = collections.Counter(
+                n.op_type for n in onnx.load(path, load_external_data=False).graph.node)
         flags = []
         if style == "dynamic":
             for input_name, tensor in batch.items():
@@ -479,6 +484,21 @@ class Zoo:
             f.write("\n".join(lines) + "\n")
 
 
+    def write_ops_table(self, path):
+        """Op x model: how many nodes of the op each model's static export has, every op
+        marked supported or not."""
+        models = [m for m in MODELS if m in self.ops]
+        ops = sorted(set().union(*self.ops.values())) if models else []
+        lines = ["| op | shardc | " + " | ".join(models) + " |",
+                 "|---|---|" + "---|" * len(models)]
+        for op in ops:
+            supported = "yes" if op in e2e_util.SUPPORTED_OPS else "**no**"
+            counts = [str(self.ops[m][op]) if self.ops[m][op] else "" for m in models]
+            lines.append(f"| {op} | {supported} | " + " | ".join(counts) + " |")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shardc", required=True)
@@ -486,6 +506,7 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--table")
+    p.add_argument("--ops-table")
     p.add_argument("--timeout", type=int, default=300)
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -501,6 +522,8 @@ def main():
     finally:
         if args.table:
             zoo.write_table(args.table)
+        if args.ops_table:
+            zoo.write_ops_table(args.ops_table)
 
 
 if __name__ == "__main__":

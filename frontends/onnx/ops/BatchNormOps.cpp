@@ -105,8 +105,11 @@ LogicalResult importBatchNormalization(NodeContext &node) {
     return node.fail("input X must be [N, C, ...], got " + formatShape(xType.getShape()));
   const int64_t channels = xType.getDimSize(1);
   using Named = std::pair<Value, const char *>;
-  for (auto [value, name] : std::initializer_list<Named>{
-           {*scale, "scale"}, {*bias, "B"}, {*runningMean, "input_mean"}, {*runningVar, "input_var"}}) {
+  for (auto [value, name] :
+       std::initializer_list<Named>{{*scale, "scale"},
+                                    {*bias, "B"},
+                                    {*runningMean, "input_mean"},
+                                    {*runningVar, "input_var"}}) {
     ArrayRef<int64_t> shape = NodeContext::typeOf(value).getShape();
     if (shape.size() != 1 || shape[0] != channels)
       return node.fail(std::string(name) + " " + formatShape(shape) + " must be [" +

@@ -15,6 +15,7 @@
 #include "runtime/kernels/cpu/blas.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/spatial.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -26,23 +27,7 @@ namespace shardc::runtime::cpu {
 
 namespace {
 
-// The kernels take 1 to 3 spatial dims. Internally every call has three: the ones a call lacks
-// are leading unit dims (size 1, kernel 1, stride 1, no padding, dilation 1), which change no
-// index, so one loop nest serves 1-, 2- and 3-D convolutions.
-constexpr int kSpatial = 3;
-using Dims = std::array<int64_t, kSpatial>;
-
-// Attribute values (strides, dilations, pads) above this are rejected, so that the index
-// arithmetic of an accepted call cannot overflow int64.
-constexpr int64_t kAttrLimit = int64_t(1) << 40;
-
 enum class ConvKind { kForward, kGradInput, kGradWeight };
-
-// A tensor and the name the kernel's messages give it.
-struct Named {
-  const char *role = nullptr;
-  const Tensor *tensor = nullptr;
-};
 
 // The geometry of one call, shared by the three kernels and their workspace-size functions.
 struct ConvGeometry {
@@ -50,8 +35,8 @@ struct ConvGeometry {
   int64_t channels = 0; // C, of x (dx)
   int64_t filters = 0;  // M, of w (dw) and y (dy)
   int64_t group = 1;
-  Dims in{1, 1, 1}, kernel{1, 1, 1}, out{1, 1, 1};
-  Dims stride{1, 1, 1}, padBegin{0, 0, 0}, dilation{1, 1, 1};
+  SpatialDims in{1, 1, 1}, kernel{1, 1, 1}, out{1, 1, 1};
+  SpatialDims stride{1, 1, 1}, padBegin{0, 0, 0}, dilation{1, 1, 1};
   int64_t inSize = 1, kernelSize = 1, outSize = 1; // products of in, kernel, out
   bool pointwise = false;                          // the image is its own column matrix
   int64_t colCount = 0; // elements of one column matrix: colRows() * outSize
@@ -65,64 +50,9 @@ struct ConvGeometry {
 // kernel's dx, dw or dy stands in for the one of the same shape) and the geometry.
 struct ConvCall {
   const char *kernel = nullptr;
-  Named x, w, y;
+  NamedTensor x, w, y;
   ConvGeometry geometry;
 };
-
-// *out = the product of `dims`; false when it overflows int64.
-bool product(const Dims &dims, int64_t *out) {
-  *out = 1;
-  for (int64_t d : dims)
-    if (__builtin_mul_overflow(*out, d, out))
-      return false;
-  return true;
-}
-
-// Reads ints attribute `name`, `perDim` entries per spatial dim of x, each in [min, kAttrLimit].
-Status spatialAttr(const char *kernel, const KernelArgs &args, const char *name, int64_t perDim,
-                   int64_t min, const Named &x, int64_t spatial, std::vector<int64_t> *values) {
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, name, values));
-  if (static_cast<int64_t>(values->size()) != perDim * spatial)
-    return Status::error(std::string(kernel) + ": attribute '" + name + "' needs " +
-                         (perDim == 1 ? "one entry" : "2 entries") + " per spatial dim of " +
-                         x.role + " " + x.tensor->describe() + ", got " +
-                         std::to_string(values->size()));
-  for (int64_t v : *values)
-    if (v < min || v > kAttrLimit)
-      return Status::error(std::string(kernel) + ": attribute '" + name + "' " +
-                           intsString(*values) + " has a value outside [" + std::to_string(min) +
-                           ", 2^40]");
-  return Status::ok();
-}
-
-// Checks that `out` output positions are what a window of `kernel` taps `dilation` apart, moved
-// by `stride`, gives on an input of `in` padded by `padBegin` and `padEnd`: with the extent
-// E = in + padBegin + padEnd - dilation*(kernel-1) - 1 >= 0, floor(E/stride) + 1, or
-// ceil(E/stride) + 1 (ceil mode; the compiler chose the output shape). In 128 bits: the
-// attributes are bounded, but a kernel size from w's shape is not.
-Status checkOutputSize(const ConvCall &call, int64_t dim, int64_t in, int64_t kernel,
-                       int64_t stride, int64_t padBegin, int64_t padEnd, int64_t dilation,
-                       int64_t out) {
-  const __int128 padded = static_cast<__int128>(in) + padBegin + padEnd;
-  const __int128 extent = padded - static_cast<__int128>(dilation) * (kernel - 1) - 1;
-  const std::string where = std::string(call.kernel) + ": spatial dim " + std::to_string(dim) +
-                            " of " + call.y.role + " " + call.y.tensor->describe() +
-                            " does not fit " + call.x.role + " " + call.x.tensor->describe() + ": ";
-  if (extent < 0)
-    return Status::error(where + "the window (kernel " + std::to_string(kernel) + ", dilation " +
-                         std::to_string(dilation) + ") is longer than the padded input (" +
-                         std::to_string(static_cast<int64_t>(padded)) + ")");
-  const int64_t e = static_cast<int64_t>(extent); // <= in + pads: fits
-  const int64_t floorOut = e / stride + 1, ceilOut = (e + stride - 1) / stride + 1;
-  if (out != floorOut && out != ceilOut)
-    return Status::error(
-        where + "kernel " + std::to_string(kernel) + ", stride " + std::to_string(stride) +
-        ", pads " + std::to_string(padBegin) + " and " + std::to_string(padEnd) + ", dilation " +
-        std::to_string(dilation) + " give " + std::to_string(floorOut) + " positions" +
-        (ceilOut != floorOut ? " (" + std::to_string(ceilOut) + " in ceil mode)" : std::string()) +
-        ", not " + std::to_string(out));
-  return Status::ok();
-}
 
 // Checks a call of kernel `kind` (operands, dtypes, attributes, shapes) and works out its
 // geometry. The kernels and their workspace-size functions both start here, so a size function
@@ -144,7 +74,7 @@ Status parseConvCall(ConvKind kind, const KernelArgs &args, ConvCall *call) {
     call->x = {"x", &in0}, call->y = {"dy", &in1}, call->w = {"dw", &out0};
     break;
   }
-  for (const Named *n : {&call->x, &call->w, &call->y})
+  for (const NamedTensor *n : {&call->x, &call->w, &call->y})
     SHARDC_RETURN_IF_ERROR(expectDtype(kernel, n->role, *n->tensor, program::F32));
   const Tensor &x = *call->x.tensor, &w = *call->w.tensor, &y = *call->y.tensor;
   const std::string xDesc = std::string(call->x.role) + " " + x.describe();
@@ -188,8 +118,9 @@ Status parseConvCall(ConvKind kind, const KernelArgs &args, ConvCall *call) {
     if (w.shape[dim] < 1)
       return Status::error(std::string(kernel) + ": " + wDesc +
                            " must have a positive kernel size in every spatial dim");
-    SHARDC_RETURN_IF_ERROR(checkOutputSize(*call, i, x.shape[dim], w.shape[dim], strides[a],
-                                           pads[a], pads[a + spatial], dilations[a], y.shape[dim]));
+    SHARDC_RETURN_IF_ERROR(checkOutputExtent(kernel, call->x, call->y, i, x.shape[dim],
+                                             w.shape[dim], strides[a], pads[a],
+                                             pads[a + spatial], dilations[a], y.shape[dim]));
     g.in[d] = x.shape[dim];
     g.kernel[d] = w.shape[dim];
     g.out[d] = y.shape[dim];
@@ -202,8 +133,8 @@ Status parseConvCall(ConvKind kind, const KernelArgs &args, ConvCall *call) {
   // A tensor with a zero dim passes checkOperands whatever its other dims, so these products
   // (and the column matrix's size) need not fit in int64 even for well-formed operands.
   int64_t rows = 0;
-  if (!product(g.in, &g.inSize) || !product(g.kernel, &g.kernelSize) ||
-      !product(g.out, &g.outSize) ||
+  if (!spatialProduct(g.in, &g.inSize) || !spatialProduct(g.kernel, &g.kernelSize) ||
+      !spatialProduct(g.out, &g.outSize) ||
       __builtin_mul_overflow(g.groupChannels(), g.kernelSize, &rows) ||
       __builtin_mul_overflow(rows, g.outSize, &g.colCount))
     return Status::error(std::string(kernel) + ": the im2col matrix of " + xDesc + " and " + wDesc +

@@ -9,6 +9,7 @@
 // all four kernels.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/spatial.h"
 
 #include <algorithm>
 #include <array>
@@ -21,16 +22,6 @@ namespace shardc::runtime::cpu {
 
 namespace {
 
-// The kernels take 1 to 3 spatial dims. Internally every call has three: the ones a call lacks
-// are leading unit dims (size 1, kernel 1, stride 1, no padding, dilation 1), whose one window
-// reads its one element, so one loop nest serves 1-, 2- and 3-D pooling.
-constexpr int kSpatial = 3;
-using Dims = std::array<int64_t, kSpatial>;
-
-// Attribute values (kernel sizes, strides, dilations, pads) above this are rejected, so that the
-// index arithmetic of an accepted call cannot overflow int64.
-constexpr int64_t kAttrLimit = int64_t(1) << 40;
-
 enum class PoolKind { kMax, kMaxGrad, kAvg, kAvgGrad };
 
 // One dim of one output position's window: taps [kLo, kHi) read the input (positions
@@ -42,8 +33,8 @@ struct Window {
 
 struct PoolGeometry {
   int64_t planes = 0; // N * C
-  Dims in{1, 1, 1}, kernel{1, 1, 1}, out{1, 1, 1};
-  Dims stride{1, 1, 1}, padBegin{0, 0, 0}, padEnd{0, 0, 0}, dilation{1, 1, 1};
+  SpatialDims in{1, 1, 1}, kernel{1, 1, 1}, out{1, 1, 1};
+  SpatialDims stride{1, 1, 1}, padBegin{0, 0, 0}, padEnd{0, 0, 0}, dilation{1, 1, 1};
   int64_t inSize = 1, outSize = 1; // elements of one plane of the input, of the output
   bool countIncludePad = false;    // avg_pool's divisor: padded taps instead of in-range ones
 
@@ -71,74 +62,13 @@ struct PoolGeometry {
   }
 };
 
-// A tensor and the name the kernel's messages give it.
-struct Named {
-  const char *role = nullptr;
-  const Tensor *tensor = nullptr;
-};
-
 // One checked call: its name, the operand with the input's shape (x, or dx), the one with the
 // output's (y, or dy), and the geometry.
 struct PoolCall {
   const char *kernel = nullptr;
-  Named x, y;
+  NamedTensor x, y;
   PoolGeometry geometry;
 };
-
-// *out = the product of `dims`; false when it overflows int64.
-bool product(const Dims &dims, int64_t *out) {
-  *out = 1;
-  for (int64_t d : dims)
-    if (__builtin_mul_overflow(*out, d, out))
-      return false;
-  return true;
-}
-
-// Reads ints attribute `name`, `perDim` entries per spatial dim of x, each in [min, kAttrLimit].
-Status spatialAttr(const PoolCall &call, const KernelArgs &args, const char *name, int64_t perDim,
-                   int64_t min, int64_t spatial, std::vector<int64_t> *values) {
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, name, values));
-  if (static_cast<int64_t>(values->size()) != perDim * spatial)
-    return Status::error(std::string(call.kernel) + ": attribute '" + name + "' needs " +
-                         (perDim == 1 ? "one entry" : "2 entries") + " per spatial dim of " +
-                         call.x.role + " " + call.x.tensor->describe() + ", got " +
-                         std::to_string(values->size()));
-  for (int64_t v : *values)
-    if (v < min || v > kAttrLimit)
-      return Status::error(std::string(call.kernel) + ": attribute '" + name + "' " +
-                           intsString(*values) + " has a value outside [" + std::to_string(min) +
-                           ", 2^40]");
-  return Status::ok();
-}
-
-// Checks that dim d's output size is what the window gives on the padded input: with the extent
-// E = in + padBegin + padEnd - dilation*(kernel-1) - 1 >= 0, floor(E/stride) + 1, or
-// ceil(E/stride) + 1 (ceil mode; the compiler chose the output shape). In 128 bits: the
-// dilated kernel of two bounded attributes need not fit in int64.
-Status checkOutputSize(const PoolCall &call, int64_t dim, size_t d) {
-  const PoolGeometry &g = call.geometry;
-  const int64_t padded = g.in[d] + g.padBegin[d] + g.padEnd[d];
-  const __int128 wide = padded - static_cast<__int128>(g.dilation[d]) * (g.kernel[d] - 1) - 1;
-  const std::string where = std::string(call.kernel) + ": spatial dim " + std::to_string(dim) +
-                            " of " + call.y.role + " " + call.y.tensor->describe() +
-                            " does not fit " + call.x.role + " " + call.x.tensor->describe() + ": ";
-  if (wide < 0)
-    return Status::error(where + "the window (kernel " + std::to_string(g.kernel[d]) +
-                         ", dilation " + std::to_string(g.dilation[d]) +
-                         ") is longer than the padded input (" + std::to_string(padded) + ")");
-  const int64_t extent = static_cast<int64_t>(wide); // <= padded: fits
-  const int64_t s = g.stride[d];
-  const int64_t floorOut = extent / s + 1, ceilOut = (extent + s - 1) / s + 1;
-  if (g.out[d] != floorOut && g.out[d] != ceilOut)
-    return Status::error(
-        where + "kernel " + std::to_string(g.kernel[d]) + ", stride " + std::to_string(s) +
-        ", pads " + std::to_string(g.padBegin[d]) + " and " + std::to_string(g.padEnd[d]) +
-        ", dilation " + std::to_string(g.dilation[d]) + " give " + std::to_string(floorOut) +
-        " positions" +
-        (ceilOut != floorOut ? " (" + std::to_string(ceilOut) + " in ceil mode)" : std::string()) +
-        ", not " + std::to_string(g.out[d]));
-  return Status::ok();
-}
 
 // Checks a call of kernel `kind` (operands, dtypes, attributes, shapes) and works out its
 // geometry.
@@ -180,12 +110,16 @@ Status parsePoolCall(PoolKind kind, const KernelArgs &args, PoolCall *call) {
   const int64_t spatial = x.rank() - 2;
 
   std::vector<int64_t> kernelShape, strides, pads, dilations(static_cast<size_t>(spatial), 1);
-  SHARDC_RETURN_IF_ERROR(spatialAttr(*call, args, "kernel_shape", 1, 1, spatial, &kernelShape));
-  SHARDC_RETURN_IF_ERROR(spatialAttr(*call, args, "strides", 1, 1, spatial, &strides));
-  SHARDC_RETURN_IF_ERROR(spatialAttr(*call, args, "pads", 2, 0, spatial, &pads));
+  SHARDC_RETURN_IF_ERROR(
+      spatialAttr(call->kernel, args, "kernel_shape", 1, 1, call->x, spatial, &kernelShape));
+  SHARDC_RETURN_IF_ERROR(
+      spatialAttr(call->kernel, args, "strides", 1, 1, call->x, spatial, &strides));
+  SHARDC_RETURN_IF_ERROR(
+      spatialAttr(call->kernel, args, "pads", 2, 0, call->x, spatial, &pads));
   PoolGeometry &g = call->geometry;
   if (isMax) {
-    SHARDC_RETURN_IF_ERROR(spatialAttr(*call, args, "dilations", 1, 1, spatial, &dilations));
+    SHARDC_RETURN_IF_ERROR(
+      spatialAttr(call->kernel, args, "dilations", 1, 1, call->x, spatial, &dilations));
   } else {
     int64_t countIncludePad = 0;
     SHARDC_RETURN_IF_ERROR(getIntAttr(args, "count_include_pad", &countIncludePad));
@@ -205,12 +139,14 @@ Status parsePoolCall(PoolKind kind, const KernelArgs &args, PoolCall *call) {
     g.padBegin[d] = pads[a];
     g.padEnd[d] = pads[a + static_cast<size_t>(spatial)];
     g.dilation[d] = dilations[a];
-    SHARDC_RETURN_IF_ERROR(checkOutputSize(*call, i, d));
+    SHARDC_RETURN_IF_ERROR(checkOutputExtent(call->kernel, call->x, call->y, i, g.in[d],
+                                             g.kernel[d], g.stride[d], g.padBegin[d],
+                                             g.padEnd[d], g.dilation[d], g.out[d]));
   }
   // A tensor with a zero dim passes checkOperands whatever its other dims, so these products
   // need not fit in int64 even for well-formed operands.
-  if (__builtin_mul_overflow(x.shape[0], x.shape[1], &g.planes) || !product(g.in, &g.inSize) ||
-      !product(g.out, &g.outSize))
+  if (__builtin_mul_overflow(x.shape[0], x.shape[1], &g.planes) ||
+      !spatialProduct(g.in, &g.inSize) || !spatialProduct(g.out, &g.outSize))
     return Status::error(std::string(kernel) + ": " + xDesc + " or " + yDesc + " is too large");
   return Status::ok();
 }
