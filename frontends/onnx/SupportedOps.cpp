@@ -84,6 +84,7 @@ const OpInfo kOps[] = {
     {"Pad", 13, 2, 4, 1, 1, bit(1) | bit(2) | bit(3), importPad},
     {"Gather", 13, 2, 2, 1, 1, 0, importGather},
     {"Trilu", 14, 1, 2, 1, 1, bit(1), importTrilu},
+    {"ScatterND", 13, 3, 3, 1, 1, 0, importScatterND},
     // Losses and the rest
     {"SoftmaxCrossEntropyLoss", 13, 2, 3, 1, 2, 0, importSoftmaxCrossEntropyLoss},
     {"NegativeLogLikelihoodLoss", 13, 2, 3, 1, 1, 0, importNegativeLogLikelihoodLoss},

@@ -15,7 +15,7 @@ SUPPORTED_OPS = frozenset("""
     LogSoftmax ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat
     Split Slice Pad Gather Expand Shape ConstantOfShape Range Trilu Identity Constant SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
-    BatchNormalization
+    BatchNormalization ScatterND
 """.split())
 
 # Default-domain opsets shardc accepts.

@@ -125,6 +125,12 @@ LogicalResult ExpandOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorI
   return success();
 }
 
+// ScatterND reaches the loss's gradient in exports only through integer tensors (the label shift
+// of encoder-decoder models); a float one in the gradient's path is refused, not approximated.
+LogicalResult ScatterNDOp::buildVjp(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return emitOpError("the gradient through scatter_nd of float data is not supported");
+}
+
 LogicalResult TriluOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
   g.push_back(b.create<TriluOp>(gradLoc(*this), dys[0], getUpperAttr(), getKAttr()));
   return success();

@@ -221,6 +221,11 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             c.attrs["count_include_pad"] = intAttr(o.getCountIncludePad() ? 1 : 0);
             return c;
           })
+          .Case([&](ScatterNDOp o) {
+            KernelCall c = direct(o, "scatter_nd");
+            c.attrs["reduction"] = stringAttr(o.getReduction());
+            return c;
+          })
           .Case([&](PadOp o) {
             KernelCall c = direct(o, "pad");
             c.attrs["pads"] = intsAttr(o.getPads());

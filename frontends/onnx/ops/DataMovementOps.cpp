@@ -253,7 +253,7 @@ LogicalResult importPad(NodeContext &node) {
       return failure();
     if (constant->getNumElements() != 1)
       return node.fail("constant_value must hold one value");
-    if (constant->getElementType().isa<FloatType>())
+    if (isa<FloatType>(constant->getElementType()))
       value = (*constant->getValues<APFloat>().begin()).convertToDouble();
     else if (constant->getElementType().isInteger(1))
       value = *constant->getValues<bool>().begin() ? 1.0 : 0.0;
@@ -296,6 +296,21 @@ LogicalResult importTrilu(NodeContext &node) {
   OpBuilder &builder = node.builder();
   return node.setOutput(node.createTyped1<TriluOp>(
       x->getType(), *x, builder.getBoolAttr(*upper != 0), builder.getI64IntegerAttr(k)));
+}
+
+// Opset 16 added the reductions add and mul, 18 max and min.
+LogicalResult importScatterND(NodeContext &node) {
+  FailureOr<Value> data = node.requiredInput(0, "data");
+  FailureOr<Value> indices = node.requiredInput(1, "indices");
+  FailureOr<Value> updates = node.requiredInput(2, "updates");
+  FailureOr<std::string> reduction = node.stringAttr("reduction", "none");
+  if (failed(data) || failed(indices) || failed(updates) || failed(reduction))
+    return failure();
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, *reduction))
+    return node.fail("reduction '" + *reduction + "' is not one of none, add, mul, max, min");
+  return node.setOutput(node.createTyped1<ScatterNDOp>(data->getType(), *data, *indices,
+                                                       *updates,
+                                                       node.builder().getStringAttr(*reduction)));
 }
 
 } // namespace shardc::onnx_import

@@ -85,6 +85,7 @@ mlir::LogicalResult importSplit(NodeContext &node);
 mlir::LogicalResult importSlice(NodeContext &node);
 mlir::LogicalResult importGather(NodeContext &node);
 mlir::LogicalResult importTrilu(NodeContext &node);
+mlir::LogicalResult importScatterND(NodeContext &node);
 
 // LossMiscOps.cpp
 mlir::LogicalResult importSoftmaxCrossEntropyLoss(NodeContext &node);

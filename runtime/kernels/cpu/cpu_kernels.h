@@ -88,6 +88,7 @@ Status sliceKernel(KernelArgs &args);
 Status padKernel(KernelArgs &args);
 Status expandKernel(KernelArgs &args);
 Status triluKernel(KernelArgs &args);
+Status scatterNdKernel(KernelArgs &args);
 
 // concat_split_gather.cpp
 Status concatKernel(KernelArgs &args);

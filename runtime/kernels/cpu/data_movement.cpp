@@ -210,6 +210,87 @@ Status expandKernel(KernelArgs &args) {
   return copyThrough(loop, x, y);
 }
 
+Status scatterNdKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(
+      checkOperands("scatter_nd", args, Arity::exactly(3), Arity::exactly(1)));
+  const Tensor &data = args.inputs[0], &indices = args.inputs[1], &updates = args.inputs[2];
+  const Tensor &y = args.outputs[0];
+  SHARDC_RETURN_IF_ERROR(expectSameDtype("scatter_nd", "data", data, "y", y));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype("scatter_nd", "data", data, "updates", updates));
+  SHARDC_RETURN_IF_ERROR(expectShape("scatter_nd", "y", y, data.shape));
+  std::string reduction;
+  SHARDC_RETURN_IF_ERROR(getStringAttr(args, "reduction", &reduction));
+  enum class Combine { kNone, kAdd, kMul, kMax, kMin };
+  const Combine combine = reduction == "none" ? Combine::kNone
+                          : reduction == "add" ? Combine::kAdd
+                          : reduction == "mul" ? Combine::kMul
+                          : reduction == "max" ? Combine::kMax
+                          : reduction == "min" ? Combine::kMin
+                                               : static_cast<Combine>(-1);
+  if (static_cast<int>(combine) < 0)
+    return Status::error("scatter_nd: attribute 'reduction' '" + reduction +
+                         "' is not none, add, mul, max or min");
+  if (combine != Combine::kNone && data.dtype == program::BOOL)
+    return Status::error("scatter_nd: reduction '" + reduction + "' on bool data " +
+                         data.describe());
+  if (indices.dtype != program::I64 && indices.dtype != program::I32)
+    return Status::error("scatter_nd: indices must be i64 or i32, got " + indices.describe());
+  if (indices.rank() < 1)
+    return Status::error("scatter_nd: indices must have rank >= 1, got " + indices.describe());
+  const int64_t k = indices.shape.back();
+  if (k < 1 || k > static_cast<int64_t>(data.rank()))
+    return Status::error("scatter_nd: index tuples of length " + std::to_string(k) +
+                         " do not address data " + data.describe());
+  std::vector<int64_t> expected(indices.shape.begin(), indices.shape.end() - 1);
+  expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
+  SHARDC_RETURN_IF_ERROR(expectShape("scatter_nd", "updates", updates, expected));
+  const int64_t tuples = dimsProduct(indices.shape, 0, indices.shape.size() - 1);
+  const int64_t slice = dimsProduct(data.shape, static_cast<size_t>(k), data.shape.size());
+  // Every tuple is checked before anything is written: an error leaves y untouched.
+  std::vector<int64_t> offsets(static_cast<size_t>(tuples));
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t at = t * k + j;
+      int64_t index = indices.dtype == program::I64 ? indices.as<int64_t>()[at]
+                                                    : indices.as<int32_t>()[at];
+      const int64_t size = data.shape[static_cast<size_t>(j)];
+      if (index < -size || index >= size)
+        return Status::error("scatter_nd: index " + std::to_string(index) + " of tuple " +
+                             std::to_string(t) + " is out of range for dim " +
+                             std::to_string(j) + " of data " + data.describe());
+      if (index < 0)
+        index += size;
+      offset = offset * size + index;
+    }
+    offsets[static_cast<size_t>(t)] = offset * slice;
+  }
+  // By dtype, not element size: the reductions do arithmetic.
+  return visitAnyDtype(data.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = data.as<T>(), *from = updates.as<T>();
+    T *out = y.as<T>();
+    if (out != in)
+      std::copy(in, in + data.numel(), out);
+    // In tuple order (ONNX's reference): with reduction "none", where tuples repeat, the last
+    // one's update stays.
+    for (int64_t t = 0; t < tuples; ++t) {
+      const T *u = from + t * slice;
+      T *o = out + offsets[static_cast<size_t>(t)];
+      for (int64_t i = 0; i < slice; ++i) {
+        switch (combine) {
+        case Combine::kNone: o[i] = u[i]; break;
+        case Combine::kAdd: o[i] = static_cast<T>(o[i] + u[i]); break;
+        case Combine::kMul: o[i] = static_cast<T>(o[i] * u[i]); break;
+        case Combine::kMax: o[i] = std::max(o[i], u[i]); break;
+        case Combine::kMin: o[i] = std::min(o[i], u[i]); break;
+        }
+      }
+    }
+    return Status::ok();
+  });
+}
+
 Status triluKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(checkOperands("trilu", args, Arity::exactly(1), Arity::exactly(1)));
   const Tensor &x = args.inputs[0], &y = args.outputs[0];

@@ -76,6 +76,7 @@ constexpr KernelEntry kCpuKernels[] = {
     {"reduce_sum", cpu::reduceSumKernel, cpu::reduceSumWorkspace},
     {"relu", cpu::reluKernel},
     {"scale_by_clip", cpu::scaleByClipKernel},
+    {"scatter_nd", cpu::scatterNdKernel},
     {"sgd_update", cpu::sgdUpdateKernel},
     {"shard_slice", cpu::shardSliceKernel},
     {"sigmoid", cpu::sigmoidKernel},

@@ -170,3 +170,37 @@ func.func @pad_wrong_count(%a: tensor<3x2xf32>) -> tensor<4x2xf32> {
   %0 = graph.pad %a {pads = array<i64: 1, 0>, value = 0.0 : f64} : (tensor<3x2xf32>) -> tensor<4x2xf32>
   return %0 : tensor<4x2xf32>
 }
+
+// -----
+
+func.func @conv_groups_do_not_divide(%x: tensor<1x6x5x5xf32>, %w: tensor<4x4x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  // expected-error @+2 {{group 2: input channels 6 and weight 4x4x3x3 do not split into that many groups}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.conv %x, %w {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x6x5x5xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  return %0 : tensor<1x4x3x3xf32>
+}
+
+// -----
+
+func.func @pool_window_too_large(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x1x1xf32> {
+  // expected-error @+2 {{the window (kernel 5, dilation 1) is larger than spatial dim 0 (3 with pads 0, 0)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 5, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x3x3xf32>) -> tensor<1x2x1x1xf32>
+  return %0 : tensor<1x2x1x1xf32>
+}
+
+// -----
+
+func.func @scatter_nd_updates_shape(%d: tensor<2x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x2xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{updates 2x2 must be 2x3 (indices.shape[:-1] + data.shape[k:])}}
+  %0 = graph.scatter_nd %d, %i, %u {reduction = "none"} : (tensor<2x3xf32>, tensor<2x1xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @scatter_nd_bad_reduction(%d: tensor<3xf32>, %i: tensor<1x1xi64>, %u: tensor<1xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{reduction 'xor' is not none, add, mul, max or min}}
+  %0 = graph.scatter_nd %d, %i, %u {reduction = "xor"} : (tensor<3xf32>, tensor<1x1xi64>, tensor<1xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

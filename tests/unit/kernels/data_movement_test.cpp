@@ -472,5 +472,74 @@ TEST(DataMovement, GatherIndexBlockErrors) {
                       "do not hold a block");
 }
 
+// scatter_nd against a direct reading of the ONNX definition: y = data, then for every index
+// tuple t, y[indices[t]] = updates[t] (a whole slice when the tuple is shorter than data's rank).
+TEST(ScatterND, WritesSlicesWhereTheTuplesSay) {
+  const Attrs none = Attrs().s("reduction", "none");
+  // data [2, 3, 4]; tuples of length 2 pick rows of the last dim; one negative index.
+  std::vector<float> data(24);
+  for (int i = 0; i < 24; ++i)
+    data[i] = static_cast<float>(i);
+  HostTensor d = HostTensor::of<float>({2, 3, 4}, data);
+  HostTensor idx = HostTensor::of<int64_t>({3, 2}, {0, 2, 1, -3, 1, 2});
+  std::vector<float> up(12);
+  for (int i = 0; i < 12; ++i)
+    up[i] = 100.0f + static_cast<float>(i);
+  HostTensor u = HostTensor::of<float>({3, 4}, up);
+  HostTensor y(program::F32, {2, 3, 4});
+  ASSERT_KERNEL_OK(runKernel("scatter_nd", {d, idx, u}, {y}, none));
+  std::vector<float> want = data;
+  const int rows[3][2] = {{0, 2}, {1, 0}, {1, 2}};
+  for (int t = 0; t < 3; ++t)
+    for (int j = 0; j < 4; ++j)
+      want[(rows[t][0] * 3 + rows[t][1]) * 4 + j] = up[t * 4 + j];
+  EXPECT_EQ(y.values<float>(), want);
+  // Full-length tuples (single elements), i32 indices, int64 data: the label shift of an
+  // encoder-decoder export (decoder_input_ids[:, 1:] = labels[:, :-1]).
+  HostTensor zeros = HostTensor::of<int64_t>({2, 3}, std::vector<int64_t>(6, 0));
+  HostTensor shift = HostTensor::of<int32_t>({2, 2, 2}, {0, 1, 0, 2, 1, 1, 1, 2});
+  HostTensor labels = HostTensor::of<int64_t>({2, 2}, {7, 8, 9, 10});
+  HostTensor ids(program::I64, {2, 3});
+  ASSERT_KERNEL_OK(runKernel("scatter_nd", {zeros, shift, labels}, {ids}, none));
+  EXPECT_EQ(ids.values<int64_t>(), (std::vector<int64_t>{0, 7, 8, 0, 9, 10}));
+}
+
+TEST(ScatterND, ReductionsCombineInTupleOrder) {
+  // Tuple 0 twice: the reductions see both updates; "none" keeps the last.
+  HostTensor d = HostTensor::of<float>({3}, {2, 5, 7});
+  HostTensor idx = HostTensor::of<int64_t>({3, 1}, {0, 2, 0});
+  HostTensor u = HostTensor::of<float>({3}, {3, -1, 4});
+  const std::pair<const char *, std::vector<float>> cases[] = {
+      {"none", {4, 5, -1}}, {"add", {9, 5, 6}}, {"mul", {24, 5, -7}},
+      {"max", {4, 5, 7}},   {"min", {2, 5, -1}}};
+  for (const auto &[reduction, want] : cases) {
+    HostTensor y(program::F32, {3});
+    ASSERT_KERNEL_OK(runKernel("scatter_nd", {d, idx, u}, {y}, Attrs().s("reduction", reduction)));
+    EXPECT_EQ(y.values<float>(), want) << reduction;
+  }
+}
+
+TEST(ScatterND, MalformedCallsAreErrors) {
+  HostTensor d(program::F32, {2, 3}), y(program::F32, {2, 3});
+  const Attrs none = Attrs().s("reduction", "none");
+  HostTensor u2 = HostTensor::of<float>({2}, {1, 2});
+  EXPECT_KERNEL_ERROR(
+      runKernel("scatter_nd", {d, HostTensor::of<int64_t>({2, 2}, {0, 0, 2, 0}), u2}, {y}, none),
+      "out of range");
+  EXPECT_KERNEL_ERROR(
+      runKernel("scatter_nd", {d, HostTensor::of<int64_t>({2, 3}, {0, 0, 0, 0, 0, 0}), u2}, {y}, none),
+      "do not address");
+  EXPECT_KERNEL_ERROR(
+      runKernel("scatter_nd", {d, HostTensor::of<int64_t>({2, 1}, {0, 1}), u2}, {y}, none), "updates");
+  EXPECT_KERNEL_ERROR(
+      runKernel("scatter_nd", {d, HostTensor::of<float>({2, 2}, {0, 0, 1, 1}), u2}, {y}, none),
+      "i64 or i32");
+  EXPECT_KERNEL_ERROR(runKernel("scatter_nd",
+                                {d, HostTensor::of<int64_t>({2, 2}, {0, 0, 1, 1}),
+                                 HostTensor::of<int64_t>({2}, {1, 2})},
+                                {y}, none),
+                      "dtype");
+}
+
 } // namespace
 } // namespace shardc::runtime::testing

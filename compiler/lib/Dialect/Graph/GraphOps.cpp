@@ -503,6 +503,31 @@ LogicalResult ExpandOp::verify() {
   return success();
 }
 
+LogicalResult ScatterNDOp::verify() {
+  auto data = cast<RankedTensorType>(getData().getType());
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  auto updates = cast<RankedTensorType>(getUpdates().getType());
+  if (getOutput().getType() != data)
+    return emitOpError("result must have the data's type");
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, getReduction()))
+    return emitOpError("reduction '") << getReduction() << "' is not none, add, mul, max or min";
+  if (updates.getElementType() != data.getElementType())
+    return emitOpError("updates must have the data's element type");
+  if (indices.getRank() < 1)
+    return emitOpError("indices must have rank >= 1");
+  const int64_t k = indices.getShape().back();
+  if (k < 1 || k > data.getRank())
+    return emitOpError("the index tuples' length ") << k << " must be in [1, " << data.getRank()
+                                                    << "] (the data's rank)";
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(k));
+  if (updates.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("updates ") << formatShape(updates.getShape()) << " must be "
+                                   << formatShape(expected)
+                                   << " (indices.shape[:-1] + data.shape[k:])";
+  return success();
+}
+
 LogicalResult TriluOp::verify() {
   if (getType().getRank() < 2)
     return emitOpError("input must have rank >= 2");

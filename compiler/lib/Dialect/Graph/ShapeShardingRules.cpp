@@ -265,6 +265,10 @@ std::optional<OpShardingRule> ShapeOp::getShardingRule() {
 std::optional<OpShardingRule> RangeOp::getShardingRule() {
   return sharding::allWhole(*this, "range's values are positions");
 }
+
+std::optional<OpShardingRule> ScatterNDOp::getShardingRule() {
+  return sharding::allWhole(*this, "scatter_nd writes where its index values say");
+}
 std::optional<OpShardingRule> ConstantOfShapeOp::getShardingRule() {
   // Every element is the same value: any block of it is the same block.
   OpShardingRule rule;

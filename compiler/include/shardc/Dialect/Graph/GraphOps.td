@@ -288,6 +288,21 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor, Graph_Differe
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
+def Graph_ScatterNDOp : Graph_Op<"scatter_nd", [Pure, Graph_Differentiable]> {
+  let summary = "ONNX ScatterND: data with updates written (or combined) where indices say";
+  let description = [{
+    indices [..., k] (k <= rank(data)) address slices data[i0, ..., ik-1, :, ...]; updates has
+    the shape indices.shape[:-1] + data.shape[k:]. `reduction` is ONNX's: "none" writes,
+    "add", "mul", "max", "min" combine the update with what is there. Negative indices count
+    from the end; an index out of range is a run-time error. The result has data's type.
+  }];
+  let arguments = (ins Graph_Tensor:$data, Graph_IndexTensor:$indices, Graph_Tensor:$updates,
+                   StrAttr:$reduction);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Graph_ExpandOp : Graph_Op<"expand", [Pure, Graph_Differentiable]> {
   let summary = "ONNX Expand (the shape operand is folded into the result type)";
   let arguments = (ins Graph_Tensor:$input);
