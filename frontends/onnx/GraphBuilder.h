@@ -73,6 +73,10 @@ public:
   // without recording an error, when the parameter already has an update.
   mlir::LogicalResult addBufferUpdate(mlir::BlockArgument param, mlir::Value updated,
                                       const std::string &why);
+  // How many If branches the node being imported sits in (ops/ControlFlowOps.cpp).
+  int branchDepth() const { return branchDepth_; }
+  void enterBranch() { ++branchDepth_; }
+  void leaveBranch() { --branchDepth_; }
   // The model's producer_name ("pytorch", ...), for semantics its exporter leaves implicit.
   void setProducerName(std::string name) { producerName_ = std::move(name); }
   const std::string &producerName() const { return producerName_; }
@@ -114,6 +118,7 @@ private:
   std::string producerName_;
   bool trainingDropout_ = false;
   bool updateBuffers_ = true;
+  int branchDepth_ = 0;
   int64_t dropoutStreams_ = 0;
 };
 

@@ -13,6 +13,7 @@
 #include "frontends/onnx/InputShapes.h"
 #include "frontends/onnx/ModelLoader.h"
 #include "frontends/onnx/ModelValidation.h"
+#include "frontends/onnx/NodeImport.h"
 #include "frontends/onnx/NodeContext.h"
 #include "frontends/onnx/SupportedOps.h"
 #include "frontends/onnx/TrainableRecord.h"
@@ -28,25 +29,6 @@ using namespace mlir;
 namespace shardc::onnx_import {
 
 namespace {
-
-LogicalResult importNodes(GraphBuilder &graph, const onnx::GraphProto &proto, int64_t opset) {
-  for (int i = 0; i < proto.node_size(); ++i) {
-    const onnx::NodeProto &node = proto.node(i);
-    // checkAllOpsSupported() has run, so every node has an entry.
-    const OpInfo *info = findOp(node, opset);
-    if (!info)
-      return graph.errors().fail("node " + quote(nodeDisplayName(node, i)) + " is unsupported");
-    NodeContext context(graph, node, *info, nodeDisplayName(node, i), opset);
-    if (failed(context.prepare()) || failed(info->import(context))) {
-      if (!graph.errors().hasError())
-        (void)context.fail("cannot be imported");
-      return failure();
-    }
-    if (!context.outputsSet())
-      return context.fail("the importer bound no outputs (internal error)");
-  }
-  return success();
-}
 
 std::set<std::string> initializerNames(const onnx::GraphProto &graph) {
   std::set<std::string> names;
@@ -92,7 +74,7 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
   builder.setTrainingDropout(opts.trainingDropout);
   builder.setProducerName(model.producer_name());
   builder.setUpdateBuffers(opts.updateBuffers);
-  if (failed(builder.begin(graph, initializers)) || failed(importNodes(builder, graph, *opset)) ||
+  if (failed(builder.begin(graph, initializers)) || failed(importGraphNodes(builder, graph, *opset)) ||
       failed(builder.finish(graph)))
     return failure();
   if (useLibonnx) {

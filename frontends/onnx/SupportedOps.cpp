@@ -90,10 +90,26 @@ const OpInfo kOps[] = {
     {"NegativeLogLikelihoodLoss", 13, 2, 3, 1, 1, 0, importNegativeLogLikelihoodLoss},
     {"Dropout", 13, 1, 3, 1, 2, bit(1) | bit(2), importDropout},
     {"Identity", 13, 1, 1, 1, 1, 0, importIdentity},
+    // Control flow: a constant condition is resolved at import
+    {"If", 13, 1, 1, 1, kMany, bit(0), importIf},
     {"Constant", 13, 0, 0, 1, 1, 0, importConstant},
 };
 
 bool isDefaultDomain(llvm::StringRef domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// Every node of `graph` and of the graphs its nodes hold as attributes (If's branches), with
+// its index in its own graph. Nesting is bounded, so a hostile model cannot exhaust the stack.
+template <typename Fn> void forEachNode(const onnx::GraphProto &graph, Fn fn, int depth = 0) {
+  if (depth > 16)
+    return;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    fn(node, i);
+    for (const onnx::AttributeProto &attr : node.attribute())
+      if (attr.type() == onnx::AttributeProto::GRAPH && attr.has_g())
+        forEachNode(attr.g(), fn, depth + 1);
+  }
+}
 
 const OpInfo *findByType(llvm::StringRef type) {
   for (const OpInfo &op : kOps)
@@ -136,10 +152,9 @@ mlir::LogicalResult checkAllOpsSupported(const onnx::GraphProto &graph, int64_t 
                                          ErrorReporter &errors) {
   // Keyed by the shown type, in order of first appearance.
   llvm::MapVector<std::string, UnsupportedType, std::map<std::string, unsigned>> unsupported;
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto &node = graph.node(i);
+  forEachNode(graph, [&](const onnx::NodeProto &node, int i) {
     if (findOp(node, opset))
-      continue;
+      return;
     std::string key = printable(node.op_type().empty() ? "''" : node.op_type());
     if (!isDefaultDomain(node.domain()))
       key = printable(node.domain()) + "." + key;
@@ -151,7 +166,7 @@ mlir::LogicalResult checkAllOpsSupported(const onnx::GraphProto &graph, int64_t 
         entry.note = "needs opset " + std::to_string(known->sinceOpset) + ", the model imports " +
                      std::to_string(opset);
     }
-  }
+  });
   if (unsupported.empty())
     return mlir::success();
   // A real model has a handful of unsupported types; keep a garbage one's line readable.
@@ -167,14 +182,14 @@ mlir::LogicalResult checkAllOpsSupported(const onnx::GraphProto &graph, int64_t 
 
 std::set<std::string> compileTimeInputNames(const onnx::GraphProto &graph, int64_t opset) {
   std::set<std::string> names;
-  for (const onnx::NodeProto &node : graph.node()) {
+  forEachNode(graph, [&](const onnx::NodeProto &node, int) {
     const OpInfo *op = findOp(node, opset);
     if (!op)
-      continue;
+      return;
     for (int i = 0; i < node.input_size() && i < 32; ++i)
       if ((op->compileTimeInputs & bit(i)) && !node.input(i).empty())
         names.insert(node.input(i));
-  }
+  });
   return names;
 }
 

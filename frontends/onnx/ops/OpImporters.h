@@ -92,6 +92,9 @@ mlir::LogicalResult importSoftmaxCrossEntropyLoss(NodeContext &node);
 mlir::LogicalResult importNegativeLogLikelihoodLoss(NodeContext &node);
 mlir::LogicalResult importDropout(NodeContext &node);
 mlir::LogicalResult importIdentity(NodeContext &node);
+
+// ControlFlowOps.cpp
+mlir::LogicalResult importIf(NodeContext &node);
 mlir::LogicalResult importConstant(NodeContext &node);
 
 } // namespace shardc::onnx_import

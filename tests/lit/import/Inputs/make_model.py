@@ -340,6 +340,39 @@ def conv_pool_bn():
     return m
 
 
+def if_squeeze(data_dependent=False):
+    """The exporter's guarded squeeze: If(Equal(Shape(x)[1], 1)) then Squeeze(x, 1) else x,
+    then a Relu after it. With x [2, 1, 3] the condition is a compile-time constant. The
+    data-dependent variant tests x's first element instead."""
+    def build():
+        then_graph = helper.make_graph(
+            [helper.make_node("Squeeze", ["x", "one_axis"], ["squeezed"], name="squeeze")],
+            "then", [], [vi("squeezed", F32, [2, 3])])
+        else_graph = helper.make_graph(
+            [helper.make_node("Reshape", ["x", "flat_shape"], ["kept"], name="keep")],
+            "else", [], [vi("kept", F32, [2, 3])])
+        if data_dependent:
+            cond_nodes = [
+                helper.make_node("ReduceMax", ["x"], ["m"], name="max", keepdims=0),
+                helper.make_node("Constant", [], ["zero"], name="zero",
+                                 value=helper.make_tensor("zero", F32, [], [0.0])),
+                helper.make_node("Greater", ["m", "zero"], ["cond"], name="positive")]
+        else:
+            cond_nodes = [
+                helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+                helper.make_node("Gather", ["shape", "index1"], ["dim1"], name="dim1", axis=0),
+                helper.make_node("Equal", ["dim1", "one"], ["cond"], name="is_one")]
+        nodes = cond_nodes + [
+            helper.make_node("If", ["cond"], ["y0"], name="guard", then_branch=then_graph,
+                             else_branch=else_graph),
+            helper.make_node("Relu", ["y0"], ["y"], name="relu")]
+        inits = [const("one_axis", np.array([1]), np.int64),
+                 const("flat_shape", np.array([2, 3]), np.int64),
+                 const("index1", np.array(1), np.int64), const("one", np.array(1), np.int64)]
+        return model(nodes, [vi("x", F32, [2, 1, 3])], [vi("y", F32, [2, 3])], inits)
+    return build
+
+
 def recorded_trainable():
     """masked_scores plus a float initializer `scale` the loss depends on, with the record of
     the trained parameters (shardc.trainable metadata) naming only w."""
@@ -353,6 +386,8 @@ def recorded_trainable():
 
 
 MODELS = {
+    "if_squeeze": if_squeeze(),
+    "if_data_dependent": if_squeeze(data_dependent=True),
     "conv_pool_bn": conv_pool_bn,
     "recorded_trainable": recorded_trainable,
     "masked_scores": masked_scores,
