@@ -32,8 +32,10 @@ def section(report, title, path):
 
 
 def conformance_summary(report, path):
-    """The counts of the node-test run (its bullet list, less the timing line)."""
-    lines = [line for line in report.splitlines()
+    """The counts of the node-test run (the bullet list before its first section, less the
+    timing line)."""
+    head = report.split("\n## ", 1)[0]
+    lines = [line for line in head.splitlines()
              if line.startswith("- ") and not line.startswith("- time:")]
     if not lines:
         sys.exit(f"write_op_coverage: {path}: no summary")
