@@ -49,6 +49,9 @@ const OpInfo kOps[] = {
     {"Min", 13, 1, kMany, 1, 1, 0, importMin},
     {"Clip", 13, 1, 3, 1, 1, 0, importClip},
     {"Where", 13, 3, 3, 1, 1, 0, importWhere},
+    {"HardSigmoid", 13, 1, 1, 1, 1, 0, importHardSigmoid},
+    {"HardSwish", 14, 1, 1, 1, 1, 0, importHardSwish},
+    {"CumSum", 14, 2, 2, 1, 1, bit(1), importCumSum},
     {"Cast", 13, 1, 1, 1, 1, 0, importCast},
     // Linear algebra, normalisation, softmax
     {"MatMul", 13, 2, 2, 1, 1, 0, importMatMul},

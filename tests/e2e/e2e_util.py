@@ -15,7 +15,7 @@ SUPPORTED_OPS = frozenset("""
     LogSoftmax ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat
     Split Slice Pad Gather Expand Shape ConstantOfShape Range Trilu Identity Constant SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
-    BatchNormalization ScatterND If
+    BatchNormalization ScatterND If HardSigmoid HardSwish CumSum
 """.split())
 
 # Default-domain opsets shardc accepts.
@@ -43,6 +43,7 @@ COMPILE_TIME_OPERANDS = {
     "Trilu": (1,),
     "Range": (0, 1, 2),
     "If": (0,),
+    "CumSum": (1,),
     "ConstantOfShape": (0,),
     "Dropout": (1, 2),
 }

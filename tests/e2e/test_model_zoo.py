@@ -5,9 +5,9 @@
 
 Runs under a Python that has `transformers` (tools/setup.sh makes .venv with transformers 4.49,
 the newest release that runs on Debian's torch 1.13) and Debian's torchvision. The models:
-  Hugging Face   GPT-2, Llama (grouped-query attention, RoPE), Mistral, Qwen2, BERT (masked-LM
-                 head), BART and T5 (encoder-decoder), ViT (image classification): built from
-                 their config classes with small
+  Hugging Face   GPT-2, Llama (grouped-query attention, RoPE), Mistral, Qwen2, BERT and RoBERTa
+                 (masked-LM head), OPT, BART and T5 (encoder-decoder), ViT (image
+                 classification): built from their config classes with small
                  random sizes (hidden 64, 2 layers, 4 heads, vocab 256), the model's own loss
   torch.nn       nn.TransformerEncoder (batch-first, causal float mask buffer), nn.Transformer
                  with batch_first False (sequence-first [seq, batch] inputs) and True, a
@@ -151,6 +151,25 @@ def hf_bert():
                                      attention_probs_dropout_prob=0.0,
                                      attn_implementation="eager")
     return HuggingFaceLoss(transformers.BertForMaskedLM(config), list(TOKENS_DYNAMIC))
+
+
+def hf_roberta():
+    import transformers
+    config = transformers.RobertaConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                                        num_attention_heads=4, intermediate_size=128,
+                                        max_position_embeddings=SEQ + 2, hidden_dropout_prob=0.0,
+                                        attention_probs_dropout_prob=0.0,
+                                        attn_implementation="eager")
+    return HuggingFaceLoss(transformers.RobertaForMaskedLM(config), list(TOKENS_DYNAMIC))
+
+
+def hf_opt():
+    import transformers
+    config = transformers.OPTConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                                    ffn_dim=128, num_attention_heads=4, max_position_embeddings=64,
+                                    dropout=0.0, attention_dropout=0.0, word_embed_proj_dim=64,
+                                    use_cache=False, attn_implementation="eager")
+    return HuggingFaceLoss(transformers.OPTForCausalLM(config), list(TOKENS_DYNAMIC))
 
 
 def hf_seq2seq(kind):
@@ -307,6 +326,8 @@ MODELS = {
     "mistral": hf_decoder("MistralConfig", "MistralForCausalLM", sliding_window=None),
     "qwen2": hf_decoder("Qwen2Config", "Qwen2ForCausalLM", sliding_window=None),
     "bert_mlm": Spec(hf_bert, token_batch, TOKENS_DYNAMIC),
+    "roberta": Spec(hf_roberta, token_batch, TOKENS_DYNAMIC),
+    "opt": Spec(hf_opt, token_batch, TOKENS_DYNAMIC),
     "bart": Spec(hf_seq2seq("bart"), token_batch, TOKENS_DYNAMIC,
                  batch_split_refused=SCATTER_WHOLE, freeze="model.final_logits_bias"),
     "t5": Spec(hf_seq2seq("t5"), token_batch, TOKENS_DYNAMIC, batch_split_refused=SCATTER_WHOLE),

@@ -125,6 +125,14 @@ LogicalResult ExpandOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorI
   return success();
 }
 
+// A cumulative sum's adjoint sums dy the other way along the axis (each input reaches every
+// later output, or every earlier one when reversed); exclusive stays exclusive.
+LogicalResult CumSumOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  g.push_back(b.create<CumSumOp>(gradLoc(*this), dys[0], getAxisAttr(), getExclusiveAttr(),
+                                 b.getBoolAttr(!getReverse())));
+  return success();
+}
+
 // ScatterND reaches the loss's gradient in exports only through integer tensors (the label shift
 // of encoder-decoder models); a float one in the gradient's path is refused, not approximated.
 LogicalResult ScatterNDOp::buildVjp(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {

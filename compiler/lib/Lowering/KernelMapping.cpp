@@ -221,6 +221,13 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             c.attrs["count_include_pad"] = intAttr(o.getCountIncludePad() ? 1 : 0);
             return c;
           })
+          .Case([&](CumSumOp o) {
+            KernelCall c = direct(o, "cum_sum");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            c.attrs["exclusive"] = intAttr(o.getExclusive() ? 1 : 0);
+            c.attrs["reverse"] = intAttr(o.getReverse() ? 1 : 0);
+            return c;
+          })
           .Case([&](ScatterNDOp o) {
             KernelCall c = direct(o, "scatter_nd");
             c.attrs["reduction"] = stringAttr(o.getReduction());

@@ -298,6 +298,27 @@ LogicalResult importTrilu(NodeContext &node) {
       x->getType(), *x, builder.getBoolAttr(*upper != 0), builder.getI64IntegerAttr(k)));
 }
 
+// The axis input is read at compile time.
+LogicalResult importCumSum(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "x");
+  FailureOr<int64_t> exclusive = node.intAttr("exclusive", 0);
+  FailureOr<int64_t> reverse = node.intAttr("reverse", 0);
+  if (failed(x) || failed(exclusive) || failed(reverse))
+    return failure();
+  FailureOr<int64_t> axis = node.constantInt(1, "axis");
+  if (failed(axis))
+    return failure();
+  FailureOr<int64_t> normalized =
+      node.normalizeAxis(*axis, NodeContext::typeOf(*x).getRank(), "axis");
+  if (failed(normalized))
+    return failure();
+  OpBuilder &b = node.builder();
+  return node.setOutput(node.createTyped1<CumSumOp>(x->getType(), *x,
+                                                    b.getI64IntegerAttr(*normalized),
+                                                    b.getBoolAttr(*exclusive != 0),
+                                                    b.getBoolAttr(*reverse != 0)));
+}
+
 // Opset 16 added the reductions add and mul, 18 max and min.
 LogicalResult importScatterND(NodeContext &node) {
   FailureOr<Value> data = node.requiredInput(0, "data");

@@ -130,6 +130,46 @@ LogicalResult importClip(NodeContext &node) {
   return node.setOutput(node.createInferred1<ClipOp>(*x, bounds[0], bounds[1]));
 }
 
+namespace {
+// clip(alpha * x + beta, 0, 1): HardSigmoid, and HardSwish's gate (alpha 1/6, beta 0.5, as
+// PyTorch's hardswish). Composed of mul, add and clip, whose gradients and sharding rules it
+// takes.
+FailureOr<Value> hardSigmoid(NodeContext &node, Value x, float alpha, float beta) {
+  auto scalar = RankedTensorType::get({}, Float32Type::get(node.context()));
+  auto constant = [&](float v) { return node.constant(DenseElementsAttr::get(scalar, v)); };
+  FailureOr<Value> scaled = node.createInferred1<MulOp>(x, constant(alpha));
+  if (failed(scaled))
+    return failure();
+  FailureOr<Value> shifted = node.createInferred1<AddOp>(*scaled, constant(beta));
+  if (failed(shifted))
+    return failure();
+  return node.createInferred1<ClipOp>(*shifted, constant(0.0f), constant(1.0f));
+}
+} // namespace
+
+LogicalResult importHardSigmoid(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "X");
+  FailureOr<float> alpha = node.floatAttr("alpha", 0.2f);
+  FailureOr<float> beta = node.floatAttr("beta", 0.5f);
+  if (failed(x) || failed(alpha) || failed(beta))
+    return failure();
+  if (!NodeContext::typeOf(*x).getElementType().isF32())
+    return node.fail("input X must be float32");
+  return node.setOutput(hardSigmoid(node, *x, *alpha, *beta));
+}
+
+LogicalResult importHardSwish(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "X");
+  if (failed(x))
+    return failure();
+  if (!NodeContext::typeOf(*x).getElementType().isF32())
+    return node.fail("input X must be float32");
+  FailureOr<Value> gate = hardSigmoid(node, *x, 1.0f / 6.0f, 0.5f);
+  if (failed(gate))
+    return failure();
+  return node.setOutput(node.createInferred1<MulOp>(*x, *gate));
+}
+
 LogicalResult importWhere(NodeContext &node) {
   FailureOr<Value> condition = node.requiredInput(0, "condition");
   FailureOr<Value> x = node.requiredInput(1, "X");

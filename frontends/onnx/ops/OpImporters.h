@@ -44,6 +44,9 @@ mlir::LogicalResult importMax(NodeContext &node);
 mlir::LogicalResult importMin(NodeContext &node);
 mlir::LogicalResult importClip(NodeContext &node);
 mlir::LogicalResult importWhere(NodeContext &node);
+mlir::LogicalResult importHardSigmoid(NodeContext &node);
+mlir::LogicalResult importHardSwish(NodeContext &node);
+mlir::LogicalResult importCumSum(NodeContext &node);
 mlir::LogicalResult importCast(NodeContext &node);
 
 // LinalgNormOps.cpp

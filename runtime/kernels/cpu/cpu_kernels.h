@@ -89,6 +89,7 @@ Status padKernel(KernelArgs &args);
 Status expandKernel(KernelArgs &args);
 Status triluKernel(KernelArgs &args);
 Status scatterNdKernel(KernelArgs &args);
+Status cumSumKernel(KernelArgs &args);
 
 // concat_split_gather.cpp
 Status concatKernel(KernelArgs &args);

@@ -210,6 +210,49 @@ Status expandKernel(KernelArgs &args) {
   return copyThrough(loop, x, y);
 }
 
+Status cumSumKernel(KernelArgs &args) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("cum_sum", args, Arity::exactly(1), Arity::exactly(1)));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  int64_t axis = 0, exclusive = 0, reverse = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "exclusive", &exclusive));
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "reverse", &reverse));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype("cum_sum", "x", x, "y", y));
+  SHARDC_RETURN_IF_ERROR(expectShape("cum_sum", "y", y, x.shape));
+  if (axis < 0 || axis >= static_cast<int64_t>(x.rank()))
+    return Status::error("cum_sum: axis " + std::to_string(axis) + " is out of range for x " +
+                         x.describe());
+  if (x.dtype == program::BOOL)
+    return Status::error("cum_sum: x must be numeric, got " + x.describe());
+  const size_t a = static_cast<size_t>(axis);
+  const int64_t outer = dimsProduct(x.shape, 0, a), length = x.shape[a];
+  const int64_t inner = dimsProduct(x.shape, a + 1, x.shape.size());
+  return visitNumeric(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    // Floats accumulate in double, as PyTorch's CPU cumsum does; integers in int64.
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+    const T *in = x.as<T>();
+    T *out = y.as<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        Acc sum = 0;
+        for (int64_t step = 0; step < length; ++step) {
+          const int64_t k = reverse ? length - 1 - step : step;
+          const int64_t at = (o * length + k) * inner + i;
+          const T value = in[at]; // read before writing: x and y may be one buffer
+          if (exclusive) {
+            out[at] = static_cast<T>(sum);
+            sum += static_cast<Acc>(value);
+          } else {
+            sum += static_cast<Acc>(value);
+            out[at] = static_cast<T>(sum);
+          }
+        }
+      }
+    return Status::ok();
+  });
+}
+
 Status scatterNdKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(
       checkOperands("scatter_nd", args, Arity::exactly(3), Arity::exactly(1)));

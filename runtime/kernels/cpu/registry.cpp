@@ -35,6 +35,7 @@ constexpr KernelEntry kCpuKernels[] = {
     {"conv_grad_weight", cpu::convGradWeightKernel, cpu::convGradWeightWorkspace},
     {"copy", cpu::copyKernel},
     {"cos", cpu::cosKernel},
+    {"cum_sum", cpu::cumSumKernel},
     {"div", cpu::divKernel},
     {"dropout", cpu::dropoutKernel},
     {"equal", cpu::equalKernel},

@@ -111,7 +111,9 @@ func.func @conv_pool_scatter(%x: tensor<2x4x7x7xf32>, %w: tensor<6x2x3x3xf32>, %
   %1 = graph.max_pool %x {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<2x4x7x7xf32>) -> tensor<2x4x4x4xf32>
   // CHECK: graph.avg_pool %{{.*}} {ceil_mode = false, count_include_pad = true
   %2 = graph.avg_pool %x {ceil_mode = false, count_include_pad = true, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 3, 3>} : (tensor<2x4x7x7xf32>) -> tensor<2x4x3x3xf32>
+  // CHECK: graph.cum_sum %{{.*}} {axis = 1 : i64, exclusive = false, reverse = true} : tensor<2x3xi64>
+  %4 = graph.cum_sum %d {axis = 1 : i64, exclusive = false, reverse = true} : tensor<2x3xi64>
   // CHECK: graph.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "none"} : (tensor<2x3xi64>, tensor<2x2x2xi64>, tensor<2x2xi64>) -> tensor<2x3xi64>
-  %3 = graph.scatter_nd %d, %i, %u {reduction = "none"} : (tensor<2x3xi64>, tensor<2x2x2xi64>, tensor<2x2xi64>) -> tensor<2x3xi64>
+  %3 = graph.scatter_nd %4, %i, %u {reduction = "none"} : (tensor<2x3xi64>, tensor<2x2x2xi64>, tensor<2x2xi64>) -> tensor<2x3xi64>
   return %0, %1, %2, %3 : tensor<2x6x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x3x3xf32>, tensor<2x3xi64>
 }

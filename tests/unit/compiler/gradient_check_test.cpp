@@ -253,6 +253,11 @@ const GradCase kCases[] = {
     {"avg_pool_exclude_pad_1d", R"(func.func @f(%x: tensor<2x3x7xf32>) -> tensor<2x3x4xf32> {
        %0 = graph.avg_pool %x {ceil_mode = false, count_include_pad = false, kernel_shape = array<i64: 3>, pads = array<i64: 1, 1>, strides = array<i64: 2>} : (tensor<2x3x7xf32>) -> tensor<2x3x4xf32>
        return %0 : tensor<2x3x4xf32> })"},
+    {"cum_sum_exclusive_reverse", R"(func.func @f(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
+       %0 = graph.cum_sum %a {axis = 1 : i64, exclusive = true, reverse = true} : tensor<3x4xf32>
+       %1 = graph.cum_sum %0 {axis = 0 : i64, exclusive = false, reverse = false} : tensor<3x4xf32>
+       %2 = graph.mul %1, %a : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+       return %2 : tensor<3x4xf32> })"},
     {"sin_cos", R"(func.func @f(%a: tensor<6xf32>) -> tensor<6xf32> {
        %0 = graph.sin %a : tensor<6xf32>
        %1 = graph.cos %a : tensor<6xf32>

@@ -541,5 +541,51 @@ TEST(ScatterND, MalformedCallsAreErrors) {
                       "dtype");
 }
 
+// cum_sum against the definition, every axis and flag on a [2, 3, 4] tensor: y[..k..] is the
+// sum of x over the positions before k (through k unless exclusive; after k when reversed).
+TEST(CumSum, MatchesTheDefinitionOnEveryAxis) {
+  const std::vector<int64_t> shape = {2, 3, 4};
+  std::vector<float> x = randomFloats(24, -2.0f, 2.0f, 7);
+  HostTensor in = HostTensor::of<float>(shape, x);
+  for (int64_t axis = 0; axis < 3; ++axis)
+    for (int exclusive = 0; exclusive < 2; ++exclusive)
+      for (int reverse = 0; reverse < 2; ++reverse) {
+        HostTensor y(program::F32, shape);
+        ASSERT_KERNEL_OK(runKernel("cum_sum", {in}, {y},
+                                   Attrs().i("axis", axis).i("exclusive", exclusive)
+                                       .i("reverse", reverse)));
+        std::vector<float> got = y.values<float>();
+        for (int64_t flat = 0; flat < 24; ++flat) {
+          std::vector<int64_t> at = unravel(flat, shape);
+          double want = 0.0;
+          for (int64_t k = 0; k < shape[static_cast<size_t>(axis)]; ++k) {
+            const int64_t pos = at[static_cast<size_t>(axis)];
+            const bool counted = reverse ? (exclusive ? k > pos : k >= pos)
+                                         : (exclusive ? k < pos : k <= pos);
+            if (!counted)
+              continue;
+            std::vector<int64_t> from = at;
+            from[static_cast<size_t>(axis)] = k;
+            want += x[static_cast<size_t>(ravel(from, shape))];
+          }
+          EXPECT_NEAR(got[static_cast<size_t>(flat)], want, 1e-5)
+              << "axis " << axis << " exclusive " << exclusive << " reverse " << reverse;
+        }
+      }
+  // Integers: the attention-mask positions RoBERTa and OPT compute.
+  HostTensor mask = HostTensor::of<int64_t>({2, 4}, {1, 1, 1, 0, 0, 1, 1, 1});
+  HostTensor pos(program::I64, {2, 4});
+  ASSERT_KERNEL_OK(runKernel("cum_sum", {mask}, {pos},
+                             Attrs().i("axis", 1).i("exclusive", 0).i("reverse", 0)));
+  EXPECT_EQ(pos.values<int64_t>(), (std::vector<int64_t>{1, 2, 3, 3, 0, 1, 2, 3}));
+  EXPECT_KERNEL_ERROR(runKernel("cum_sum", {mask}, {pos},
+                                Attrs().i("axis", 2).i("exclusive", 0).i("reverse", 0)),
+                      "out of range");
+  EXPECT_KERNEL_ERROR(runKernel("cum_sum", {HostTensor(program::BOOL, {2})},
+                                {HostTensor(program::BOOL, {2})},
+                                Attrs().i("axis", 0).i("exclusive", 0).i("reverse", 0)),
+                      "numeric");
+}
+
 } // namespace
 } // namespace shardc::runtime::testing

@@ -503,6 +503,15 @@ LogicalResult ExpandOp::verify() {
   return success();
 }
 
+LogicalResult CumSumOp::verify() {
+  auto type = cast<RankedTensorType>(getType());
+  if (type.getElementType().isInteger(1))
+    return emitOpError("input must be numeric, not bool");
+  if (static_cast<int64_t>(getAxis()) >= type.getRank())
+    return emitOpError("axis ") << getAxis() << " is out of range for rank " << type.getRank();
+  return success();
+}
+
 LogicalResult ScatterNDOp::verify() {
   auto data = cast<RankedTensorType>(getData().getType());
   auto indices = cast<RankedTensorType>(getIndices().getType());

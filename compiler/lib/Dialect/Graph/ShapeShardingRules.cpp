@@ -266,6 +266,15 @@ std::optional<OpShardingRule> RangeOp::getShardingRule() {
   return sharding::allWhole(*this, "range's values are positions");
 }
 
+std::optional<OpShardingRule> CumSumOp::getShardingRule() {
+  // Elementwise but along the axis, where each output sums everything before it.
+  OpShardingRule rule = sharding::elementwise(*this);
+  for (int f : rule.results[0][getAxis()])
+    rule.makeWhole(f, "cum_sum accumulates along it");
+  rule.linear.assign(1, true);
+  return rule;
+}
+
 std::optional<OpShardingRule> ScatterNDOp::getShardingRule() {
   return sharding::allWhole(*this, "scatter_nd writes where its index values say");
 }

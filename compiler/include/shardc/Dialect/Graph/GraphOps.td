@@ -288,6 +288,16 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor, Graph_Differe
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
+def Graph_CumSumOp : Graph_Op<"cum_sum", [Pure, SameOperandsAndResultType,
+                                          Graph_Differentiable]> {
+  let summary = "ONNX CumSum; the axis input is folded into an attribute";
+  let arguments = (ins Graph_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                   BoolAttr:$exclusive, BoolAttr:$reverse);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
 def Graph_ScatterNDOp : Graph_Op<"scatter_nd", [Pure, Graph_Differentiable]> {
   let summary = "ONNX ScatterND: data with updates written (or combined) where indices say";
   let description = [{
