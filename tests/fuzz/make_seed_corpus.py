@@ -145,6 +145,53 @@ def losses():
                   vi("k1", F, [2]), vi("k2", I64, []), vi("k3", B, [2])], inits, 13)
 
 
+def vision():
+    """Conv (bias, SAME_UPPER, groups), BatchNormalization in training mode, the pools and the
+    hard activations, with a record of the trained parameters."""
+    nodes = [
+        h.make_node("Conv", ["x", "w", "b"], ["c"], strides=[2, 2], auto_pad="SAME_UPPER",
+                    group=2),
+        h.make_node("BatchNormalization", ["c", "g", "bb", "rm", "rv"], ["n", "nm", "nv"],
+                    training_mode=1, momentum=0.9),
+        h.make_node("HardSwish", ["n"], ["hs"]),
+        h.make_node("MaxPool", ["hs"], ["mp"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+        h.make_node("AveragePool", ["mp"], ["ap"], kernel_shape=[2, 2], pads=[1, 1, 0, 0],
+                    count_include_pad=1),
+        h.make_node("HardSigmoid", ["ap"], ["hg"], alpha=0.3, beta=0.4),
+        h.make_node("GlobalAveragePool", ["hg"], ["ga"]),
+        h.make_node("GlobalMaxPool", ["hg"], ["gm"]),
+    ]
+    inits = [const("w", np.ones((4, 1, 3, 3)), np.float32), const("b", np.zeros(4), np.float32),
+             const("g", np.ones(4), np.float32), const("bb", np.zeros(4), np.float32),
+             const("rm", np.zeros(4), np.float32), const("rv", np.ones(4), np.float32)]
+    m = model(nodes, [vi("x", F, [2, 2, 7, 7])],
+              [vi("ga", F, [2, 4, 1, 1]), vi("gm", F, [2, 4, 1, 1])], inits)
+    entry = m.metadata_props.add()
+    entry.key, entry.value = "shardc.trainable", '["w", "b", "g", "bb"]'
+    return m
+
+
+def scatter_cumsum_if():
+    """CumSum, ScatterND, Pad and an If whose condition folds to a constant."""
+    then_graph = h.make_graph([h.make_node("Identity", ["p"], ["t"])], "then", [],
+                              [vi("t", F, [2, 5])])
+    else_graph = h.make_graph([h.make_node("Neg", ["p"], ["e"])], "else", [],
+                              [vi("e", F, [2, 5])])
+    nodes = [
+        h.make_node("CumSum", ["x", "ax"], ["cs"], exclusive=1, reverse=1),
+        h.make_node("ScatterND", ["cs", "ind", "upd"], ["sc"]),
+        h.make_node("Pad", ["sc", "pads"], ["p"]),
+        h.make_node("Shape", ["x"], ["shape"]),
+        h.make_node("ReduceMax", ["shape"], ["big"], keepdims=0),
+        h.make_node("Equal", ["big", "three"], ["cond"]),
+        h.make_node("If", ["cond"], ["y"], then_branch=then_graph, else_branch=else_graph),
+    ]
+    inits = [const("ax", 1), const("ind", [[0, 1], [1, 2]]),
+             const("upd", [5.0, 6.0], np.float32), const("pads", [0, 1, 0, 1]),
+             const("three", 3)]
+    return model(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 5])], inits)
+
+
 def gelu20():
     nodes = [h.make_node("Gelu", ["x"], ["a"], approximate="tanh"), h.make_node("Gelu", ["a"], ["y"])]
     return model(nodes, [vi("x", F, [2, 4])], [vi("y", F, [2, 4])], opset=20)
@@ -196,6 +243,7 @@ def main():
         "shapes15": shapes(15), "shapes19": shapes(19),
         "data14": data_movement(14), "data18": data_movement(18),
         "losses": losses(), "gelu20": gelu20(), "external": external_data(),
+        "vision": vision(), "scatter_cumsum_if": scatter_cumsum_if(),
     }
     rng = random.Random(0)
     for name, m in seeds.items():
