@@ -16,13 +16,19 @@ rule shardrun uses for its .npy files.
 
 import argparse
 import io
+import json
 import os
 import re
 import shutil
+import sys
 
 import numpy as np
 import onnx
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                "tools", "export"))
+import shardc_export  # noqa: E402
 
 OPSET = 17
 WEIGHTS_FILE = "model.weights"
@@ -131,6 +137,11 @@ def export_model(model, inputs, input_names, output_names, out_dir, dynamic_axes
     missing = set(tensors) - {init.name for init in proto.graph.initializer}
     if missing:
         raise RuntimeError(f"parameters missing from the export's initializers: {sorted(missing)}")
+    # The record of what PyTorch trains, as the project's export helper writes it: shardc then
+    # knows the trained set instead of guessing it.
+    record = proto.metadata_props.add()
+    record.key = shardc_export.METADATA_KEY
+    record.value = json.dumps(sorted(shardc_export.trainable_names(model)))
     if dynamic_axes and not keep_symbolic:
         _pin_dims(proto.graph.input, inputs)
         _pin_dims(proto.graph.output, outputs)
