@@ -45,20 +45,27 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/work/tiny_gpt/model.onnx" "
   local orterun orted
   orterun=$(command -v orterun) orted=$(command -v orted)
   cp "$orterun" "$dir/bin/mpirun" && cp "$orted" "$dir/bin/orted"
-  # OpenMPI and PMIx find their plugins and help texts under their configured paths (ompi_info
-  # says which; PMIx's tree sits beside libmpi): the run stage puts these trees there when the
-  # GPU machine has no OpenMPI of its own.
+  # OpenMPI and PMIx find their plugins and help texts under their configured paths: ompi_info
+  # says OpenMPI's; PMIx keeps its plugins in pmix/ beside the libpmix the dynamic linker finds,
+  # and its help texts in share/pmix beside that lib directory. The run stage puts these trees
+  # there when the GPU machine has no OpenMPI of its own.
   ompi_path() { ompi_info --parsable --path all | sed -n "s/^path:$1://p" | head -1; }
-  local ompi_lib pmix_lib plugins
-  ompi_lib=$(dirname "$(readlink -f "$(ldconfig -p | awk '/libmpi.so.40 /{print $NF; exit}')")")
+  local pmix_libdir="" plugins
+  local libpmix
+  # (awk reads to the end: an early exit would fail the pipeline with SIGPIPE under set -e.)
+  libpmix=$(ldconfig -p | awk '!found && /libpmix\.so\.[0-9]+ /{print $NF; found = 1}')
+  [[ -n $libpmix ]] && pmix_libdir=$(dirname "$(readlink -f "$libpmix")")
   plugins=$(ompi_path pkglibdir)
-  for tree in "$(dirname "$(ompi_path libdir)")" "$ompi_lib/pmix2" "$(ompi_path pkgdatadir)" \
-              "$(ompi_path sysconfdir)"; do
+  local trees=("$(dirname "$(ompi_path libdir)")" "$(ompi_path pkgdatadir)"
+               "$(ompi_path sysconfdir)")
+  [[ -n $pmix_libdir ]] && trees+=("$pmix_libdir/pmix" "$(dirname "$pmix_libdir")/share/pmix"
+                                   "$(dirname "$pmix_libdir")/share/pmix-mca-params.conf")
+  for tree in "${trees[@]}"; do
     [[ -e $tree ]] && mkdir -p "$dir/root$(dirname "$tree")" && cp -a "$tree" "$dir/root$tree"
   done
   local objects=("$dir/bin/"* "$dir/root$plugins/"*.so)
-  pmix_lib="$dir/root$ompi_lib/pmix2/lib/pmix"
-  [[ -d $pmix_lib ]] && objects+=("$pmix_lib/"*.so)
+  [[ -n $pmix_libdir && -d $dir/root$pmix_libdir/pmix ]] &&
+    objects+=("$dir/root$pmix_libdir/pmix/"*.so)
   ldd "${objects[@]}" 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libnccl)\.so' |
     while read -r lib; do cp -L "$lib" "$dir/lib/"; done
