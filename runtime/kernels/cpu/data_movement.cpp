@@ -289,10 +289,9 @@ Status scatterNdKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(expectShape("scatter_nd", "updates", updates, expected));
   const int64_t tuples = dimsProduct(indices.shape, 0, indices.shape.size() - 1);
   const int64_t slice = dimsProduct(data.shape, static_cast<size_t>(k), data.shape.size());
-  // Every tuple is checked before anything is written: an error leaves y untouched.
-  std::vector<int64_t> offsets(static_cast<size_t>(tuples));
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t offset = 0;
+  // The flat offset of tuple t's slice in data (negative indices from the end).
+  auto tupleOffset = [&](int64_t t, int64_t *offset) {
+    *offset = 0;
     for (int64_t j = 0; j < k; ++j) {
       const int64_t at = t * k + j;
       int64_t index = indices.dtype == program::I64 ? indices.as<int64_t>()[at]
@@ -302,12 +301,15 @@ Status scatterNdKernel(KernelArgs &args) {
         return Status::error("scatter_nd: index " + std::to_string(index) + " of tuple " +
                              std::to_string(t) + " is out of range for dim " +
                              std::to_string(j) + " of data " + data.describe());
-      if (index < 0)
-        index += size;
-      offset = offset * size + index;
+      *offset = *offset * size + (index < 0 ? index + size : index);
     }
-    offsets[static_cast<size_t>(t)] = offset * slice;
-  }
+    *offset *= slice;
+    return Status::ok();
+  };
+  // Every tuple is checked before anything is written, so an error leaves y untouched; the
+  // offsets are computed again while writing rather than kept (no scratch memory).
+  for (int64_t t = 0, offset = 0; t < tuples; ++t)
+    SHARDC_RETURN_IF_ERROR(tupleOffset(t, &offset));
   // By dtype, not element size: the reductions do arithmetic.
   return visitAnyDtype(data.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -318,8 +320,10 @@ Status scatterNdKernel(KernelArgs &args) {
     // In tuple order (ONNX's reference): with reduction "none", where tuples repeat, the last
     // one's update stays.
     for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = 0;
+      (void)tupleOffset(t, &offset); // checked above
       const T *u = from + t * slice;
-      T *o = out + offsets[static_cast<size_t>(t)];
+      T *o = out + offset;
       for (int64_t i = 0; i < slice; ++i) {
         switch (combine) {
         case Combine::kNone: o[i] = u[i]; break;

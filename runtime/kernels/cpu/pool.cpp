@@ -151,16 +151,21 @@ Status parsePoolCall(PoolKind kind, const KernelArgs &args, PoolCall *call) {
   return Status::ok();
 }
 
-// Calls fn(windows, o) for every output position o (flat in the plane) with its windows.
-template <typename Fn> void forEachWindow(const PoolGeometry &g, Fn fn) {
-  int64_t o = 0;
-  for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
-    const Window w0 = g.window(0, o0);
-    for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
-      const Window w1 = g.window(1, o1);
-      for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++o) {
-        const Window w[kSpatial] = {w0, w1, g.window(2, o2)};
-        fn(w, o);
+// Calls fn(in, out, windows) for every output position of every (image, channel) plane: `in`
+// is the flat offset of the position's input plane (forEachTap's positions are relative to it),
+// `out` the flat offset of the output element.
+template <typename Fn> void forEachPlaneWindow(const PoolGeometry &g, Fn fn) {
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const int64_t in = p * g.inSize;
+    int64_t out = p * g.outSize;
+    for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+      const Window w0 = g.window(0, o0);
+      for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+        const Window w1 = g.window(1, o1);
+        for (int64_t o2 = 0; o2 < g.out[2]; ++o2, ++out) {
+          const Window w[kSpatial] = {w0, w1, g.window(2, o2)};
+          fn(in, out, w);
+        }
       }
     }
   }
@@ -210,13 +215,9 @@ Status maxPoolKernel(KernelArgs &args) {
   const PoolGeometry &g = call.geometry;
   const float *x = call.x.tensor->as<float>();
   float *y = call.y.tensor->as<float>();
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const float *plane = x + p * g.inSize;
-    float *outPlane = y + p * g.outSize;
-    forEachWindow(g, [&](const Window(&w)[kSpatial], int64_t o) {
-      outPlane[o] = windowMax(g, w, plane).value;
-    });
-  }
+  forEachPlaneWindow(g, [&](int64_t in, int64_t out, const Window(&w)[kSpatial]) {
+    y[out] = windowMax(g, w, x + in).value;
+  });
   return Status::ok();
 }
 
@@ -229,15 +230,11 @@ Status maxPoolGradKernel(KernelArgs &args) {
   // Windows overlap when the stride is below the kernel: one input can be the maximum of
   // several, and receives the sum of their dy.
   std::fill(dx, dx + args.outputs[0].numel(), 0.0f);
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const float *plane = x + p * g.inSize, *dyPlane = dy + p * g.outSize;
-    float *dxPlane = dx + p * g.inSize;
-    forEachWindow(g, [&](const Window(&w)[kSpatial], int64_t o) {
-      const int64_t at = windowMax(g, w, plane).index;
-      if (at >= 0)
-        dxPlane[at] += dyPlane[o];
-    });
-  }
+  forEachPlaneWindow(g, [&](int64_t in, int64_t out, const Window(&w)[kSpatial]) {
+    const int64_t at = windowMax(g, w, x + in).index;
+    if (at >= 0)
+      dx[in + at] += dy[out];
+  });
   return Status::ok();
 }
 
@@ -247,17 +244,13 @@ Status avgPoolKernel(KernelArgs &args) {
   const PoolGeometry &g = call.geometry;
   const float *x = call.x.tensor->as<float>();
   float *y = call.y.tensor->as<float>();
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const float *plane = x + p * g.inSize;
-    float *outPlane = y + p * g.outSize;
-    forEachWindow(g, [&](const Window(&w)[kSpatial], int64_t o) {
-      // The sum in double, rounded once with the division.
-      double sum = 0.0;
-      forEachTap(g, w, [&](int64_t i) { sum += plane[i]; });
-      const double divisor = g.divisor(w);
-      outPlane[o] = divisor > 0 ? static_cast<float>(sum / divisor) : 0.0f;
-    });
-  }
+  forEachPlaneWindow(g, [&](int64_t in, int64_t out, const Window(&w)[kSpatial]) {
+    // The sum in double, rounded once with the division.
+    double sum = 0.0;
+    forEachTap(g, w, [&](int64_t i) { sum += x[in + i]; });
+    const double divisor = g.divisor(w);
+    y[out] = divisor > 0 ? static_cast<float>(sum / divisor) : 0.0f;
+  });
   return Status::ok();
 }
 
@@ -270,17 +263,13 @@ Status avgPoolGradKernel(KernelArgs &args) {
   // avg_pool's adjoint: each window spreads dy / divisor over its in-range taps; overlapping
   // windows add up.
   std::fill(dx, dx + call.x.tensor->numel(), 0.0f);
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const float *dyPlane = dy + p * g.outSize;
-    float *dxPlane = dx + p * g.inSize;
-    forEachWindow(g, [&](const Window(&w)[kSpatial], int64_t o) {
-      const double divisor = g.divisor(w);
-      if (divisor <= 0)
-        return;
-      const float share = static_cast<float>(dyPlane[o] / divisor);
-      forEachTap(g, w, [&](int64_t i) { dxPlane[i] += share; });
-    });
-  }
+  forEachPlaneWindow(g, [&](int64_t in, int64_t out, const Window(&w)[kSpatial]) {
+    const double divisor = g.divisor(w);
+    if (divisor <= 0)
+      return;
+    const float share = static_cast<float>(dy[out] / divisor);
+    forEachTap(g, w, [&](int64_t i) { dx[in + i] += share; });
+  });
   return Status::ok();
 }
 
