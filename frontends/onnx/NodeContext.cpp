@@ -205,6 +205,11 @@ Value NodeContext::constant(DenseElementsAttr value) {
   return builder().create<graph::ConstantOp>(loc_, value);
 }
 
+Value NodeContext::scalarF32(float value) {
+  return constant(
+      DenseElementsAttr::get(RankedTensorType::get({}, Float32Type::get(context())), value));
+}
+
 FailureOr<SmallVector<Value>> NodeContext::finish(Operation *op) {
   if (failed(verify(op))) {
     op->erase();

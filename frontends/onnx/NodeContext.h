@@ -123,6 +123,8 @@ public:
   }
   // A graph.constant at the node's location.
   mlir::Value constant(mlir::DenseElementsAttr value);
+  // A scalar f32 graph.constant (the coefficients of ops the importer decomposes).
+  mlir::Value scalarF32(float value);
 
   //===--- Outputs and errors --------------------------------------------------------===//
   // Binds output i of the node to values[i] (outputs with empty names are skipped), after

@@ -148,6 +148,12 @@ std::string trainedSetSource(const Options &opts, mlir::ModuleOp module, bool *g
          "buffers recognised below";
 }
 
+// The trained set's part of the plan notes: where it comes from and what stays frozen.
+void addTrainedSetNotes(const Options &opts, mlir::ModuleOp module, PlanNotes &notes) {
+  notes.notTrained = notTrainedNotes(opts, module);
+  notes.trainedSetSource = trainedSetSource(opts, module, &notes.trainedSetGuessed);
+}
+
 // Writes the bundle (with source.onnx for training bundles) and reports what was written.
 int writeCompiledBundle(mlir::MLIRContext &ctx, const Options &opts, program::Bundle &bundle,
                         const std::vector<char> *weights, const PlanNotes &notes) {
@@ -243,9 +249,7 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
   if (!checkHasLoss(opts, imported->module.get()))
     return 1;
   PlanNotes notes; // before the passes, which replace @forward by @train_step
-  notes.notTrained = notTrainedNotes(opts, imported->module.get());
-  notes.trainedSetSource =
-      trainedSetSource(opts, imported->module.get(), &notes.trainedSetGuessed);
+  addTrainedSetNotes(opts, imported->module.get(), notes);
   const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
   int dumpIndex = 0;
   if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, 1, false, {}, dumpIndex)) ||
@@ -432,9 +436,7 @@ int compile(const Options &opts) {
     return 1;
   }
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
-  notes.notTrained = notTrainedNotes(opts, imported->module.get());
-  notes.trainedSetSource =
-      trainedSetSource(opts, imported->module.get(), &notes.trainedSetGuessed);
+  addTrainedSetNotes(opts, imported->module.get(), notes);
   program::Bundle bundle = newBundle(opts);
   bundle.set_world_size(chosen.dp * chosen.tp);
   bundle.set_strategy(chosen.canonical());

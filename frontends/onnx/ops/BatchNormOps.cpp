@@ -31,10 +31,7 @@ struct BatchNormBuilder {
   NodeContext &node;
   RankedTensorType x;
 
-  Value scalar(double v) {
-    auto type = RankedTensorType::get({}, Float32Type::get(node.context()));
-    return node.constant(DenseElementsAttr::get(type, static_cast<float>(v)));
-  }
+  Value scalar(double v) { return node.scalarF32(static_cast<float>(v)); }
   template <typename OpT> FailureOr<Value> binary(FailureOr<Value> a, FailureOr<Value> b) {
     if (failed(a) || failed(b))
       return failure();

@@ -38,9 +38,9 @@ FailureOr<SmallVector<int64_t>> perDim(NodeContext &node, StringRef name, size_t
 }
 
 // The window of a node over input `x` [N, C, *S]; `kernel` comes from the weight (Conv) or
-// the kernel_shape attribute (pools). `withDilations`: the op has a dilations attribute.
+// the kernel_shape attribute (pools). `withCeilMode`: the op has a ceil_mode attribute.
 FailureOr<Window> readWindow(NodeContext &node, RankedTensorType x, ArrayRef<int64_t> kernel,
-                             bool withDilations, bool withCeilMode) {
+                             bool withCeilMode) {
   if (x.getRank() < 3 || x.getRank() > 5)
     return node.fail("input X must be [N, C, spatial...] with 1 to 3 spatial dims, got " +
                      formatShape(x.getShape()));
@@ -48,8 +48,7 @@ FailureOr<Window> readWindow(NodeContext &node, RankedTensorType x, ArrayRef<int
   Window w;
   w.kernel.assign(kernel.begin(), kernel.end());
   FailureOr<SmallVector<int64_t>> strides = perDim(node, "strides", spatial, 1);
-  FailureOr<SmallVector<int64_t>> dilations =
-      withDilations ? perDim(node, "dilations", spatial, 1) : SmallVector<int64_t>(spatial, 1);
+  FailureOr<SmallVector<int64_t>> dilations = perDim(node, "dilations", spatial, 1);
   FailureOr<std::string> autoPad = node.stringAttr("auto_pad", "NOTSET");
   FailureOr<int64_t> ceil = withCeilMode ? node.intAttr("ceil_mode", 0) : int64_t{0};
   if (failed(strides) || failed(dilations) || failed(autoPad) || failed(ceil))
@@ -89,8 +88,8 @@ FailureOr<Window> readWindow(NodeContext &node, RankedTensorType x, ArrayRef<int
   return w;
 }
 
-// kernel_shape of a pool (required).
-FailureOr<SmallVector<int64_t>> poolKernel(NodeContext &node, RankedTensorType x) {
+// The window of a pool over input `x`: kernel_shape (required) and the window attributes.
+FailureOr<Window> readPoolWindow(NodeContext &node, RankedTensorType x) {
   FailureOr<std::optional<SmallVector<int64_t>>> kernel = node.intsAttr("kernel_shape");
   if (failed(kernel))
     return failure();
@@ -99,7 +98,7 @@ FailureOr<SmallVector<int64_t>> poolKernel(NodeContext &node, RankedTensorType x
   if (x.getRank() >= 3 && static_cast<int64_t>((*kernel)->size()) != x.getRank() - 2)
     return node.fail("kernel_shape has " + std::to_string((*kernel)->size()) +
                      " entries for input X " + formatShape(x.getShape()));
-  return **kernel;
+  return readWindow(node, x, **kernel, /*withCeilMode=*/true);
 }
 
 } // namespace
@@ -124,8 +123,7 @@ LogicalResult importConv(NodeContext &node) {
   if (*declared && ArrayRef<int64_t>(**declared) != kernel)
     return node.fail("kernel_shape does not match the weight W " +
                      formatShape(wType.getShape()));
-  FailureOr<Window> window = readWindow(node, xType, kernel, /*withDilations=*/true,
-                                        /*withCeilMode=*/false);
+  FailureOr<Window> window = readWindow(node, xType, kernel, /*withCeilMode=*/false);
   if (failed(window))
     return failure();
   OpBuilder &b = node.builder();
@@ -155,15 +153,10 @@ LogicalResult importMaxPool(NodeContext &node) {
     return failure();
   if (node.hasOutput(1))
     return node.fail("the Indices output is not supported");
-  FailureOr<int64_t> order = node.intAttr("storage_order", 0);
-  if (failed(order))
+  // storage_order only orders Indices; it is still checked to be an int.
+  if (failed(node.intAttr("storage_order", 0)))
     return failure();
-  RankedTensorType type = NodeContext::typeOf(*x);
-  FailureOr<SmallVector<int64_t>> kernel = poolKernel(node, type);
-  if (failed(kernel))
-    return failure();
-  FailureOr<Window> window = readWindow(node, type, *kernel, /*withDilations=*/true,
-                                        /*withCeilMode=*/true);
+  FailureOr<Window> window = readPoolWindow(node, NodeContext::typeOf(*x));
   if (failed(window))
     return failure();
   OpBuilder &b = node.builder();
@@ -178,15 +171,10 @@ LogicalResult importAveragePool(NodeContext &node) {
   FailureOr<int64_t> includePad = node.intAttr("count_include_pad", 0);
   if (failed(x) || failed(includePad))
     return failure();
-  RankedTensorType type = NodeContext::typeOf(*x);
-  FailureOr<SmallVector<int64_t>> kernel = poolKernel(node, type);
-  if (failed(kernel))
-    return failure();
-  // Opset 19 added dilations; only the undilated window is supported.
-  FailureOr<Window> window = readWindow(node, type, *kernel, /*withDilations=*/true,
-                                        /*withCeilMode=*/true);
+  FailureOr<Window> window = readPoolWindow(node, NodeContext::typeOf(*x));
   if (failed(window))
     return failure();
+  // Opset 19 added dilations; only the undilated window is supported.
   if (llvm::any_of(window->dilations, [](int64_t d) { return d != 1; }))
     return node.fail("dilations other than 1 are not supported");
   OpBuilder &b = node.builder();

@@ -135,15 +135,13 @@ namespace {
 // PyTorch's hardswish). Composed of mul, add and clip, whose gradients and sharding rules it
 // takes.
 FailureOr<Value> hardSigmoid(NodeContext &node, Value x, float alpha, float beta) {
-  auto scalar = RankedTensorType::get({}, Float32Type::get(node.context()));
-  auto constant = [&](float v) { return node.constant(DenseElementsAttr::get(scalar, v)); };
-  FailureOr<Value> scaled = node.createInferred1<MulOp>(x, constant(alpha));
+  FailureOr<Value> scaled = node.createInferred1<MulOp>(x, node.scalarF32(alpha));
   if (failed(scaled))
     return failure();
-  FailureOr<Value> shifted = node.createInferred1<AddOp>(*scaled, constant(beta));
+  FailureOr<Value> shifted = node.createInferred1<AddOp>(*scaled, node.scalarF32(beta));
   if (failed(shifted))
     return failure();
-  return node.createInferred1<ClipOp>(*shifted, constant(0.0f), constant(1.0f));
+  return node.createInferred1<ClipOp>(*shifted, node.scalarF32(0.0f), node.scalarF32(1.0f));
 }
 } // namespace
 
