@@ -270,6 +270,31 @@ def unsupported_ops():
     return model(nodes, [vi("x", F32, [1, 1, 3, 3])], [vi("y", F32, [1, 1, 3, 3])])
 
 
+def refused_vision(kind):
+    """Conv-family nodes shardc refuses: training-mode BatchNormalization over one value per
+    channel (PyTorch refuses it too), MaxPool with its Indices output, a dilated AveragePool."""
+    def build():
+        x = vi("x", F32, [1, 2, 1, 1] if kind == "bn_one_value" else [1, 2, 4, 4])
+        inits = []
+        if kind == "bn_one_value":
+            nodes = [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"],
+                                      ["y", "nm", "nv"], name="bn", training_mode=1)]
+            inits = [const(n, np.ones(2) if n in ("g", "v") else np.zeros(2), np.float32)
+                     for n in ("g", "b", "m", "v")]
+            out = vi("y", F32, [1, 2, 1, 1])
+        elif kind == "maxpool_indices":
+            nodes = [helper.make_node("MaxPool", ["x"], ["y", "i"], name="pool",
+                                      kernel_shape=[2, 2])]
+            out = vi("y", F32, [1, 2, 3, 3])
+        else:
+            nodes = [helper.make_node("AveragePool", ["x"], ["y"], name="pool",
+                                      kernel_shape=[2, 2], dilations=[2, 2])]
+            out = vi("y", F32, [1, 2, 2, 2])
+        return model(nodes, [x], [out], inits, opset=19 if kind == "avgpool_dilated" else 17,
+                     check=False)
+    return build
+
+
 def relu_at(opset):
     def build():
         nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
@@ -386,6 +411,9 @@ def recorded_trainable():
 
 
 MODELS = {
+    "bn_one_value": refused_vision("bn_one_value"),
+    "maxpool_indices": refused_vision("maxpool_indices"),
+    "avgpool_dilated": refused_vision("avgpool_dilated"),
     "if_squeeze": if_squeeze(),
     "if_data_dependent": if_squeeze(data_dependent=True),
     "conv_pool_bn": conv_pool_bn,
