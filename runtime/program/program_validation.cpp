@@ -368,7 +368,7 @@ Status validateGroups(const Program &program) {
                     group.ranks().end())) {
       std::string axisNames, expected;
       for (int axis : axes)
-        axisNames += (axisNames.empty() ? "" : ", ") + program.mesh_axes(axis).name();
+        axisNames += (axisNames.empty() ? "" : ", ") + quoteForMessage(program.mesh_axes(axis).name());
       for (int r : slice.ranks)
         expected += (expected.empty() ? "" : ", ") + std::to_string(r);
       return Status::error(what + ": ranks " + intsText(group.ranks()) +

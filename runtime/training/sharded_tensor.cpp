@@ -1,5 +1,7 @@
 #include "runtime/training/sharded_tensor.h"
 
+#include "runtime/support/quote.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -109,8 +111,8 @@ Status checkSharding(const program::Sharding &sharding, const program::Buffer &b
                            ", which the program's mesh does not have");
     if (program.mesh_axes(axis).size() != sharding.num_blocks())
       return Status::error("split into " + std::to_string(sharding.num_blocks()) +
-                           " blocks along mesh axis '" + program.mesh_axes(axis).name() +
-                           "' of " + std::to_string(program.mesh_axes(axis).size()) + " ranks");
+                           " blocks along mesh axis " + quoteForMessage(program.mesh_axes(axis).name()) +
+                           " of " + std::to_string(program.mesh_axes(axis).size()) + " ranks");
     const int64_t groups = std::max(sharding.block_groups(), 1);
     if (dim < 0 || dim >= sharding.global_shape_size() || sharding.block_groups() < 0 ||
         sharding.global_shape(dim) % (groups * sharding.num_blocks()) != 0)

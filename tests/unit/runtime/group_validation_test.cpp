@@ -105,7 +105,7 @@ TEST(GroupValidation, BadMeshesGroupsAndAttributesAreErrors) {
          p.mutable_groups(1)->set_ranks(0, 3);
          p.mutable_groups(1)->set_ranks(1, 1);
        },
-       "group 1 ('dp'): ranks [3, 1], but the slice of the mesh along dp through mesh_coordinate "
+       "group 1 ('dp'): ranks [3, 1], but the slice of the mesh along 'dp' through mesh_coordinate "
        "[0, 1] is [1, 3]"},
       {"ranks of another slice", 0,
        [](program::Program &p) {
@@ -113,7 +113,17 @@ TEST(GroupValidation, BadMeshesGroupsAndAttributesAreErrors) {
          for (int r : {0, 1, 2})
            p.mutable_groups(0)->add_ranks(r);
        },
-       "group 0 ('tp'): ranks [0, 1, 2], but the slice of the mesh along tp through "
+       "group 0 ('tp'): ranks [0, 1, 2], but the slice of the mesh along 'tp' through "
+       "mesh_coordinate [0, 0] is [0, 1]"},
+      // Axis names come from the file: a newline in one stays escaped on the error's one line.
+      {"ranks of another slice, axis name with a newline", 0,
+       [](program::Program &p) {
+         p.mutable_mesh_axes(1)->set_name("t\np");
+         p.mutable_groups(0)->clear_ranks();
+         for (int r : {0, 1, 2})
+           p.mutable_groups(0)->add_ranks(r);
+       },
+       "group 0 ('tp'): ranks [0, 1, 2], but the slice of the mesh along 't\\np' through "
        "mesh_coordinate [0, 0] is [0, 1]"},
       // The collectives' attributes.
       {"group index out of range", 0,
