@@ -24,6 +24,9 @@ inline constexpr llvm::StringLiteral kArenaBytesAttr = "shardc.arena_bytes";
 // (the largest need, on the function).
 inline constexpr llvm::StringLiteral kWorkspaceAttr = "shardc.workspace";
 inline constexpr llvm::StringLiteral kWorkspaceBytesAttr = "shardc.workspace_bytes";
+// On a graph result: it is written over the bytes of the graph input of the same name (state
+// the step updates in place; Binding.in_place in the program).
+inline constexpr llvm::StringLiteral kInPlaceAttr = "shardc.in_place";
 
 } // namespace shardc
 

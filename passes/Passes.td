@@ -27,6 +27,35 @@ def FoldConstants : Pass<"shardc-fold-constants", "mlir::func::FuncOp"> {
   let dependentDialects = ["shardc::graph::GraphDialect"];
 }
 
+def HoistLoss : Pass<"shardc-hoist-loss", "mlir::func::FuncOp"> {
+  let summary = "Compute the training step's loss as early as its operands allow";
+  let description = [{
+    Moves the ops computing the result named "loss" (its defining op and, recursively, those
+    of its operands that come later than needed) to just after the latest definition of their
+    operands. A data-parallel step averages the loss across ranks with an all-reduce the
+    partitioner appends at the end; hoisted, it runs before the optimizer updates, so that the
+    loss is final before the first update of state kept in place (plan-memory) and a runtime
+    can stop a step whose loss is not finite with its state unchanged. Every rank runs the same
+    program, so the collectives keep one order on all of them. Functions without a "loss"
+    result are left alone.
+
+    Before:
+    ```mlir
+    %loss = graph.div %sum, %count : ...
+    %p:3 = graph.adamw_update %w, %g, %m, %v, %step, %lr : ...
+    %avg = mesh.all_reduce %loss on @dp mesh_axes = [0] : tensor<f32> -> tensor<f32>
+    return %avg, %p#0, ... {loss first}
+    ```
+    After:
+    ```mlir
+    %loss = graph.div %sum, %count : ...
+    %avg = mesh.all_reduce %loss on @dp mesh_axes = [0] : tensor<f32> -> tensor<f32>
+    %p:3 = graph.adamw_update %w, %g, %m, %v, %step, %lr : ...
+    return %avg, %p#0, ...
+    ```
+  }];
+}
+
 def PlanMemory : Pass<"shardc-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Assign static arena offsets from buffer liveness";
   let description = [{
@@ -53,6 +82,21 @@ def PlanMemory : Pass<"shardc-plan-memory", "mlir::func::FuncOp"> {
       return %1 : tensor<4xf32>
     }
     ```
+    Training state comes back under its input's name. A result returned by an op after the
+    loss is final (hoist-loss), when no later op reads the input (or the op's kernel updates
+    that operand in place, as the optimizer updates do), takes its input's bytes: the pair
+    is one buffer live from before the first op to after the last, and the result carries
+    `shardc.in_place` (the program's Binding.in_place). Such state stays in the arena between
+    steps instead of being copied out and fed back.
+
+    ```mlir
+    func.func @train_step(%w: tensor<4xf32> {graph.param = "w", shardc.offset = 0 : i64}, ...)
+        -> (tensor<f32> {graph.output = "loss"},
+            tensor<4xf32> {graph.param = "w", shardc.in_place}, ...) {
+      ...
+      %new:3 = graph.adamw_update %w, %g, ... {shardc.offsets = array<i64: 0, 64, 128>}
+    ```
+
     Fails on a tensor without a static shape, or an op without a runtime kernel.
   }];
 }

@@ -10,6 +10,8 @@
 #include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
 
+#include "runtime/kernels/kernel.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace shardc {
@@ -18,16 +20,88 @@ namespace shardc {
 
 namespace {
 
+// The graph results to write over their graph input's bytes (result index -> argument): state
+// the step carries to the next one under its input's name (trained parameters, optimizer
+// state), returned by an op that runs after the loss is final, once no op reads the input
+// any more, or as that op's last read where its kernel updates that operand in place
+// (runtime::kernelUpdatesInPlace). A step whose loss is not finite can then be stopped before
+// its first such op with the state unchanged. Everything else is copied out as before.
+llvm::DenseMap<unsigned, mlir::BlockArgument> findInPlaceUpdates(mlir::func::FuncOp func) {
+  llvm::DenseMap<unsigned, mlir::BlockArgument> updates;
+  mlir::Block &body = func.getBody().front();
+  mlir::Operation *terminator = body.getTerminator();
+  llvm::DenseMap<mlir::Operation *, int64_t> position;
+  int64_t next = 0;
+  for (mlir::Operation &op : body.without_terminator())
+    position[&op] = next++;
+
+  std::optional<int64_t> lossPosition;
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (resultName(func, i) == "loss") {
+      mlir::Operation *def = terminator->getOperand(i).getDefiningOp();
+      lossPosition = def ? position.lookup(def) : -1;
+    }
+  if (!lossPosition)
+    return updates; // not a training step
+
+  llvm::StringMap<mlir::BlockArgument> inputs;
+  for (mlir::BlockArgument arg : body.getArguments())
+    if (std::optional<std::string> name = runtimeInputName(func, arg.getArgNumber()))
+      inputs[*name] = arg;
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    mlir::Value result = terminator->getOperand(i);
+    auto input = inputs.find(resultName(func, i));
+    mlir::Operation *producer = result.getDefiningOp();
+    if (input == inputs.end() || !producer || llvm::isa<graph::ConstantOp>(producer) ||
+        position.lookup(producer) <= *lossPosition || result.getType() != input->second.getType())
+      continue;
+    mlir::BlockArgument arg = input->second;
+    // Returned once, and the input not returned at all: one value per bytes.
+    if (llvm::count(terminator->getOperands(), result) != 1 ||
+        llvm::is_contained(terminator->getOperands(), arg))
+      continue;
+    const int64_t at = position.lookup(producer);
+    bool safe = true;
+    for (mlir::Operation *user : arg.getUsers())
+      if (user != producer && (user == terminator || position.lookup(user) > at))
+        safe = false;
+    if (safe && llvm::is_contained(producer->getOperands(), arg)) {
+      mlir::FailureOr<KernelCall> call = mapToKernel(producer);
+      if (mlir::failed(call))
+        continue;
+      auto outputIndex = llvm::find(call->outputs, result) - call->outputs.begin();
+      for (auto [k, operand] : llvm::enumerate(call->inputs))
+        if (operand == arg && !runtime::kernelUpdatesInPlace(call->kernel, static_cast<int>(k),
+                                                             static_cast<int>(outputIndex)))
+          safe = false;
+    }
+    if (safe)
+      updates[i] = arg;
+  }
+  return updates;
+}
+
 struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
   void runOnOperation() override {
     mlir::func::FuncOp func = getOperation();
     mlir::Block &body = func.getBody().front();
 
-    // Arena values in program order: graph inputs, then every op result.
+    mlir::Operation *terminator = body.getTerminator();
+    const llvm::DenseMap<unsigned, mlir::BlockArgument> inPlace = findInPlaceUpdates(func);
+    llvm::DenseMap<mlir::Value, mlir::Value> sameBytesAs; // an in-place result -> its input
+    for (auto [result, arg] : inPlace)
+      sameBytesAs[terminator->getOperand(result)] = arg;
+
+    // Arena values in program order: graph inputs, then every op result (but for in-place
+    // results, which take their input's bytes).
     llvm::SmallVector<mlir::Value> values;
     llvm::DenseMap<mlir::Value, size_t> index;
     std::vector<BufferLifetime> lifetimes;
     auto addValue = [&](mlir::Value v, int64_t first) -> bool {
+      if (auto input = sameBytesAs.find(v); input != sameBytesAs.end()) {
+        index[v] = index.lookup(input->second);
+        return true;
+      }
       auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
       if (!type || !type.hasStaticShape()) {
         mlir::emitError(v.getLoc(), "tensor of type ")
@@ -58,8 +132,10 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
           lifetimes[it->second].last = std::max(lifetimes[it->second].last, position);
       ++position;
     }
-    // Graph outputs must survive until the runtime copies them out after the last op.
-    for (mlir::Value v : body.getTerminator()->getOperands())
+    // Graph outputs must survive until the runtime copies them out after the last op; state
+    // updated in place holds its bytes from before the first op to after the last (and on, into
+    // the next step).
+    for (mlir::Value v : terminator->getOperands())
       if (auto it = index.find(v); it != index.end())
         lifetimes[it->second].last = position;
 
@@ -79,6 +155,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       op.setAttr(kOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
     }
     func->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(plan.arenaBytes));
+    for (auto [result, arg] : inPlace)
+      func.setResultAttr(result, kInPlaceAttr, builder.getUnitAttr());
 
     // The kernels' data-sized temporaries come from one workspace per rank, allocated once:
     // it must hold the largest need of any op.

@@ -110,6 +110,17 @@ Status Executor::create(const program::Program &program,
 
   for (int i = 0; i < prog.inputs_size(); ++i)
     executor->inputIndex_[prog.inputs(i).name()] = i;
+  executor->stateFed_.assign(static_cast<size_t>(prog.inputs_size()), false);
+  // validateProgram checked that in-place outputs lie exactly over their inputs' bytes.
+  std::vector<bool> inPlaceBuffer(static_cast<size_t>(prog.buffers_size()), false);
+  for (const program::Binding &binding : prog.outputs())
+    if (binding.in_place())
+      inPlaceBuffer[static_cast<size_t>(binding.buffer())] = true;
+  executor->firstStateWrite_ = prog.ops_size();
+  for (int i = 0; i < prog.ops_size() && executor->firstStateWrite_ == prog.ops_size(); ++i)
+    for (int index : prog.ops(i).outputs())
+      if (inPlaceBuffer[static_cast<size_t>(index)])
+        executor->firstStateWrite_ = i;
   executor->groups_.resize(static_cast<size_t>(prog.groups_size()));
   executor->lastRunGroupComm_.resize(static_cast<size_t>(prog.groups_size()));
   *out = std::move(executor);
@@ -168,23 +179,71 @@ Status Executor::checkInput(const std::string &name, const HostTensor &tensor) c
   return checkProgramInput(program_, name, tensor);
 }
 
+bool Executor::isInPlaceState(const std::string &name) const {
+  auto it = inputIndex_.find(name);
+  return it != inputIndex_.end() && program_.inputs(it->second).in_place();
+}
+
+Tensor *Executor::stateView(const std::string &name) {
+  auto it = inputIndex_.find(name);
+  if (it == inputIndex_.end() || !program_.inputs(it->second).in_place())
+    return nullptr;
+  stateFed_[static_cast<size_t>(it->second)] = true;
+  return &bufferViews_[static_cast<size_t>(program_.inputs(it->second).buffer())];
+}
+
+const Tensor *Executor::stateView(const std::string &name) const {
+  auto it = inputIndex_.find(name);
+  if (it == inputIndex_.end() || !program_.inputs(it->second).in_place())
+    return nullptr;
+  return &bufferViews_[static_cast<size_t>(program_.inputs(it->second).buffer())];
+}
+
+Status Executor::setState(const std::string &name, const HostTensor &tensor) {
+  if (!isInPlaceState(name))
+    return Status::error(quoteForMessage(name) + " is not state the program updates in place");
+  SHARDC_RETURN_IF_ERROR(checkInput(name, tensor));
+  Tensor *view = stateView(name);
+  if (!tensor.bytes.empty())
+    std::memcpy(view->data, tensor.bytes.data(), tensor.bytes.size());
+  return Status::ok();
+}
+
+const Tensor *Executor::outputView(const std::string &name) const {
+  for (const program::Binding &binding : program_.outputs())
+    if (binding.name() == name)
+      return &bufferViews_[static_cast<size_t>(binding.buffer())];
+  return nullptr;
+}
+
 Status Executor::run(const std::map<std::string, HostTensor> &inputs,
-                     std::map<std::string, HostTensor> *outputs) {
+                     std::map<std::string, HostTensor> *outputs, const StateUpdateGate &gate,
+                     bool *stoppedBeforeUpdate) {
+  if (stoppedBeforeUpdate != nullptr)
+    *stoppedBeforeUpdate = false;
   // Check everything before touching the arena.
   for (const auto &[name, tensor] : inputs)
     SHARDC_RETURN_IF_ERROR(checkInput(name, tensor));
-  for (const program::Binding &binding : program_.inputs())
-    if (inputs.find(binding.name()) == inputs.end())
+  for (int i = 0; i < program_.inputs_size(); ++i) {
+    const program::Binding &binding = program_.inputs(i);
+    if (inputs.find(binding.name()) == inputs.end() &&
+        !(binding.in_place() && stateFed_[static_cast<size_t>(i)]))
       return Status::error(
           "missing input " + quoteForMessage(binding.name()) + " (" +
           describeTensorType(inputBuffer(binding).dtype(), inputBuffer(binding).shape()) + ")");
+  }
 
-  for (const program::Binding &binding : program_.inputs()) {
-    const HostTensor &tensor = inputs.at(binding.name());
+  for (int i = 0; i < program_.inputs_size(); ++i) {
+    const program::Binding &binding = program_.inputs(i);
+    auto it = inputs.find(binding.name());
+    if (it == inputs.end())
+      continue; // state updated in place, where the last run left it
+    const HostTensor &tensor = it->second;
     const program::Buffer &buffer = inputBuffer(binding);
     if (!tensor.bytes.empty())
       std::memcpy(arena_.base(buffer.region()) + buffer.offset(), tensor.bytes.data(),
                   tensor.bytes.size());
+    stateFed_[static_cast<size_t>(i)] = true;
   }
 
   SHARDC_RETURN_IF_ERROR(createGroupCommunicators());
@@ -197,7 +256,10 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   const CommCounters worldBefore = countersOf(comm_);
   for (size_t g = 0; g < groups_.size(); ++g)
     lastRunGroupComm_[g] = countersOf(groups_[g].get());
-  Status status = runOps();
+  bool stopped = false;
+  Status status = runOps(gate, &stopped);
+  if (stoppedBeforeUpdate != nullptr)
+    *stoppedBeforeUpdate = stopped;
   lastRunComm_ = CommCounters();
   lastRunWorldComm_ = difference(countersOf(comm_), worldBefore, &lastRunComm_);
   for (size_t g = 0; g < groups_.size(); ++g)
@@ -207,16 +269,18 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
 
   // The caller's tensors are reused where they exist (assign keeps their capacity): a training
   // loop hands last step's buffers back, so steady-state steps allocate nothing here.
-  auto isOutput = [&](const std::string &name) {
+  auto isCopiedOut = [&](const std::string &name) {
     for (const program::Binding &binding : program_.outputs())
       if (binding.name() == name)
-        return true;
+        return !binding.in_place();
     return false;
   };
   for (auto it = outputs->begin(); it != outputs->end();)
-    it = isOutput(it->first) ? std::next(it) : outputs->erase(it);
+    it = isCopiedOut(it->first) ? std::next(it) : outputs->erase(it);
   MemoryScope scope(tracker_, MemoryUse::StepOutputs);
   for (const program::Binding &binding : program_.outputs()) {
+    if (binding.in_place())
+      continue;
     const program::Buffer &buffer = program_.buffers(binding.buffer());
     HostTensor &tensor = (*outputs)[binding.name()];
     tensor.dtype = buffer.dtype();
@@ -250,12 +314,12 @@ Status Executor::locateNonFinite(const std::map<std::string, HostTensor> &inputs
   }
   checkFinite_ = site;
   checkInfinities_ = infinities;
-  Status status = run(inputs, outputs);
+  Status status = run(inputs, outputs, [] { return false; });
   checkFinite_ = nullptr;
   return status;
 }
 
-Status Executor::runOps() {
+Status Executor::runOps(const StateUpdateGate &gate, bool *stopped) {
   size_t current = 0;
   auto opError = [&](const std::string &cause) {
     const program::Op &op = program_.ops(static_cast<int>(current));
@@ -269,6 +333,10 @@ Status Executor::runOps() {
   // inside a library) from crossing the runtime API.
   try {
     for (; current < ops_.size(); ++current) {
+      if (gate && current == static_cast<size_t>(firstStateWrite_) && !gate()) {
+        *stopped = true;
+        return Status::ok();
+      }
       PreparedOp &prepared = ops_[current];
       const program::Op &op = program_.ops(static_cast<int>(current));
       KernelArgs &args = prepared.args;

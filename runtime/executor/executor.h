@@ -13,6 +13,7 @@
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/status.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,13 +55,37 @@ public:
   // shape must match exactly ("input 'x': expected f32[2x3], got i64[2x3]").
   Status checkInput(const std::string &name, const HostTensor &tensor) const;
 
-  // Runs the program once. `inputs` must hold exactly the program's graph inputs; `outputs` is
-  // replaced by the graph outputs (tensors already in it are overwritten in place, reusing their
-  // memory; entries that are not outputs are removed).
+  // Asked once per run, just before the first op that writes state updated in place
+  // (Binding.in_place), when every output the program computes before it (the loss) is final:
+  // false stops the run there, the state unchanged.
+  using StateUpdateGate = std::function<bool()>;
+
+  // Runs the program once. `inputs` must hold the program's graph inputs, except state updated
+  // in place (Binding.in_place), which lives in the arena from run to run: it is copied in when
+  // present (the first run must feed it, unless setState or stateView did) and otherwise used
+  // as the previous run left it. `outputs` is replaced by the graph outputs other than that
+  // state (tensors already in it are overwritten in place, reusing their memory; entries that
+  // are not such outputs are removed); read the state with stateView.
+  // With `gate`, a run it stops sets *stoppedBeforeUpdate (when given) and copies out the
+  // outputs as they stand: those computed before the state updates (the loss) are complete.
   // Kernel errors read "rank R, op 'NAME' (kernel K): cause".
   // Not reentrant: one run at a time per executor (runs share the arena).
   Status run(const std::map<std::string, HostTensor> &inputs,
-             std::map<std::string, HostTensor> *outputs);
+             std::map<std::string, HostTensor> *outputs, const StateUpdateGate &gate = nullptr,
+             bool *stoppedBeforeUpdate = nullptr);
+
+  // Whether input `name` is state updated in place.
+  bool isInPlaceState(const std::string &name) const;
+  // The arena bytes of state `name` updated in place (null when it is not such state): its
+  // value after the last run, and where a caller may write its next value directly (which
+  // counts as feeding it; a value written there replaces the state from the next run on).
+  Tensor *stateView(const std::string &name);
+  const Tensor *stateView(const std::string &name) const;
+  // Copies `tensor` into state `name` updated in place (dtype and shape as its input binding).
+  Status setState(const std::string &name, const HostTensor &tensor);
+  // The arena bytes of graph output `name` (null when there is none) as the last run left
+  // them; for a gate reading the loss before the state updates.
+  const Tensor *outputView(const std::string &name) const;
 
   // Where a run first produced a NaN (or, with `infinities`, an infinity), in program order: an
   // f32 graph input that already holds one, else the first op with such an f32 output. NaN and
@@ -77,6 +102,8 @@ public:
   // Runs the program like run() (every op, so that the collectives of all ranks pair up) and
   // finds the first non-finite value of this rank. For diagnosis after a step went non-finite:
   // checking every op's outputs costs a pass over each of them.
+  // The non-finite values it looks for come before the state updates (the loss is final
+  // there), so the run stops before them: the state is unchanged.
   Status locateNonFinite(const std::map<std::string, HostTensor> &inputs,
                          std::map<std::string, HostTensor> *outputs, bool infinities,
                          NonFiniteSite *site);
@@ -109,7 +136,9 @@ private:
   };
 
   Executor() = default;
-  Status runOps();
+  // Runs the ops in order; with `gate`, asks it before op firstStateWrite_ and stops there
+  // (setting *stopped) when it answers false.
+  Status runOps(const StateUpdateGate &gate, bool *stopped);
   // Set by locateNonFinite for its run: runOps records the first op with a NaN output (or an
   // infinite one, with checkInfinities_).
   NonFiniteSite *checkFinite_ = nullptr;
@@ -130,6 +159,11 @@ private:
   std::vector<Tensor> bufferViews_; // one view per program buffer
   std::vector<PreparedOp> ops_;
   std::map<std::string, int> inputIndex_; // graph input name -> index in program_.inputs()
+  // State updated in place: the index of the first op writing any of it (ops_size() when
+  // none does), and per input binding whether its bytes were fed (by an input, setState or
+  // stateView).
+  int firstStateWrite_ = 0;
+  std::vector<bool> stateFed_;
 };
 
 } // namespace shardc::runtime

@@ -82,6 +82,13 @@ Status cpuKernelWorkspaceBytes(const std::string &name, const KernelArgs &args, 
 // All CPU kernel names, sorted (for diagnostics and docs checks).
 std::vector<std::string> cpuKernelNames();
 
+// Whether kernel `name` may write its output `output` over its input `input` (one buffer for
+// both, exactly). True only for the pairs a kernel declares: kernels that read element i of
+// each such input before writing element i of the outputs, and no element of it after that
+// (the optimizer updates). The compiler aliases only these pairs; the program validator accepts
+// no other overlap of an op's inputs and outputs.
+bool kernelUpdatesInPlace(const std::string &name, int input, int output);
+
 // Number of threads the CPU kernels may use (today: OpenBLAS's GEMM threads).
 void setCpuKernelThreads(int threads);
 

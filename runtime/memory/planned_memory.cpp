@@ -33,13 +33,23 @@ void planArenaPeak(const program::Program &program, PlannedMemory *plan) {
     for (int buffer : program.ops(static_cast<int>(i)).outputs())
       touch(buffer, i, /*writes=*/true);
   }
-  for (const program::Binding &binding : program.outputs())
+  // State updated in place holds its bytes through the whole step, and on into the next: its
+  // input buffer counts from before the first op to after the last, and the output buffer
+  // over the same bytes is not counted again.
+  std::vector<bool> sameBytesAsAnInput(program.buffers_size(), false);
+  for (const program::Binding &binding : program.outputs()) {
     touch(binding.buffer(), numOps, /*writes=*/false);
+    if (binding.in_place())
+      sameBytesAsAnInput[binding.buffer()] = true;
+  }
+  for (const program::Binding &binding : program.inputs())
+    if (binding.in_place())
+      touch(binding.buffer(), numOps, /*writes=*/false);
 
   // Bytes live at each point (index = point + 1), from a difference array.
   std::vector<int64_t> delta(static_cast<size_t>(numOps) + 3, 0);
   for (int b = 0; b < program.buffers_size(); ++b) {
-    if (first[b] > last[b]) // never written: no bytes of the plan belong to it
+    if (first[b] > last[b] || sameBytesAsAnInput[b]) // never written, or counted as the input
       continue;
     const int64_t size = static_cast<int64_t>(program.buffers(b).size_bytes());
     delta[static_cast<size_t>(first[b] + 1)] += size;
@@ -54,7 +64,8 @@ void planArenaPeak(const program::Program &program, PlannedMemory *plan) {
     }
   }
   for (int b = 0; b < program.buffers_size(); ++b)
-    if (first[b] <= plan->arenaPeakPoint && plan->arenaPeakPoint <= last[b]) {
+    if (!sameBytesAsAnInput[b] && first[b] <= plan->arenaPeakPoint &&
+        plan->arenaPeakPoint <= last[b]) {
       const program::Buffer &buffer = program.buffers(b);
       // proto3 enums keep unknown values: a role this runtime does not know is unclassified.
       const int role = program::BufferRole_IsValid(buffer.role()) ? buffer.role() : 0;
@@ -117,10 +128,13 @@ PlannedMemory planPeakMemory(const program::Program &program, bool findWorkspace
       }
     }
   }
+  // State updated in place stays in the arena: no host tensor carries it between steps.
   for (const program::Binding &binding : program.inputs())
-    plan.stepInputs += program.buffers(binding.buffer()).size_bytes();
+    if (!binding.in_place())
+      plan.stepInputs += program.buffers(binding.buffer()).size_bytes();
   for (const program::Binding &binding : program.outputs())
-    plan.stepOutputs += program.buffers(binding.buffer()).size_bytes();
+    if (!binding.in_place())
+      plan.stepOutputs += program.buffers(binding.buffer()).size_bytes();
   plan.total = plan.arena + plan.weights + plan.workspace + plan.stepInputs + plan.stepOutputs;
   return plan;
 }

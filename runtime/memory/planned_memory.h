@@ -8,8 +8,10 @@
 //                inputs, not held)
 //   workspace    one allocation of workspace_bytes (the kernels' scratch)
 //   step inputs  a host tensor per graph input (size_bytes each): what shardrun reads, or the
-//                training loop carries and feeds, every run of the program
+//                training loop carries and feeds, every run of the program; none for state
+//                updated in place (Binding.in_place), which lives in the arena from step to step
 //   step outputs a host tensor per graph output, which each run's outputs are copied into
+//                (again none for state updated in place)
 //
 // Each region is an AlignedBuffer, counted as AlignedBuffer::allocationSize (rounded up to 64
 // bytes, at least 64). All five are held at once after the first run, so the peak is their sum.

@@ -2,6 +2,7 @@
 
 #include "runtime/comm/mesh.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/program/bindings.h"
 #include "runtime/program/op_workspace.h"
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/quote.h"
@@ -94,6 +95,11 @@ bool overlaps(const Buffer &a, const Buffer &b) {
   return a.offset() < b.offset() + b.size_bytes() && b.offset() < a.offset() + a.size_bytes();
 }
 
+// Whether a and b are the same bytes: an in-place update's input and output.
+bool sameBytes(const Buffer &a, const Buffer &b) {
+  return a.region() == b.region() && a.offset() == b.offset() && a.size_bytes() == b.size_bytes();
+}
+
 std::string describeGroup(int index, const program::CommGroup &group) {
   return "group " + std::to_string(index) + " (" + quoteForMessage(group.name()) + ")";
 }
@@ -174,7 +180,9 @@ Status validateOp(const Program &program, int index) {
     if (out.region() != program::ARENA)
       return Status::error(outWhat + " is in the read-only WEIGHTS region");
     for (int j = 0; j < op.inputs_size(); ++j)
-      if (op.inputs(j) != -1 && overlaps(out, program.buffers(op.inputs(j))))
+      if (op.inputs(j) != -1 && overlaps(out, program.buffers(op.inputs(j))) &&
+          !(sameBytes(out, program.buffers(op.inputs(j))) &&
+            kernelUpdatesInPlace(op.kernel(), j, i)))
         return Status::error(outWhat + " overlaps input " + std::to_string(j) + " (" +
                              describeBuffer(op.inputs(j), program.buffers(op.inputs(j))) + ")");
     for (int j = 0; j < i; ++j)
@@ -214,6 +222,38 @@ Status validateBindings(const Program &program, bool areInputs) {
                            describeBuffer(binding.buffer(), program.buffers(binding.buffer())) +
                            " is not in the ARENA region");
   }
+  return Status::ok();
+}
+
+// State updated in place (Binding.in_place): an input and the output of the same name, both
+// flagged, whose buffers are the same bytes of the arena with the same dtype and shape, which
+// no other buffer of the program overlaps (any other write there would change the state behind
+// the loop's back).
+Status validateInPlaceState(const Program &program) {
+  for (const program::Binding &output : program.outputs()) {
+    const program::Binding *input = findBinding(program.inputs(), output.name());
+    const bool inputFlagged = input != nullptr && input->in_place();
+    if (!output.in_place() && !inputFlagged)
+      continue;
+    std::string what = "in-place state " + quoteForMessage(output.name());
+    if (!output.in_place() || !inputFlagged)
+      return Status::error(what + ": flagged in_place on " +
+                           (output.in_place() ? "the output binding but not on an input"
+                                              : "the input binding but not on the output"));
+    const Buffer &in = program.buffers(input->buffer()), &out = program.buffers(output.buffer());
+    if (!sameBytes(in, out) || in.dtype() != out.dtype() || shapeText(in) != shapeText(out))
+      return Status::error(what + ": the output's " + describeBuffer(output.buffer(), out) +
+                           " is not the input's " + describeBuffer(input->buffer(), in) +
+                           " (same offset, size, dtype and shape)");
+    for (int b = 0; b < program.buffers_size(); ++b)
+      if (b != input->buffer() && b != output.buffer() && overlaps(program.buffers(b), in))
+        return Status::error(what + ": " + describeBuffer(b, program.buffers(b)) +
+                             " overlaps its " + describeBuffer(input->buffer(), in));
+  }
+  for (const program::Binding &input : program.inputs())
+    if (input.in_place() && findBinding(program.outputs(), input.name()) == nullptr)
+      return Status::error("in-place state " + quoteForMessage(input.name()) +
+                           ": flagged in_place on the input binding but no output has its name");
   return Status::ok();
 }
 
@@ -391,6 +431,7 @@ Status validateProgram(const Program &program) {
     SHARDC_RETURN_IF_ERROR(validateOp(program, i));
   SHARDC_RETURN_IF_ERROR(validateBindings(program, /*areInputs=*/true));
   SHARDC_RETURN_IF_ERROR(validateBindings(program, /*areInputs=*/false));
+  SHARDC_RETURN_IF_ERROR(validateInPlaceState(program));
   SHARDC_RETURN_IF_ERROR(validateStateInit(program));
   return Status::ok();
 }

@@ -8,15 +8,6 @@
 
 namespace shardc::runtime {
 
-const program::Binding *
-findBinding(const google::protobuf::RepeatedPtrField<program::Binding> &bindings,
-            const std::string &name) {
-  for (const program::Binding &binding : bindings)
-    if (binding.name() == name)
-      return &binding;
-  return nullptr;
-}
-
 std::vector<int64_t> globalShapeOf(const program::Sharding &sharding) {
   return std::vector<int64_t>(sharding.global_shape().begin(), sharding.global_shape().end());
 }

@@ -10,6 +10,7 @@
 
 #include "runtime/comm/communicator.h"
 #include "runtime/executor/host_tensor.h"
+#include "runtime/program/bindings.h"
 #include "runtime/program/program.pb.h"
 #include "runtime/support/status.h"
 
@@ -18,11 +19,6 @@
 #include <vector>
 
 namespace shardc::runtime {
-
-// The binding named `name` in `bindings`, or null.
-const program::Binding *
-findBinding(const google::protobuf::RepeatedPtrField<program::Binding> &bindings,
-            const std::string &name);
 
 std::vector<int64_t> globalShapeOf(const program::Sharding &sharding);
 int64_t globalNumelOf(const program::Sharding &sharding);

@@ -66,27 +66,44 @@ Status TrainingLoop::create(Executor *executor, const InitialValueReader &readIn
 
   for (const program::StateInit &init : program.state_init()) {
     const program::Buffer &buffer = inputBuffer(program, init.name());
-    HostTensor tensor = zerosLike(buffer);
-    // A shard's initial value may stop short of the buffer: the rest is the padding past the
-    // end of the full tensor, which stays zero.
+    // State the program updates in place is read straight into the arena; the rest into the
+    // tensor the loop feeds. Either starts as zeros: a shard's initial value may stop short of
+    // the buffer, the rest being the padding past the end of the full tensor.
+    HostTensor tensor;
+    uint8_t *bytes = nullptr;
+    if (Tensor *state = executor->stateView(init.name())) {
+      bytes = static_cast<uint8_t *>(state->data);
+      std::memset(bytes, 0, buffer.size_bytes());
+    } else {
+      tensor = zerosLike(buffer);
+      bytes = tensor.bytes.data();
+    }
     const bool sharded = findBinding(program.inputs(), init.name())->has_sharding();
-    if (sharded ? init.size_bytes() > tensor.bytes.size()
-                : init.size_bytes() != tensor.bytes.size())
+    if (sharded ? init.size_bytes() > buffer.size_bytes()
+                : init.size_bytes() != buffer.size_bytes())
       return Status::error("initial value of " + quoteForMessage(init.name()) + " has " +
                            std::to_string(init.size_bytes()) + " bytes, the input " +
-                           (sharded ? "holds " : "needs ") + std::to_string(tensor.bytes.size()));
+                           (sharded ? "holds " : "needs ") + std::to_string(buffer.size_bytes()));
     if (init.size_bytes() > 0) {
-      Status status = readInitialValue(init, tensor.bytes.data());
+      Status status = readInitialValue(init, bytes);
       if (!status.isOk())
         return Status::error("initial value of " + quoteForMessage(init.name()) + ": " +
                              status.message());
     }
-    loop->inputs_[init.name()] = std::move(tensor);
+    if (!executor->isInPlaceState(init.name()))
+      loop->inputs_[init.name()] = std::move(tensor);
   }
-  for (const std::string &name : loop->signature_.optimizerState)
-    loop->inputs_[name] = zerosLike(inputBuffer(program, name));
+  for (const std::string &name : loop->signature_.optimizerState) {
+    if (Tensor *state = executor->stateView(name))
+      std::memset(state->data, 0, state->sizeBytes());
+    else
+      loop->inputs_[name] = zerosLike(inputBuffer(program, name));
+  }
   loop->recordInfinities();
-  loop->inputs_[kStepInputName] = makeHostTensor(program::I64, {});
+  if (Tensor *step = executor->stateView(kStepInputName))
+    *step->as<int64_t>() = 0;
+  else
+    loop->inputs_[kStepInputName] = makeHostTensor(program::I64, {});
   loop->inputs_[kLrInputName] = makeHostTensor(program::F32, {});
   if (loop->signature_.hasSeed)
     loop->inputs_[kSeedInputName] = makeHostTensor(program::I64, {});
@@ -102,7 +119,27 @@ void TrainingLoop::setSeed(uint64_t seed) {
     std::memcpy(inputs_[kSeedInputName].as<int64_t>(), &seed, sizeof seed);
 }
 
+const Tensor TrainingLoop::carried(const std::string &name) const {
+  if (const Tensor *state = executor_->stateView(name))
+    return *state;
+  auto it = inputs_.find(name);
+  return it == inputs_.end() ? Tensor() : const_cast<HostTensor &>(it->second).view();
+}
+
+HostTensor TrainingLoop::copyOfCarried(const std::string &name) const {
+  MemoryScope uncounted(nullptr, MemoryUse::StepInputs);
+  const Tensor view = carried(name);
+  HostTensor copy = makeHostTensor(view.dtype, view.shape);
+  if (view.present() && !copy.bytes.empty())
+    std::memcpy(copy.bytes.data(), view.data, copy.bytes.size());
+  return copy;
+}
+
 const HostTensor *TrainingLoop::value(const std::string &name) const {
+  if (executor_->isInPlaceState(name)) {
+    valueCopies_[name] = copyOfCarried(name);
+    return &valueCopies_[name];
+  }
   auto it = inputs_.find(name);
   return it == inputs_.end() ? nullptr : &it->second;
 }
@@ -128,19 +165,36 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
   for (const auto *tensors : {&checkpoint.params, &checkpoint.optimizerState})
     for (const auto &[name, tensor] : *tensors) {
       const program::Sharding *sharding = shardingOf(name);
+      // State updated in place is copied into the arena through a temporary that is not the
+      // program's memory (as the checkpoint's own tensors are not).
+      const bool inPlace = executor_->isInPlaceState(name);
+      MemoryScope temporary(inPlace ? nullptr : executor_->memoryTracker(),
+                            MemoryUse::StepInputs);
+      // The shard takes the input's shape (sliceShard fills a tensor of it).
+      HostTensor shard = inPlace ? zerosLike(inputBuffer(program, name)) : HostTensor();
+      HostTensor &part = inPlace ? shard : inputs_[name];
       if (sharding == nullptr) {
-        inputs_[name] = tensor;
-        continue;
+        if (inPlace) {
+          SHARDC_RETURN_IF_ERROR(executor_->setState(name, tensor));
+          continue;
+        }
+        part = tensor;
+      } else {
+        Status status = sliceShard(*sharding, shardPlaceOf(program, *sharding), tensor, &part);
+        if (!status.isOk())
+          return Status::error("checkpoint tensor " + quoteForMessage(name) + " " +
+                               status.message());
       }
-      Status status =
-          sliceShard(*sharding, shardPlaceOf(program, *sharding), tensor, &inputs_[name]);
-      if (!status.isOk())
-        return Status::error("checkpoint tensor " + quoteForMessage(name) + " " + status.message());
+      if (inPlace)
+        SHARDC_RETURN_IF_ERROR(executor_->setState(name, part));
     }
   SHARDC_RETURN_IF_ERROR(checkResumePosition(checkpoint));
   step_ = checkpoint.dataPosition;
   skipped_ = checkpoint.dataPosition - checkpoint.step;
-  *inputs_[kStepInputName].as<int64_t>() = checkpoint.step;
+  if (Tensor *step = executor_->stateView(kStepInputName))
+    *step->as<int64_t>() = checkpoint.step;
+  else
+    *inputs_[kStepInputName].as<int64_t>() = checkpoint.step;
   recordInfinities();
   return Status::ok();
 }
@@ -149,9 +203,9 @@ void TrainingLoop::snapshot(CheckpointContents *out) const {
   out->params.clear();
   out->optimizerState.clear();
   for (const std::string &name : signature_.params)
-    out->params[name] = inputs_.at(name);
+    out->params[name] = copyOfCarried(name);
   for (const std::string &name : signature_.optimizerState)
-    out->optimizerState[name] = inputs_.at(name);
+    out->optimizerState[name] = copyOfCarried(name);
   out->step = step_ - skipped_;
   out->dataPosition = step_;
 }
@@ -182,12 +236,12 @@ Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents
     for (const std::string &name : *names) {
       const program::Sharding *sharding = shardingOf(name);
       if (sharding == nullptr) {
-        (*tensors)[name] = inputs_.at(name); // the same on every rank
+        (*tensors)[name] = copyOfCarried(name); // the same on every rank
         continue;
       }
       Status status = gatherShards(axisCommunicator(comm, sharding->shard_axis()),
                                    axisCommunicator(comm, sharding->block_axis()), *sharding,
-                                   inputs_.at(name), &(*tensors)[name]);
+                                   copyOfCarried(name), &(*tensors)[name]);
       if (!status.isOk())
         return Status::error("gathering the shards of " + quoteForMessage(name) + ": " +
                              status.message());
@@ -199,7 +253,7 @@ Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents
 
 namespace {
 // NaNs and infinities of an f32 tensor (none for another dtype).
-std::pair<int64_t, int64_t> countNonFinite(const HostTensor &t) {
+std::pair<int64_t, int64_t> countNonFinite(const Tensor &t) {
   std::pair<int64_t, int64_t> nanAndInf{0, 0};
   if (t.dtype != program::F32)
     return nanAndInf;
@@ -216,14 +270,14 @@ void TrainingLoop::recordInfinities() {
   infinitiesAtStart_.clear();
   for (const auto *names : {&signature_.params, &signature_.optimizerState})
     for (const std::string &name : *names)
-      infinitiesAtStart_[name] = countNonFinite(inputs_.at(name)).second;
+      infinitiesAtStart_[name] = countNonFinite(carried(name)).second;
 }
 
 int TrainingLoop::firstUnsoundState() const {
   int index = 0;
   for (const auto *names : {&signature_.params, &signature_.optimizerState})
     for (const std::string &name : *names) {
-      auto [nans, infinities] = countNonFinite(inputs_.at(name));
+      auto [nans, infinities] = countNonFinite(carried(name));
       auto start = infinitiesAtStart_.find(name);
       if (nans > 0 || infinities > (start == infinitiesAtStart_.end() ? 0 : start->second))
         return index;
@@ -245,17 +299,25 @@ Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
     SHARDC_RETURN_IF_ERROR(batches->fill(next, &inputs_));
   }
   *inputs_[kLrInputName].as<float>() = lr;
-  Status status = executor_->run(inputs_, &outputs_);
+  // The loss is final before the program's first in-place update: a step whose loss is not
+  // finite stops there, its state untouched (then skipped, or run again to locate the fault).
+  const Tensor *lossView = executor_->outputView(kLossOutputName);
+  bool stopped = false;
+  Status status = executor_->run(
+      inputs_, &outputs_, [lossView] { return std::isfinite(*lossView->as<float>()); },
+      &stopped);
   if (!status.isOk())
     return Status::error("step " + std::to_string(next) + ": " + status.message());
+  *loss = *outputs_.at(kLossOutputName).as<float>();
 
   // The program counts steps itself (torch's state['step']); a mismatch means the program is
   // not the training step the loop assumes, and every later step would be wrong.
-  int64_t counted = *outputs_.at(kStepInputName).as<int64_t>();
-  if (counted != update)
+  const Tensor *countedStep = executor_->stateView(kStepInputName);
+  int64_t counted = countedStep != nullptr ? *countedStep->as<int64_t>()
+                                           : *outputs_.at(kStepInputName).as<int64_t>();
+  if (std::isfinite(*loss) && counted != update)
     return Status::error("step " + std::to_string(next) + ": the program returned step " +
                          std::to_string(counted) + " (expected " + std::to_string(update) + ")");
-  *loss = *outputs_.at(kLossOutputName).as<float>();
   if (!std::isfinite(*loss) && skipNonFinite) {
     // Its batch is used up, its update discarded (as a loss scaler skips an overflowing step).
     step_ = next;
@@ -272,11 +334,13 @@ Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
       return Status::error("step " + std::to_string(next) + ": " + status.message());
     return Status::ok();
   }
-  for (const std::string &name : signature_.params)
-    std::swap(inputs_[name], outputs_[name]);
-  for (const std::string &name : signature_.optimizerState)
-    std::swap(inputs_[name], outputs_[name]);
-  std::swap(inputs_[kStepInputName], outputs_[kStepInputName]);
+  // What the program updated in place is already where the next step reads it.
+  for (const auto *names : {&signature_.params, &signature_.optimizerState})
+    for (const std::string &name : *names)
+      if (!executor_->isInPlaceState(name))
+        std::swap(inputs_[name], outputs_[name]);
+  if (!executor_->isInPlaceState(kStepInputName))
+    std::swap(inputs_[kStepInputName], outputs_[kStepInputName]);
   step_ = next;
   return Status::ok();
 }

@@ -51,7 +51,9 @@ public:
   int64_t step() const { return step_; }
   int64_t skipped() const { return skipped_; }
   // The current value of a carried tensor (parameter, optimizer state, "step"); null if unknown.
-  // This rank's shard for a sharded tensor.
+  // This rank's shard for a sharded tensor. State the program updates in place lives in the
+  // executor's arena: this is a copy of it, made on demand outside the program's memory (no
+  // MemoryScope) and valid until the next call for the same name.
   const HostTensor *value(const std::string &name) const;
 
   // The seed training-mode dropout draws its masks from (the run's --seed; 0 until set). A
@@ -86,6 +88,11 @@ public:
   int firstUnsoundState() const;
 
 private:
+  // A view of the current value of a carried tensor: the executor's arena for state updated
+  // in place, else the tensor the loop feeds.
+  const Tensor carried(const std::string &name) const;
+  // A copy of it, not counted as the program's memory.
+  HostTensor copyOfCarried(const std::string &name) const;
   // Counts each carried tensor's infinities, for firstUnsoundState.
   void recordInfinities();
   std::map<std::string, int64_t> infinitiesAtStart_;
@@ -99,8 +106,10 @@ private:
 
   Executor *executor_ = nullptr;
   TrainingSignature signature_;
-  // Every input of the next step: the carried state, the last batch and lr.
+  // Every input of the next step: the carried state (but for what the program updates in
+  // place, which stays in the executor's arena), the last batch and lr.
   std::map<std::string, HostTensor> inputs_;
+  mutable std::map<std::string, HostTensor> valueCopies_; // value()'s copies of in-place state
   // The last step's outputs; the carried ones are moved out after each step.
   std::map<std::string, HostTensor> outputs_;
   int64_t step_ = 0;

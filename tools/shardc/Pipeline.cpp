@@ -139,6 +139,8 @@ mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dum
     }
   }
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldConstants());
+  if (train)
+    pm.nest<mlir::func::FuncOp>().addPass(shardc::createHoistLoss());
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory());
   if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))
     return mlir::failure();

@@ -37,16 +37,22 @@ std::optional<Failure> runOnce(const Options &options, const LoadedBundle &bundl
   status = prepareOutputDirectory(*options.outputsDir);
   if (!status.isOk())
     return error("--outputs " + status.message());
-  std::map<std::string, HostTensor> inputs;
+  std::map<std::string, HostTensor> inputs, inPlaceState;
   if (options.dataDir) {
     MemoryScope scope(tracker, MemoryUse::StepInputs);
-    if (auto failure = readInputs(program, *options.dataDir, &inputs))
+    if (auto failure = readInputs(program, *options.dataDir, &inputs, &inPlaceState))
       return failure;
   }
   std::unique_ptr<Executor> executor;
   status = Executor::create(program, bundle.weights, &executor, tracker);
   if (!status.isOk())
     return error(bundleDir + ": " + status.message());
+  for (const auto &[name, tensor] : inPlaceState) {
+    status = executor->setState(name, tensor);
+    if (!status.isOk())
+      return error(bundleDir + ": " + status.message());
+  }
+  inPlaceState.clear();
 
   std::map<std::string, HostTensor> outputs;
   auto start = std::chrono::steady_clock::now();

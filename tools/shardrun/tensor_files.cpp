@@ -6,6 +6,7 @@
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 
+#include <cstring>
 #include <filesystem>
 
 namespace shardrun {
@@ -28,7 +29,8 @@ checkDistinctFileNames(const google::protobuf::RepeatedPtrField<shardc::program:
 
 std::optional<Failure> readInputs(const shardc::program::Program &program,
                                   const std::string &dataDir,
-                                  std::map<std::string, HostTensor> *inputs) {
+                                  std::map<std::string, HostTensor> *inputs,
+                                  std::map<std::string, HostTensor> *inPlaceState) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dataDir, ec))
     return error(dataDir + ": " +
@@ -40,6 +42,8 @@ std::optional<Failure> readInputs(const shardc::program::Program &program,
     if (!pathExists(path))
       return error(dataDir + ": no '" + file + "' for graph input " +
                    quoteForMessage(binding.name()));
+    const MemoryCharge charge = currentMemoryCharge();
+    MemoryScope temporary(binding.in_place() ? nullptr : charge.tracker, charge.use);
     HostTensor tensor;
     Status status = readNpy(path, &tensor);
     if (!status.isOk())
@@ -47,7 +51,7 @@ std::optional<Failure> readInputs(const shardc::program::Program &program,
     status = checkProgramInput(program, binding.name(), tensor);
     if (!status.isOk())
       return error(path + ": " + status.message());
-    (*inputs)[binding.name()] = std::move(tensor);
+    (*(binding.in_place() ? inPlaceState : inputs))[binding.name()] = std::move(tensor);
   }
   return std::nullopt;
 }
@@ -72,7 +76,14 @@ std::optional<Failure> writeOutputs(const Executor &executor, const std::string 
     return error(outputsDir + ": not a directory");
   for (const auto &binding : executor.program().outputs()) {
     std::string path = joinPath(outputsDir, tensorNpyFileName(binding.name()));
-    Status status = writeNpy(path, outputs.at(binding.name()));
+    // State updated in place is not copied out by a run: it is read where it lies.
+    HostTensor state;
+    if (const Tensor *view = executor.stateView(binding.name())) {
+      state = makeHostTensor(view->dtype, view->shape);
+      if (!state.bytes.empty())
+        std::memcpy(state.bytes.data(), view->data, state.bytes.size());
+    }
+    Status status = writeNpy(path, binding.in_place() ? state : outputs.at(binding.name()));
     if (!status.isOk())
       return error(status.message());
   }

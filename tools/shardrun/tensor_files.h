@@ -26,9 +26,13 @@ checkDistinctFileNames(const google::protobuf::RepeatedPtrField<shardc::program:
 
 // DIR/<name>.npy for every graph input of `program` (validated), checked against it: before
 // the executor exists, so a missing or wrong file is reported before the arena is allocated.
+// State the program updates in place (Binding.in_place) goes to `inPlaceState` instead, read
+// outside the program's memory (no MemoryScope): a temporary the caller copies into the
+// executor's arena (Executor::setState) and releases, as a checkpoint's tensors are.
 std::optional<Failure> readInputs(const shardc::program::Program &program,
                                   const std::string &dataDir,
-                                  std::map<std::string, HostTensor> *inputs);
+                                  std::map<std::string, HostTensor> *inputs,
+                                  std::map<std::string, HostTensor> *inPlaceState);
 
 // DIR2/<name>.npy for every graph output (DIR2 created if needed).
 std::optional<Failure> writeOutputs(const Executor &executor, const std::string &outputsDir,

@@ -299,6 +299,7 @@ JsonValue bindingsJson(const google::protobuf::RepeatedPtrField<program::Binding
     JsonValue e = JsonValue::object();
     e.add("name", str(b.name()));
     e.add("buffer", i64(b.buffer()));
+    e.add("in_place", JsonValue::boolean(b.in_place()));
     if (b.has_sharding()) {
       JsonValue sh = JsonValue::object();
       sh.add("global_shape", intArray(b.sharding().global_shape()));

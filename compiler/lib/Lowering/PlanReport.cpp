@@ -246,7 +246,8 @@ void formatProgramBody(const program::Program &p, std::ostringstream &os) {
   os << "parameters: " << paramCount << " tensors, " << paramElems << " elements\n";
   os << "inputs:\n";
   for (const program::Binding &b : p.inputs())
-    os << "  " << b.name() << ": " << operand(p, b.buffer()) << "\n";
+    os << "  " << b.name() << ": " << operand(p, b.buffer())
+       << (b.in_place() ? " (updated in place)" : "") << "\n";
   if (p.state_init_size() > 0) {
     uint64_t bytes = 0;
     for (const program::StateInit &s : p.state_init())
@@ -257,15 +258,28 @@ void formatProgramBody(const program::Program &p, std::ostringstream &os) {
       if (b.buffer() >= 0 && b.buffer() < p.buffers_size() &&
           p.buffers(b.buffer()).role() == program::ROLE_BUFFER)
         ++buffers;
+    // What the step updates in place stays in the arena; the rest is copied out and fed back.
+    int inPlace = 0, fedBack = 0;
+    uint64_t inPlaceBytes = 0, fedBackBytes = 0;
+    for (const program::Binding &b : p.outputs()) {
+      if (b.name() == "loss" || b.buffer() < 0 || b.buffer() >= p.buffers_size())
+        continue;
+      (b.in_place() ? inPlace : fedBack) += 1;
+      (b.in_place() ? inPlaceBytes : fedBackBytes) += p.buffers(b.buffer()).size_bytes();
+    }
     os << "training state: " << p.state_init_size() - buffers << " trained parameters";
     if (buffers > 0)
       os << " and " << buffers << " updated buffers";
-    os << " fed back each step (initial values " << bytesString(bytes)
-       << " read from the weights file when training starts)\n";
+    os << " (initial values " << bytesString(bytes)
+       << " read from the weights file when training starts); carried from step to step: "
+       << inPlace << " tensors (" << bytesString(inPlaceBytes)
+       << ") updated in place in the arena, " << fedBack << " (" << bytesString(fedBackBytes)
+       << ") copied out and fed back\n";
   }
   os << "outputs:\n";
   for (const program::Binding &b : p.outputs())
-    os << "  " << b.name() << ": " << operand(p, b.buffer()) << "\n";
+    os << "  " << b.name() << ": " << operand(p, b.buffer())
+       << (b.in_place() ? " (in place: the input's bytes)" : "") << "\n";
 
   std::map<std::string, int> histogram;
   for (const program::Op &op : p.ops())

@@ -81,6 +81,14 @@ public:
         return failure();
       // An op result returned as the next step's parameter or state holds that (an argument
       // returned as it is keeps its own role).
+      // State updated in place: the result's buffer lies over its input's (the plan-memory
+      // pass placed them so).
+      if (func_.getResultAttr(i, kInPlaceAttr)) {
+        binding->set_in_place(true);
+        for (program::Binding &input : *out_.program.mutable_inputs())
+          if (input.name() == binding->name())
+            input.set_in_place(true);
+      }
       program::Buffer *buf = out_.program.mutable_buffers(binding->buffer());
       if (std::optional<program::BufferRole> role = resultRole(func_, i);
           role && buf->role() == program::ROLE_ACTIVATION)

@@ -13,6 +13,7 @@
 #include "runtime/support/aligned_buffer.h"
 
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -46,15 +47,21 @@ FailureOr<PlannedStepCost> plannedStepCost(func::FuncOp planned) {
   // The WEIGHTS region in the emitter's order: frozen parameters (arguments the step does not
   // feed), then the constants, each at the next aligned offset.
   uint64_t weights = 0;
+  // State updated in place (kInPlaceAttr on the result) has no host tensor either way.
   Block &body = planned.getBody().front();
+  llvm::StringSet<> inPlace;
+  for (unsigned i = 0; i < planned.getNumResults(); ++i) {
+    if (planned.getResultAttr(i, kInPlaceAttr))
+      inPlace.insert(resultName(planned, i));
+    else
+      stepOutputs += tensorBytes(planned.getFunctionType().getResult(i));
+  }
   for (BlockArgument arg : body.getArguments()) {
-    if (runtimeInputName(planned, arg.getArgNumber()))
-      stepInputs += tensorBytes(arg.getType());
+    if (std::optional<std::string> name = runtimeInputName(planned, arg.getArgNumber()))
+      stepInputs += inPlace.contains(*name) ? 0 : tensorBytes(arg.getType());
     else
       weights = alignUp(weights) + tensorBytes(arg.getType());
   }
-  for (Type t : planned.getFunctionType().getResults())
-    stepOutputs += tensorBytes(t);
 
   PlannedStepCost cost;
   for (Operation &op : body.without_terminator()) {

@@ -98,6 +98,21 @@ constexpr KernelEntry kCpuKernels[] = {
     {"where", cpu::whereKernel},
 };
 
+// The (input, output) pairs a kernel may update in place (kernelUpdatesInPlace): each
+// optimizer update computes element i of every output from element i of its inputs alone,
+// reading all of them before writing any.
+struct InPlacePair {
+  const char *kernel;
+  int input, output;
+};
+constexpr InPlacePair kInPlacePairs[] = {
+    {"adamw_update", 0, 0}, // param -> new_param
+    {"adamw_update", 2, 1}, // exp_avg -> new_exp_avg
+    {"adamw_update", 3, 2}, // exp_avg_sq -> new_exp_avg_sq
+    {"sgd_update", 0, 0},   // param -> new_param
+    {"sgd_update", 2, 1},   // momentum_buffer -> new_momentum_buffer
+};
+
 const KernelEntry *findEntry(const std::string &name) {
   const auto *end = std::end(kCpuKernels);
   const auto *it = std::lower_bound(std::begin(kCpuKernels), end, name,
@@ -122,6 +137,13 @@ Status cpuKernelWorkspaceBytes(const std::string &name, const KernelArgs &args, 
     return Status::error("unknown kernel '" + name + "'");
   *bytes = 0;
   return entry->workspace ? entry->workspace(args, bytes) : Status::ok();
+}
+
+bool kernelUpdatesInPlace(const std::string &name, int input, int output) {
+  for (const InPlacePair &pair : kInPlacePairs)
+    if (name == pair.kernel && input == pair.input && output == pair.output)
+      return true;
+  return false;
 }
 
 std::vector<std::string> cpuKernelNames() {

@@ -16,8 +16,11 @@
 #include "runtime/training/training_signature.h"
 #include "tests/unit/runtime/test_util.h"
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <gtest/gtest.h>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,8 +44,9 @@ void addBinding(google::protobuf::RepeatedPtrField<program::Binding> *bindings,
 }
 
 // The weights file: the WEIGHTS region (the i64 constant 1 at 0), then w's initial value
-// {1, -1} at 64.
-program::Program sgdProgram() {
+// {1, -1} at 64. With `inPlace`, the update writes w and its momentum buffer over their inputs
+// (Binding.in_place), as shardc plans a training step: they stay in the arena between steps.
+program::Program sgdProgram(bool inPlace = false) {
   program::Program p;
   p.set_rank(0);
   p.set_world_size(1);
@@ -57,8 +61,10 @@ program::Program sgdProgram() {
   int wx = addBuffer(&p, "wx", program::F32, {2}, program::ACTIVATION, ARENA, 320);
   int loss = addBuffer(&p, "loss", program::F32, {}, program::ACTIVATION, ARENA, 384);
   int newStep = addBuffer(&p, "step_new", program::I64, {}, program::ACTIVATION, ARENA, 448);
-  int newW = addBuffer(&p, "w_new", program::F32, {2}, program::ACTIVATION, ARENA, 512);
-  int newBuf = addBuffer(&p, "buf_new", program::F32, {2}, program::ACTIVATION, ARENA, 576);
+  int newW = addBuffer(&p, "w_new", program::F32, {2}, program::ACTIVATION, ARENA,
+                       inPlace ? 0 : 512);
+  int newBuf = addBuffer(&p, "buf_new", program::F32, {2}, program::ACTIVATION, ARENA,
+                         inPlace ? 64 : 576);
   addOp(&p, "mul", "mul", {w, x}, {wx});
   int sum = addOp(&p, "reduce_sum", "sum", {wx}, {loss});
   (*p.mutable_ops(sum)->mutable_attrs())["axes"].mutable_ints()->add_values(0);
@@ -75,6 +81,10 @@ program::Program sgdProgram() {
   for (auto [name, index] : std::vector<std::pair<std::string, int>>{
            {"loss", loss}, {"w", newW}, {"w.momentum_buffer", newBuf}, {"step", newStep}})
     addBinding(p.mutable_outputs(), name, index);
+  if (inPlace)
+    for (auto *bindings : {p.mutable_inputs(), p.mutable_outputs()})
+      for (program::Binding &b : *bindings)
+        b.set_in_place(b.name() == "w" || b.name() == "w.momentum_buffer");
   program::StateInit *init = p.add_state_init();
   init->set_name("w");
   init->set_offset(64);
@@ -117,11 +127,13 @@ std::vector<float> values(const HostTensor *t) {
   return std::vector<float>(t->as<float>(), t->as<float>() + 2);
 }
 
-class TrainingLoopTest : public ::testing::Test {
+// Every loop test runs on both forms of the program: state copied out and fed back, and state
+// updated in place.
+class TrainingLoopTest : public ::testing::TestWithParam<bool> {
 protected:
   void SetUp() override {
     weights_ = sgdWeights();
-    Status status = Executor::create(sgdProgram(), weights_, &executor_);
+    Status status = Executor::create(sgdProgram(GetParam()), weights_, &executor_);
     ASSERT_TRUE(status.isOk()) << status.message();
     // Data set x = [1, 2, 3, 4]: step 1 gets {1, 2}, step 2 {3, 4}, step 3 {1, 2} again.
     HostTensor x = makeHostTensor(program::F32, {4});
@@ -183,7 +195,7 @@ TEST(TrainingSignature, RejectsProgramsTheLoopCannotDrive) {
       << status.message();
 }
 
-TEST_F(TrainingLoopTest, InitialStateComesFromStateInitAndZeros) {
+TEST_P(TrainingLoopTest, InitialStateComesFromStateInitAndZeros) {
   std::unique_ptr<TrainingLoop> loop = makeLoop();
   ASSERT_NE(loop, nullptr);
   EXPECT_EQ(loop->step(), 0);
@@ -193,7 +205,7 @@ TEST_F(TrainingLoopTest, InitialStateComesFromStateInitAndZeros) {
   EXPECT_EQ(*loop->value("step")->as<int64_t>(), 0);
 }
 
-TEST_F(TrainingLoopTest, StepsFeedTheUpdatedStateBack) {
+TEST_P(TrainingLoopTest, StepsFeedTheUpdatedStateBack) {
   std::unique_ptr<TrainingLoop> loop = makeLoop();
   ASSERT_NE(loop, nullptr);
   std::unique_ptr<BatchSource> batches = makeBatches(*loop);
@@ -212,7 +224,7 @@ TEST_F(TrainingLoopTest, StepsFeedTheUpdatedStateBack) {
   EXPECT_EQ(values(loop->value("w")), (std::vector<float>{-1.5f, -5.0f}));
 }
 
-TEST_F(TrainingLoopTest, RestoredSnapshotContinuesBitIdentically) {
+TEST_P(TrainingLoopTest, RestoredSnapshotContinuesBitIdentically) {
   std::unique_ptr<TrainingLoop> loop = makeLoop();
   ASSERT_NE(loop, nullptr);
   std::unique_ptr<BatchSource> batches = makeBatches(*loop);
@@ -239,9 +251,9 @@ TEST_F(TrainingLoopTest, RestoredSnapshotContinuesBitIdentically) {
 
 // The whole run is planned: the measured peak equals the program's planned peak, and steps after
 // the first (also after a restore) allocate nothing.
-TEST_F(TrainingLoopTest, MemoryIsAsPlannedAndLaterStepsAllocateNothing) {
+TEST_P(TrainingLoopTest, MemoryIsAsPlannedAndLaterStepsAllocateNothing) {
   MemoryTracker tracker;
-  program::Program program = sgdProgram();
+  program::Program program = sgdProgram(GetParam());
   program.set_planned_peak_bytes(planPeakMemory(program).total);
   std::shared_ptr<const AlignedBuffer> weights;
   {
@@ -274,7 +286,7 @@ TEST_F(TrainingLoopTest, MemoryIsAsPlannedAndLaterStepsAllocateNothing) {
   EXPECT_EQ(tracker.peakBytes(), program.planned_peak_bytes());
 }
 
-TEST_F(TrainingLoopTest, RestoreRejectsAnotherModelsCheckpoint) {
+TEST_P(TrainingLoopTest, RestoreRejectsAnotherModelsCheckpoint) {
   std::unique_ptr<TrainingLoop> loop = makeLoop();
   ASSERT_NE(loop, nullptr);
   CheckpointContents checkpoint;
@@ -301,6 +313,125 @@ TEST_F(TrainingLoopTest, RestoreRejectsAnotherModelsCheckpoint) {
   ASSERT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("'bias', which the program does not train"), std::string::npos)
       << status.message();
+}
+
+// A step whose loss is not finite stops before the update: the state is as before the step,
+// whether it is fed back or updated in place (where the program itself would have overwritten
+// it), and with skipNonFinite the next step goes on from it.
+TEST_P(TrainingLoopTest, NonFiniteLossLeavesTheStateUnchanged) {
+  HostTensor x = makeHostTensor(program::F32, {4});
+  const float data[] = {1.0f, 2.0f, std::numeric_limits<float>::infinity(), 4.0f};
+  std::memcpy(x.as<float>(), data, sizeof data);
+  ASSERT_TRUE(writeNpy(dir_.file("x.npy"), x).isOk());
+  std::unique_ptr<TrainingLoop> loop = makeLoop();
+  ASSERT_NE(loop, nullptr);
+  std::unique_ptr<BatchSource> batches = makeBatches(*loop);
+  float loss = 0;
+  ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk());
+  EXPECT_EQ(values(loop->value("w")), (std::vector<float>{0.5f, -2.0f}));
+  // Step 2 takes x = {inf, 4}: the loss is not finite.
+  ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss, nullptr, /*skipNonFinite=*/true).isOk());
+  EXPECT_FALSE(std::isfinite(loss));
+  EXPECT_EQ(loop->skipped(), 1);
+  EXPECT_EQ(values(loop->value("w")), (std::vector<float>{0.5f, -2.0f}));
+  EXPECT_EQ(*loop->value("step")->as<int64_t>(), 1);
+  // Without skipping, the same kind of step stops with the state unchanged, after locating
+  // the first NaN: w = {0, -3} times x = {inf, 4} makes one in the product.
+  Executor::NonFiniteSite site;
+  ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk()); // x = {1, 2} again
+  EXPECT_EQ(values(loop->value("w")), (std::vector<float>{0.0f, -3.0f}));
+  ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss, &site).isOk());
+  EXPECT_FALSE(std::isfinite(loss));
+  EXPECT_EQ(site.describe(), "op 'mul' (kernel mul)");
+  EXPECT_EQ(values(loop->value("w")), (std::vector<float>{0.0f, -3.0f}));
+}
+
+INSTANTIATE_TEST_SUITE_P(State, TrainingLoopTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "InPlace" : "FedBack";
+                         });
+
+// The planned peak counts in-place state once, in the arena, and no host tensor for it.
+TEST(InPlaceState, PlannedWithoutStepTensors) {
+  PlannedMemory copied = planPeakMemory(sgdProgram(false));
+  PlannedMemory inPlace = planPeakMemory(sgdProgram(true));
+  EXPECT_EQ(copied.stepInputs - inPlace.stepInputs, 16u); // w and its momentum buffer
+  EXPECT_EQ(copied.stepOutputs - inPlace.stepOutputs, 16u);
+  EXPECT_EQ(copied.arena, inPlace.arena); // the same arena_bytes; the new values lie over the old
+  EXPECT_EQ(copied.total - inPlace.total, 32u);
+}
+
+// The executor keeps in-place state from run to run: fed once (an input, setState or
+// stateView), never copied out; a run before it was fed is an error.
+TEST(InPlaceState, ExecutorKeepsItBetweenRuns) {
+  std::shared_ptr<const AlignedBuffer> weights = sgdWeights();
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(sgdProgram(true), weights, &executor).isOk());
+  EXPECT_TRUE(executor->isInPlaceState("w"));
+  EXPECT_FALSE(executor->isInPlaceState("step"));
+  EXPECT_EQ(executor->stateView("x"), nullptr);
+  auto scalar = [](DType dtype) { return makeHostTensor(dtype, {}); };
+  HostTensor x = makeHostTensor(program::F32, {2});
+  x.as<float>()[0] = 1.0f;
+  x.as<float>()[1] = 2.0f;
+  HostTensor lr = scalar(program::F32);
+  *lr.as<float>() = 0.5f;
+  std::map<std::string, HostTensor> inputs{{"x", x}, {"lr", lr}, {"step", scalar(program::I64)}};
+  std::map<std::string, HostTensor> outputs;
+  Status status = executor->run(inputs, &outputs);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), "missing input 'w' (f32[2])");
+
+  HostTensor w = makeHostTensor(program::F32, {2});
+  w.as<float>()[0] = 1.0f;
+  w.as<float>()[1] = -1.0f;
+  ASSERT_TRUE(executor->setState("w", w).isOk());
+  inputs["w.momentum_buffer"] = makeHostTensor(program::F32, {2});
+  ASSERT_TRUE(executor->run(inputs, &outputs).isOk());
+  EXPECT_EQ(outputs.count("w"), 0u);
+  EXPECT_EQ(outputs.count("loss"), 1u);
+  const float *after = executor->stateView("w")->as<float>();
+  EXPECT_EQ(std::vector<float>(after, after + 2), (std::vector<float>{0.5f, -2.0f}));
+  inputs.erase("w.momentum_buffer");
+  ASSERT_TRUE(executor->run(inputs, &outputs).isOk()); // from where the last run left it
+  EXPECT_EQ(std::vector<float>(after, after + 2), (std::vector<float>{0.0f, -3.0f}));
+  EXPECT_FALSE(executor->setState("x", x).isOk());
+}
+
+// What the validator requires of in-place state.
+TEST(InPlaceState, ValidationRejectsInconsistentPrograms) {
+  ASSERT_TRUE(validateProgram(sgdProgram(true)).isOk());
+  struct Case {
+    const char *what;
+    std::function<void(program::Program &)> edit;
+    const char *message;
+  } cases[] = {
+      {"output only",
+       [](program::Program &p) { p.mutable_inputs(0)->set_in_place(false); },
+       "in-place state 'w': flagged in_place on the output binding but not on an input"},
+      {"input only",
+       [](program::Program &p) { p.mutable_outputs(1)->set_in_place(false); },
+       "in-place state 'w': flagged in_place on the input binding but not on the output"},
+      {"other bytes",
+       [](program::Program &p) {
+         p.mutable_buffers(p.outputs(1).buffer())->set_offset(512);
+         p.mutable_buffers(p.outputs(2).buffer())->set_offset(576);
+       },
+       "in-place state 'w': the output's buffer 9 ('w_new') is not the input's buffer 0 ('w') "
+       "(same offset, size, dtype and shape)"},
+      {"another buffer over it",
+       [](program::Program &p) { p.mutable_buffers(6)->set_offset(0); },
+       "op 0 ('mul'): output 0 (buffer 6 ('wx')) overlaps input 0 (buffer 0 ('w'))"},
+      {"a kernel that cannot update in place",
+       [](program::Program &p) { p.mutable_ops(3)->set_kernel("add"); },
+       "op 3 ('sgd'): output 0 (buffer 9 ('w_new')) overlaps input 0 (buffer 0 ('w'))"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    program::Program p = sgdProgram(true);
+    c.edit(p);
+    EXPECT_EQ(validateProgram(p).message(), c.message);
+  }
 }
 
 TEST(TokenBatchSource, NeedsExactlyTwoI64BatchInputs) {
