@@ -31,7 +31,22 @@ LogicalResult MatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorI
     dy2 = promote(b, l, dy2, typeOf(dy2).getRank());
   // dA = dY @ B^T and dB = A^T @ dY, summed over broadcast batch dimensions.
   Value da = b.create<MatMulOp>(l, dy2, transposeLastTwo(b, l, b2));
-  Value db = b.create<MatMulOp>(l, transposeLastTwo(b, l, a2), dy2);
+  Value db;
+  if (typeOf(a2).getRank() > 2 && typeOf(b2).getRank() == 2) {
+    // A batch of rows times one matrix (a linear layer on [batch, seq, in]): the rows of every
+    // batch entry form one matrix, so dB is one product over all of them, [K, rows] @ [rows, N],
+    // as PyTorch computes it, instead of a [batch, K, N] product summed over the batch after.
+    ArrayRef<int64_t> shapeA = typeOf(a2).getShape(), shapeY = typeOf(dy2).getShape();
+    int64_t rows = 1;
+    for (int64_t d : shapeA.drop_back())
+      rows *= d;
+    Type f = typeOf(a2).getElementType();
+    Value flatA = reshapeTo(b, l, a2, RankedTensorType::get({rows, shapeA.back()}, f));
+    Value flatY = reshapeTo(b, l, dy2, RankedTensorType::get({rows, shapeY.back()}, f));
+    db = b.create<MatMulOp>(l, transposeLastTwo(b, l, flatA), flatY);
+  } else {
+    db = b.create<MatMulOp>(l, transposeLastTwo(b, l, a2), dy2);
+  }
   g.push_back(reshapeTo(b, l, unbroadcast(b, l, da, typeOf(a2)), typeOf(a)));
   g.push_back(reshapeTo(b, l, unbroadcast(b, l, db, typeOf(b2)), typeOf(c)));
   return success();
