@@ -3,6 +3,7 @@
 
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Lowering/TensorBytes.h"
 
 #include "mlir/IR/SymbolTable.h"
 
@@ -120,7 +121,7 @@ void globalizeGradientNorm(TrainStepView &view) {
 
 static uint64_t bytesOf(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
-  return static_cast<uint64_t>(t.getNumElements()) * 4;
+  return static_cast<uint64_t>(t.getNumElements()) * runtimeElementSize(t.getElementType());
 }
 
 SmallVector<SmallVector<Value>> formBuckets(ArrayRef<Value> values, uint64_t bucketBytes) {

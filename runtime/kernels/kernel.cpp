@@ -14,6 +14,9 @@ size_t dtypeSize(DType dtype) {
     return 8;
   case program::BOOL:
     return 1;
+  case program::BF16:
+  case program::F16:
+    return 2;
   default:
     return 0;
   }
@@ -29,6 +32,10 @@ const char *dtypeName(DType dtype) {
     return "i32";
   case program::BOOL:
     return "bool";
+  case program::BF16:
+    return "bf16";
+  case program::F16:
+    return "f16";
   default:
     return "unspecified";
   }

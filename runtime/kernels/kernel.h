@@ -22,7 +22,7 @@ using program::DType;
 
 // Size in bytes of one element (bool is one byte).
 size_t dtypeSize(DType dtype);
-// "f32", "i64", "i32", "bool".
+// "f32", "i64", "i32", "bool", "bf16", "f16".
 const char *dtypeName(DType dtype);
 
 // A dense, row-major view of a tensor. `data == nullptr` marks an absent optional operand.

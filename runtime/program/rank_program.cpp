@@ -72,7 +72,8 @@ Status placeInitialValues(program::Program *p) {
     Status valid = checkSharding(s, p->buffers(binding->buffer()), *p);
     if (!valid.isOk())
       return Status::error("input " + quoteForMessage(binding->name()) + ": " + valid.message());
-    const uint64_t wholeBytes = static_cast<uint64_t>(globalNumelOf(s)) * 4;
+    const uint64_t elementBytes = dtypeSize(p->buffers(binding->buffer()).dtype());
+    const uint64_t wholeBytes = static_cast<uint64_t>(globalNumelOf(s)) * elementBytes;
     if (init.size_bytes() != wholeBytes || init.offset() > UINT64_MAX - wholeBytes)
       return Status::error(what + ": size_bytes is " + std::to_string(init.size_bytes()) +
                            " but the whole parameter has " + std::to_string(wholeBytes));
@@ -86,7 +87,7 @@ Status placeInitialValues(program::Program *p) {
         return Status::error(what + ": " + std::to_string(init.block_offsets_size()) +
                              " block_offsets for " + std::to_string(s.num_blocks()) + " blocks");
       base = init.block_offsets(place.block);
-      if (base > UINT64_MAX - blockNumel * 4)
+      if (base > UINT64_MAX - blockNumel * elementBytes)
         return Status::error(what + ": block offset " + std::to_string(base) + " overflows");
     } else if (init.block_offsets_size() != 0) {
       return Status::error(what + ": block_offsets for an input that is not cut into blocks");
@@ -94,8 +95,8 @@ Status placeInitialValues(program::Program *p) {
     const uint64_t k = static_cast<uint64_t>(s.shard_numel());
     const uint64_t first = std::min(blockNumel, k * static_cast<uint64_t>(place.shard));
     const uint64_t count = std::min(k, blockNumel - first);
-    init.set_offset(base + first * 4);
-    init.set_size_bytes(count * 4);
+    init.set_offset(base + first * elementBytes);
+    init.set_size_bytes(count * elementBytes);
     init.clear_block_offsets();
   }
   return Status::ok();

@@ -22,6 +22,10 @@ program::DType toProgramDType(Type elementType) {
     return program::I32;
   if (elementType.isInteger(1))
     return program::BOOL;
+  if (elementType.isBF16())
+    return program::BF16;
+  if (elementType.isF16())
+    return program::F16;
   return program::DTYPE_UNSPECIFIED;
 }
 

@@ -127,15 +127,15 @@ uint64_t plannedCommBytes(const program::Program &program) {
 InitialValueParts::InitialValueParts(WeightsRegion &initialValues) : values_(initialValues) {}
 
 uint64_t InitialValueParts::block(uint64_t wholeOffset, const program::Sharding &sharding,
-                                  int64_t index) {
+                                  int64_t index, size_t elementBytes) {
   auto key = std::make_pair(wholeOffset, index);
   if (auto it = placed_.find(key); it != placed_.end())
     return it->second;
   uint64_t elements = 1;
   for (int64_t d : runtime::blockShapeOf(sharding))
     elements *= static_cast<uint64_t>(d);
-  std::vector<char> bytes(elements * 4);
-  runtime::copyBlock(sharding, index, values_.data(wholeOffset), bytes.data(), 4);
+  std::vector<char> bytes(elements * elementBytes);
+  runtime::copyBlock(sharding, index, values_.data(wholeOffset), bytes.data(), elementBytes);
   const uint64_t offset = values_.append(bytes);
   placed_.emplace(key, offset);
   return offset;
@@ -153,20 +153,21 @@ program::Program sharedProgram(const program::Program &compiled, int worldSize, 
   // A sharded parameter's init spans the whole value, and a parameter cut into tensor-
   // parallel blocks also gets a copy of each block (not contiguous in the whole): each rank
   // reads its flat shard of its block from there.
-  std::map<std::string, const program::Sharding *> sharded;
+  std::map<std::string, const program::Binding *> sharded;
   for (const program::Binding &b : p.inputs())
     if (b.has_sharding())
-      sharded[b.name()] = &b.sharding();
+      sharded[b.name()] = &b;
   for (program::StateInit &init : *p.mutable_state_init()) {
     auto it = sharded.find(init.name());
     if (it == sharded.end())
       continue;
-    const program::Sharding &s = *it->second;
-    init.set_size_bytes(static_cast<uint64_t>(runtime::globalNumelOf(s)) * 4);
+    const program::Sharding &s = it->second->sharding();
+    const size_t elementBytes = runtime::dtypeSize(p.buffers(it->second->buffer()).dtype());
+    init.set_size_bytes(static_cast<uint64_t>(runtime::globalNumelOf(s)) * elementBytes);
     init.clear_block_offsets();
     if (runtime::hasBlocks(s))
       for (int64_t index = 0; index < s.num_blocks(); ++index)
-        init.add_block_offsets(parts.block(init.offset(), s, index));
+        init.add_block_offsets(parts.block(init.offset(), s, index, elementBytes));
   }
   p.set_planned_comm_bytes(plannedCommBytes(p));
   return p;

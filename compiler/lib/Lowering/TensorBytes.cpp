@@ -1,6 +1,10 @@
 //===- TensorBytes.cpp ------------------------------------------------------------------===//
 #include "shardc/Lowering/TensorBytes.h"
 
+#include "shardc/Lowering/KernelMapping.h"
+
+#include "runtime/kernels/kernel.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <cstring>
@@ -10,9 +14,8 @@ using namespace mlir;
 namespace shardc {
 
 size_t runtimeElementSize(Type elementType) {
-  if (elementType.isInteger(1))
-    return 1;
-  return elementType.getIntOrFloatBitWidth() / 8;
+  // The runtime's one answer (dtypeSize), for the dtype the program stores the type as.
+  return runtime::dtypeSize(toProgramDType(elementType));
 }
 
 namespace {

@@ -52,6 +52,8 @@ template <typename Fn> Status visitElementSize(DType dtype, Fn &&fn) {
   switch (dtypeSize(dtype)) {
   case 1:
     return fn(uint8_t{});
+  case 2:
+    return fn(uint16_t{});
   case 4:
     return fn(uint32_t{});
   case 8:

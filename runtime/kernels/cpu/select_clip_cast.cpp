@@ -4,6 +4,9 @@
 #include "runtime/kernels/cpu/convert.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/half_float.h"
+
+#include <type_traits>
 
 namespace shardc::runtime::cpu {
 
@@ -70,6 +73,35 @@ Status clipKernel(KernelArgs &args) {
   });
 }
 
+namespace {
+
+// The element types a cast converts between: the numeric ones, bool and the 16-bit floats.
+template <typename Fn> Status visitCastDtype(DType dtype, Fn &&fn) {
+  if (dtype == program::BF16)
+    return fn(BFloat16{});
+  if (dtype == program::F16)
+    return fn(Float16{});
+  return visitAnyDtype(dtype, fn);
+}
+
+template <typename T>
+constexpr bool kIsHalfFloat = std::is_same_v<T, BFloat16> || std::is_same_v<T, Float16>;
+
+// convertElement, with a 16-bit float on either side converted through f32, as PyTorch does
+// (an i64 becomes the f32 nearest to it, then the 16-bit float nearest to that).
+template <typename To, typename From> To castElement(From v) {
+  if constexpr (kIsHalfFloat<From>)
+    return castElement<To>(toFloat(v));
+  else if constexpr (std::is_same_v<To, BFloat16>)
+    return toBFloat16(convertElement<float>(v));
+  else if constexpr (std::is_same_v<To, Float16>)
+    return toFloat16(convertElement<float>(v));
+  else
+    return convertElement<To>(v);
+}
+
+} // namespace
+
 Status castKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(checkOperands("cast", args, Arity::exactly(1), Arity::exactly(1)));
   const Tensor &x = args.inputs[0], &y = args.outputs[0];
@@ -79,15 +111,15 @@ Status castKernel(KernelArgs &args) {
     return Status::error("cast: attribute 'to' = " + std::to_string(to) +
                          " does not match the output dtype " + dtypeName(y.dtype));
   SHARDC_RETURN_IF_ERROR(expectShape("cast", "y", y, x.shape));
-  return visitAnyDtype(x.dtype, [&](auto fromTag) {
-    return visitAnyDtype(y.dtype, [&](auto toTag) {
+  return visitCastDtype(x.dtype, [&](auto fromTag) {
+    return visitCastDtype(y.dtype, [&](auto toTag) {
       using From = decltype(fromTag);
       using To = decltype(toTag);
       const From *in = x.as<From>();
       To *out = y.as<To>();
       const int64_t n = x.numel();
       for (int64_t i = 0; i < n; ++i)
-        out[i] = convertElement<To>(in[i]);
+        out[i] = castElement<To>(in[i]);
       return Status::ok();
     });
   });

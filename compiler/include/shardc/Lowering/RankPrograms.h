@@ -50,8 +50,10 @@ uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t 
 class InitialValueParts {
 public:
   explicit InitialValueParts(WeightsRegion &initialValues);
-  // The offset of block `index` of the parameter whose whole value is at `wholeOffset`.
-  uint64_t block(uint64_t wholeOffset, const program::Sharding &sharding, int64_t index);
+  // The offset of block `index` of the parameter whose whole value is at `wholeOffset`, of
+  // elements of `elementBytes` bytes.
+  uint64_t block(uint64_t wholeOffset, const program::Sharding &sharding, int64_t index,
+                 size_t elementBytes);
 
 private:
   WeightsRegion &values_;
