@@ -27,6 +27,37 @@ def FoldConstants : Pass<"shardc-fold-constants", "mlir::func::FuncOp"> {
   let dependentDialects = ["shardc::graph::GraphDialect"];
 }
 
+def BF16Matmuls : Pass<"shardc-bf16-matmuls", "mlir::func::FuncOp"> {
+  let summary = "Round every matrix product's operands and result to bf16 (--precision bf16)";
+  let description = [{
+    Each f32 operand of `graph.matmul` and `graph.gemm` (activations, weights, Gemm's bias)
+    is replaced by its value rounded to bf16, an f32 -> bf16 -> f32 cast pair made once per
+    value (a weight read by several products is cast once), and every reader of the product
+    reads it rounded the same way. The products accumulate in f32, as a bf16 GEMM with an f32
+    accumulator does; LayerNorm, softmax, the loss and the optimizer stay f32, and trained
+    parameters stay f32 master weights. Runs on the forward function before the training
+    step is built: the casts' gradient rule then rounds the gradients that flow back through
+    them to bf16, as PyTorch's autograd does for `.to(torch.bfloat16)`.
+
+    Before:
+    ```mlir
+    %y = graph.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+    %z = graph.relu %y : tensor<2x3xf32>
+    ```
+    After:
+    ```mlir
+    %xh = graph.cast %x {to = bf16} : (tensor<2x4xf32>) -> tensor<2x4xbf16>
+    %xr = graph.cast %xh {to = f32} : (tensor<2x4xbf16>) -> tensor<2x4xf32>
+    %wh = graph.cast %w {to = bf16} : (tensor<4x3xf32>) -> tensor<4x3xbf16>
+    %wr = graph.cast %wh {to = f32} : (tensor<4x3xbf16>) -> tensor<4x3xf32>
+    %y = graph.matmul %xr, %wr : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+    %yh = graph.cast %y {to = bf16} : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+    %yr = graph.cast %yh {to = f32} : (tensor<2x3xbf16>) -> tensor<2x3xf32>
+    %z = graph.relu %yr : tensor<2x3xf32>
+    ```
+  }];
+}
+
 def HoistLoss : Pass<"shardc-hoist-loss", "mlir::func::FuncOp"> {
   let summary = "Compute the training step's loss as early as its operands allow";
   let description = [{

@@ -2,7 +2,7 @@
 
     train_reference.py --model tiny_gpt --model-dir EXPORTED --out DIR [--make-data BATCHES]
                        [--data DIR] [--batch ROWS] [--steps 30] [--dropout-seed S] [--optimizer adamw|sgd]
-                       [optimizer flags]
+                       [optimizer flags] [--precision fp32|bf16]
 
 The module is rebuilt from the export script's class and loaded with the *ONNX model's*
 initializers (by name), so both sides start from the same bytes whatever the seeds. Training data
@@ -32,6 +32,7 @@ import torch
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bf16_policy  # noqa: E402
 import export_util  # noqa: E402
 import philox_dropout  # noqa: E402
 
@@ -119,6 +120,8 @@ def main():
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--nesterov", action="store_true")
     p.add_argument("--grad-clip", type=float, help="clip the global gradient norm to this")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: shardc --precision bf16's cast policy (bf16_policy.py)")
     args = p.parse_args()
     if args.weight_decay is None:  # PyTorch's defaults: AdamW 0.01, SGD 0
         args.weight_decay = 0.01 if args.optimizer == "adamw" else 0.0
@@ -156,7 +159,11 @@ def main():
             rows_k = [(r % total) for r in range((step - 1) * batch, step * batch)]
             inputs = [torch.from_numpy(np.ascontiguousarray(data[n][rows_k])) for n in input_names]
             dropout_key.start_step(step)
-            loss = model(*inputs)[0]
+            if args.precision == "bf16":
+                with bf16_policy.BF16Matmuls():
+                    loss = model(*inputs)[0]
+            else:
+                loss = model(*inputs)[0]
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             for name, p in model.named_parameters():

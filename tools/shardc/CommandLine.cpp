@@ -33,6 +33,9 @@ training (--mode train; PyTorch's semantics and defaults):
   --grad-clip N             clip the global gradient norm to N (default: no clipping)
   --freeze REGEX            do not train parameters whose name matches
   --trainable REGEX         train only parameters whose name matches
+  --precision fp32|bf16     bf16: matrix products read and write bf16-rounded values with
+                            f32 accumulation; LayerNorm, softmax, the loss and the optimizer
+                            (f32 master weights) stay f32 (default fp32)
 
 parallelism (training; docs/cli.md):
   --gpus N                  number of devices (ranks) to compile for (default 1)
@@ -191,6 +194,14 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
         options.mode = Mode::Train;
       else
         return usageError("--mode '" + value + "': expected forward or train");
+    } else if (arg == "--precision") {
+      if (!takeValue("--precision"))
+        return usageError("--precision needs a value (fp32 or bf16)");
+      if (value == "fp16")
+        return usageError("--precision fp16: not supported yet (fp32 or bf16)");
+      if (value != "fp32" && value != "bf16")
+        return usageError("--precision '" + value + "': expected fp32 or bf16");
+      options.train.precision = value;
     } else if (arg == "--emit") {
       if (!takeValue("--emit"))
         return usageError("--emit needs a value (mlir)");
@@ -303,6 +314,9 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   if (options.gpus > 1 && options.mode == Mode::Forward)
     return usageError("--gpus " + std::to_string(options.gpus) +
                       ": data parallelism applies to training; --mode forward compiles one rank");
+  if (options.train.precision != "fp32" && options.mode == Mode::Forward)
+    return usageError("--precision " + options.train.precision +
+                      ": applies to training (--mode train) so far");
   return ParseResult::Ok;
 }
 

@@ -83,6 +83,8 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
     pm.addPass(createDecomposeMeanLoss());
   if (train && tp > 1)
     pm.addPass(createSplitGemmBias());
+  if (train && train->precision == "bf16")
+    pm.nest<mlir::func::FuncOp>().addPass(createBF16Matmuls());
   if (train) {
     BuildTrainStepOptions options;
     options.optimizer = train->optimizer;

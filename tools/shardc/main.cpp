@@ -152,6 +152,10 @@ std::string trainedSetSource(const Options &opts, mlir::ModuleOp module, bool *g
 void addTrainedSetNotes(const Options &opts, mlir::ModuleOp module, PlanNotes &notes) {
   notes.notTrained = notTrainedNotes(opts, module);
   notes.trainedSetSource = trainedSetSource(opts, module, &notes.trainedSetGuessed);
+  if (opts.mode == Mode::Train && opts.train.precision == "bf16")
+    notes.precision = "bf16: every matrix product reads its operands and writes its result "
+                      "rounded to bf16 (shardc-bf16-matmuls), accumulating in f32; LayerNorm, "
+                      "softmax, the loss and the optimizer stay f32, with f32 master weights";
 }
 
 // Writes the bundle (with source.onnx for training bundles) and reports what was written.

@@ -261,9 +261,19 @@ LogicalResult ClipOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImp
   return success();
 }
 
-LogicalResult CastOp::buildVjp(OpBuilder &, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
-  // Only f32 -> f32 carries a gradient; casts from integers or bools have none.
-  g.push_back(isDifferentiable(getInput()) && isDifferentiable(getOutput()) ? dys[0] : Value());
+LogicalResult CastOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  // Between float types the gradient is cast back to the input's type (bf16 -> f32 rounds the
+  // gradient to bf16 on the way back, as PyTorch's autograd of .to() does); casts from
+  // integers or bools carry none.
+  if (!isDifferentiable(getInput()) || !isDifferentiable(getOutput())) {
+    g.push_back(Value());
+    return success();
+  }
+  auto inputType = typeOf(getInput());
+  g.push_back(inputType == typeOf(dys[0])
+                  ? dys[0]
+                  : Value(b.create<CastOp>(gradLoc(*this), dys[0],
+                                           TypeAttr::get(inputType.getElementType()))));
   return success();
 }
 

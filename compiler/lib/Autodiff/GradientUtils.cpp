@@ -17,7 +17,10 @@ Location gradLoc(Operation *op) {
 
 bool isDifferentiable(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && t.getElementType().isF32();
+  // bf16 and f16 values only come from casts (the precision passes), whose rule casts the
+  // gradient back.
+  return t && (t.getElementType().isF32() || t.getElementType().isBF16() ||
+               t.getElementType().isF16());
 }
 
 Value scalarF32(OpBuilder &b, Location loc, float value) {

@@ -48,6 +48,15 @@ std::vector<char> toRuntimeBytes(DenseElementsAttr value) {
     out.reserve(value.getNumElements());
     for (bool b : value.getValues<bool>())
       out.push_back(b ? 1 : 0);
+  } else if (elem.isBF16() || elem.isF16()) {
+    // Their bit patterns, as the runtime stores them.
+    out.resize(value.getNumElements() * sizeof(uint16_t));
+    char *dst = out.data();
+    for (const llvm::APFloat &v : value.getValues<llvm::APFloat>()) {
+      const uint16_t bits = static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue());
+      std::memcpy(dst, &bits, sizeof bits);
+      dst += sizeof bits;
+    }
   }
   return out;
 }
@@ -60,6 +69,16 @@ DenseElementsAttr fromRuntimeBytes(RankedTensorType type, llvm::ArrayRef<char> b
     return buildFrom<int64_t>(type, bytes);
   if (elem.isInteger(32))
     return buildFrom<int32_t>(type, bytes);
+  if (elem.isBF16() || elem.isF16()) {
+    const llvm::fltSemantics &semantics = cast<FloatType>(elem).getFloatSemantics();
+    llvm::SmallVector<llvm::APFloat> values;
+    for (size_t i = 0; i + 1 < bytes.size(); i += sizeof(uint16_t)) {
+      uint16_t bits;
+      std::memcpy(&bits, bytes.data() + i, sizeof bits);
+      values.emplace_back(semantics, llvm::APInt(16, bits));
+    }
+    return DenseElementsAttr::get(type, values);
+  }
   std::vector<bool> values;
   for (char c : bytes)
     values.push_back(c != 0);

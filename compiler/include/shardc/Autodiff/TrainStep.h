@@ -17,6 +17,8 @@ struct TrainStepOptions {
   double gradClip = 0.0; // max global gradient norm; 0 disables clipping
   std::string freeze;     // regex: matching parameters are not trained
   std::string trainable;  // regex: when set, only matching parameters are trained
+  // "fp32", or "bf16": matrix products on bf16-rounded values (shardc-bf16-matmuls).
+  std::string precision = "fp32";
 };
 
 // Attribute names of @train_step's extra arguments and results.

@@ -39,6 +39,9 @@ struct PlanNotes {
   // a guess), one line (printed under "Trained set").
   std::string trainedSetSource;
   bool trainedSetGuessed = false; // shardc warns on stderr
+  // Training with --precision other than fp32: what it rounds, one line (printed after the
+  // mode line as "precision: ...").
+  std::string precision;
 };
 
 // Readable description of the program(s) (plan.txt, and what `shardc --explain` prints): for

@@ -202,8 +202,9 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   Type to = adaptor.getTo();
   if (!x)
     return emitOptionalError(loc, "input must be a ranked tensor");
-  if (!(to.isF32() || to.isInteger(64) || to.isInteger(32) || to.isInteger(1)))
-    return emitOptionalError(loc, "cast target must be f32, i64, i32 or i1, got ", to);
+  if (!(to.isF32() || to.isBF16() || to.isF16() || to.isInteger(64) || to.isInteger(32) ||
+        to.isInteger(1)))
+    return emitOptionalError(loc, "cast target must be f32, bf16, f16, i64, i32 or i1, got ", to);
   out.push_back(RankedTensorType::get(x.getShape(), to));
   return success();
 }

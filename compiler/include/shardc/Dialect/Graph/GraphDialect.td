@@ -38,7 +38,7 @@ class Graph_Op<string mnemonic, list<Trait> traits = []> :
     Op<Graph_Dialect, mnemonic, !listconcat(traits, [Graph_Shardable])>;
 
 // The element types the runtime supports.
-def Graph_Tensor : RankedTensorOf<[F32, I64, I32, I1]>;
+def Graph_Tensor : RankedTensorOf<[F32, BF16, F16, I64, I32, I1]>;
 def Graph_FloatTensor : RankedTensorOf<[F32]>;
 def Graph_IndexTensor : RankedTensorOf<[I64, I32]>;
 def Graph_BoolTensor : RankedTensorOf<[I1]>;

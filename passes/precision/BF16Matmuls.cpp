@@ -1,0 +1,81 @@
+//===- BF16Matmuls.cpp - bf16 numerics for matrix products ------------------------------===//
+//
+// --precision bf16, first form: every matrix product reads its operands rounded to bf16 and
+// its result is rounded to bf16, each rounding an f32 -> bf16 -> f32 cast pair in the IR; the
+// products themselves accumulate in f32 (what a bf16 GEMM with an f32 accumulator computes:
+// products of bf16 values are exact in f32). Everything else (LayerNorm, softmax, the loss, the
+// optimizer and its master weights) stays f32. Run before the training step is built, so the
+// casts' gradient rule rounds the gradients flowing back through them as PyTorch's autograd
+// of .to(bfloat16) does.
+//
+//===-------------------------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "shardc/Dialect/Graph/GraphOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace shardc {
+#define GEN_PASS_DEF_BF16MATMULS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+mlir::Location suffixed(mlir::Location loc, llvm::StringRef suffix) {
+  if (auto name = llvm::dyn_cast<mlir::NameLoc>(loc))
+    return mlir::NameLoc::get(
+        mlir::StringAttr::get(loc.getContext(), name.getName().str() + suffix.str()),
+        name.getChildLoc());
+  return loc;
+}
+
+bool isF32Tensor(mlir::Value v) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+  return t && t.getElementType().isF32();
+}
+
+struct BF16MatmulsPass : impl::BF16MatmulsBase<BF16MatmulsPass> {
+  void runOnOperation() override {
+    mlir::func::FuncOp func = getOperation();
+    mlir::OpBuilder b(func.getContext());
+    mlir::TypeAttr bf16 = mlir::TypeAttr::get(b.getBF16Type());
+    mlir::TypeAttr f32 = mlir::TypeAttr::get(b.getF32Type());
+    llvm::DenseMap<mlir::Value, mlir::Value> roundedOf; // an f32 value -> its rounded copy
+    llvm::DenseSet<mlir::Value> rounded;                 // the rounded copies themselves
+
+    // The value rounded to bf16 (and back), one round trip per value: a weight read by several
+    // products is cast once per step.
+    auto round = [&](mlir::Value v, mlir::Location loc) -> mlir::Value {
+      if (!isF32Tensor(v) || rounded.contains(v))
+        return v;
+      if (auto it = roundedOf.find(v); it != roundedOf.end())
+        return it->second;
+      b.setInsertionPointAfterValue(v);
+      mlir::Value half = b.create<graph::CastOp>(suffixed(loc, "/to_bf16"), v, bf16);
+      mlir::Value back = b.create<graph::CastOp>(suffixed(loc, "/from_bf16"), half, f32);
+      roundedOf[v] = back;
+      rounded.insert(back);
+      return back;
+    };
+
+    llvm::SmallVector<mlir::Operation *> products;
+    func.walk([&](mlir::Operation *op) {
+      if (llvm::isa<graph::MatMulOp, graph::GemmOp>(op))
+        products.push_back(op);
+    });
+    for (mlir::Operation *op : products) {
+      for (mlir::OpOperand &operand : op->getOpOperands())
+        operand.set(round(operand.get(), operand.get().getLoc()));
+      mlir::Value result = op->getResult(0);
+      mlir::Value back = round(result, op->getLoc());
+      if (back == result)
+        continue;
+      // Every reader but the rounding itself reads the rounded product.
+      mlir::Operation *toBF16 = back.getDefiningOp()->getOperand(0).getDefiningOp();
+      result.replaceAllUsesExcept(back, toBF16);
+    }
+  }
+};
+
+} // namespace
+} // namespace shardc

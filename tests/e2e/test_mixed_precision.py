@@ -1,0 +1,154 @@
+"""`shardc --precision bf16` against PyTorch applying the same cast policy, end to end.
+
+    test_mixed_precision.py --shardc PATH --shardrun PATH --work DIR [--steps 30]
+
+For the MLP classifier (Gemm products), the tiny GPT and the BERT-like encoder, each exported
+in both styles (with dynamic_axes and with the batch baked in): PyTorch trains the model 30
+AdamW steps in fp32 and under the bf16 policy (tests/models/bf16_policy.py: matrix products
+on bf16-rounded operands with bf16-rounded results, f32 accumulation, everything else f32,
+f32 master weights), from the ONNX weights on the same batches; shardc compiles the step with
+`--precision fp32` and `--precision bf16` and shardrun trains each 30 steps. Checks:
+
+  bf16      every step's loss within 5e-3 (relative) of PyTorch's bf16 loss; the fp32 run
+            within 1e-5 of PyTorch's fp32 loss; both implementations' fp32-vs-bf16 gaps are
+            printed side by side (each must be above float32 noise, 1e-6: bf16 is really used)
+  sharded   the tiny GPT with bf16 on 4 ranks, dp=2,tp=2,zero=1 and dp=2,tp=2,zero=3: every
+            step within 5e-3 of the 1-rank bf16 run
+  ir        the bf16 bundle's plan states its precision and lists bf16 buffers (the casts'
+            results); the fp32 one neither
+  refused   --precision fp16 and --precision bf16 --mode forward: one usage error line, exit 2
+
+Why 5e-3 and not 1e-5: a bf16 rounding step is 2^-8 of the value, so two implementations whose
+f32 sums differ in the last bit round a few elements to neighbouring bf16 values; the loss
+curves then differ by about the bf16 effect itself, not by float32 noise.
+Prints PASS/FAIL per case with the worst differences, and `N passed, M failed`.
+"""
+
+import argparse
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, os.pardir, "models")
+sys.path.insert(0, HERE)
+sys.path.insert(0, MODELS)
+import e2e_util  # noqa: E402
+
+PYTHON = sys.executable
+BF16_RTOL = 5e-3
+FP32_RTOL = 1e-5
+USED_ABOVE = 1e-6
+LR = 1e-3
+DATA_BATCHES = 4
+MODELS_UNDER_TEST = ["mlp_classifier", "tiny_gpt", "bert_encoder"]
+SHARDED = ["dp=2,tp=2,zero=1", "dp=2,tp=2,zero=3"]
+
+
+def losses(path):
+    return [json.loads(line)["loss"] for line in open(path)]
+
+
+def worst(a, b):
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
+
+
+def reference(model, model_dir, out, precision, args, data=None):
+    cmd = [PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model, "--model-dir",
+           model_dir, "--out", out, "--steps", str(args.steps), "--precision", precision]
+    cmd += ["--data", data] if data else ["--make-data", str(DATA_BATCHES)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return losses(os.path.join(out, "losses.jsonl"))
+
+
+def train(args, model_dir, bundle, data, metrics, flags):
+    subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle,
+                    *e2e_util.input_shape_flags(model_dir), *flags],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data, "--lr",
+                    str(LR), "--metrics", metrics],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return losses(metrics)
+
+
+def check_model(model, style, args, results):
+    work = os.path.join(args.work, f"{model}_{style}")
+    batch = importlib.import_module(f"export_{model}").BATCH
+    model_dir = e2e_util.export_test_model(
+        model, os.path.join(work, "model"), static_batch=None if style == "dynamic" else batch)
+    torch_bf16 = reference(model, model_dir, os.path.join(work, "torch_bf16"), "bf16", args)
+    data = os.path.join(work, "torch_bf16", "data")
+    torch_fp32 = reference(model, model_dir, os.path.join(work, "torch_fp32"), "fp32", args, data)
+    ours = {}
+    for precision in ("fp32", "bf16"):
+        ours[precision] = train(args, model_dir, os.path.join(work, f"{precision}.shard"), data,
+                                os.path.join(work, f"{precision}.jsonl"),
+                                ["--precision", precision])
+    bf16_diff = worst(ours["bf16"], torch_bf16)
+    fp32_diff = worst(ours["fp32"], torch_fp32)
+    gap_ours, gap_torch = worst(ours["bf16"], ours["fp32"]), worst(torch_bf16, torch_fp32)
+    ok = (bf16_diff <= BF16_RTOL and fp32_diff <= FP32_RTOL and gap_ours > USED_ABOVE and
+          gap_torch > USED_ABOVE)
+    results.append((ok, f"{model}_{style}: bf16 vs PyTorch bf16 worst {bf16_diff:.2e} "
+                        f"(<= {BF16_RTOL:g}); fp32 vs PyTorch fp32 worst {fp32_diff:.2e}; "
+                        f"fp32-vs-bf16 gap: shardc {gap_ours:.2e}, PyTorch {gap_torch:.2e}"))
+
+    plan = open(os.path.join(work, "bf16.shard", "plan.txt")).read()
+    plan32 = open(os.path.join(work, "fp32.shard", "plan.txt")).read()
+    bf16_buffers = len(re.findall(r"%\d+ bf16\[", plan))
+    results.append((bf16_buffers > 0 and "bf16[" not in plan32 and
+                    "\nprecision: bf16: " in plan and "\nprecision:" not in plan32,
+                    f"{model}_{style} ir: {bf16_buffers} bf16 buffer mentions in the bf16 plan, "
+                    f"{plan32.count('bf16[')} in the fp32 plan"))
+    if model != "tiny_gpt" or style != "dynamic":
+        return
+    for strategy in SHARDED:
+        name = strategy.replace(",", "_").replace("=", "")
+        sharded = train(args, model_dir, os.path.join(work, f"bf16_{name}.shard"), data,
+                        os.path.join(work, f"bf16_{name}.jsonl"),
+                        ["--precision", "bf16", "--gpus", "4", "--strategy", strategy])
+        diff = worst(sharded, ours["bf16"])
+        results.append((diff <= BF16_RTOL, f"{model} bf16 {strategy} vs 1 rank bf16: worst "
+                                           f"{diff:.2e} (<= {BF16_RTOL:g})"))
+
+
+def check_refusals(args, results):
+    model_dir = e2e_util.export_test_model("mlp_classifier",
+                                           os.path.join(args.work, "mlp_classifier_dynamic",
+                                                        "model"))
+    for flags, expected in [(["--precision", "fp16"], "--precision fp16: not supported yet"),
+                            (["--precision", "bf16", "--mode", "forward"],
+                             "--precision bf16: applies to training")]:
+        r = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o",
+                            os.path.join(args.work, "refused.shard"), *flags],
+                           capture_output=True, text=True)
+        first = r.stderr.splitlines()[0] if r.stderr else ""
+        results.append((r.returncode == 2 and expected in first,
+                        f"refused {' '.join(flags)}: exit {r.returncode}: {first}"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--steps", type=int, default=30)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    results = []
+    for model in MODELS_UNDER_TEST:
+        for style in ("dynamic", "static"):
+            check_model(model, style, args, results)
+    check_refusals(args, results)
+    for ok, text in results:
+        print(("PASS " if ok else "FAIL ") + text)
+    failed = sum(1 for ok, _ in results if not ok)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
