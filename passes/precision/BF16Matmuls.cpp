@@ -21,14 +21,6 @@ namespace shardc {
 
 namespace {
 
-mlir::Location suffixed(mlir::Location loc, llvm::StringRef suffix) {
-  if (auto name = llvm::dyn_cast<mlir::NameLoc>(loc))
-    return mlir::NameLoc::get(
-        mlir::StringAttr::get(loc.getContext(), name.getName().str() + suffix.str()),
-        name.getChildLoc());
-  return loc;
-}
-
 bool isF32Tensor(mlir::Value v) {
   auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
   return t && t.getElementType().isF32();
@@ -51,8 +43,8 @@ struct BF16MatmulsPass : impl::BF16MatmulsBase<BF16MatmulsPass> {
       if (auto it = roundedOf.find(v); it != roundedOf.end())
         return it->second;
       b.setInsertionPointAfterValue(v);
-      mlir::Value half = b.create<graph::CastOp>(suffixed(loc, "/to_bf16"), v, bf16);
-      mlir::Value back = b.create<graph::CastOp>(suffixed(loc, "/from_bf16"), half, f32);
+      mlir::Value half = b.create<graph::CastOp>(graph::suffixedLoc(loc, "/to_bf16"), v, bf16);
+      mlir::Value back = b.create<graph::CastOp>(graph::suffixedLoc(loc, "/from_bf16"), half, f32);
       roundedOf[v] = back;
       rounded.insert(back);
       return back;

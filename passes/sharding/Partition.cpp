@@ -35,6 +35,7 @@ using sharding::nodeName;
 using graph::kDropoutGlobalShapeAttr;
 using graph::kDropoutSplitDimAttr;
 using graph::kDropoutSplitUnitAttr;
+using graph::suffixedLoc;
 
 // The ops whose pending sums the data-parallel passes see to: the step's return and the
 // optimizer phase.
@@ -73,15 +74,7 @@ SmallVector<mesh::MeshAxis> axesOf(AxisMask m) {
   return axes;
 }
 
-// The location of a collective made for a value defined at `loc`: its node name + suffix.
-Location suffixed(Location loc, StringRef suffix) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return NameLoc::get(StringAttr::get(loc.getContext(), name.getName().str() + suffix.str()),
-                        name.getChildLoc());
-  return loc;
-}
-
-Location allReduceLoc(Location loc) { return suffixed(loc, "/all_reduce"); }
+Location allReduceLoc(Location loc) { return suffixedLoc(loc, "/all_reduce"); }
 
 // The axes over which `v` is a pending sum.
 AxisMask pendingOf(Value v) {
@@ -315,11 +308,11 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     auto shardType = RankedTensorType::get({type.getNumElements() / t}, f32);
     DenseI16ArrayAttr tpAxes = b.getDenseI16ArrayAttr({1});
     Value shard =
-        scatter ? b.create<graph::ReduceScatterOp>(suffixed(loc, "/reduce_scatter"),
+        scatter ? b.create<graph::ReduceScatterOp>(suffixedLoc(loc, "/reduce_scatter"),
                                                    TypeRange{shardType}, mesh, ValueRange{x},
                                                    IntegerAttr(), StringAttr(), tpAxes)
                       .getResult(0)
-                : b.create<graph::ShardSliceOp>(suffixed(loc, "/sequence_slice"),
+                : b.create<graph::ShardSliceOp>(suffixedLoc(loc, "/sequence_slice"),
                                                 TypeRange{shardType}, mesh, ValueRange{x},
                                                 IntegerAttr(), StringAttr(), tpAxes)
                       .getResult(0);
@@ -352,7 +345,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
         b.create<graph::ReshapeOp>(loc, RankedTensorType::get({type.getNumElements()}, f32), v);
     auto gatheredType =
         outer > 1 ? RankedTensorType::get({t, outer, block, inner}, f32) : wholeType;
-    Value x = b.create<graph::AllGatherOp>(suffixed(loc, "/all_gather"), TypeRange{gatheredType},
+    Value x = b.create<graph::AllGatherOp>(suffixedLoc(loc, "/all_gather"), TypeRange{gatheredType},
                                            mesh, ValueRange{flat}, IntegerAttr(), StringAttr(),
                                            b.getDenseI16ArrayAttr({1}))
                   .getResult(0);

@@ -179,24 +179,25 @@ Status Executor::checkInput(const std::string &name, const HostTensor &tensor) c
   return checkProgramInput(program_, name, tensor);
 }
 
-bool Executor::isInPlaceState(const std::string &name) const {
+int Executor::inPlaceInput(const std::string &name) const {
   auto it = inputIndex_.find(name);
-  return it != inputIndex_.end() && program_.inputs(it->second).in_place();
+  return it != inputIndex_.end() && program_.inputs(it->second).in_place() ? it->second : -1;
 }
 
+bool Executor::isInPlaceState(const std::string &name) const { return inPlaceInput(name) >= 0; }
+
 Tensor *Executor::stateView(const std::string &name) {
-  auto it = inputIndex_.find(name);
-  if (it == inputIndex_.end() || !program_.inputs(it->second).in_place())
+  const int input = inPlaceInput(name);
+  if (input < 0)
     return nullptr;
-  stateFed_[static_cast<size_t>(it->second)] = true;
-  return &bufferViews_[static_cast<size_t>(program_.inputs(it->second).buffer())];
+  stateFed_[static_cast<size_t>(input)] = true;
+  return &bufferViews_[static_cast<size_t>(program_.inputs(input).buffer())];
 }
 
 const Tensor *Executor::stateView(const std::string &name) const {
-  auto it = inputIndex_.find(name);
-  if (it == inputIndex_.end() || !program_.inputs(it->second).in_place())
-    return nullptr;
-  return &bufferViews_[static_cast<size_t>(program_.inputs(it->second).buffer())];
+  const int input = inPlaceInput(name);
+  return input < 0 ? nullptr
+                   : &bufferViews_[static_cast<size_t>(program_.inputs(input).buffer())];
 }
 
 Status Executor::setState(const std::string &name, const HostTensor &tensor) {
@@ -217,10 +218,7 @@ const Tensor *Executor::outputView(const std::string &name) const {
 }
 
 Status Executor::run(const std::map<std::string, HostTensor> &inputs,
-                     std::map<std::string, HostTensor> *outputs, const StateUpdateGate &gate,
-                     bool *stoppedBeforeUpdate) {
-  if (stoppedBeforeUpdate != nullptr)
-    *stoppedBeforeUpdate = false;
+                     std::map<std::string, HostTensor> *outputs, const StateUpdateGate &gate) {
   // Check everything before touching the arena.
   for (const auto &[name, tensor] : inputs)
     SHARDC_RETURN_IF_ERROR(checkInput(name, tensor));
@@ -256,10 +254,7 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   const CommCounters worldBefore = countersOf(comm_);
   for (size_t g = 0; g < groups_.size(); ++g)
     lastRunGroupComm_[g] = countersOf(groups_[g].get());
-  bool stopped = false;
-  Status status = runOps(gate, &stopped);
-  if (stoppedBeforeUpdate != nullptr)
-    *stoppedBeforeUpdate = stopped;
+  Status status = runOps(gate);
   lastRunComm_ = CommCounters();
   lastRunWorldComm_ = difference(countersOf(comm_), worldBefore, &lastRunComm_);
   for (size_t g = 0; g < groups_.size(); ++g)
@@ -319,7 +314,7 @@ Status Executor::locateNonFinite(const std::map<std::string, HostTensor> &inputs
   return status;
 }
 
-Status Executor::runOps(const StateUpdateGate &gate, bool *stopped) {
+Status Executor::runOps(const StateUpdateGate &gate) {
   size_t current = 0;
   auto opError = [&](const std::string &cause) {
     const program::Op &op = program_.ops(static_cast<int>(current));
@@ -333,10 +328,8 @@ Status Executor::runOps(const StateUpdateGate &gate, bool *stopped) {
   // inside a library) from crossing the runtime API.
   try {
     for (; current < ops_.size(); ++current) {
-      if (gate && current == static_cast<size_t>(firstStateWrite_) && !gate()) {
-        *stopped = true;
+      if (gate && current == static_cast<size_t>(firstStateWrite_) && !gate())
         return Status::ok();
-      }
       PreparedOp &prepared = ops_[current];
       const program::Op &op = program_.ops(static_cast<int>(current));
       KernelArgs &args = prepared.args;

@@ -66,13 +66,12 @@ public:
   // as the previous run left it. `outputs` is replaced by the graph outputs other than that
   // state (tensors already in it are overwritten in place, reusing their memory; entries that
   // are not such outputs are removed); read the state with stateView.
-  // With `gate`, a run it stops sets *stoppedBeforeUpdate (when given) and copies out the
-  // outputs as they stand: those computed before the state updates (the loss) are complete.
+  // A run `gate` stops copies out the outputs as they stand: those computed before the state
+  // updates (the loss) are complete.
   // Kernel errors read "rank R, op 'NAME' (kernel K): cause".
   // Not reentrant: one run at a time per executor (runs share the arena).
   Status run(const std::map<std::string, HostTensor> &inputs,
-             std::map<std::string, HostTensor> *outputs, const StateUpdateGate &gate = nullptr,
-             bool *stoppedBeforeUpdate = nullptr);
+             std::map<std::string, HostTensor> *outputs, const StateUpdateGate &gate = nullptr);
 
   // Whether input `name` is state updated in place.
   bool isInPlaceState(const std::string &name) const;
@@ -137,8 +136,11 @@ private:
 
   Executor() = default;
   // Runs the ops in order; with `gate`, asks it before op firstStateWrite_ and stops there
-  // (setting *stopped) when it answers false.
-  Status runOps(const StateUpdateGate &gate, bool *stopped);
+  // when it answers false.
+  Status runOps(const StateUpdateGate &gate);
+  // The index in program_.inputs() of the input `name` when it is state updated in place,
+  // else -1.
+  int inPlaceInput(const std::string &name) const;
   // Set by locateNonFinite for its run: runOps records the first op with a NaN output (or an
   // infinite one, with checkInfinities_).
   NonFiniteSite *checkFinite_ = nullptr;

@@ -1,5 +1,6 @@
 #include "runtime/executor/host_tensor.h"
 
+#include <cstring>
 #include <utility>
 
 namespace shardc::runtime {
@@ -28,6 +29,13 @@ HostTensor makeHostTensor(DType dtype, std::vector<int64_t> shape) {
   t.dtype = dtype;
   t.shape = std::move(shape);
   t.bytes.assign(static_cast<size_t>(t.numel()) * dtypeSize(dtype), 0);
+  return t;
+}
+
+HostTensor copyToHostTensor(const Tensor &view) {
+  HostTensor t = makeHostTensor(view.dtype, view.shape);
+  if (view.present() && !t.bytes.empty())
+    std::memcpy(t.bytes.data(), view.data, t.bytes.size());
   return t;
 }
 

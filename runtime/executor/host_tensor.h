@@ -33,6 +33,10 @@ struct HostTensor {
 // A zero-filled tensor. The shape must be valid (dims >= 0, byte size representable).
 HostTensor makeHostTensor(DType dtype, std::vector<int64_t> shape);
 
+// A tensor holding a copy of `view`'s elements, of its dtype and shape (zeros for an absent
+// view): a value read out of the arena.
+HostTensor copyToHostTensor(const Tensor &view);
+
 // Makes `tensor` a tensor of `dtype` and `shape` reusing its storage: no allocation when it
 // already has the capacity (a batch refilled every step). The contents are unspecified.
 void reshapeHostTensor(DType dtype, const std::vector<int64_t> &shape, HostTensor *tensor);

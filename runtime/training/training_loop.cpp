@@ -128,11 +128,7 @@ const Tensor TrainingLoop::carried(const std::string &name) const {
 
 HostTensor TrainingLoop::copyOfCarried(const std::string &name) const {
   MemoryScope uncounted(nullptr, MemoryUse::StepInputs);
-  const Tensor view = carried(name);
-  HostTensor copy = makeHostTensor(view.dtype, view.shape);
-  if (view.present() && !copy.bytes.empty())
-    std::memcpy(copy.bytes.data(), view.data, copy.bytes.size());
-  return copy;
+  return copyToHostTensor(carried(name));
 }
 
 const HostTensor *TrainingLoop::value(const std::string &name) const {
@@ -165,26 +161,26 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
   for (const auto *tensors : {&checkpoint.params, &checkpoint.optimizerState})
     for (const auto &[name, tensor] : *tensors) {
       const program::Sharding *sharding = shardingOf(name);
-      // State updated in place is copied into the arena through a temporary that is not the
-      // program's memory (as the checkpoint's own tensors are not).
       const bool inPlace = executor_->isInPlaceState(name);
+      // A whole value goes where the loop keeps it: the arena for state updated in place, else
+      // the tensor it feeds.
+      if (sharding == nullptr) {
+        if (inPlace)
+          SHARDC_RETURN_IF_ERROR(executor_->setState(name, tensor));
+        else
+          inputs_[name] = tensor;
+        continue;
+      }
+      // A shard is cut out of it: into the tensor the loop feeds, or, for state updated in
+      // place, into a temporary of the input's shape that is not the program's memory (as the
+      // checkpoint's own tensors are not), then copied into the arena.
       MemoryScope temporary(inPlace ? nullptr : executor_->memoryTracker(),
                             MemoryUse::StepInputs);
-      // The shard takes the input's shape (sliceShard fills a tensor of it).
       HostTensor shard = inPlace ? zerosLike(inputBuffer(program, name)) : HostTensor();
       HostTensor &part = inPlace ? shard : inputs_[name];
-      if (sharding == nullptr) {
-        if (inPlace) {
-          SHARDC_RETURN_IF_ERROR(executor_->setState(name, tensor));
-          continue;
-        }
-        part = tensor;
-      } else {
-        Status status = sliceShard(*sharding, shardPlaceOf(program, *sharding), tensor, &part);
-        if (!status.isOk())
-          return Status::error("checkpoint tensor " + quoteForMessage(name) + " " +
-                               status.message());
-      }
+      Status status = sliceShard(*sharding, shardPlaceOf(program, *sharding), tensor, &part);
+      if (!status.isOk())
+        return Status::error("checkpoint tensor " + quoteForMessage(name) + " " + status.message());
       if (inPlace)
         SHARDC_RETURN_IF_ERROR(executor_->setState(name, part));
     }
@@ -302,10 +298,8 @@ Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
   // The loss is final before the program's first in-place update: a step whose loss is not
   // finite stops there, its state untouched (then skipped, or run again to locate the fault).
   const Tensor *lossView = executor_->outputView(kLossOutputName);
-  bool stopped = false;
-  Status status = executor_->run(
-      inputs_, &outputs_, [lossView] { return std::isfinite(*lossView->as<float>()); },
-      &stopped);
+  Status status = executor_->run(inputs_, &outputs_,
+                                 [lossView] { return std::isfinite(*lossView->as<float>()); });
   if (!status.isOk())
     return Status::error("step " + std::to_string(next) + ": " + status.message());
   *loss = *outputs_.at(kLossOutputName).as<float>();

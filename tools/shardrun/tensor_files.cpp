@@ -6,7 +6,6 @@
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 
-#include <cstring>
 #include <filesystem>
 
 namespace shardrun {
@@ -77,13 +76,9 @@ std::optional<Failure> writeOutputs(const Executor &executor, const std::string 
   for (const auto &binding : executor.program().outputs()) {
     std::string path = joinPath(outputsDir, tensorNpyFileName(binding.name()));
     // State updated in place is not copied out by a run: it is read where it lies.
-    HostTensor state;
-    if (const Tensor *view = executor.stateView(binding.name())) {
-      state = makeHostTensor(view->dtype, view->shape);
-      if (!state.bytes.empty())
-        std::memcpy(state.bytes.data(), view->data, state.bytes.size());
-    }
-    Status status = writeNpy(path, binding.in_place() ? state : outputs.at(binding.name()));
+    Status status = writeNpy(path, binding.in_place()
+                                       ? copyToHostTensor(*executor.stateView(binding.name()))
+                                       : outputs.at(binding.name()));
     if (!status.isOk())
       return error(status.message());
   }

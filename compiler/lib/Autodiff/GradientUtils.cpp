@@ -7,13 +7,7 @@ using namespace mlir;
 
 namespace shardc::graph {
 
-Location gradLoc(Operation *op) {
-  Location loc = op->getLoc();
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return NameLoc::get(StringAttr::get(op->getContext(), name.getName().str() + "/grad"),
-                        name.getChildLoc());
-  return loc;
-}
+Location gradLoc(Operation *op) { return suffixedLoc(op->getLoc(), "/grad"); }
 
 bool isDifferentiable(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());

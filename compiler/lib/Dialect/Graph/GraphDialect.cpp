@@ -34,3 +34,10 @@ Operation *GraphDialect::materializeConstant(OpBuilder &builder, Attribute value
     return nullptr;
   return builder.create<ConstantOp>(loc, elements);
 }
+
+Location shardc::graph::suffixedLoc(Location loc, StringRef suffix) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return NameLoc::get(StringAttr::get(loc.getContext(), name.getName().str() + suffix.str()),
+                        name.getChildLoc());
+  return loc;
+}

@@ -63,6 +63,11 @@ inline constexpr llvm::StringLiteral kIndexBlockAttr = "graph.index_block";
 // On a function with tensor parallelism: the layout's decisions, one string each (what was
 // split on tp, what stays whole and why); shardc copies them into plan.txt.
 inline constexpr llvm::StringLiteral kTpLayoutAttr = "graph.tp_layout";
+
+// The location of an op made for one at `loc`: its node name + `suffix` ("/grad",
+// "/all_reduce", ...), so plan.txt and errors name what it came from; `loc` itself when it
+// has no name.
+mlir::Location suffixedLoc(mlir::Location loc, llvm::StringRef suffix);
 } // namespace shardc::graph
 
 #endif
