@@ -26,19 +26,19 @@ prepare() {
   local python shardc="$build/tools/shardc/shardc"
   # The Python the build's tests use (it has torch and onnx).
   python=$(sed -n 's/^SHARDC_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")
-  rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/lib" "$dir/root" "$dir/work"
-  "$python" "$here/tests/models/export_tiny_gpt.py" --out "$dir/work/tiny_gpt"
+  rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/lib" "$dir/root" "$dir/case"
+  "$python" "$here/tests/models/export_tiny_gpt.py" --out "$dir/case/tiny_gpt"
   "$python" "$here/tests/models/train_reference.py" --model tiny_gpt \
-    --model-dir "$dir/work/tiny_gpt" --out "$dir/work/torch" --make-data 4 --steps 30
+    --model-dir "$dir/case/tiny_gpt" --out "$dir/case/torch" --make-data 4 --steps 30
   "$python" -c 'import sys; sys.path.insert(0, sys.argv[2]); import export_util
-export_util.with_global_batch(sys.argv[1], 8)' "$dir/work/tiny_gpt/model.onnx" "$here/tests/models"
-  "$shardc" "$dir/work/tiny_gpt/model.onnx" -o "$dir/work/one.shard"
-  "$shardc" "$dir/work/tiny_gpt/model_batch8.onnx" --gpus 2 --strategy dp=2,zero=1 \
-    -o "$dir/work/dp2.shard"
-  "$shardc" "$dir/work/tiny_gpt/model.onnx" --gpus 2 --strategy tp=2 -o "$dir/work/tp2.shard"
+export_util.with_global_batch(sys.argv[1], 8)' "$dir/case/tiny_gpt/model.onnx" "$here/tests/models"
+  "$shardc" "$dir/case/tiny_gpt/model.onnx" -o "$dir/case/one.shard"
+  "$shardc" "$dir/case/tiny_gpt/model_batch8.onnx" --gpus 2 --strategy dp=2,zero=1 \
+    -o "$dir/case/dp2.shard"
+  "$shardc" "$dir/case/tiny_gpt/model.onnx" --gpus 2 --strategy tp=2 -o "$dir/case/tp2.shard"
   # Data for the 8-row global batch: the same generator, 8 rows a batch.
   "$python" "$here/tests/models/train_reference.py" --model tiny_gpt \
-    --model-dir "$dir/work/tiny_gpt" --out "$dir/work/torch8" --make-data 4 --batch 8 --steps 1
+    --model-dir "$dir/case/tiny_gpt" --out "$dir/case/torch8" --make-data 4 --batch 8 --steps 1
 
   cp "$build/tools/shardrun/shardrun" "$dir/bin/"
   cp "$build/tests/unit/comm/comm_nccl_smoke" "$dir/bin/"
@@ -91,7 +91,7 @@ report() { # report NAME STATUS DETAIL
 run() {
   local dir
   dir=$(cd "$1" && pwd)
-  local work="$dir/work" out="$dir/out"
+  local work="$dir/case" out="$dir/out"
   rm -rf "$out" && mkdir -p "$out"
   # The machine's own OpenMPI when it has one (its mpirun with its libmpi and plugins);
   # otherwise the copied one, its plugin tree put where it was configured to look.
