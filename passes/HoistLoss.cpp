@@ -1,6 +1,7 @@
 //===- HoistLoss.cpp - compute the step's loss as early as its operands allow -----------===//
 #include "passes/Passes.h"
 
+#include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Lowering/Signature.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -20,7 +21,7 @@ struct HoistLossPass : impl::HoistLossBase<HoistLossPass> {
     mlir::Operation *terminator = body.getTerminator();
     mlir::Operation *loss = nullptr;
     for (unsigned i = 0; i < func.getNumResults(); ++i)
-      if (resultName(func, i) == "loss")
+      if (resultName(func, i) == kLossName)
         loss = terminator->getOperand(i).getDefiningOp();
     if (loss == nullptr)
       return;

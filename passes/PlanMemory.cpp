@@ -1,6 +1,7 @@
 //===- PlanMemory.cpp - liveness-based static arena offsets -----------------------------===//
 #include "passes/Passes.h"
 
+#include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/ShapeRules.h"
@@ -37,7 +38,7 @@ llvm::DenseMap<unsigned, mlir::BlockArgument> findInPlaceUpdates(mlir::func::Fun
 
   std::optional<int64_t> lossPosition;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (resultName(func, i) == "loss") {
+    if (resultName(func, i) == kLossName) {
       mlir::Operation *def = terminator->getOperand(i).getDefiningOp();
       lossPosition = def ? position.lookup(def) : -1;
     }

@@ -70,7 +70,6 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   Block &body = step.getBody().front();
   Operation *ret = body.getTerminator();
   Value loss = ret->getOperand(lossIndex);
-  auto lossName = step.getResultAttrOfType<StringAttr>(lossIndex, kOutputAttr);
   // Buffers the forward pass updates (graph.buffer results) stay results of the step.
   SmallVector<std::pair<Value, StringAttr>> bufferUpdates;
   for (unsigned i = 0; i < step.getNumResults(); ++i)
@@ -158,8 +157,7 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
 
   SmallVector<Value> results{loss};
   SmallVector<DictionaryAttr> resultAttrs{
-      attrs.getDictionaryAttr(attrs.getNamedAttr(kOutputAttr, lossName ? Attribute(lossName)
-                                                           : attrs.getStringAttr("loss")))};
+      attrs.getDictionaryAttr(attrs.getNamedAttr(kOutputAttr, attrs.getStringAttr(kLossName)))};
   SmallVector<Value> newStates;
   SmallVector<DictionaryAttr> stateAttrs;
   for (Trainee &t : trained) {

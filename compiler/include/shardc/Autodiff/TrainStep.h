@@ -24,6 +24,9 @@ struct TrainStepOptions {
 // Attribute names of @train_step's extra arguments and results.
 inline constexpr llvm::StringLiteral kStateAttr = "graph.state"; // "NAME.exp_avg", ...
 inline constexpr llvm::StringLiteral kStepAttr = "graph.step";
+// The name of @train_step's loss result, whatever the model called its loss output: the
+// runtime's training loop reads the loss by this name.
+inline constexpr llvm::StringLiteral kLossName = "loss";
 inline constexpr llvm::StringLiteral kLrAttr = "graph.lr";
 // The run's random seed (i64 scalar), an argument only when a training dropout needs it.
 inline constexpr llvm::StringLiteral kSeedAttr = "graph.seed";
