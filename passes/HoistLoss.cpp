@@ -1,7 +1,8 @@
-//===- HoistLoss.cpp - compute the step's loss as early as its operands allow -----------===//
+//===- HoistLoss.cpp - compute the step's loss before the optimizer updates ------------===//
 #include "passes/Passes.h"
 
 #include "shardc/Autodiff/TrainStep.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Lowering/Signature.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -42,9 +43,20 @@ struct HoistLossPass : impl::HoistLossBase<HoistLossPass> {
       stack.pop_back();
     }
 
-    // Each op, in that order, moves up to just after its latest operand's definition (or to the
-    // top of the body): its operands are then all defined before it, as before.
+    // The first optimizer update: what runs before it stays where it is (moving a microbatch's
+    // forward pass up would keep its activations alive across the others).
+    mlir::Operation *firstUpdate = nullptr;
+    for (mlir::Operation &op : body)
+      if (mlir::isa<graph::AdamWUpdateOp, graph::SGDUpdateOp>(op)) {
+        firstUpdate = &op;
+        break;
+      }
+
+    // Each op after it, in that order, moves up to just after its latest operand's definition
+    // (or to the top of the body): its operands are then all defined before it, as before.
     for (mlir::Operation *op : slice) {
+      if (firstUpdate && op->isBeforeInBlock(firstUpdate))
+        continue;
       mlir::Operation *latest = nullptr;
       for (mlir::Value operand : op->getOperands())
         if (mlir::Operation *def = operand.getDefiningOp();

@@ -425,9 +425,11 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
         return "'" + argName(func, arg.getArgNumber()) +
                "' (a parameter or state, the same on every device) has it";
     }
-    if (dc.info(cls).unit < ranks)
+    if (dc.info(cls).unit < ranks * microBatches)
       return "its size " + std::to_string(dc.info(cls).unit) + " is smaller than the " +
-             std::to_string(ranks) + " data-parallel devices";
+             std::to_string(ranks) + " data-parallel devices" +
+             (microBatches > 1 ? " times " + std::to_string(microBatches) + " microbatches"
+                               : std::string());
     return "";
   }
 
@@ -471,10 +473,13 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     // Tensor parallelism alone (one data-parallel device) splits no batch: every device of the
     // tp group takes the whole batch, so a model whose rows mix (PyTorch's sequence-first
     // nn.MultiheadAttention folds the batch into its heads) can still be split on tp.
-    bool noBatch = batch < 0 && ranks == 1 && tp > 1;
+    bool noBatch = batch < 0 && ranks == 1 && tp > 1 && microBatches == 1;
     if (batch < 0 && !noBatch) {
-      func.emitError("cannot split the batch across ")
-          << static_cast<int64_t>(ranks) << " data-parallel devices: no dimension of input '"
+      auto diag = func.emitError("cannot split the batch across ")
+                  << static_cast<int64_t>(ranks) << " data-parallel devices";
+      if (microBatches > 1)
+        diag << " and " << static_cast<int64_t>(microBatches) << " microbatches";
+      diag << ": no dimension of input '"
           << argName(func, first.getArgNumber())
           << "' is one along which rows never interact: " << rejected;
       return signalPassFailure();

@@ -103,18 +103,23 @@ Status placeInitialValues(program::Program *p) {
 }
 
 // A dropout of a tensor split along the batch keys its mask on the whole tensor's indices: this
-// rank's block starts at its first row.
+// rank's block starts at its first row, and a microbatch's block split_first further.
 Status placeDropouts(program::Program *p) {
   for (program::Op &op : *p->mutable_ops()) {
     auto unit = op.attrs().find("split_unit");
     if (op.kernel() != "dropout" || unit == op.attrs().end())
       continue;
     const int64_t perRow = unit->second.i();
-    if (perRow < 0 ||
-        (perRow > 0 && p->batch_begin() > std::numeric_limits<int64_t>::max() / perRow))
+    auto firstAttr = op.attrs().find("split_first");
+    const int64_t first = firstAttr == op.attrs().end() ? 0 : firstAttr->second.i();
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    if (perRow < 0 || (perRow > 0 && p->batch_begin() > kMax / perRow))
       return Status::error("op " + quoteForMessage(op.name()) + ": split_unit " +
                            std::to_string(perRow) + " is negative or too large");
-    (*op.mutable_attrs())["split_offset"].set_i(p->batch_begin() * perRow);
+    if (first < 0 || first > kMax - p->batch_begin() * perRow)
+      return Status::error("op " + quoteForMessage(op.name()) + ": split_first " +
+                           std::to_string(first) + " is negative or too large");
+    (*op.mutable_attrs())["split_offset"].set_i(p->batch_begin() * perRow + first);
   }
   return Status::ok();
 }

@@ -52,6 +52,9 @@ parallelism (training; docs/cli.md):
   --bucket-mb X             gradient bucket size in MiB for dp and zero1/zero2 (default 25)
   --fsdp-unit REGEX         zero3: the part of a parameter's name that names its FSDP unit
                             (default: automatic, e.g. transformer blocks "h.0", "h.1", ...)
+  --micro-batches K         run each device's rows as K microbatches one after another,
+                            gradients accumulated before the reduction and the update;
+                            activations scale with a microbatch (default 1)
   --explain                 print the plan (plan.txt) to stdout after compiling
 
   --dump-ir-after-all DIR   write the IR after import and after every pass into DIR
@@ -282,6 +285,12 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
         return usageError("--shard needs REGEX=SPEC, e.g. 'mlp\\..*\\.weight=[{tp},{}]' or "
                           "'.*norm.*=replicated'");
       options.shardOverrides.push_back(value);
+    } else if (arg == "--micro-batches") {
+      double n = 0;
+      if (!takeValue("--micro-batches") || !parseNumber(value, n) || n < 1 || n > 65536 ||
+          n != std::floor(n))
+        return usageError("--micro-batches needs a whole number of microbatches from 1 to 65536");
+      options.microBatches = static_cast<int64_t>(n);
     } else if (arg == "--explain") {
       options.explain = true;
     } else if (arg == "--no-weights") {
@@ -314,6 +323,9 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   if (options.gpus > 1 && options.mode == Mode::Forward)
     return usageError("--gpus " + std::to_string(options.gpus) +
                       ": data parallelism applies to training; --mode forward compiles one rank");
+  if (options.microBatches > 1 && options.mode == Mode::Forward)
+    return usageError("--micro-batches " + std::to_string(options.microBatches) +
+                      ": gradient accumulation applies to training (--mode train)");
   if (options.train.precision != "fp32" && options.mode == Mode::Forward)
     return usageError("--precision " + options.train.precision +
                       ": applies to training (--mode train) so far");

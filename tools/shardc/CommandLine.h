@@ -32,6 +32,9 @@ struct Options {
   uint64_t gpuMemoryBytes = 0; // --gpu-memory; 0: unlimited
   double bucketMb = 25.0;
   std::string fsdpUnit;
+  // --micro-batches: each device's rows run as this many microbatches per step, gradients
+  // accumulated before the reduction and the update.
+  int64_t microBatches = 1;
   // --shard REGEX=SPEC, in order: tensor-parallel layout overrides per parameter.
   std::vector<std::string> shardOverrides;
   bool explain = false;

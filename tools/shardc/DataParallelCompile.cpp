@@ -52,6 +52,14 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
     return false;
   }
   std::vector<RowSlice> slices = splitRows(batch.rows, strategy.dp);
+  for (const RowSlice &slice : slices)
+    if (slice.rows % opts.microBatches != 0) {
+      printError(opts.model + ": --micro-batches " + std::to_string(opts.microBatches) +
+                 ": a data-parallel rank holds " + std::to_string(slice.rows) + " of the " +
+                 std::to_string(batch.rows) + " rows of the batch, which do not divide into " +
+                 std::to_string(opts.microBatches) + " equal microbatches");
+      return false;
+    }
   // Compiled programs by number of rows (at most two distinct counts).
   std::map<int64_t, EmittedProgram> variants;
   std::optional<int64_t> baseRows;
@@ -64,6 +72,7 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
     dp.localRows = slice.rows;
     dp.bucketMb = opts.bucketMb;
     dp.fsdpUnit = opts.fsdpUnit;
+    dp.microBatches = opts.microBatches;
     mlir::FailureOr<EmittedProgram> emitted = compileVariant(dp);
     if (mlir::failed(emitted))
       return false;

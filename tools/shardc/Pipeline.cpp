@@ -76,9 +76,9 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
                                     const TrainStepOptions *train, int64_t ranks, int64_t tp,
                                     bool sequenceParallel,
                                     const std::vector<std::string> &shardOverrides,
-                                    int &nextDumpIndex) {
+                                    int64_t microBatches, int &nextDumpIndex) {
   mlir::PassManager pm(module->getContext());
-  bool sharded = train && ranks * tp > 1;
+  bool sharded = train && (ranks * tp > 1 || microBatches > 1);
   if (sharded)
     pm.addPass(createDecomposeMeanLoss());
   if (train && tp > 1)
@@ -105,6 +105,7 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
     propagate.tp = tp;
     propagate.sequenceParallel = sequenceParallel;
     propagate.shardOverrides = shardOverrides;
+    propagate.microBatches = microBatches;
     pm.addPass(createPropagateSharding(propagate));
   }
   if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))
@@ -120,13 +121,20 @@ mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dum
   mlir::PassManager pm(module->getContext());
   if (train && dp) {
     PartitionOptions partition;
-    partition.localRows = dp->localRows;
+    partition.localRows = dp->localRows / dp->microBatches;
     pm.addPass(createPartition(partition));
+    if (dp->microBatches > 1) {
+      MicroBatchesOptions micro;
+      micro.microBatches = dp->microBatches;
+      pm.addPass(createMicroBatches(micro));
+    }
     PlaceOnMeshOptions place;
     place.ranks = dp->ranks;
     place.zero = dp->zeroStage;
     pm.addPass(createPlaceOnMesh(place));
-    if (dp->zeroStage == 0) {
+    if (dp->ranks == 1 && dp->zeroStage == 0) {
+      // One data-parallel device: its gradients and loss are already whole.
+    } else if (dp->zeroStage == 0) {
       AllReduceGradientsOptions o;
       o.bucketMb = dp->bucketMb;
       pm.nest<mlir::func::FuncOp>().addPass(createAllReduceGradients(o));

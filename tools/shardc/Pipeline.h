@@ -16,12 +16,14 @@ struct DataParallelOptions {
   int64_t ranks = 1;
   int64_t zeroStage = 0;
   int64_t localRows = 0; // 0: the batch divides evenly
+  int64_t microBatches = 1; // the rows run as this many microbatches (shardc-micro-batches)
   double bucketMb = 25.0;
   std::string fsdpUnit;
 };
 
 // The passes on the global program, once per compilation: [decompose-mean-loss when sharding
-// (`ranks` data-parallel devices times `tp` tensor-parallel ones > 1),] [split-gemm-bias when
+// (`ranks` data-parallel devices times `tp` tensor-parallel ones > 1, or `microBatches` > 1:
+// microbatches split the batch as ranks do),] [split-gemm-bias when
 // tp > 1,] [build-train-step when `train` is given,] [propagate-sharding when sharding, with
 // sequence parallelism when `sequenceParallel`]. Afterwards the training step carries the
 // batch's sharding (graph.batch_size).
@@ -31,11 +33,12 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
                                     const TrainStepOptions *train, int64_t ranks, int64_t tp,
                                     bool sequenceParallel,
                                     const std::vector<std::string> &shardOverrides,
-                                    int &nextDumpIndex);
+                                    int64_t microBatches, int &nextDumpIndex);
 
-// The passes on one device's program: [partition, place-on-mesh and the strategy's
-// collective pass (all-reduce-gradients, shard-optimizer-state or shard-parameters) when `dp`
-// is given,] fold-constants and plan-memory.
+// The passes on one device's program: [partition (for one microbatch's rows),
+// micro-batches when dp->microBatches > 1, place-on-mesh and the strategy's collective pass
+// (all-reduce-gradients, shard-optimizer-state or shard-parameters; none at dp=1, zero=0) when
+// `dp` is given,] fold-constants and plan-memory.
 mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dumpDir,
                                    const TrainStepOptions *train, const DataParallelOptions *dp,
                                    int &nextDumpIndex);

@@ -256,7 +256,8 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
   addTrainedSetNotes(opts, imported->module.get(), notes);
   const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
   int dumpIndex = 0;
-  if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, 1, false, {}, dumpIndex)) ||
+  if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train, 1, 1, false, {},
+                                   /*microBatches=*/1, dumpIndex)) ||
       mlir::failed(runLocalPasses(imported->module.get(), opts.dumpIrDir, train, nullptr,
                                   dumpIndex))) {
     printPassFailure(opts, errors);
@@ -309,7 +310,7 @@ public:
     if (mlir::failed(runGlobalPasses(step->module.get(), dump ? opts_.dumpIrDir : "",
                                      &opts_.train, s.dp,
                                      s.tp, s.sequenceParallel, opts_.shardOverrides,
-                                     step->dumps))) {
+                                     opts_.microBatches, step->dumps))) {
       fail(errors.hasError() ? errors.message() : opts_.model + ": pass pipeline failed",
            refusal);
       return nullptr;
@@ -366,6 +367,12 @@ public:
     // Every distinct number of rows a rank gets (RankPrograms.h); the first ranks get the most.
     std::vector<RowSlice> slices = splitRows(step->batch.rows, s.dp);
     std::set<int64_t> rowCounts = {slices.front().rows, slices.back().rows};
+    for (int64_t rows : rowCounts)
+      if (rows % opts_.microBatches != 0) {
+        refusal = "a rank's " + std::to_string(rows) + " rows do not divide into " +
+                  std::to_string(opts_.microBatches) + " microbatches";
+        return std::nullopt;
+      }
     std::optional<PlannedStepCost> total;
     for (int64_t rows : rowCounts) {
       DataParallelOptions dp;
@@ -374,6 +381,7 @@ public:
       dp.localRows = rows;
       dp.bucketMb = opts_.bucketMb;
       dp.fsdpUnit = opts_.fsdpUnit;
+      dp.microBatches = opts_.microBatches;
       mlir::OwningOpRef<mlir::ModuleOp> local(step->module->clone());
       FirstErrorCollector errors(ctx_, opts_.model);
       int noDumps = 0;
@@ -421,7 +429,8 @@ int compile(const Options &opts) {
   ctx.disableMultithreading();
   ctx.loadDialect<mlir::func::FuncDialect, graph::GraphDialect>();
   FirstErrorCollector errors(ctx, opts.model);
-  if (opts.emitMlir || opts.mode == Mode::Forward || opts.gpus == 1)
+  // Microbatches split the batch as ranks do: one device with several goes the sharded way.
+  if (opts.emitMlir || opts.mode == Mode::Forward || (opts.gpus == 1 && opts.microBatches == 1))
     return compileSingleRank(ctx, opts, errors);
 
   // One import; one global training step per mesh (the batch's sharding comes from

@@ -343,9 +343,14 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
               auto unit = o->getAttrOfType<IntegerAttr>(kDropoutSplitUnitAttr);
               if (!unit)
                 return std::nullopt;
+              // A microbatch's block starts split_first further (passes/pipeline/MicroBatches).
+              auto first = o->getAttrOfType<IntegerAttr>(kDropoutSplitFirstAttr);
+              int64_t firstValue = first ? first.getInt() : 0;
               c.attrs["split_dim"] = intAttr(dim.getInt());
               c.attrs["split_unit"] = intAttr(unit.getInt());
-              c.attrs["split_offset"] = intAttr(0);
+              if (first)
+                c.attrs["split_first"] = intAttr(firstValue);
+              c.attrs["split_offset"] = intAttr(firstValue);
             }
             if (auto block = o->getAttrOfType<DenseI64ArrayAttr>(kDropoutBlockAttr)) {
               if (block.size() != 3)

@@ -52,6 +52,11 @@ inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";
 inline constexpr llvm::StringLiteral kDropoutGlobalShapeAttr = "graph.global_shape";
 inline constexpr llvm::StringLiteral kDropoutSplitDimAttr = "graph.split_dim";
 inline constexpr llvm::StringLiteral kDropoutSplitUnitAttr = "graph.split_unit";
+// On such a dropout in one microbatch of a step run as several (shardc-micro-batches): where
+// the microbatch's block starts along the split dimension within the device's rows.
+inline constexpr llvm::StringLiteral kDropoutSplitFirstAttr = "graph.split_first";
+// On a training step whose batch is run as several microbatches: how many.
+inline constexpr llvm::StringLiteral kMicroBatchesAttr = "graph.micro_batches";
 // On a training dropout whose tensor is also split along a dimension on another mesh axis
 // (tensor or sequence parallelism): [that dimension, the mesh axis, the block's size]; the
 // runtime sets each device's offset from its coordinate on the axis.
