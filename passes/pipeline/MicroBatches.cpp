@@ -44,11 +44,8 @@ namespace {
 
 enum class Role { Invariant, Body, Combine, Optimizer };
 
-std::string nameOf(Operation *op) {
-  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
-    return "node '" + loc.getName().str() + "'";
-  return "'" + op->getName().getStringRef().str() + "'";
-}
+// Errors name the op's kind; the diagnostic's location names its node.
+std::string kindOf(Operation *op) { return op->getName().getStringRef().str(); }
 
 bool isOptimizerOp(Operation *op) {
   return isa<graph::AdamWUpdateOp, graph::SGDUpdateOp, graph::ScaleByClipOp,
@@ -146,10 +143,12 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
               terminals.insert(v);
         } else if (isa<mesh::AllReduceOp>(op) && onBatchAxis(&op)) {
           r = Role::Combine;
-        } else if ((isa<mesh::MeshDialect>(op.getDialect()) && onBatchAxis(&op)) ||
-                   isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp>(op)) {
-          return op.emitError() << nameOf(&op) << ": --micro-batches cannot split this "
-                                << "collective of values that depend on the batch";
+        } else if ((isa<mesh::MeshDialect>(op.getDialect()) ||
+                    isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp,
+                        graph::ShardSliceOp>(op)) &&
+                   onBatchAxis(&op)) {
+          return op.emitError() << kindOf(&op) << " over the dp axis of values that depend on "
+                                << "the batch: --micro-batches can only add up sums over it";
         } else {
           r = Role::Body;
           for (Value res : op.getResults())
@@ -160,6 +159,18 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
       if (&op != ret)
         ops.push_back(&op);
     }
+    // A copy in another layout or type of a value that does not vary (a weight's transpose or
+    // cast), read only by the loop, is redone per microbatch: kept once, it would stay alive
+    // across the whole loop, where the step without microbatches frees it after its last use.
+    for (Operation *op : llvm::reverse(ops)) {
+      if (role[op] != Role::Invariant ||
+          !isa<graph::TransposeOp, graph::ReshapeOp, graph::CastOp, graph::ExpandOp>(op) ||
+          op->use_empty() || !llvm::all_of(op->getUsers(), [&](Operation *u) {
+            return role.lookup(u) == Role::Body;
+          }))
+        continue;
+      role[op] = Role::Body;
+    }
     for (Value t : terminals) {
       mesh::MeshShardingAttr s = sharding::getSharding(t);
       if (isa<BlockArgument>(t) || !s || !llvm::is_contained(s.getPartialAxes(), 0)) {
@@ -167,7 +178,7 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
           return role.lookup(u) == Role::Optimizer;
         });
         return user->emitError()
-               << nameOf(user) << " reads a value that depends on the batch but is not a sum "
+               << kindOf(user) << " reads a value that depends on the batch but is not a sum "
                << "over it (a gradient or the loss), so it cannot be accumulated over "
                << "microbatches";
       }
@@ -270,8 +281,8 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
         if (role[op] == Role::Combine && combinePhase[op] == p) {
           Value operand = op->getOperand(0);
           if (!sumOf.count(operand))
-            return op->emitError() << nameOf(op) << ": --micro-batches: the batch input it sums "
-                                   << "is not computed by any op";
+            return op->emitError() << "--micro-batches: the all-reduce sums a batch input itself, "
+                                   << "not a value computed from it";
           op->setOperand(0, sumOf[operand]);
           op->moveBefore(ret);
           placed.insert(op);
@@ -297,7 +308,7 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
     for (Operation *op : llvm::reverse(ops))
       if (role[op] == Role::Body) {
         if (!op->use_empty())
-          return op->emitError() << nameOf(op) << ": --micro-batches left a use of it outside "
+          return op->emitError() << kindOf(op) << ": --micro-batches left a use of it outside "
                                  << "the microbatch loop";
         op->erase();
       }

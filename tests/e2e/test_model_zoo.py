@@ -29,9 +29,11 @@ Per model and style:
   dp2_zero3  --gpus 2 --strategy zero3: every step within 1e-5 of the 1-rank run
   tp2        --gpus 2 --strategy tp=2: the same
   dp2_tp2    --gpus 4 --strategy dp=2,tp=2: the same
+  mb2        --micro-batches 2 on one device (gradient accumulation, a row per microbatch):
+             the same
 Models whose batch the partitioner cannot split (nn.MultiheadAttention merges it into the minor
 part of [seq * batch, embed]; BART's and T5's label shift is a ScatterND, computed whole) must be
-refused in one line naming why, for both checks that split the batch; the table records the
+refused in one line naming why, for the checks that split the batch; the table records the
 refusal.
 Some trainings amplify float32 rounding: ResNet-18 (BatchNorm over few values per channel in
 its last stage) and the sequence-first nn.Transformer (AdamW turns the rounding noise of the
@@ -507,12 +509,13 @@ class Zoo:
                                   if buffers64 is not None else RTOL)
                 check("running_stats", gap(ours, torch_buffers), stat_tolerance)
 
-        for check_name, gpus, strategy, splits_batch in (
-                ("dp2_zero3", 2, "zero3", True), ("tp2", 2, "tp=2", False),
-                ("dp2_tp2", 4, "dp=2,tp=2", True)):
+        for check_name, flags, splits_batch in (
+                ("dp2_zero3", ["--gpus", "2", "--strategy", "zero3"], True),
+                ("tp2", ["--gpus", "2", "--strategy", "tp=2"], False),
+                ("dp2_tp2", ["--gpus", "4", "--strategy", "dp=2,tp=2"], True),
+                ("mb2", ["--micro-batches", "2"], True)):
             bundle = os.path.join(out, f"{check_name}.shard")
-            err = self.compile(path, bundle, shape_flags, "--gpus", str(gpus), "--strategy",
-                               strategy)
+            err = self.compile(path, bundle, shape_flags, *flags)
             if splits_batch and spec.batch_split_refused:
                 # Expected: one clear line, exit 1, naming why.
                 if (err is not None and len(err.splitlines()) == 1 and "exited 1" in err and

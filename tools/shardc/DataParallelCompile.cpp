@@ -29,7 +29,8 @@ std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options 
     unsigned dim = 0;
     while (dim < axes.size() && axes[dim].empty())
       ++dim;
-    if (dim != 0) {
+    // One device (microbatches alone) is fed the whole batch: no rows to cut.
+    if (dim != 0 && opts.gpus > 1) {
       error = opts.model + ": input '" + name.str() + "': its batch is dim " +
               std::to_string(dim) + " (dim 0 mixes rows: the model is sequence-first); " +
               "shardrun cuts the rows of every input along dim 0, so --gpus " +

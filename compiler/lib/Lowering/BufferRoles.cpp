@@ -1,4 +1,5 @@
 //===- BufferRoles.cpp ------------------------------------------------------------------===//
+#include "llvm/ADT/StringRef.h"
 #include "shardc/Lowering/BufferRoles.h"
 
 #include "shardc/Autodiff/TrainStep.h"
@@ -45,16 +46,32 @@ void markGradientBuffers(program::Program &program) {
     if (buffer >= 0 && program.buffers(buffer).region() == program::ARENA)
       program.mutable_buffers(buffer)->set_role(program::ROLE_GRADIENT);
   };
+  // A gradient accumulated over microbatches (passes/pipeline/MicroBatches) is a chain of adds
+  // named ".../microbatch_sum": the running sums and each microbatch's gradient are gradients.
+  auto markAccumulated = [&](int buffer) {
+    std::vector<int> pending{buffer};
+    while (!pending.empty()) {
+      int b = pending.back();
+      pending.pop_back();
+      mark(b);
+      if (b < 0 || producer[b] < 0)
+        continue;
+      const program::Op &add = program.ops(producer[b]);
+      llvm::StringRef name = add.name();
+      if (add.kernel() == "add" && name.ends_with("/microbatch_sum"))
+        pending.insert(pending.end(), add.inputs().begin(), add.inputs().end());
+    }
+  };
   for (const program::Op &op : program.ops()) {
     if ((op.kernel() != "adamw_update" && op.kernel() != "sgd_update") || op.inputs_size() < 2)
       continue;
     int grad = op.inputs(1);
-    mark(grad);
     if (grad >= 0 && producer[grad] >= 0) {
       const program::Op &clip = program.ops(producer[grad]);
       if (clip.kernel() == "scale_by_clip" && clip.inputs_size() > 0)
-        mark(clip.inputs(0));
+        markAccumulated(clip.inputs(0));
     }
+    markAccumulated(grad);
   }
 }
 
