@@ -48,8 +48,8 @@ enum class Role { Invariant, Body, Combine, Optimizer };
 std::string kindOf(Operation *op) { return op->getName().getStringRef().str(); }
 
 bool isOptimizerOp(Operation *op) {
-  return isa<graph::AdamWUpdateOp, graph::SGDUpdateOp, graph::ScaleByClipOp,
-             graph::GlobalNormOp, func::ReturnOp>(op);
+  return isa<graph::AdamWUpdateOp, graph::SGDUpdateOp, graph::ScaleByClipOp, graph::GlobalNormOp,
+             func::ReturnOp>(op);
 }
 
 // A collective over the batch's mesh axis (dp, axis 0); collectives on the tp axis alone
@@ -81,7 +81,8 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
       return signalPassFailure();
     }
     if (microBatches < 1) {
-      func.emitError("--micro-batches must be at least 1, got ") << microBatches;
+      func.emitError("--micro-batches must be at least 1, got ")
+          << static_cast<int64_t>(microBatches);
       return signalPassFailure();
     }
     if (microBatches == 1)
@@ -110,7 +111,8 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
     }
     if (inputs.empty())
       return func.emitError("--micro-batches ")
-             << microBatches << ": no graph input is split along a batch dimension, so the "
+             << static_cast<int64_t>(microBatches)
+             << ": no graph input is split along a batch dimension, so the "
              << "batch cannot be cut into microbatches";
     return success();
   }
@@ -165,18 +167,16 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
     for (Operation *op : llvm::reverse(ops)) {
       if (role[op] != Role::Invariant ||
           !isa<graph::TransposeOp, graph::ReshapeOp, graph::CastOp, graph::ExpandOp>(op) ||
-          op->use_empty() || !llvm::all_of(op->getUsers(), [&](Operation *u) {
-            return role.lookup(u) == Role::Body;
-          }))
+          op->use_empty() ||
+          !llvm::all_of(op->getUsers(), [&](Operation *u) { return role.lookup(u) == Role::Body; }))
         continue;
       role[op] = Role::Body;
     }
     for (Value t : terminals) {
       mesh::MeshShardingAttr s = sharding::getSharding(t);
       if (isa<BlockArgument>(t) || !s || !llvm::is_contained(s.getPartialAxes(), 0)) {
-        Operation *user = *llvm::find_if(t.getUsers(), [&](Operation *u) {
-          return role.lookup(u) == Role::Optimizer;
-        });
+        Operation *user = *llvm::find_if(
+            t.getUsers(), [&](Operation *u) { return role.lookup(u) == Role::Optimizer; });
         return user->emitError()
                << kindOf(user) << " reads a value that depends on the batch but is not a sum "
                << "over it (a gradient or the loss), so it cannot be accumulated over "
@@ -268,9 +268,8 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
               sumOf[orig] = copy;
               continue;
             }
-            auto add = b.create<graph::AddOp>(
-                graph::suffixedLoc(op->getLoc(), "/microbatch_sum"), copy.getType(), sumOf[orig],
-                copy);
+            auto add = b.create<graph::AddOp>(graph::suffixedLoc(op->getLoc(), "/microbatch_sum"),
+                                              copy.getType(), sumOf[orig], copy);
             if (auto s = sharding::getSharding(orig))
               sharding::setSharding(add, s);
             sumOf[orig] = add;
@@ -302,9 +301,8 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
       placed.insert(op);
     }
     for (Value t : terminals)
-      t.replaceUsesWithIf(sumOf[t], [&](OpOperand &use) {
-        return role.lookup(use.getOwner()) == Role::Optimizer;
-      });
+      t.replaceUsesWithIf(
+          sumOf[t], [&](OpOperand &use) { return role.lookup(use.getOwner()) == Role::Optimizer; });
     for (Operation *op : llvm::reverse(ops))
       if (role[op] == Role::Body) {
         if (!op->use_empty())
@@ -320,8 +318,8 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
       shape[dim] *= K;
       arg.setType(RankedTensorType::get(shape, t.getElementType()));
     }
-    func.setType(FunctionType::get(func.getContext(), block.getArgumentTypes(),
-                                   ret->getOperandTypes()));
+    func.setType(
+        FunctionType::get(func.getContext(), block.getArgumentTypes(), ret->getOperandTypes()));
     func->setAttr(graph::kMicroBatchesAttr, b.getI64IntegerAttr(K));
     return success();
   }
@@ -335,9 +333,9 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
     auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
     auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), graph::kInputAttr);
     Location loc = NameLoc::get(b.getStringAttr(name.getValue() + "/mb" + std::to_string(k)));
-    auto slice = b.create<graph::SliceOp>(loc, t, arg, b.getDenseI64ArrayAttr(starts),
-                                          b.getDenseI64ArrayAttr(ends),
-                                          b.getDenseI64ArrayAttr(steps));
+    auto slice =
+        b.create<graph::SliceOp>(loc, t, arg, b.getDenseI64ArrayAttr(starts),
+                                 b.getDenseI64ArrayAttr(ends), b.getDenseI64ArrayAttr(steps));
     if (auto s = sharding::getSharding(arg))
       sharding::setSharding(slice, s);
     return slice;

@@ -156,6 +156,13 @@ void addTrainedSetNotes(const Options &opts, mlir::ModuleOp module, PlanNotes &n
     notes.precision = "bf16: every matrix product reads its operands and writes its result "
                       "rounded to bf16 (shardc-bf16-matmuls), accumulating in f32; LayerNorm, "
                       "softmax, the loss and the optimizer stay f32, with f32 master weights";
+  notes.microBatches = opts.microBatches;
+  if (opts.mode == Mode::Train && opts.microBatches > 1)
+    notes.microBatchLoop =
+        std::to_string(opts.microBatches) + " per rank (shardc-micro-batches): each rank " +
+        "runs the forward and backward pass once per microbatch of its rows, one after " +
+        "another, and adds up the gradients and the loss in microbatch order before the " +
+        "reduction and the update; activations are a microbatch's";
 }
 
 // Writes the bundle (with source.onnx for training bundles) and reports what was written.

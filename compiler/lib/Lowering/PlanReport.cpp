@@ -940,6 +940,8 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
     os << bundle.strategy() << " (single rank, no sharding)\n";
   if (!notes.precision.empty())
     os << "precision: " << notes.precision << "\n";
+  if (!notes.microBatchLoop.empty())
+    os << "micro-batches: " << notes.microBatchLoop << "\n";
   if (bundle.weights_file().empty())
     os << "weights: absent (planning only; this bundle cannot be run)\n";
   os << "\n";

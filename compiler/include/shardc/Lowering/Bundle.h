@@ -42,6 +42,10 @@ struct PlanNotes {
   // Training with --precision other than fp32: what it rounds, one line (printed after the
   // mode line as "precision: ...").
   std::string precision;
+  // Training with --micro-batches K > 1: K, and what the loop does, one line (printed after
+  // the mode line as "micro-batches: ...").
+  int64_t microBatches = 1;
+  std::string microBatchLoop;
 };
 
 // Readable description of the program(s) (plan.txt, and what `shardc --explain` prints): for

@@ -1,0 +1,188 @@
+"""`shardc --micro-batches K` (gradient accumulation) against the same step without it, end to end.
+
+    test_micro_batches.py --shardc PATH --shardrun PATH --work DIR [--steps 30]
+
+Each device runs its rows as K microbatches one after another, adding up the gradients and the
+loss before the reduction and the update; the step's math is the whole batch's. For the tiny
+GPT, the GPT with dropout, the BERT-like encoder and the MLP classifier, in both export styles
+(batch baked in at 8 rows, and the export's own dynamic_axes form), shardrun trains 30 AdamW
+steps from the same weights on the same batches. Checks:
+
+  follows   every step's loss within 1e-6 (relative) of the 1-rank run without microbatches:
+            K = 2, 4 and 8 on one device, and K = 2 on dp=2, dp=2,zero=3 and dp=2,tp=2,zero=1
+            (dropout masks keyed on each microbatch's rows: the same mask as without them)
+  memory    on every run, shardrun's measured peak equals the planned peak; on one device the
+            activations at the planned peak (plan.txt) shrink as K grows; plan.txt and
+            plan.json state the microbatches
+  refused   rows that do not divide into K microbatches, a model whose batch cannot be split
+            (PyTorch's sequence-first nn.MultiheadAttention merges it into its heads): one line,
+            exit 1; --micro-batches 0 and --mode forward --micro-batches 2: one usage line,
+            exit 2
+Prints PASS/FAIL per case with the worst differences and the memory, and `N passed, M failed`.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, os.pardir, "models")
+sys.path.insert(0, HERE)
+import e2e_util  # noqa: E402
+
+PYTHON = sys.executable
+RTOL = 1e-6
+LR = 1e-3
+STATIC_BATCH = 8
+# (model, style, [(name, shardc flags)]): the runs compared with the 1-rank run without
+# microbatches of the same export.
+CASES = [
+    ("tiny_gpt", "static", [("k2", ["--micro-batches", "2"]), ("k4", ["--micro-batches", "4"]),
+                            ("k8", ["--micro-batches", "8"]),
+                            ("dp2_k2", ["--gpus", "2", "--strategy", "dp=2",
+                                        "--micro-batches", "2"])]),
+    ("tiny_gpt", "dynamic", [("k2", ["--micro-batches", "2"])]),
+    ("dropout_gpt", "static", [("k4", ["--micro-batches", "4"]),
+                               ("dp2_zero3_k2", ["--gpus", "2", "--strategy", "dp=2,zero=3",
+                                                 "--micro-batches", "2"]),
+                               ("dp2_tp2_zero1_k2", ["--gpus", "4", "--strategy",
+                                                     "dp=2,tp=2,zero=1", "--micro-batches",
+                                                     "2"])]),
+    ("bert_encoder", "static", [("k2", ["--micro-batches", "2"]),
+                                ("k4", ["--micro-batches", "4"])]),
+    ("bert_encoder", "dynamic", [("k2", ["--micro-batches", "2"])]),
+    ("mlp_classifier", "static", [("k4", ["--micro-batches", "4"])]),
+    ("mlp_classifier", "dynamic", [("k4", ["--micro-batches", "4"])]),
+]
+
+
+def losses(path):
+    return [json.loads(line)["loss"] for line in open(path)]
+
+
+def worst(a, b):
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
+
+
+def make_data(model, model_dir, out):
+    subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
+                    "--model-dir", model_dir, "--out", out, "--steps", "1", "--make-data", "4"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(out, "data")
+
+
+def run(cmd):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def train(args, model_dir, bundle, data, flags):
+    """Compiles and trains; returns (losses, planned, measured, activation bytes) or an error."""
+    res = run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle,
+               *e2e_util.input_shape_flags(model_dir), *flags])
+    if res.returncode != 0:
+        return f"shardc {' '.join(flags)}: exit {res.returncode}: {res.stdout.strip()}"
+    metrics = bundle + ".jsonl"
+    res = run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data, "--lr",
+               str(LR), "--metrics", metrics])
+    if res.returncode != 0:
+        return f"shardrun {bundle}: exit {res.returncode}: {res.stdout.strip()[-400:]}"
+    peaks = re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", res.stdout)
+    plan = open(os.path.join(bundle, "plan.txt")).read()
+    activations = re.search(r"\n    activations: (\d+) bytes", plan)
+    return (losses(metrics), peaks, int(activations.group(1)) if activations else None, plan,
+            json.load(open(os.path.join(bundle, "plan.json"))))
+
+
+def check_model(model, style, runs, args, results):
+    work = os.path.join(args.work, f"{model}_{style}")
+    model_dir = e2e_util.export_test_model(
+        model, os.path.join(work, "model"),
+        static_batch=STATIC_BATCH if style == "static" else None)
+    data = make_data(model, model_dir, os.path.join(work, "reference"))
+    base = train(args, model_dir, os.path.join(work, "k1.shard"), data, [])
+    if isinstance(base, str):
+        results.append((False, f"{model}_{style} k1: {base}"))
+        return
+    base_losses, _, base_activations, _, _ = base
+    activations = {1: base_activations}
+    for name, flags in runs:
+        got = train(args, model_dir, os.path.join(work, f"{name}.shard"), data, flags)
+        if isinstance(got, str):
+            results.append((False, f"{model}_{style} {name}: {got}"))
+            continue
+        run_losses, peaks, acts, plan, plan_json = got
+        k = int(flags[flags.index("--micro-batches") + 1])
+        diff = worst(run_losses, base_losses)
+        peaks_equal = bool(peaks) and all(p == m for p, m in peaks)
+        stated = (f"\nmicro-batches: {k} per rank" in plan and
+                  plan_json.get("micro_batches") == k)
+        ok = (len(run_losses) == args.steps and diff <= RTOL and peaks_equal and stated)
+        results.append((ok, f"{model}_{style} {name}: worst {diff:.2e} (<= {RTOL:g}) over "
+                            f"{len(run_losses)} steps; planned = measured peak on "
+                            f"{len(peaks)} rank(s): {peaks_equal}"
+                            + (f" ({peaks[0][0]} bytes)" if peaks else "")
+                            + f"; plan states the microbatches: {stated}"))
+        if "--gpus" not in flags:
+            activations[k] = acts
+    ks = sorted(activations)
+    if len(ks) > 1:
+        shrinking = all(activations[a] is not None and activations[b] is not None and
+                        activations[b] < activations[a] for a, b in zip(ks, ks[1:]))
+        results.append((shrinking, f"{model}_{style} activations at the planned peak by K: " +
+                        ", ".join(f"K={k}: {activations[k]} B" for k in ks)))
+
+
+def check_refusals(args, results):
+    tiny = e2e_util.export_test_model("tiny_gpt",
+                                      os.path.join(args.work, "tiny_gpt_static", "model"),
+                                      static_batch=STATIC_BATCH)
+    seq_first = e2e_util.export_test_model("seq_first_transformer",
+                                           os.path.join(args.work, "seq_first", "model"),
+                                           static_batch=4)
+    cases = [
+        ("rows do not divide", tiny, ["--micro-batches", "3"], 1,
+         "do not divide into 3 equal microbatches"),
+        ("dp rows do not divide", tiny, ["--gpus", "2", "--strategy", "dp=2",
+                                          "--micro-batches", "3"], 1,
+         "do not divide into 3 equal microbatches"),
+        ("batch mixed into heads", seq_first, ["--micro-batches", "2"], 1,
+         "cannot split the batch across 1 data-parallel devices and 2 microbatches"),
+        ("zero microbatches", tiny, ["--micro-batches", "0"], 2, "--micro-batches needs"),
+        ("forward mode", tiny, ["--mode", "forward", "--micro-batches", "2"], 2,
+         "applies to training"),
+    ]
+    for name, model_dir, flags, code, expected in cases:
+        out = os.path.join(args.work, "refused.shard")
+        res = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o", out,
+                              *e2e_util.input_shape_flags(model_dir), *flags],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = res.stderr.strip().splitlines()
+        ok = (res.returncode == code and len(lines) == 1 and expected in lines[0] and
+              lines[0].startswith("shardc: error: "))
+        results.append((ok, f"refused ({name}): exit {res.returncode}, {lines!r}"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shardc", required=True)
+    p.add_argument("--shardrun", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--steps", type=int, default=30)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    results = []
+    for model, style, runs in CASES:
+        check_model(model, style, runs, args, results)
+    check_refusals(args, results)
+    for ok, line in results:
+        print(("PASS " if ok else "FAIL ") + line, flush=True)
+    failed = sum(1 for ok, _ in results if not ok)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
