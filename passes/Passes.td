@@ -58,6 +58,47 @@ def BF16Matmuls : Pass<"shardc-bf16-matmuls", "mlir::func::FuncOp"> {
   }];
 }
 
+def Remat : Pass<"shardc-remat", "mlir::func::FuncOp"> {
+  let summary = "Recompute forward values in the backward pass instead of keeping them (--remat)";
+  let description = [{
+    Runs on the training step (after shardc-build-train-step). The backward pass reads values
+    the forward pass computed; each group of forward ops is computed again, by clones of the
+    same ops on the same operands (`/remat` locations), right before the first backward op
+    that reads one of the group's values, and the backward pass reads the clones, so the
+    originals die after their last forward use. The clones run the same kernels on the same
+    inputs: the step's results are bit-identical, dropout included (its mask is keyed on seed,
+    step, stream and element). `mode`:
+      full       per unit (a repeated module: the node name up to its first component ending
+                 in ".N", e.g. "/transformer/h.3"), everything the unit computes: a unit keeps
+                 only what it reads from outside (its input, parameters)
+      selective  per attention core: a product of two activations (Q K^T) and the ops after
+                 it of the same size (scale, mask, softmax, dropout) that another product of
+                 two activations reads (the probabilities times V); Q, K and V stay
+    `graph.remat` on the function says, per unit or core, the bytes it keeps for the backward
+    pass without recomputation, the bytes recomputed and the matrix-product FLOPs added.
+
+    Before (full, one unit "/h.0"):
+    ```mlir
+    %a = graph.matmul %x, %w loc("/h.0/fc/MatMul")
+    %y = graph.tanh %a loc("/h.0/Tanh")
+    ... loss ...
+    %gy = graph.tanh_grad %dy, %y                 // the backward pass reads %y
+    ```
+    After:
+    ```mlir
+    %a = graph.matmul %x, %w loc("/h.0/fc/MatMul")
+    %y = graph.tanh %a loc("/h.0/Tanh")
+    ... loss ...
+    %a2 = graph.matmul %x, %w loc("/h.0/fc/MatMul/remat")
+    %y2 = graph.tanh %a2 loc("/h.0/Tanh/remat")
+    %gy = graph.tanh_grad %dy, %y2
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"none\"", "none, full or selective">,
+  ];
+}
+
 def HoistLoss : Pass<"shardc-hoist-loss", "mlir::func::FuncOp"> {
   let summary = "Compute the training step's loss before the optimizer updates";
   let description = [{

@@ -52,6 +52,11 @@ parallelism (training; docs/cli.md):
   --bucket-mb X             gradient bucket size in MiB for dp and zero1/zero2 (default 25)
   --fsdp-unit REGEX         zero3: the part of a parameter's name that names its FSDP unit
                             (default: automatic, e.g. transformer blocks "h.0", "h.1", ...)
+  --remat none|full|selective
+                            recompute forward values in the backward pass instead of
+                            keeping them: full: each unit (transformer block) keeps only its
+                            input; selective: attention scores, softmax and dropout
+                            (default none)
   --micro-batches K         run each device's rows as K microbatches one after another,
                             gradients accumulated before the reduction and the update;
                             activations scale with a microbatch (default 1)
@@ -285,6 +290,12 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
         return usageError("--shard needs REGEX=SPEC, e.g. 'mlp\\..*\\.weight=[{tp},{}]' or "
                           "'.*norm.*=replicated'");
       options.shardOverrides.push_back(value);
+    } else if (arg == "--remat") {
+      if (!takeValue("--remat"))
+        return usageError("--remat needs a value (none, full or selective)");
+      if (value != "none" && value != "full" && value != "selective")
+        return usageError("--remat '" + value + "': expected none, full or selective");
+      options.train.remat = value;
     } else if (arg == "--micro-batches") {
       double n = 0;
       if (!takeValue("--micro-batches") || !parseNumber(value, n) || n < 1 || n > 65536 ||
@@ -323,6 +334,9 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   if (options.gpus > 1 && options.mode == Mode::Forward)
     return usageError("--gpus " + std::to_string(options.gpus) +
                       ": data parallelism applies to training; --mode forward compiles one rank");
+  if (options.train.remat != "none" && options.mode == Mode::Forward)
+    return usageError("--remat " + options.train.remat +
+                      ": recomputation applies to training (--mode train)");
   if (options.microBatches > 1 && options.mode == Mode::Forward)
     return usageError("--micro-batches " + std::to_string(options.microBatches) +
                       ": gradient accumulation applies to training (--mode train)");

@@ -98,6 +98,11 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
     options.freeze = train->freeze;
     options.trainable = train->trainable;
     pm.addPass(createBuildTrainStep(options));
+    if (train->remat != "none") {
+      RematOptions remat;
+      remat.mode = train->remat;
+      pm.nest<mlir::func::FuncOp>().addPass(createRemat(remat));
+    }
   }
   if (sharded) {
     PropagateShardingOptions propagate;

@@ -165,6 +165,16 @@ void addTrainedSetNotes(const Options &opts, mlir::ModuleOp module, PlanNotes &n
         "reduction and the update; activations are a microbatch's";
 }
 
+// shardc-remat's report on the training step (graph.remat): empty without recomputation.
+std::vector<std::string> rematReport(mlir::ModuleOp module) {
+  std::vector<std::string> lines;
+  if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
+    if (auto report = step->getAttrOfType<mlir::ArrayAttr>(graph::kRematAttr))
+      for (llvm::StringRef line : report.getAsValueRange<mlir::StringAttr>())
+        lines.push_back(line.str());
+  return lines;
+}
+
 // Writes the bundle (with source.onnx for training bundles) and reports what was written.
 int writeCompiledBundle(mlir::MLIRContext &ctx, const Options &opts, program::Bundle &bundle,
                         const std::vector<char> *weights, const PlanNotes &notes) {
@@ -270,6 +280,7 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
     printPassFailure(opts, errors);
     return 1;
   }
+  notes.remat = rematReport(imported->module.get());
   mlir::FailureOr<EmittedProgram> emitted =
       emitCompiled(imported->module.get(), imported->weights, opts, errors);
   if (mlir::failed(emitted))
@@ -456,6 +467,7 @@ int compile(const Options &opts) {
     return 1;
   }
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
+  notes.remat = rematReport(compiler.globalStep(chosen)->module.get());
   addTrainedSetNotes(opts, imported->module.get(), notes);
   program::Bundle bundle = newBundle(opts);
   bundle.set_world_size(chosen.dp * chosen.tp);

@@ -376,6 +376,7 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
   root.add("strategy", str(s.strategy));
   root.add("zero_stage", i64(s.zeroStage));
   root.add("micro_batches", i64(notes.microBatches));
+  root.add("remat", strings(notes.remat));
   root.add("weights_present", JsonValue::boolean(s.weightsPresent));
   // [{nameKey: axis, "size": n}, ...]: the strategy's axes under "mesh" (key "axis"), the
   // program's under "mesh_axes" (key "name").

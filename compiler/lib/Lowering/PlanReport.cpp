@@ -322,6 +322,14 @@ void formatTrainedSet(const PlanNotes &notes, std::ostringstream &os) {
   os << "\n";
 }
 
+// What shardc-remat recomputes, per unit (the summary is on the "remat:" line).
+void formatRemat(const std::vector<std::string> &lines, std::ostringstream &os) {
+  if (lines.size() > 1)
+    formatNoteLines("Recomputation (per unit: activations kept for the backward pass, what is "
+                    "recomputed instead)",
+                    {lines.begin() + 1, lines.end()}, os);
+}
+
 // The tensor-parallel layout's decisions, as the compiler made them.
 void formatLayoutDecisions(const std::vector<std::string> &lines, std::ostringstream &os) {
   formatNoteLines("Tensor-parallel layout (what is split on tp, what stays whole and why)", lines,
@@ -945,9 +953,12 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
   if (bundle.weights_file().empty())
     os << "weights: absent (planning only; this bundle cannot be run)\n";
   os << "\n";
+  if (!notes.remat.empty())
+    os << "remat: " << notes.remat.front() << "\n";
   if (!multiRank) {
     formatStrategyDecision(notes.strategyDecision, os);
     formatTrainedSet(notes, os);
+    formatRemat(notes.remat, os);
     for (const program::Program &p : bundle.programs()) {
       os << "== rank " << p.rank() << " of " << p.world_size() << "\n";
       formatProgramBody(p, os);
@@ -961,6 +972,7 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
   if (!s.warnings.empty())
     os << "\n";
   formatTrainedSet(notes, os);
+  formatRemat(notes.remat, os);
   formatMesh(s, os);
   formatParameters(s, os);
   formatLayoutDecisions(s.layoutDecisions, os);

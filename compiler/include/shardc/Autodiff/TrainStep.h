@@ -19,6 +19,8 @@ struct TrainStepOptions {
   std::string trainable;  // regex: when set, only matching parameters are trained
   // "fp32", or "bf16": matrix products on bf16-rounded values (shardc-bf16-matmuls).
   std::string precision = "fp32";
+  // Recomputation in the backward pass (shardc-remat): "none", "full" or "selective".
+  std::string remat = "none";
 };
 
 // Attribute names of @train_step's extra arguments and results.

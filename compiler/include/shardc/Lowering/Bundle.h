@@ -46,6 +46,9 @@ struct PlanNotes {
   // the mode line as "micro-batches: ...").
   int64_t microBatches = 1;
   std::string microBatchLoop;
+  // Training with --remat: shardc-remat's report (graph.remat), a summary line then one per
+  // unit (printed under "Recomputation").
+  std::vector<std::string> remat;
 };
 
 // Readable description of the program(s) (plan.txt, and what `shardc --explain` prints): for

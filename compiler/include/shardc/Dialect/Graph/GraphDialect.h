@@ -55,6 +55,9 @@ inline constexpr llvm::StringLiteral kDropoutSplitUnitAttr = "graph.split_unit";
 // On such a dropout in one microbatch of a step run as several (shardc-micro-batches): where
 // the microbatch's block starts along the split dimension within the device's rows.
 inline constexpr llvm::StringLiteral kDropoutSplitFirstAttr = "graph.split_first";
+// On a training step with recomputation (shardc-remat): what it recomputes, one line per unit
+// and a summary first (plan.txt prints them).
+inline constexpr llvm::StringLiteral kRematAttr = "graph.remat";
 // On a training step whose batch is run as several microbatches: how many.
 inline constexpr llvm::StringLiteral kMicroBatchesAttr = "graph.micro_batches";
 // On a training dropout whose tensor is also split along a dimension on another mesh axis
