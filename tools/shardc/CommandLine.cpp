@@ -47,15 +47,17 @@ parallelism (training; docs/cli.md):
   --shard REGEX=SPEC        tensor-parallel layout of the parameters whose name matches:
                             SPEC 'replicated' or one {} / {tp} per dimension, e.g.
                             'fc1\.weight=[{tp},{}]' (repeatable; docs/cli.md)
-  --gpu-memory SIZE         memory of one device for --strategy auto, e.g. 80GiB, 512MiB
+  --gpu-memory SIZE         memory of one device for --strategy auto and --remat auto,
+                            e.g. 80GiB, 512MiB
                             (default: unlimited)
   --bucket-mb X             gradient bucket size in MiB for dp and zero1/zero2 (default 25)
   --fsdp-unit REGEX         zero3: the part of a parameter's name that names its FSDP unit
                             (default: automatic, e.g. transformer blocks "h.0", "h.1", ...)
-  --remat none|full|selective
+  --remat none|full|selective|auto
                             recompute forward values in the backward pass instead of
                             keeping them: full: each unit (transformer block) keeps only its
-                            input; selective: attention scores, softmax and dropout
+                            input; selective: attention scores, softmax and dropout; auto:
+                            the least of none, selective, full that fits --gpu-memory
                             (default none)
   --micro-batches K         run each device's rows as K microbatches one after another,
                             gradients accumulated before the reduction and the update;
@@ -292,9 +294,9 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
       options.shardOverrides.push_back(value);
     } else if (arg == "--remat") {
       if (!takeValue("--remat"))
-        return usageError("--remat needs a value (none, full or selective)");
-      if (value != "none" && value != "full" && value != "selective")
-        return usageError("--remat '" + value + "': expected none, full or selective");
+        return usageError("--remat needs a value (none, full, selective or auto)");
+      if (value != "none" && value != "full" && value != "selective" && value != "auto")
+        return usageError("--remat '" + value + "': expected none, full, selective or auto");
       options.train.remat = value;
     } else if (arg == "--micro-batches") {
       double n = 0;
@@ -337,6 +339,11 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   if (options.train.remat != "none" && options.mode == Mode::Forward)
     return usageError("--remat " + options.train.remat +
                       ": recomputation applies to training (--mode train)");
+  if (options.train.remat == "auto" && options.gpuMemoryBytes == 0)
+    return usageError("--remat auto chooses what fits --gpu-memory; give --gpu-memory SIZE");
+  if (options.train.remat == "auto" && options.strategy.automatic)
+    return usageError("--remat auto with --strategy auto: choose one of them automatically "
+                      "(give --strategy, or --remat none|selective|full)");
   if (options.microBatches > 1 && options.mode == Mode::Forward)
     return usageError("--micro-batches " + std::to_string(options.microBatches) +
                       ": gradient accumulation applies to training (--mode train)");

@@ -256,7 +256,24 @@ program::Bundle newBundle(const Options &opts) {
   return bundle;
 }
 
-int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &errors) {
+// A compiled bundle before it is written: what writeCompiledBundle takes.
+struct CompiledBundle {
+  program::Bundle bundle;
+  std::optional<std::vector<char>> weights;
+  PlanNotes notes;
+};
+
+// The largest planned peak of the bundle's programs.
+uint64_t largestPeak(const program::Bundle &bundle) {
+  uint64_t peak = 0;
+  for (const program::Program &p : bundle.programs())
+    peak = std::max<uint64_t>(peak, p.planned_peak_bytes());
+  return peak;
+}
+
+// 0 with `out` filled (for --emit=mlir: the IR printed, `out` without programs), or 1.
+int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &errors,
+                      CompiledBundle &out) {
   mlir::FailureOr<onnx_import::ImportedModel> imported =
       importModel(ctx, opts, errors);
   if (mlir::failed(imported))
@@ -285,12 +302,13 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
       emitCompiled(imported->module.get(), imported->weights, opts, errors);
   if (mlir::failed(emitted))
     return 1;
-  program::Bundle bundle = newBundle(opts);
-  bundle.set_world_size(1);
-  *bundle.add_programs() = emitted->program;
-  std::optional<std::vector<char>> weightsFile =
-      layOutWeightsFile(emitted->weights, emitted->initialValues, {bundle.mutable_programs(0)});
-  return writeCompiledBundle(ctx, opts, bundle, weightsFile ? &*weightsFile : nullptr, notes);
+  out.bundle = newBundle(opts);
+  out.bundle.set_world_size(1);
+  *out.bundle.add_programs() = emitted->program;
+  out.weights = layOutWeightsFile(emitted->weights, emitted->initialValues,
+                                  {out.bundle.mutable_programs(0)});
+  out.notes = std::move(notes);
+  return 0;
 }
 
 // The global training step of one mesh (dp, tp, sp): built once from the import and
@@ -442,14 +460,12 @@ private:
   std::map<MeshKey, std::unique_ptr<GlobalStep>> steps_;
 };
 
-int compile(const Options &opts) {
-  mlir::MLIRContext ctx;
-  ctx.disableMultithreading();
-  ctx.loadDialect<mlir::func::FuncDialect, graph::GraphDialect>();
+// 0 with `out` filled (without programs for --emit=mlir), or 1 with the error printed.
+int compileBundle(mlir::MLIRContext &ctx, const Options &opts, CompiledBundle &out) {
   FirstErrorCollector errors(ctx, opts.model);
   // Microbatches split the batch as ranks do: one device with several goes the sharded way.
   if (opts.emitMlir || opts.mode == Mode::Forward || (opts.gpus == 1 && opts.microBatches == 1))
-    return compileSingleRank(ctx, opts, errors);
+    return compileSingleRank(ctx, opts, errors, out);
 
   // One import; one global training step per mesh (the batch's sharding comes from
   // propagation); one partitioned copy of it per strategy and distinct number of rows.
@@ -469,12 +485,65 @@ int compile(const Options &opts) {
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
   notes.remat = rematReport(compiler.globalStep(chosen)->module.get());
   addTrainedSetNotes(opts, imported->module.get(), notes);
-  program::Bundle bundle = newBundle(opts);
-  bundle.set_world_size(chosen.dp * chosen.tp);
-  bundle.set_strategy(chosen.canonical());
-  compiled.moveInto(bundle);
-  return writeCompiledBundle(ctx, opts, bundle,
-                             compiled.weights ? &*compiled.weights : nullptr, notes);
+  out.bundle = newBundle(opts);
+  out.bundle.set_world_size(chosen.dp * chosen.tp);
+  out.bundle.set_strategy(chosen.canonical());
+  compiled.moveInto(out.bundle);
+  out.weights = std::move(compiled.weights);
+  out.notes = std::move(notes);
+  return 0;
+}
+
+// --remat auto: the least recomputation (none, then selective, then full, for every unit)
+// whose largest planned peak per rank fits --gpu-memory.
+int compileWithAutoRemat(mlir::MLIRContext &ctx, const Options &opts) {
+  std::string tried, smallestMode;
+  uint64_t smallest = UINT64_MAX;
+  for (const char *mode : {"none", "selective", "full"}) {
+    Options candidate = opts;
+    candidate.train.remat = mode;
+    CompiledBundle out;
+    if (int rc = compileBundle(ctx, candidate, out))
+      return rc;
+    const uint64_t peak = largestPeak(out.bundle);
+    tried += (tried.empty() ? "" : ", ") + std::string(mode) + " " + std::to_string(peak) +
+             " bytes";
+    if (peak < smallest) {
+      smallest = peak;
+      smallestMode = mode;
+    }
+    if (peak > opts.gpuMemoryBytes)
+      continue;
+    std::string choice = "auto (--gpu-memory " + std::to_string(opts.gpuMemoryBytes) +
+                         " bytes) chose " + mode + ", the least recomputation that fits; " +
+                         "planned peak per rank: " + tried;
+    if (out.notes.remat.empty())
+      out.notes.remat.push_back(choice + "; nothing recomputed");
+    else
+      out.notes.remat.front() = choice + "; " + out.notes.remat.front();
+    return writeCompiledBundle(ctx, candidate, out.bundle,
+                               out.weights ? &*out.weights : nullptr, out.notes);
+  }
+  printError(opts.model + ": --remat auto: no recomputation fits --gpu-memory " +
+             std::to_string(opts.gpuMemoryBytes) + " bytes: the smallest plan, " +
+             smallestMode + ", needs " + std::to_string(smallest) +
+             " bytes per rank (planned peak per rank: " + tried + ")");
+  return 1;
+}
+
+int compile(const Options &opts) {
+  mlir::MLIRContext ctx;
+  ctx.disableMultithreading();
+  ctx.loadDialect<mlir::func::FuncDialect, graph::GraphDialect>();
+  if (opts.mode == Mode::Train && opts.train.remat == "auto" && !opts.emitMlir)
+    return compileWithAutoRemat(ctx, opts);
+  CompiledBundle out;
+  if (int rc = compileBundle(ctx, opts, out))
+    return rc;
+  if (out.bundle.programs_size() == 0)
+    return 0; // --emit=mlir printed the IR
+  return writeCompiledBundle(ctx, opts, out.bundle, out.weights ? &*out.weights : nullptr,
+                             out.notes);
 }
 
 } // namespace
