@@ -32,6 +32,14 @@ struct BuildTrainStepPass : impl::BuildTrainStepBase<BuildTrainStepPass> {
     options.gradClip = gradClip;
     options.freeze = freeze;
     options.trainable = trainable;
+    if (lossScale != "none" && lossScale != "dynamic") {
+      getOperation().emitError("loss-scale '") << lossScale.getValue()
+                                               << "': expected none or dynamic";
+      return signalPassFailure();
+    }
+    options.dynamicLossScale = lossScale == "dynamic";
+    options.lossScaleInit = lossScaleInit;
+    options.lossScaleGrowthInterval = lossScaleGrowthInterval;
     if (mlir::failed(buildTrainStep(forward, options)))
       signalPassFailure();
   }

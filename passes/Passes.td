@@ -28,7 +28,7 @@ def FoldConstants : Pass<"shardc-fold-constants", "mlir::func::FuncOp"> {
 }
 
 def BF16Matmuls : Pass<"shardc-bf16-matmuls", "mlir::func::FuncOp"> {
-  let summary = "Round every matrix product's operands and result to bf16 (--precision bf16)";
+  let summary = "Round every matrix product's operands and result to bf16 or f16 (--precision)";
   let description = [{
     Each f32 operand of `graph.matmul` and `graph.gemm` (activations, weights, Gemm's bias)
     is replaced by its value rounded to bf16, an f32 -> bf16 -> f32 cast pair made once per
@@ -56,6 +56,10 @@ def BF16Matmuls : Pass<"shardc-bf16-matmuls", "mlir::func::FuncOp"> {
     %z = graph.relu %yr : tensor<2x3xf32>
     ```
   }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"bf16\"",
+           "the 16-bit type the products round to: bf16, or f16 (--precision fp16)">,
+  ];
 }
 
 def Remat : Pass<"shardc-remat", "mlir::func::FuncOp"> {
@@ -212,6 +216,13 @@ def BuildTrainStep : Pass<"shardc-build-train-step", "mlir::ModuleOp"> {
     Option<"freeze", "freeze", "std::string", "\"\"", "regex: parameters not to train">,
     Option<"trainable", "trainable", "std::string", "\"\"",
            "regex: train only the matching parameters">,
+    Option<"lossScale", "loss-scale", "std::string", "\"none\"",
+           "none, or dynamic: GradScaler's dynamic loss scaling (state loss_scale.*; a step "
+           "whose gradients are not finite is skipped)">,
+    Option<"lossScaleInit", "loss-scale-init", "double", "65536.0",
+           "dynamic loss scaling: the initial scale">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t", "2000",
+           "dynamic loss scaling: finite steps in a row that double the scale">,
   ];
   let dependentDialects = ["shardc::graph::GraphDialect", "mlir::func::FuncDialect"];
 }

@@ -83,8 +83,9 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
         return replicated;
       if (attrs.get(graph::kInputAttr))
         return cast<RankedTensorType>(type).getRank() ? Attribute(batchOnDim0) : replicated;
-      if (attrs.get(kStateAttr))
-        return zero >= 1 ? Attribute(flat()) : whole;
+      // The loss scaler's scalars are the step's, not a parameter's: every rank holds them.
+      if (auto state = attrs.getAs<StringAttr>(kStateAttr))
+        return zero >= 1 && !isLossScaleState(state.getValue()) ? Attribute(flat()) : whole;
       // Buffers the step updates (a few statistics each) stay whole: their new values are
       // computed whole, from statistics of the global batch.
       if (attrs.get(graph::kBufferAttr))

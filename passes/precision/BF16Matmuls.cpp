@@ -27,10 +27,20 @@ bool isF32Tensor(mlir::Value v) {
 }
 
 struct BF16MatmulsPass : impl::BF16MatmulsBase<BF16MatmulsPass> {
+  using BF16MatmulsBase::BF16MatmulsBase;
+
   void runOnOperation() override {
     mlir::func::FuncOp func = getOperation();
     mlir::OpBuilder b(func.getContext());
-    mlir::TypeAttr bf16 = mlir::TypeAttr::get(b.getBF16Type());
+    if (dtype != "bf16" && dtype != "f16") {
+      func.emitError("shardc-bf16-matmuls: dtype '") << dtype.getValue()
+                                                    << "': expected bf16 or f16";
+      return signalPassFailure();
+    }
+    // The 16-bit type the products round to (named bf16 below; f16 for --precision fp16).
+    mlir::TypeAttr bf16 =
+        mlir::TypeAttr::get(dtype == "f16" ? mlir::Type(b.getF16Type()) : b.getBF16Type());
+    const std::string toHalf = "/to_" + dtype.getValue(), fromHalf = "/from_" + dtype.getValue();
     mlir::TypeAttr f32 = mlir::TypeAttr::get(b.getF32Type());
     llvm::DenseMap<mlir::Value, mlir::Value> roundedOf; // an f32 value -> its rounded copy
     llvm::DenseSet<mlir::Value> rounded;                 // the rounded copies themselves
@@ -43,8 +53,8 @@ struct BF16MatmulsPass : impl::BF16MatmulsBase<BF16MatmulsPass> {
       if (auto it = roundedOf.find(v); it != roundedOf.end())
         return it->second;
       b.setInsertionPointAfterValue(v);
-      mlir::Value half = b.create<graph::CastOp>(graph::suffixedLoc(loc, "/to_bf16"), v, bf16);
-      mlir::Value back = b.create<graph::CastOp>(graph::suffixedLoc(loc, "/from_bf16"), half, f32);
+      mlir::Value half = b.create<graph::CastOp>(graph::suffixedLoc(loc, toHalf), v, bf16);
+      mlir::Value back = b.create<graph::CastOp>(graph::suffixedLoc(loc, fromHalf), half, f32);
       roundedOf[v] = back;
       rounded.insert(back);
       return back;

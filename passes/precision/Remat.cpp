@@ -116,6 +116,7 @@ struct RematPass : impl::RematBase<RematPass> {
         lossDef = ret->getOperand(i).getDefiningOp();
     if (!lossDef)
       return;
+    lossDef_ = lossDef;
 
     // The forward pass: the ops the loss is computed from.
     forward_.clear();
@@ -252,10 +253,13 @@ struct RematPass : impl::RematBase<RematPass> {
   GroupResult recompute(ArrayRef<Operation *> group) {
     GroupResult result;
     llvm::DenseSet<Operation *> members(group.begin(), group.end());
-    // Recomputations of other groups read the forward values themselves (a unit's input is
-    // kept for the next unit's recomputation).
+    // The backward pass: ops after the loss (an op before it that the loss does not need, such
+    // as a BatchNorm's running-statistics update, is part of the forward pass). Recomputations
+    // of other groups read the forward values themselves (a unit's input is kept for the
+    // next unit's recomputation).
     auto isBackwardUse = [&](OpOperand &use) {
-      return !forward_.count(use.getOwner()) && !clones_.count(use.getOwner());
+      Operation *owner = use.getOwner();
+      return !forward_.count(owner) && !clones_.count(owner) && lossDef_->isBeforeInBlock(owner);
     };
     llvm::SetVector<Value> saved;
     Operation *first = nullptr;
@@ -306,6 +310,7 @@ struct RematPass : impl::RematBase<RematPass> {
     return result;
   }
 
+  Operation *lossDef_ = nullptr;
   llvm::DenseSet<Operation *> forward_;
   llvm::DenseSet<Operation *> clones_;
   llvm::DenseSet<Value> activation_;

@@ -35,7 +35,8 @@ Status MetricsLog::open(const std::string &path) {
 }
 
 std::string MetricsLog::formatLine(int64_t step, float loss, float lr, double stepTimeMs,
-                                   const CommCounters *comm, int64_t skippedSteps) {
+                                   const CommCounters *comm, int64_t skippedSteps,
+                                   const LossScale *lossScale) {
   std::string line = "{\"step\": " + std::to_string(step) + ", \"loss\": " + number(loss, "%.9g") +
                      ", \"lr\": " + number(lr, "%.9g") +
                      ", \"step_time_ms\": " + number(stepTimeMs, "%.3f");
@@ -48,14 +49,19 @@ std::string MetricsLog::formatLine(int64_t step, float loss, float lr, double st
   }
   if (skippedSteps >= 0)
     line += ", \"skipped_steps\": " + std::to_string(skippedSteps);
+  if (lossScale != nullptr)
+    line += ", \"loss_scale\": " + number(lossScale->scale, "%.9g") +
+            ", \"overflow\": " + (lossScale->overflow ? "true" : "false");
   return line + "}";
 }
 
 Status MetricsLog::write(int64_t step, float loss, float lr, double stepTimeMs,
-                         const CommCounters *comm, int64_t skippedSteps) {
+                         const CommCounters *comm, int64_t skippedSteps,
+                         const LossScale *lossScale) {
   if (file_ == nullptr)
     return Status::error("metrics file is not open");
-  std::string line = formatLine(step, loss, lr, stepTimeMs, comm, skippedSteps) + "\n";
+  std::string line =
+      formatLine(step, loss, lr, stepTimeMs, comm, skippedSteps, lossScale) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
     return Status::error(path_ + ": cannot write the metrics file: " + std::strerror(errno));
   return Status::ok();

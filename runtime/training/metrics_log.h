@@ -31,14 +31,22 @@ public:
   Status open(const std::string &path);
   // `comm`: the step's bytes sent per collective, or null (a single-rank run: no such field).
   // `skippedSteps` >= 0 (under --on-nonfinite skip-step): the steps skipped so far.
+  // `lossScale` (dynamic loss scaling, --precision fp16): the scale the step used and whether
+  // its gradients overflowed (the step skipped); absent when null.
+  struct LossScale {
+    float scale = 0;
+    bool overflow = false;
+  };
   Status write(int64_t step, float loss, float lr, double stepTimeMs,
-               const CommCounters *comm = nullptr, int64_t skippedSteps = -1);
+               const CommCounters *comm = nullptr, int64_t skippedSteps = -1,
+               const LossScale *lossScale = nullptr);
   // Closes the file, reporting a failed final write.
   Status close();
 
   // One line without the newline; exposed for tests.
   static std::string formatLine(int64_t step, float loss, float lr, double stepTimeMs,
-                                const CommCounters *comm = nullptr, int64_t skippedSteps = -1);
+                                const CommCounters *comm = nullptr, int64_t skippedSteps = -1,
+                                const LossScale *lossScale = nullptr);
 
 private:
   std::FILE *file_ = nullptr;

@@ -282,6 +282,16 @@ int TrainingLoop::firstUnsoundState() const {
   return -1;
 }
 
+bool TrainingLoop::lastLossScale(float *scale, bool *overflow) const {
+  auto s = outputs_.find(kLossScaleOutputName), o = outputs_.find(kLossScaleOverflowOutputName);
+  if (s == outputs_.end() || o == outputs_.end() || s->second.dtype != program::F32 ||
+      o->second.dtype != program::F32 || s->second.numel() != 1 || o->second.numel() != 1)
+    return false;
+  *scale = *s->second.as<float>();
+  *overflow = *o->second.as<float>() != 0.0f;
+  return true;
+}
+
 Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
                              Executor::NonFiniteSite *nonFinite, bool skipNonFinite) {
   int64_t next = step_ + 1;

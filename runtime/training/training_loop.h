@@ -50,6 +50,9 @@ public:
   // Steps completed so far (their batches used), and those of them whose update was skipped.
   int64_t step() const { return step_; }
   int64_t skipped() const { return skipped_; }
+  // With dynamic loss scaling (outputs "loss_scale" and "loss_scale_overflow"): the scale the
+  // last step used and whether its gradients overflowed; false when the program has none.
+  bool lastLossScale(float *scale, bool *overflow) const;
   // The current value of a carried tensor (parameter, optimizer state, "step"); null if unknown.
   // This rank's shard for a sharded tensor. State the program updates in place lives in the
   // executor's arena: this is a copy of it, made on demand outside the program's memory (no

@@ -15,6 +15,10 @@ namespace {
 
 const char *const kOptimizerStateSuffixes[] = {".exp_avg", ".exp_avg_sq", ".momentum_buffer"};
 
+// Dynamic loss scaling's state (--precision fp16): scalars carried from step to step, starting
+// at zero, saved with the optimizer state.
+bool isLossScaleState(const std::string &name) { return name.rfind("loss_scale.", 0) == 0; }
+
 // The trained parameter `name` is optimizer state of, or "" when it is none.
 std::string optimizerStateOwner(const std::string &name, const std::set<std::string> &params) {
   for (const char *suffix : kOptimizerStateSuffixes) {
@@ -106,7 +110,7 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
     bool carried = false;
     if (params.count(name)) {
       carried = true;
-    } else if (!optimizerStateOwner(name, params).empty()) {
+    } else if (!optimizerStateOwner(name, params).empty() || isLossScaleState(name)) {
       signature.optimizerState.push_back(name);
       carried = true;
     } else if (name == kStepInputName) {

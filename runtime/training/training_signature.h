@@ -29,10 +29,15 @@ constexpr const char *kStepInputName = "step";
 constexpr const char *kLrInputName = "lr";
 constexpr const char *kSeedInputName = "seed";
 constexpr const char *kLossOutputName = "loss";
+// Dynamic loss scaling's outputs (--precision fp16): the step's scale and 1 when its gradients
+// overflowed (the update skipped), f32 scalars; metrics report them.
+constexpr const char *kLossScaleOutputName = "loss_scale";
+constexpr const char *kLossScaleOverflowOutputName = "loss_scale_overflow";
 
 struct TrainingSignature {
   std::vector<std::string> params;          // state_init order
-  std::vector<std::string> optimizerState;  // program input order
+  // Optimizer state, and dynamic loss scaling's loss_scale.* scalars; program input order.
+  std::vector<std::string> optimizerState;
   std::vector<GraphInputSpec> batchInputs;  // program input order
   bool hasSeed = false;                     // the step takes the run's seed
   BatchSlice batchSlice;                    // the rank's rows of each global batch

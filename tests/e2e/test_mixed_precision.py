@@ -16,7 +16,14 @@ f32 master weights), from the ONNX weights on the same batches; shardc compiles 
             step within 5e-3 of the 1-rank bf16 run
   ir        the bf16 bundle's plan states its precision and lists bf16 buffers (the casts'
             results); the fp32 one neither
-  refused   --precision fp16 and --precision bf16 --mode forward: one usage error line, exit 2
+  fp16      --precision fp16 with dynamic loss scaling (the tiny GPT) against PyTorch under the
+            same policy in float16 with GradScaler's rule (train_reference.py's LossScaler):
+            from a scale of 2^30 the first steps overflow and are skipped, from 65536 with a
+            growth interval of 5 the scale grows until a step overflows; the same steps are
+            skipped, the scales equal, every loss within 5e-3; dp=2 ZeRO-1 and dp=2,tp=2 ZeRO-3
+            skip the same steps as 1 rank and follow it within 5e-3
+  refused   --precision fp16/bf16 --mode forward, a loss scale that is not a power of two,
+            loss-scale flags without fp16: one usage error line, exit 2
 
 Why 5e-3 and not 1e-5: a bf16 rounding step is 2^-8 of the value, so two implementations whose
 f32 sums differ in the last bit round a few elements to neighbouring bf16 values; the loss
@@ -119,15 +126,72 @@ def check_refusals(args, results):
     model_dir = e2e_util.export_test_model("mlp_classifier",
                                            os.path.join(args.work, "mlp_classifier_dynamic",
                                                         "model"))
-    for flags, expected in [(["--precision", "fp16"], "--precision fp16: not supported yet"),
+    for flags, expected in [(["--precision", "fp16", "--mode", "forward"],
+                             "--precision fp16: applies to training"),
                             (["--precision", "bf16", "--mode", "forward"],
-                             "--precision bf16: applies to training")]:
+                             "--precision bf16: applies to training"),
+                            (["--precision", "fp16", "--loss-scale-init", "1000"],
+                             "--loss-scale-init needs a power of two"),
+                            (["--precision", "bf16", "--loss-scale-init", "1024"],
+                             "apply to --precision fp16")]:
         r = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o",
                             os.path.join(args.work, "refused.shard"), *flags],
                            capture_output=True, text=True)
         first = r.stderr.splitlines()[0] if r.stderr else ""
         results.append((r.returncode == 2 and expected in first,
                         f"refused {' '.join(flags)}: exit {r.returncode}: {first}"))
+
+
+def check_fp16(args, results):
+    """fp16 with dynamic loss scaling against the reference's GradScaler rule, from a scale
+    that overflows (2^30) so the first steps are skipped, and from the default 65536 with a
+    growth interval of 5 so the scale grows until it overflows; then sharded against 1 rank."""
+    model = "tiny_gpt"
+    work = os.path.join(args.work, "fp16")
+    model_dir = e2e_util.export_test_model(model, os.path.join(work, "model"))
+    for init in (2 ** 30, 65536):
+        name = f"init{init}"
+        flags = ["--precision", "fp16", "--loss-scale-init", str(init),
+                 "--loss-scale-growth-interval", "5"]
+        out = os.path.join(work, f"torch_{name}")
+        cmd = [PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
+               "--model-dir", model_dir, "--out", out, "--steps", str(args.steps),
+               "--precision", "fp16", "--loss-scale-init", str(init),
+               "--loss-scale-growth-interval", "5", "--make-data", str(DATA_BATCHES)]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        torch_log = [json.loads(line) for line in open(os.path.join(out, "losses.jsonl"))]
+        data = os.path.join(out, "data")
+        runs = {"1 rank": []}
+        if init == 2 ** 30:
+            runs["dp=2,zero=1"] = ["--gpus", "2", "--strategy", "dp=2,zero=1"]
+            runs["dp=2,tp=2,zero=3"] = ["--gpus", "4", "--strategy", "dp=2,tp=2,zero=3"]
+        single = None
+        for run_name, extra in runs.items():
+            metrics = os.path.join(work, f"{name}_{run_name.replace(',', '_').replace('=', '')}"
+                                         ".jsonl")
+            train(args, model_dir, metrics.replace(".jsonl", ".shard"), data, metrics,
+                  flags + extra)
+            ours = [json.loads(line) for line in open(metrics)]
+            skipped = [r["step"] for r in ours if r["overflow"]]
+            if run_name == "1 rank":
+                single = ours
+                ref = torch_log
+                ref_skipped = [r["step"] for r in torch_log if r["overflow"]]
+                scales_match = all(abs(a["loss_scale"] - b["loss_scale"]) <= 1e-7 * b["loss_scale"]
+                                   for a, b in zip(ours, torch_log))
+                what = "PyTorch's GradScaler rule"
+            else:
+                ref = single
+                ref_skipped = [r["step"] for r in single if r["overflow"]]
+                scales_match = all(a["loss_scale"] == b["loss_scale"] for a, b in zip(ours, single))
+                what = "the 1-rank fp16 run"
+            diff = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(ours, ref))
+            ok = (len(ours) == args.steps and skipped and skipped == ref_skipped and
+                  scales_match and diff <= BF16_RTOL)
+            results.append((ok, f"fp16 {name} {run_name} vs {what}: skipped steps {skipped} "
+                                f"(reference {ref_skipped}), loss scales equal: {scales_match}, "
+                                f"final scale {ours[-1]['loss_scale']:g}, worst loss {diff:.2e} "
+                                f"(<= {BF16_RTOL:g})"))
 
 
 def main():
@@ -142,6 +206,7 @@ def main():
     for model in MODELS_UNDER_TEST:
         for style in ("dynamic", "static"):
             check_model(model, style, args, results)
+    check_fp16(args, results)
     check_refusals(args, results)
     for ok, text in results:
         print(("PASS " if ok else "FAIL ") + text)

@@ -18,16 +18,26 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 
-def bf16_round(x):
-    return x.to(torch.bfloat16).to(torch.float32)
+def bf16_round(x, dtype=torch.bfloat16):
+    return x.to(dtype).to(torch.float32)
 
 
 class BF16Matmuls(TorchFunctionMode):
     """`with BF16Matmuls(): loss = model(...)`: the forward (and so the backward) under the
-    policy above."""
+    policy above. `BF16Matmuls(torch.float16)`: the same policy in float16 (shardc --precision
+    fp16)."""
+
+    def __init__(self, dtype=torch.bfloat16):
+        super().__init__()
+        self.dtype = dtype
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        dtype = self.dtype
+
+        def bf16_round(x):  # noqa: F811 (the policy's rounding, in this mode's dtype)
+            return x.to(dtype).to(torch.float32)
+
         if func is F.linear:
             x, w = args[0], args[1]
             b = args[2] if len(args) > 2 else kwargs.get("bias")

@@ -2,7 +2,7 @@
 
     train_reference.py --model tiny_gpt --model-dir EXPORTED --out DIR [--make-data BATCHES]
                        [--data DIR] [--batch ROWS] [--steps 30] [--dropout-seed S] [--optimizer adamw|sgd]
-                       [optimizer flags] [--precision fp32|bf16]
+                       [optimizer flags] [--precision fp32|bf16|fp16]
 
 The module is rebuilt from the export script's class and loaded with the *ONNX model's*
 initializers (by name), so both sides start from the same bytes whatever the seeds. Training data
@@ -95,6 +95,40 @@ def make_optimizer(args, params):
                            weight_decay=args.weight_decay)
 
 
+class LossScaler:
+    """torch.cuda.amp.GradScaler's dynamic loss scaling, step for step (torch 1.13's GradScaler
+    runs only on CUDA, so its rule is written out here, with its defaults growth_factor 2 and
+    backoff_factor 0.5): backward from loss x scale; unscale_ multiplies every gradient by the
+    float32 reciprocal of the scale and finds any non-finite element
+    (_amp_foreach_non_finite_check_and_unscale_); step() is skipped when one was found; update()
+    is _amp_update_scale_: found -> scale x 0.5 and the growth tracker 0, else the tracker + 1,
+    and at growth_interval scale x 2 and the tracker 0."""
+
+    def __init__(self, init_scale, growth_interval):
+        self.scale = float(init_scale)
+        self.growth_interval = growth_interval
+        self.tracker = 0
+
+    def unscale(self, params):
+        inv = torch.tensor(self.scale, dtype=torch.float64).reciprocal().float()
+        found = False
+        for p in params:
+            if p.grad is not None:
+                p.grad.mul_(inv)
+                found = found or not bool(torch.isfinite(p.grad).all())
+        return found
+
+    def update(self, found):
+        if found:
+            self.scale *= 0.5
+            self.tracker = 0
+        else:
+            self.tracker += 1
+            if self.tracker == self.growth_interval:
+                self.scale *= 2.0
+                self.tracker = 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, choices=sorted(MODELS))
@@ -120,8 +154,11 @@ def main():
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--nesterov", action="store_true")
     p.add_argument("--grad-clip", type=float, help="clip the global gradient norm to this")
-    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
-                   help="bf16: shardc --precision bf16's cast policy (bf16_policy.py)")
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="bf16: shardc --precision bf16's cast policy (bf16_policy.py); fp16: "
+                        "the same in float16, with dynamic loss scaling (LossScaler below)")
+    p.add_argument("--loss-scale-init", type=float, default=65536.0)
+    p.add_argument("--loss-scale-growth-interval", type=int, default=2000)
     args = p.parse_args()
     if args.weight_decay is None:  # PyTorch's defaults: AdamW 0.01, SGD 0
         args.weight_decay = 0.01 if args.optimizer == "adamw" else 0.0
@@ -151,6 +188,8 @@ def main():
     total = len(data[input_names[0]])
 
     optimizer = make_optimizer(args, model.parameters())
+    scaler = (LossScaler(args.loss_scale_init, args.loss_scale_growth_interval)
+              if args.precision == "fp16" else None)
     os.makedirs(os.path.join(args.out, "params"), exist_ok=True)
     os.makedirs(os.path.join(args.out, "grad_absmax"), exist_ok=True)
     grad_absmax = {name: torch.zeros_like(p) for name, p in model.named_parameters()}
@@ -159,19 +198,31 @@ def main():
             rows_k = [(r % total) for r in range((step - 1) * batch, step * batch)]
             inputs = [torch.from_numpy(np.ascontiguousarray(data[n][rows_k])) for n in input_names]
             dropout_key.start_step(step)
-            if args.precision == "bf16":
-                with bf16_policy.BF16Matmuls():
+            if args.precision in ("bf16", "fp16"):
+                dtype = torch.bfloat16 if args.precision == "bf16" else torch.float16
+                with bf16_policy.BF16Matmuls(dtype):
                     loss = model(*inputs)[0]
             else:
                 loss = model(*inputs)[0]
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            record = {"step": step, "loss": float(f"{loss.item():.9g}")}
+            if scaler is not None:
+                record["loss_scale"] = scaler.scale
+                (loss * scaler.scale).backward()
+                overflow = scaler.unscale(model.parameters())
+                record["overflow"] = overflow
+            else:
+                loss.backward()
+                overflow = False
             for name, p in model.named_parameters():
                 grad_absmax[name] = torch.maximum(grad_absmax[name], p.grad.abs())
-            if args.grad_clip:
+            if args.grad_clip and not overflow:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-            optimizer.step()
-            log.write(json.dumps({"step": step, "loss": float(f"{loss.item():.9g}")}) + "\n")
+            if not overflow:
+                optimizer.step()
+            if scaler is not None:
+                scaler.update(overflow)
+            log.write(json.dumps(record) + "\n")
     for name, value in model.named_parameters():
         np.save(os.path.join(args.out, "params", export_util.npy_name(name) + ".npy"),
                 value.detach().numpy())

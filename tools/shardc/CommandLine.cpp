@@ -33,9 +33,15 @@ training (--mode train; PyTorch's semantics and defaults):
   --grad-clip N             clip the global gradient norm to N (default: no clipping)
   --freeze REGEX            do not train parameters whose name matches
   --trainable REGEX         train only parameters whose name matches
-  --precision fp32|bf16     bf16: matrix products read and write bf16-rounded values with
+  --precision fp32|bf16|fp16
+                            bf16: matrix products read and write bf16-rounded values with
                             f32 accumulation; LayerNorm, softmax, the loss and the optimizer
-                            (f32 master weights) stay f32 (default fp32)
+                            (f32 master weights) stay f32 (default fp32). fp16: the same
+                            with fp16, and dynamic loss scaling (PyTorch's GradScaler): a
+                            step whose gradients overflow is skipped and halves the scale
+  --loss-scale-init S       fp16: the initial loss scale, a power of two (default 65536)
+  --loss-scale-growth-interval N
+                            fp16: finite steps in a row that double the scale (default 2000)
 
 parallelism (training; docs/cli.md):
   --gpus N                  number of devices (ranks) to compile for (default 1)
@@ -161,6 +167,7 @@ std::optional<std::string> checkOptimizerFlags(const TrainStepOptions &train,
 
 ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   std::set<std::string> optimizerFlags; // the optimizer options given, for checkOptimizerFlags
+  bool lossScaleFlags = false;          // --loss-scale-init / --loss-scale-growth-interval given
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -206,12 +213,28 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
         return usageError("--mode '" + value + "': expected forward or train");
     } else if (arg == "--precision") {
       if (!takeValue("--precision"))
-        return usageError("--precision needs a value (fp32 or bf16)");
-      if (value == "fp16")
-        return usageError("--precision fp16: not supported yet (fp32 or bf16)");
-      if (value != "fp32" && value != "bf16")
-        return usageError("--precision '" + value + "': expected fp32 or bf16");
+        return usageError("--precision needs a value (fp32, bf16 or fp16)");
+      if (value != "fp32" && value != "bf16" && value != "fp16")
+        return usageError("--precision '" + value + "': expected fp32, bf16 or fp16");
       options.train.precision = value;
+      options.train.dynamicLossScale = value == "fp16";
+    } else if (arg == "--loss-scale-init") {
+      double scale = 0;
+      // A power of two, as GradScaler's growth and backoff keep it: the scale stays exact.
+      if (!takeValue("--loss-scale-init") || !parseNumber(value, scale) || !(scale > 0) ||
+          std::ilogb(scale) < -126 || std::ilogb(scale) > 127 ||
+          std::ldexp(1.0, std::ilogb(scale)) != scale)
+        return usageError("--loss-scale-init needs a power of two from 2^-126 to 2^127, e.g. "
+                          "65536");
+      options.train.lossScaleInit = scale;
+      lossScaleFlags = true;
+    } else if (arg == "--loss-scale-growth-interval") {
+      double n = 0;
+      if (!takeValue("--loss-scale-growth-interval") || !parseNumber(value, n) || n < 1 ||
+          n > 1e9 || n != std::floor(n))
+        return usageError("--loss-scale-growth-interval needs a whole number of steps >= 1");
+      options.train.lossScaleGrowthInterval = static_cast<int64_t>(n);
+      lossScaleFlags = true;
     } else if (arg == "--emit") {
       if (!takeValue("--emit"))
         return usageError("--emit needs a value (mlir)");
@@ -339,6 +362,9 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   if (options.train.remat != "none" && options.mode == Mode::Forward)
     return usageError("--remat " + options.train.remat +
                       ": recomputation applies to training (--mode train)");
+  if (lossScaleFlags && options.train.precision != "fp16")
+    return usageError("--loss-scale-init and --loss-scale-growth-interval apply to --precision "
+                      "fp16 (dynamic loss scaling)");
   if (options.train.remat == "auto" && options.gpuMemoryBytes == 0)
     return usageError("--remat auto chooses what fits --gpu-memory; give --gpu-memory SIZE");
   if (options.train.remat == "auto" && options.strategy.automatic)

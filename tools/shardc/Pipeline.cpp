@@ -83,8 +83,11 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
     pm.addPass(createDecomposeMeanLoss());
   if (train && tp > 1)
     pm.addPass(createSplitGemmBias());
-  if (train && train->precision == "bf16")
-    pm.nest<mlir::func::FuncOp>().addPass(createBF16Matmuls());
+  if (train && (train->precision == "bf16" || train->precision == "fp16")) {
+    BF16MatmulsOptions rounding;
+    rounding.dtype = train->precision == "fp16" ? "f16" : "bf16";
+    pm.nest<mlir::func::FuncOp>().addPass(createBF16Matmuls(rounding));
+  }
   if (train) {
     BuildTrainStepOptions options;
     options.optimizer = train->optimizer;
@@ -97,6 +100,11 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
     options.gradClip = train->gradClip;
     options.freeze = train->freeze;
     options.trainable = train->trainable;
+    if (train->dynamicLossScale) {
+      options.lossScale = "dynamic";
+      options.lossScaleInit = train->lossScaleInit;
+      options.lossScaleGrowthInterval = train->lossScaleGrowthInterval;
+    }
     pm.addPass(createBuildTrainStep(options));
     if (train->remat != "none") {
       RematOptions remat;

@@ -156,6 +156,17 @@ void addTrainedSetNotes(const Options &opts, mlir::ModuleOp module, PlanNotes &n
     notes.precision = "bf16: every matrix product reads its operands and writes its result "
                       "rounded to bf16 (shardc-bf16-matmuls), accumulating in f32; LayerNorm, "
                       "softmax, the loss and the optimizer stay f32, with f32 master weights";
+  if (opts.mode == Mode::Train && opts.train.precision == "fp16") {
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%.17g", opts.train.lossScaleInit);
+    notes.precision =
+        "fp16: every matrix product reads its operands and writes its result rounded to fp16 "
+        "(shardc-bf16-matmuls dtype=f16), accumulating in f32; LayerNorm, softmax, the loss "
+        "and the optimizer stay f32, with f32 master weights; dynamic loss scaling from " +
+        std::string(scale) + ", x2 after " + std::to_string(opts.train.lossScaleGrowthInterval) +
+        " finite steps, x0.5 and the step skipped when a gradient is not finite (state " +
+        "loss_scale.*)";
+  }
   notes.microBatches = opts.microBatches;
   if (opts.mode == Mode::Train && opts.microBatches > 1)
     notes.microBatchLoop =

@@ -165,10 +165,13 @@ private:
         allocationsAfterFirstStep_ = tracker_->allocationCount();
       if (comm_ != nullptr)
         recordCommSent(executor_, step, &out_->report);
-      if (lead_ && options_.metricsFile)
+      if (lead_ && options_.metricsFile) {
+        MetricsLog::LossScale scale;
+        const bool scaled = loop_.lastLossScale(&scale.scale, &scale.overflow);
         SHARDC_RETURN_IF_ERROR(run_.metrics.write(
             step, loss_, lr, stepMs, comm_ != nullptr ? &executor_.lastRunCommSent() : nullptr,
-            skipNonFinite_ ? loop_.skipped() : -1));
+            skipNonFinite_ ? loop_.skipped() : -1, scaled ? &scale : nullptr));
+      }
       if (progress != nullptr)
         progress->update(step, loss_, lr,
                          std::chrono::duration<double>(Clock::now() - start).count());

@@ -30,12 +30,15 @@ llvm::DenseSet<Value> dependsOn(Block &block, ArrayRef<Value> wrt) {
 
 } // namespace
 
-FailureOr<SmallVector<Value>> buildGradients(Block &block, Value loss, ArrayRef<Value> wrt) {
+FailureOr<SmallVector<Value>> buildGradients(Block &block, Value loss, ArrayRef<Value> wrt,
+                                             Value seed) {
   llvm::DenseSet<Value> active = dependsOn(block, wrt);
   OpBuilder b(block.getTerminator());
   llvm::DenseMap<Value, Value> grads;
   auto lossType = cast<RankedTensorType>(loss.getType());
-  grads[loss] = b.create<ConstantOp>(loss.getLoc(), DenseElementsAttr::get(lossType, 1.0f));
+  grads[loss] =
+      seed ? seed
+           : b.create<ConstantOp>(loss.getLoc(), DenseElementsAttr::get(lossType, 1.0f));
 
   // The ops of the forward pass, captured before any backward op is appended.
   SmallVector<Operation *> forwardOps;

@@ -7,6 +7,9 @@
 #include "shardc/Dialect/Graph/GraphOps.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <cmath>
+#include <numeric>
 #include "llvm/Support/Regex.h"
 
 using namespace mlir;
@@ -51,6 +54,70 @@ SmallVector<StringRef> stateNames(const TrainStepOptions &opt) {
 
 } // namespace
 
+namespace {
+
+// Dynamic loss scaling's values in the step: its state arguments (log2, growth tracker,
+// skipped steps) and the scale.
+struct LossScaler {
+  SmallVector<Value> state;
+  Value scale;
+};
+
+// After the backward pass: each trained parameter's gradient unscaled (times 1/scale, exact for
+// a power of two, as GradScaler's unscale_), `skip` = 1 when any gradient element is not finite
+// (Σ g·0 is NaN then, 0 otherwise; under data parallelism the partitioner sums it over the
+// ranks, so every rank skips together), `optimizerStep` = the step's number minus the steps
+// skipped so far, and the state's next values (GradScaler.update with growth 2, backoff 0.5):
+// found: log2 - 1, tracker 0; else tracker + 1, and when it reaches the interval log2 + 1,
+// tracker 0.
+SmallVector<Value> unscaleGradients(OpBuilder &b, Location loc, const TrainStepOptions &opt,
+                                    const LossScaler &scaler, MutableArrayRef<Trainee> trained,
+                                    Value nextStep, Value &skip, Value &optimizerStep) {
+  auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+  auto constant = [&](float v) {
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(f32Scalar, v));
+  };
+  Value inverse = b.create<DivOp>(loc, f32Scalar, constant(1.0f), scaler.scale);
+  Value zero = constant(0.0f), nonFinite;
+  for (Trainee &t : trained) {
+    auto type = cast<RankedTensorType>(t.grad.getType());
+    t.grad = b.create<MulOp>(loc, type, t.grad, inverse);
+    Value probe = b.create<MulOp>(loc, type, t.grad, zero);
+    SmallVector<int64_t> axes(type.getRank());
+    std::iota(axes.begin(), axes.end(), 0);
+    if (!axes.empty())
+      probe = b.create<ReduceSumOp>(loc, f32Scalar, probe, b.getDenseI64ArrayAttr(axes),
+                                    b.getBoolAttr(false));
+    nonFinite = nonFinite ? b.create<AddOp>(loc, f32Scalar, nonFinite, probe).getResult() : probe;
+  }
+  auto boolScalar = RankedTensorType::get({}, b.getI1Type());
+  Value finite = b.create<EqualOp>(loc, boolScalar, nonFinite, zero);
+  Value found = b.create<NotOp>(loc, boolScalar, finite);
+  skip = b.create<CastOp>(loc, f32Scalar, found, TypeAttr::get(b.getF32Type()));
+  Value one = constant(1.0f);
+  Value notFound = b.create<SubOp>(loc, f32Scalar, one, skip);
+  Value log2 = scaler.state[0], tracker = scaler.state[1], skipped = scaler.state[2];
+  Value counted = b.create<MulOp>(loc, f32Scalar,
+                                  b.create<AddOp>(loc, f32Scalar, tracker, one), notFound);
+  Value grow = b.create<CastOp>(
+      loc, f32Scalar,
+      b.create<EqualOp>(loc, boolScalar, counted,
+                        constant(static_cast<float>(opt.lossScaleGrowthInterval))),
+      TypeAttr::get(b.getF32Type()));
+  Value newTracker = b.create<MulOp>(loc, f32Scalar, counted,
+                                     b.create<SubOp>(loc, f32Scalar, one, grow));
+  Value newLog2 = b.create<AddOp>(loc, f32Scalar,
+                                  b.create<SubOp>(loc, f32Scalar, log2, skip), grow);
+  Value newSkipped = b.create<AddOp>(loc, f32Scalar, skipped, skip);
+  auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+  optimizerStep = b.create<SubOp>(
+      loc, i64Scalar, nextStep,
+      b.create<CastOp>(loc, i64Scalar, skipped, TypeAttr::get(b.getI64Type())));
+  return {newLog2, newTracker, newSkipped};
+}
+
+} // namespace
+
 LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) {
   MLIRContext *ctx = forward.getContext();
   if (opt.optimizer != "adamw" && opt.optimizer != "sgd")
@@ -90,7 +157,33 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
     trainees.push_back({name.str(), arg, Value(), {}});
     wrt.push_back(arg);
   }
-  FailureOr<SmallVector<Value>> grads = buildGradients(body, loss, wrt);
+  // Dynamic loss scaling: the scale, init x 2^log2 (exact: a power of two), from its state.
+  Builder attrs(ctx);
+  auto f32Scalar = RankedTensorType::get({}, attrs.getF32Type());
+  auto addArg = [&](Type type, StringRef attr, Attribute value) {
+    unsigned index = step.getNumArguments();
+    step.insertArgument(index, type, attrs.getDictionaryAttr(attrs.getNamedAttr(attr, value)),
+                        step.getLoc());
+    return step.getArgument(index);
+  };
+  LossScaler scaler;
+  if (opt.dynamicLossScale) {
+    if (!(opt.lossScaleInit > 0.0) || std::ilogb(opt.lossScaleInit) < -126 ||
+        std::ilogb(opt.lossScaleInit) > 127 || opt.lossScaleGrowthInterval < 1)
+      return forward.emitError("dynamic loss scaling needs a positive, finite f32 initial "
+                               "scale and a growth interval >= 1");
+    for (StringRef name : {kLossScaleLog2State, kLossScaleGrowthState, kLossScaleSkippedState})
+      scaler.state.push_back(addArg(f32Scalar, kStateAttr, attrs.getStringAttr(name)));
+    OpBuilder top = OpBuilder::atBlockBegin(&body);
+    Location sloc = NameLoc::get(attrs.getStringAttr("loss_scale"), step.getLoc());
+    auto constant = [&](float v) {
+      return top.create<ConstantOp>(sloc, DenseElementsAttr::get(f32Scalar, v));
+    };
+    Value power = top.create<PowOp>(sloc, f32Scalar, constant(2.0f), scaler.state[0]);
+    scaler.scale = top.create<MulOp>(sloc, f32Scalar,
+                                     constant(static_cast<float>(opt.lossScaleInit)), power);
+  }
+  FailureOr<SmallVector<Value>> grads = buildGradients(body, loss, wrt, scaler.scale);
   if (failed(grads)) {
     step.erase();
     return failure();
@@ -110,19 +203,11 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   }
 
   // New arguments: optimizer state per trained parameter, then the step count and the lr.
-  Builder attrs(ctx);
-  auto addArg = [&](Type type, StringRef attr, Attribute value) {
-    unsigned index = step.getNumArguments();
-    step.insertArgument(index, type, attrs.getDictionaryAttr(attrs.getNamedAttr(attr, value)),
-                        step.getLoc());
-    return step.getArgument(index);
-  };
   for (Trainee &t : trained)
     for (StringRef s : stateNames(opt))
       t.state.push_back(addArg(t.param.getType(), kStateAttr,
                                attrs.getStringAttr(t.name + "." + s.str())));
   auto i64Scalar = RankedTensorType::get({}, attrs.getI64Type());
-  auto f32Scalar = RankedTensorType::get({}, attrs.getF32Type());
   Value stepArg = addArg(i64Scalar, kStepAttr, attrs.getUnitAttr());
   Value lrArg = addArg(f32Scalar, kLrAttr, attrs.getUnitAttr());
 
@@ -145,6 +230,16 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
 
   OpBuilder b(ret);
 
+  // With loss scaling: unscaled gradients, the found-inf flag the updates skip on, and the
+  // optimizer's step count (the steps not skipped).
+  Value skip, optimizerStep = nextStep;
+  SmallVector<Value> scalerResults;
+  if (opt.dynamicLossScale) {
+    Location sloc = NameLoc::get(attrs.getStringAttr("loss_scale"), step.getLoc());
+    scalerResults = unscaleGradients(b, sloc, opt, scaler, trained, nextStep, skip,
+                                     optimizerStep);
+  }
+
   if (opt.gradClip > 0.0) {
     SmallVector<Value> all;
     for (Trainee &t : trained)
@@ -158,6 +253,13 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   SmallVector<Value> results{loss};
   SmallVector<DictionaryAttr> resultAttrs{
       attrs.getDictionaryAttr(attrs.getNamedAttr(kOutputAttr, attrs.getStringAttr(kLossName)))};
+  if (opt.dynamicLossScale)
+    for (auto [value, name] : {std::pair<Value, StringRef>{scaler.scale, kLossScaleOutput},
+                               {skip, kLossScaleOverflowOutput}}) {
+      results.push_back(value);
+      resultAttrs.push_back(
+          attrs.getDictionaryAttr(attrs.getNamedAttr(kOutputAttr, attrs.getStringAttr(name))));
+    }
   SmallVector<Value> newStates;
   SmallVector<DictionaryAttr> stateAttrs;
   for (Trainee &t : trained) {
@@ -166,14 +268,16 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
     if (opt.optimizer == "adamw") {
       auto u = b.create<AdamWUpdateOp>(
           ploc, TypeRange{t.param.getType(), t.param.getType(), t.param.getType()}, t.param,
-          t.grad, t.state[0], t.state[1], nextStep, lrArg, b.getF64FloatAttr(opt.beta1),
+          t.grad, t.state[0], t.state[1], optimizerStep, lrArg, skip,
+          b.getF64FloatAttr(opt.beta1),
           b.getF64FloatAttr(opt.beta2), b.getF64FloatAttr(opt.eps),
           b.getF64FloatAttr(opt.weightDecay));
       updated.assign(u->result_begin(), u->result_end());
     } else {
       auto u = b.create<SGDUpdateOp>(
           ploc, TypeRange{t.param.getType(), t.param.getType()}, t.param, t.grad, t.state[0],
-          nextStep, lrArg, b.getF64FloatAttr(opt.momentum), b.getF64FloatAttr(opt.dampening),
+          optimizerStep, lrArg, skip, b.getF64FloatAttr(opt.momentum),
+          b.getF64FloatAttr(opt.dampening),
           b.getF64FloatAttr(opt.weightDecay), b.getBoolAttr(opt.nesterov));
       updated.assign(u->result_begin(), u->result_end());
     }
@@ -188,6 +292,14 @@ LogicalResult buildTrainStep(func::FuncOp forward, const TrainStepOptions &opt) 
   }
   llvm::append_range(results, newStates);
   llvm::append_range(resultAttrs, stateAttrs);
+  for (auto [value, name] : llvm::zip(scalerResults, ArrayRef<StringRef>{
+                                                         kLossScaleLog2State,
+                                                         kLossScaleGrowthState,
+                                                         kLossScaleSkippedState})) {
+    results.push_back(value);
+    resultAttrs.push_back(
+        attrs.getDictionaryAttr(attrs.getNamedAttr(kStateAttr, attrs.getStringAttr(name))));
+  }
   for (auto [value, name] : bufferUpdates) {
     results.push_back(value);
     resultAttrs.push_back(attrs.getDictionaryAttr(attrs.getNamedAttr(kBufferAttr, name)));

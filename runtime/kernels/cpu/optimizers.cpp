@@ -22,6 +22,8 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 
 #include <cmath>
+#include <cstring>
+#include <initializer_list>
 #include <string>
 
 namespace shardc::runtime::cpu {
@@ -54,11 +56,33 @@ Status readLr(const char *kernel, const Tensor &t, float *lr) {
   return Status::ok();
 }
 
+// The optional skip flag (input `index`, an f32 scalar; dynamic loss scaling's found-inf):
+// *skip is true when it is present and nonzero.
+Status readSkip(const char *kernel, const KernelArgs &args, size_t index, bool *skip) {
+  *skip = false;
+  if (args.inputs.size() <= index || !args.inputs[index].present())
+    return Status::ok();
+  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "skip", args.inputs[index], {}));
+  *skip = args.inputs[index].as<float>()[0] != 0.0f;
+  return Status::ok();
+}
+
+// A skipped step: every output keeps its input's value (nothing to do where it is updated in
+// place). `pairs` are (input index, output index).
+void keepInputs(KernelArgs &args, std::initializer_list<std::pair<int, int>> pairs) {
+  for (auto [in, out] : pairs) {
+    const Tensor &from = args.inputs[in];
+    const Tensor &to = args.outputs[out];
+    if (to.data != from.data)
+      std::memcpy(to.data, from.data, static_cast<size_t>(from.numel()) * sizeof(float));
+  }
+}
+
 } // namespace
 
 Status adamwUpdateKernel(KernelArgs &args) {
   const char *kernel = "adamw_update";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(6), Arity::exactly(3)));
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(6, 1), Arity::exactly(3)));
   const Tensor &param = args.inputs[0], &grad = args.inputs[1], &expAvg = args.inputs[2],
                &expAvgSq = args.inputs[3];
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "param", param, program::F32));
@@ -96,6 +120,12 @@ Status adamwUpdateKernel(KernelArgs &args) {
   const float bc2SqrtF = static_cast<float>(biasCorrection2Sqrt);
   const float negStepSize = static_cast<float>(-stepSize);
 
+  bool skip = false;
+  SHARDC_RETURN_IF_ERROR(readSkip(kernel, args, 6, &skip));
+  if (skip) {
+    keepInputs(args, {{0, 0}, {2, 1}, {3, 2}});
+    return Status::ok();
+  }
   const float *p = param.as<float>(), *g = grad.as<float>(), *m = expAvg.as<float>(),
               *v = expAvgSq.as<float>();
   float *pOut = args.outputs[0].as<float>(), *mOut = args.outputs[1].as<float>(),
@@ -116,7 +146,7 @@ Status adamwUpdateKernel(KernelArgs &args) {
 
 Status sgdUpdateKernel(KernelArgs &args) {
   const char *kernel = "sgd_update";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(5), Arity::exactly(2)));
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(5, 1), Arity::exactly(2)));
   const Tensor &param = args.inputs[0], &grad = args.inputs[1], &buffer = args.inputs[2];
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "param", param, program::F32));
   const std::vector<int64_t> &shape = param.shape;
@@ -145,6 +175,12 @@ Status sgdUpdateKernel(KernelArgs &args) {
   const float bufferScale = static_cast<float>(1.0 - dampening);
   const float negLr = -lrF; // alpha=-lr: exact in f32
 
+  bool skip = false;
+  SHARDC_RETURN_IF_ERROR(readSkip(kernel, args, 5, &skip));
+  if (skip) {
+    keepInputs(args, {{0, 0}, {2, 1}});
+    return Status::ok();
+  }
   const float *p = param.as<float>(), *g = grad.as<float>(), *b = buffer.as<float>();
   float *pOut = args.outputs[0].as<float>(), *bOut = args.outputs[1].as<float>();
   const int64_t n = param.numel();

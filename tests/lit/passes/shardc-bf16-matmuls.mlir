@@ -1,4 +1,12 @@
 // RUN: shardc-opt %s -split-input-file --shardc-bf16-matmuls | FileCheck %s
+// --precision fp16 rounds to f16 the same way.
+// RUN: shardc-opt %s -split-input-file --shardc-bf16-matmuls="dtype=f16" | FileCheck %s --check-prefix=F16
+// RUN: not shardc-opt %s -split-input-file --shardc-bf16-matmuls="dtype=f8" 2>&1 | FileCheck %s --check-prefix=BADTYPE
+// F16-LABEL: func.func @forward
+// F16: %[[VH:.*]] = graph.cast %arg2 {to = f16} : (tensor<3x3xf32>) -> tensor<3x3xf16>
+// F16-NEXT: graph.cast %[[VH]] {to = f32} : (tensor<3x3xf16>) -> tensor<3x3xf32>
+// F16-NOT: bf16
+// BADTYPE: error: shardc-bf16-matmuls: dtype 'f8': expected bf16 or f16
 
 // Each product's operands and result are rounded to bf16 through an f32 -> bf16 -> f32 cast
 // pair, once per value: the weight %v read by two products is cast once, and the rounded

@@ -4,6 +4,7 @@
 // checked by optimizer_torch_test.cpp.
 #include "tests/unit/kernels/test_support.h"
 
+#include <cmath>
 #include <limits>
 
 namespace shardc::runtime::testing {
@@ -80,6 +81,68 @@ TEST(AdamWUpdate, FirstStepMovesByLr) {
                                  "weight_decay", 0.0f)));
   expectValuesNear(newP.values<float>(), {0.99f, 1.01f, 1.0f}, 1e-6);
   expectValuesNear(newM.values<float>(), {0.05f, -0.2f, 0.0f}, 1e-6);
+}
+
+// Dynamic loss scaling's skip flag: nonzero keeps every output at its input's value (a step
+// GradScaler skips), even with non-finite gradients; zero is the ordinary step.
+TEST(AdamWUpdate, SkipFlagKeepsTheState) {
+  const std::vector<int64_t> shape = {3};
+  const HostTensor p = HostTensor::of<float>(shape, {1, -2, 3});
+  const HostTensor m = HostTensor::of<float>(shape, {0.1f, 0.2f, 0.3f});
+  const HostTensor v = HostTensor::of<float>(shape, {0.01f, 0.02f, 0.03f});
+  const HostTensor g = HostTensor::of<float>(
+      shape, {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1});
+  const Attrs attrs =
+      Attrs().f("beta1", 0.9f).f("beta2", 0.999f).f("eps", 1e-8f).f("weight_decay", 0.01f);
+  for (float skip : {1.0f, 0.0f}) {
+    HostTensor newP(program::F32, shape), newM(program::F32, shape), newV(program::F32, shape);
+    ASSERT_KERNEL_OK(runKernel("adamw_update",
+                               {p, g, m, v, HostTensor::scalar<int64_t>(3),
+                                HostTensor::scalar(1e-3f), HostTensor::scalar(skip)},
+                               {newP, newM, newV}, attrs));
+    if (skip != 0.0f) {
+      EXPECT_EQ(newP.values<float>(), p.values<float>());
+      EXPECT_EQ(newM.values<float>(), m.values<float>());
+      EXPECT_EQ(newV.values<float>(), v.values<float>());
+    } else {
+      // Not skipped: the non-finite gradients reach the state, as an unguarded step would.
+      EXPECT_FALSE(std::isfinite(newM.values<float>()[0]));
+      EXPECT_NE(newP.values<float>()[2], p.values<float>()[2]);
+    }
+  }
+}
+
+TEST(SgdUpdate, SkipFlagKeepsTheState) {
+  const std::vector<int64_t> shape = {2};
+  const HostTensor p = HostTensor::of<float>(shape, {1, -2});
+  const HostTensor b = HostTensor::of<float>(shape, {0.5f, 0.25f});
+  const HostTensor g =
+      HostTensor::of<float>(shape, {std::numeric_limits<float>::infinity(), 1.0f});
+  HostTensor newP(program::F32, shape), newB(program::F32, shape);
+  ASSERT_KERNEL_OK(runKernel("sgd_update",
+                             {p, g, b, HostTensor::scalar<int64_t>(2), HostTensor::scalar(0.1f),
+                              HostTensor::scalar(1.0f)},
+                             {newP, newB},
+                             Attrs().f("momentum", 0.9f).f("dampening", 0.0f).f("weight_decay",
+                                                                                 0.0f).i("nesterov",
+                                                                                         0)));
+  EXPECT_EQ(newP.values<float>(), p.values<float>());
+  EXPECT_EQ(newB.values<float>(), b.values<float>());
+}
+
+TEST(AdamWUpdate, RejectsAMalformedSkipFlag) {
+  const std::vector<int64_t> shape = {2};
+  HostTensor newP(program::F32, shape), newM(program::F32, shape), newV(program::F32, shape);
+  Status status = runKernel(
+      "adamw_update",
+      {HostTensor::of<float>(shape, {1, 2}), HostTensor::of<float>(shape, {1, 2}),
+       HostTensor::of<float>(shape, {0, 0}), HostTensor::of<float>(shape, {0, 0}),
+       HostTensor::scalar<int64_t>(1), HostTensor::scalar(1e-3f),
+       HostTensor::of<float>(shape, {1, 1})},
+      {newP, newM, newV},
+      Attrs().f("beta1", 0.9f).f("beta2", 0.999f).f("eps", 1e-8f).f("weight_decay", 0.0f));
+  EXPECT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("skip"), std::string::npos) << status.message();
 }
 
 struct SgdConfig {

@@ -13,9 +13,12 @@ namespace shardc {
 // (tied weights, residual connections). Only paths from `wrt` to `loss` are differentiated.
 // The result has one entry per `wrt` value: null when the loss does not depend on it
 // (e.g. a causal-mask buffer that only feeds a comparison). Ops on a differentiable path
-// without a gradient rule are errors, emitted at the op.
+// without a gradient rule are errors, emitted at the op. `seed` is the loss's own gradient
+// (an f32 scalar defined before the block's terminator; dynamic loss scaling's scale), 1 when
+// not given.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
-buildGradients(mlir::Block &block, mlir::Value loss, llvm::ArrayRef<mlir::Value> wrt);
+buildGradients(mlir::Block &block, mlir::Value loss, llvm::ArrayRef<mlir::Value> wrt,
+               mlir::Value seed = {});
 
 } // namespace shardc
 

@@ -19,6 +19,14 @@ struct TrainStepOptions {
   std::string trainable;  // regex: when set, only matching parameters are trained
   // "fp32", or "bf16": matrix products on bf16-rounded values (shardc-bf16-matmuls).
   std::string precision = "fp32";
+  // Dynamic loss scaling (torch.cuda.amp.GradScaler's rule, with its growth factor 2 and
+  // backoff 0.5): the backward pass starts from the loss scale instead of 1, the gradients are
+  // unscaled in f32, a step whose gradients are not all finite is skipped (parameters and
+  // optimizer state unchanged) and halves the scale; `lossScaleGrowthInterval` finite steps in
+  // a row double it. --precision fp16 turns it on.
+  bool dynamicLossScale = false;
+  double lossScaleInit = 65536.0;
+  int64_t lossScaleGrowthInterval = 2000;
   // Recomputation in the backward pass (shardc-remat): "none", "full" or "selective".
   std::string remat = "none";
 };
@@ -30,6 +38,19 @@ inline constexpr llvm::StringLiteral kStepAttr = "graph.step";
 // runtime's training loop reads the loss by this name.
 inline constexpr llvm::StringLiteral kLossName = "loss";
 inline constexpr llvm::StringLiteral kLrAttr = "graph.lr";
+// Dynamic loss scaling's state (graph.state names, f32 scalars starting at 0): the scale is
+// init x 2^log2; the finite steps since the scale last changed; the steps skipped so far (the
+// optimizer's own step count is the step's number minus these).
+inline constexpr llvm::StringLiteral kLossScaleLog2State = "loss_scale.log2";
+inline constexpr llvm::StringLiteral kLossScaleGrowthState = "loss_scale.growth_tracker";
+inline constexpr llvm::StringLiteral kLossScaleSkippedState = "loss_scale.skipped_steps";
+inline bool isLossScaleState(llvm::StringRef name) {
+  return name == kLossScaleLog2State || name == kLossScaleGrowthState ||
+         name == kLossScaleSkippedState;
+}
+// ... and its outputs (graph.output names): the step's scale, 1 when it was skipped.
+inline constexpr llvm::StringLiteral kLossScaleOutput = "loss_scale";
+inline constexpr llvm::StringLiteral kLossScaleOverflowOutput = "loss_scale_overflow";
 // The run's random seed (i64 scalar), an argument only when a training dropout needs it.
 inline constexpr llvm::StringLiteral kSeedAttr = "graph.seed";
 

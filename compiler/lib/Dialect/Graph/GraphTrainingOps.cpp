@@ -46,6 +46,8 @@ LogicalResult AdamWUpdateOp::verify() {
       return failure();
   if (failed(verifyScalar(*this, getStep(), "step")) || failed(verifyScalar(*this, getLr(), "lr")))
     return failure();
+  if (getSkip() && failed(verifyScalar(*this, getSkip(), "skip")))
+    return failure();
   return success();
 }
 
@@ -57,6 +59,8 @@ LogicalResult SGDUpdateOp::verify() {
     if (failed(verifySameType(*this, v, p, what)))
       return failure();
   if (failed(verifyScalar(*this, getStep(), "step")) || failed(verifyScalar(*this, getLr(), "lr")))
+    return failure();
+  if (getSkip() && failed(verifyScalar(*this, getSkip(), "skip")))
     return failure();
   return success();
 }

@@ -130,9 +130,14 @@ def Graph_AvgPoolGradOp : Graph_Op<"avg_pool_grad", [Pure]> {
 
 def Graph_AdamWUpdateOp : Graph_Op<"adamw_update", [Pure]> {
   let summary = "torch.optim.AdamW step for one parameter; `step` counts from 1";
+  let description = [{
+    With `skip` (an f32 scalar, dynamic loss scaling's found-inf flag), a nonzero value skips
+    the step: every result is its input, as when GradScaler does not call optimizer.step().
+  }];
   let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
                    Graph_FloatTensor:$exp_avg, Graph_FloatTensor:$exp_avg_sq,
                    RankedTensorOf<[I64]>:$step, Graph_FloatTensor:$lr,
+                   Optional<Graph_FloatTensor>:$skip,
                    F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
   let results = (outs Graph_FloatTensor:$new_param, Graph_FloatTensor:$new_exp_avg,
                   Graph_FloatTensor:$new_exp_avg_sq);
@@ -142,9 +147,13 @@ def Graph_AdamWUpdateOp : Graph_Op<"adamw_update", [Pure]> {
 
 def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
   let summary = "torch.optim.SGD step for one parameter; `step` counts from 1";
+  let description = [{
+    With `skip` (an f32 scalar), a nonzero value skips the step (as adamw_update's).
+  }];
   let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
                    Graph_FloatTensor:$momentum_buffer, RankedTensorOf<[I64]>:$step,
-                   Graph_FloatTensor:$lr, F64Attr:$momentum, F64Attr:$dampening,
+                   Graph_FloatTensor:$lr, Optional<Graph_FloatTensor>:$skip,
+                   F64Attr:$momentum, F64Attr:$dampening,
                    F64Attr:$weight_decay, BoolAttr:$nesterov);
   let results = (outs Graph_FloatTensor:$new_param, Graph_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
