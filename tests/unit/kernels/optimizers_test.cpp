@@ -287,7 +287,7 @@ TEST(AdamWUpdate, RejectsMalformedCalls) {
   HostTensor step = HostTensor::scalar<int64_t>(1), lr = HostTensor::scalar(1e-3f);
   EXPECT_KERNEL_ERROR(runKernel("adamw_update", {f4, f4, f4, f4, step}, {o1, o2, o3},
                                 adamwAttrs()),
-                      "expected 6 inputs");
+                      "expected 6 to 7 inputs, got 5");
   EXPECT_KERNEL_ERROR(runKernel("adamw_update", {f4, f4, f4, f4, step, lr}, {o1, o2},
                                 adamwAttrs()),
                       "expected 3 outputs");
@@ -328,7 +328,7 @@ TEST(SgdUpdate, RejectsMalformedCalls) {
       o2(program::F32, {4});
   HostTensor step = HostTensor::scalar<int64_t>(2), lr = HostTensor::scalar(0.1f);
   EXPECT_KERNEL_ERROR(runKernel("sgd_update", {f4, f4, f4, step}, {o1, o2}, sgdAttrs()),
-                      "expected 5 inputs");
+                      "expected 5 to 6 inputs, got 4");
   EXPECT_KERNEL_ERROR(runKernel("sgd_update", {f4, f4, f22, step, lr}, {o1, o2}, sgdAttrs()),
                       "momentum_buffer has shape [2x2], expected [4]");
   EXPECT_KERNEL_ERROR(runKernel("sgd_update",
