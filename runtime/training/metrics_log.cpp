@@ -50,7 +50,8 @@ std::string MetricsLog::formatLine(int64_t step, float loss, float lr, double st
   if (skippedSteps >= 0)
     line += ", \"skipped_steps\": " + std::to_string(skippedSteps);
   if (lossScale != nullptr)
-    line += ", \"loss_scale\": " + number(lossScale->scale, "%.9g") +
+    // A power of two: printed whole, every digit exact.
+    line += ", \"loss_scale\": " + number(lossScale->scale, "%.17g") +
             ", \"overflow\": " + (lossScale->overflow ? "true" : "false");
   return line + "}";
 }

@@ -26,6 +26,13 @@ TEST(MetricsLog, NonFiniteLossIsNull) {
   EXPECT_NE(line.find("\"loss\": null,"), std::string::npos) << line;
 }
 
+TEST(MetricsLog, ReportsTheLossScaleAndOverflow) {
+  MetricsLog::LossScale scale{1073741824.0f, true};
+  EXPECT_EQ(MetricsLog::formatLine(2, 1.5f, 1e-3f, 1.0, nullptr, -1, &scale),
+            "{\"step\": 2, \"loss\": 1.5, \"lr\": 0.00100000005, \"step_time_ms\": 1.000, "
+            "\"loss_scale\": 1073741824, \"overflow\": true}");
+}
+
 TEST(ProgressLine, ReportsStepLossLrThroughputAndEta) {
   ProgressLine progress(stderr, false, 0, 100, 32, "samples");
   // 10 steps of 32 samples in 2 s: 160 samples/s; 90 steps left at 0.2 s each: 18 s.
