@@ -246,3 +246,23 @@ def run_cases(cases):
             print(f"PASS {name}" + (f": {info}" if info else ""))
     print(f"{len(cases) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
+
+
+def reference_data(model, model_dir, out, batches=4):
+    """Writes `batches` batches of train_reference.py's deterministic data for the test model
+    exported in `model_dir` (at its batch) into OUT/data, and returns that directory."""
+    models = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "models")
+    subprocess.run([sys.executable, os.path.join(models, "train_reference.py"), "--model", model,
+                    "--model-dir", model_dir, "--out", out, "--steps", "1", "--make-data",
+                    str(batches)], check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(out, "data")
+
+
+def report(results):
+    """Prints PASS/FAIL and the text of each (ok, text) of `results`, then `N passed, M
+    failed`; returns the exit status."""
+    for ok, text in results:
+        print(("PASS " if ok else "FAIL ") + text, flush=True)
+    failed = sum(1 for ok, _ in results if not ok)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0

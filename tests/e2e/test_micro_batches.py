@@ -29,11 +29,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = os.path.join(HERE, os.pardir, "models")
 sys.path.insert(0, HERE)
 import e2e_util  # noqa: E402
 
-PYTHON = sys.executable
 RTOL = 1e-6
 LR = 1e-3
 STATIC_BATCH = 8
@@ -67,13 +65,6 @@ def worst(a, b):
     return max(abs(x - y) / abs(y) for x, y in zip(a, b))
 
 
-def make_data(model, model_dir, out):
-    subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
-                    "--model-dir", model_dir, "--out", out, "--steps", "1", "--make-data", "4"],
-                   check=True, stdout=subprocess.DEVNULL)
-    return os.path.join(out, "data")
-
-
 def run(cmd):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -101,7 +92,7 @@ def check_model(model, style, runs, args, results):
     model_dir = e2e_util.export_test_model(
         model, os.path.join(work, "model"),
         static_batch=STATIC_BATCH if style == "static" else None)
-    data = make_data(model, model_dir, os.path.join(work, "reference"))
+    data = e2e_util.reference_data(model, model_dir, os.path.join(work, "reference"))
     base = train(args, model_dir, os.path.join(work, "k1.shard"), data, [])
     if isinstance(base, str):
         results.append((False, f"{model}_{style} k1: {base}"))
@@ -177,11 +168,7 @@ def main():
     for model, style, runs in CASES:
         check_model(model, style, runs, args, results)
     check_refusals(args, results)
-    for ok, line in results:
-        print(("PASS " if ok else "FAIL ") + line, flush=True)
-    failed = sum(1 for ok, _ in results if not ok)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return e2e_util.report(results)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ Prints PASS/FAIL per case and `N passed, M failed`.
 
 import argparse
 import filecmp
-import json
 import os
 import re
 import subprocess
@@ -39,7 +38,6 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, MODELS)
 import e2e_util  # noqa: E402
 
-PYTHON = sys.executable
 LR = 1e-3
 STATIC_BATCH = 8
 MODES = ["none", "selective", "full"]
@@ -55,13 +53,6 @@ def run(cmd):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def make_data(model, model_dir, out):
-    subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
-                    "--model-dir", model_dir, "--out", out, "--steps", "1", "--make-data", "4"],
-                   check=True, stdout=subprocess.DEVNULL)
-    return os.path.join(out, "data")
-
-
 def train(args, model_dir, bundle, data, flags):
     res = run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle,
                *e2e_util.input_shape_flags(model_dir), *flags])
@@ -74,10 +65,9 @@ def train(args, model_dir, bundle, data, flags):
         return f"shardrun {bundle}: exit {res.returncode}: {res.stdout.strip()[-400:]}"
     peaks = [(int(p), int(m)) for p, m in
              re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", res.stdout)]
-    # The metrics file as written: the loss values compared as text (9 significant digits
-    # identify a float32).
-    loss_text = [re.search(r'"loss": ([^,}]+)', line).group(1)
-                 for line in open(bundle + ".jsonl")]
+    # The loss values as written: equal text is equal bits (9 significant digits).
+    loss_text = [e2e_util.metrics_field(line, "loss")
+                 for line in e2e_util.metric_lines(bundle + ".jsonl")]
     return {"losses": loss_text, "peaks": peaks, "outputs": outputs,
             "plan": open(os.path.join(bundle, "plan.txt")).read()}
 
@@ -103,7 +93,7 @@ def check_model(model, style, configs, args, results):
     model_dir = e2e_util.export_test_model(
         model, os.path.join(work, "model"),
         static_batch=STATIC_BATCH if style == "static" else None)
-    data = make_data(model, model_dir, os.path.join(work, "reference"))
+    data = e2e_util.reference_data(model, model_dir, os.path.join(work, "reference"))
     for config, flags in configs:
         runs = {}
         for mode in MODES:
@@ -185,11 +175,7 @@ def main():
     results = []
     for model, style, configs in CASES:
         check_model(model, style, configs, args, results)
-    for ok, line in results:
-        print(("PASS " if ok else "FAIL ") + line, flush=True)
-    failed = sum(1 for ok, _ in results if not ok)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return e2e_util.report(results)
 
 
 if __name__ == "__main__":
