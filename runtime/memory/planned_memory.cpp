@@ -70,6 +70,8 @@ void planArenaPeak(const program::Program &program, PlannedMemory *plan) {
       // proto3 enums keep unknown values: a role this runtime does not know is unclassified.
       const int role = program::BufferRole_IsValid(buffer.role()) ? buffer.role() : 0;
       plan->arenaLiveByRole[static_cast<size_t>(role)] += buffer.size_bytes();
+      plan->arenaLiveByRoleAndDtype[static_cast<size_t>(role)][buffer.dtype()] +=
+          buffer.size_bytes();
       plan->arenaLive += buffer.size_bytes();
     }
   plan->arena = AlignedBuffer::allocationSize(program.arena_bytes());

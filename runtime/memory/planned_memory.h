@@ -22,6 +22,7 @@
 #include "runtime/program/program.pb.h"
 
 #include <array>
+#include <map>
 #include <cstdint>
 
 namespace shardc::runtime {
@@ -39,6 +40,8 @@ struct PlannedMemory {
   uint64_t arena = 0;
   int64_t arenaPeakPoint = -1;
   std::array<uint64_t, kBufferRoleCount> arenaLiveByRole{}; // indexed by BufferRole
+  // The same bytes by role and element type (each role's map adds up to its arenaLiveByRole).
+  std::array<std::map<program::DType, uint64_t>, kBufferRoleCount> arenaLiveByRoleAndDtype{};
   uint64_t arenaLive = 0;                                   // the sum of arenaLiveByRole
   uint64_t arenaUnused = 0; // arena - arenaLive: fragmentation and alignment padding
 

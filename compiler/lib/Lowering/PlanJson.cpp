@@ -164,6 +164,17 @@ JsonValue memoryJson(const program::Bundle &bundle, const PlanSummary &s,
         program::ROLE_BUFFER, program::BUFFER_ROLE_UNSPECIFIED})
     live.add(roleKey(role), u64(m.arenaLiveByRole[static_cast<size_t>(role)]));
   arena.add("live_by_role", std::move(live));
+  // The same bytes by role and element type: {"activation": {"f32": n, "bf16": m}, ...}.
+  JsonValue byDtype = JsonValue::object();
+  for (size_t role = 0; role < m.arenaLiveByRoleAndDtype.size(); ++role) {
+    if (m.arenaLiveByRoleAndDtype[role].empty())
+      continue;
+    JsonValue dtypes = JsonValue::object();
+    for (auto [dtype, bytes] : m.arenaLiveByRoleAndDtype[role])
+      dtypes.add(runtime::dtypeName(dtype), u64(bytes));
+    byDtype.add(roleKey(static_cast<program::BufferRole>(role)), std::move(dtypes));
+  }
+  arena.add("live_by_role_and_dtype", std::move(byDtype));
   arena.add("unused", u64(m.arenaUnused));
   o.add("arena", std::move(arena));
   JsonValue weights = JsonValue::object();

@@ -181,6 +181,19 @@ std::string schedulePoint(const program::Program &p, int64_t point) {
   return "during #" + std::to_string(point) + " " + op.kernel() + " '" + op.name() + "'";
 }
 
+// A role's bytes by element type: ", f32" for one, ": f32 N + bf16 M" for several.
+std::string byDtype(const std::map<program::DType, uint64_t> &bytes) {
+  if (bytes.empty())
+    return "";
+  if (bytes.size() == 1)
+    return std::string(", ") + runtime::dtypeName(bytes.begin()->first);
+  std::string text;
+  for (auto [dtype, n] : bytes)
+    text += (text.empty() ? ": " : " + ") + std::string(runtime::dtypeName(dtype)) + " " +
+            std::to_string(n);
+  return text;
+}
+
 constexpr program::BufferRole kRoleOrder[] = {
     program::ROLE_PARAMETER,         program::ROLE_GRADIENT,
     program::ROLE_OPTIMIZER_STATE,   program::ROLE_INPUT,
@@ -198,7 +211,8 @@ void formatMemory(const program::Program &p, std::ostringstream &os) {
   for (program::BufferRole role : kRoleOrder) {
     uint64_t bytes = plan.arenaLiveByRole[static_cast<size_t>(role)];
     if (bytes > 0 || role == program::ROLE_ACTIVATION)
-      os << "    " << runtime::bufferRoleName(role) << ": " << exactBytes(bytes) << "\n";
+      os << "    " << runtime::bufferRoleName(role) << ": " << exactBytes(bytes)
+         << byDtype(plan.arenaLiveByRoleAndDtype[static_cast<size_t>(role)]) << "\n";
   }
   os << "    unused (fragmentation, alignment): " << exactBytes(plan.arenaUnused) << "\n";
   os << "  weights: " << exactBytes(plan.weights) << "\n";

@@ -347,7 +347,8 @@ PlanComm commOf(const program::Program &p, int worldSize) {
 
 bool sameMemory(const runtime::PlannedMemory &a, const runtime::PlannedMemory &b) {
   return a.arena == b.arena && a.arenaPeakPoint == b.arenaPeakPoint &&
-         a.arenaLiveByRole == b.arenaLiveByRole && a.arenaLive == b.arenaLive &&
+         a.arenaLiveByRole == b.arenaLiveByRole &&
+         a.arenaLiveByRoleAndDtype == b.arenaLiveByRoleAndDtype && a.arenaLive == b.arenaLive &&
          a.arenaUnused == b.arenaUnused && a.weights == b.weights &&
          a.weightsParameters == b.weightsParameters &&
          a.weightsConstants == b.weightsConstants && a.weightsPadding == b.weightsPadding &&
