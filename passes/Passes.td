@@ -100,6 +100,9 @@ def Remat : Pass<"shardc-remat", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"mode", "mode", "std::string", "\"none\"", "none, full or selective">,
+    Option<"units", "units", "int64_t", "-1",
+           "only the first N units (forward order) take the mode, the rest the next lighter "
+           "one (full -> selective -> none); -1: every unit (--remat auto's per-unit plans)">,
   ];
 }
 

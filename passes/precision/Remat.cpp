@@ -141,19 +141,36 @@ struct RematPass : impl::RematBase<RematPass> {
         for (Value r : op.getResults())
           activation_.insert(r);
 
-    llvm::MapVector<StringRef, SmallVector<Operation *>> groups;
-    std::vector<std::string> names; // owns the group names
+    // With `units` = k >= 0, only the first k units (in forward order) take the mode; the
+    // rest take the next lighter one (full -> selective -> none).
+    llvm::MapVector<StringRef, SmallVector<Operation *>> groups, unitGroups;
+    std::vector<std::string> names, unitNames; // own the group names
+    collectUnits(block, unitGroups, unitNames);
+    const int64_t numUnits = static_cast<int64_t>(unitNames.size());
+    const int64_t limit = units < 0 ? numUnits : std::min<int64_t>(units, numUnits);
+    llvm::StringMap<int64_t> unitIndex;
+    for (auto [i, name] : llvm::enumerate(unitNames))
+      unitIndex[name] = static_cast<int64_t>(i);
+    // Whether an attention core in `unit` ("" for none) is recomputed.
+    auto selectiveCore = [&](StringRef unit) {
+      auto it = unitIndex.find(unit);
+      int64_t index = it == unitIndex.end() ? numUnits : it->second;
+      return mode == "full" ? index >= limit : (units < 0 || index < limit);
+    };
     if (mode == "full")
-      collectUnits(block, groups, names);
-    else
-      collectAttentionCores(block, groups, names);
+      for (auto &[name, ops] : unitGroups)
+        if (unitIndex[name] < limit)
+          groups[name] = ops;
+    if (mode == "selective" || limit < numUnits)
+      collectAttentionCores(block, groups, names, selectiveCore);
 
     SmallVector<std::string> report;
-    int64_t totalFlops = 0, totalBytes = 0, recomputedOps = 0;
+    int64_t totalFlops = 0, totalBytes = 0, recomputedOps = 0, unitCount = 0, coreCount = 0;
     for (auto &[name, ops] : groups) {
       GroupResult r = recompute(ops);
       if (r.ops == 0)
         continue;
+      ++(unitIndex.count(name) ? unitCount : coreCount);
       totalFlops += r.flops;
       totalBytes += r.recomputedBytes;
       recomputedOps += r.ops;
@@ -164,15 +181,25 @@ struct RematPass : impl::RematBase<RematPass> {
                        " matrix-product FLOPs)");
     }
     OpBuilder b(func.getContext());
+    std::string what = mode.getValue();
+    if (limit < numUnits)
+      what += " for the first " + std::to_string(limit) + " of " + std::to_string(numUnits) +
+              " units, " + (mode == "full" ? "selective" : "none") + " for the rest";
+    std::string counted;
+    if (mode == "full")
+      counted = std::to_string(unitCount) + " units";
+    if (mode == "selective" || limit < numUnits)
+      counted += (counted.empty() ? "" : " and ") + std::to_string(coreCount) +
+                 " attention cores";
     report.insert(report.begin(),
-                  mode.getValue() + ": " + std::to_string(report.size()) +
-                      (mode == "full" ? " units" : " attention cores") + ", " +
+                  what + ": " + counted + ", " +
                       std::to_string(recomputedOps) + " ops recomputed in the backward pass, " +
                       std::to_string(totalBytes) + " bytes of saved activations recomputed, " +
                       std::to_string(totalFlops) +
                       " matrix-product FLOPs more per step (whole batch)");
     SmallVector<StringRef> refs(report.begin(), report.end());
     func->setAttr(graph::kRematAttr, b.getStrArrayAttr(refs));
+    func->setAttr(graph::kRematUnitsAttr, b.getI64IntegerAttr(numUnits));
   }
 
   // full: the forward ops of each unit.
@@ -202,7 +229,8 @@ struct RematPass : impl::RematBase<RematPass> {
   // another product of two activations reads them.
   void collectAttentionCores(Block &block,
                              llvm::MapVector<StringRef, SmallVector<Operation *>> &groups,
-                             std::vector<std::string> &names) {
+                             std::vector<std::string> &names,
+                             llvm::function_ref<bool(StringRef unit)> wanted) {
     llvm::DenseSet<Operation *> taken;
     names.reserve(forward_.size());
     for (Operation &op : block) {
@@ -237,6 +265,8 @@ struct RematPass : impl::RematBase<RematPass> {
         continue;
       taken.insert(core.begin(), core.end());
       std::string unit = unitOf(&op);
+      if (!wanted(unit))
+        continue;
       names.push_back((unit.empty() ? std::string("(no unit)") : unit) + " attention core " +
                       std::to_string(names.size()));
       groups[names.back()] = std::move(core);

@@ -63,8 +63,8 @@ parallelism (training; docs/cli.md):
                             recompute forward values in the backward pass instead of
                             keeping them: full: each unit (transformer block) keeps only its
                             input; selective: attention scores, softmax and dropout; auto:
-                            the least of none, selective, full that fits --gpu-memory
-                            (default none)
+                            the least recomputation, chosen per unit, that fits
+                            --gpu-memory (default none)
   --micro-batches K         run each device's rows as K microbatches one after another,
                             gradients accumulated before the reduction and the update;
                             activations scale with a microbatch (default 1)

@@ -109,6 +109,7 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
     if (train->remat != "none") {
       RematOptions remat;
       remat.mode = train->remat;
+      remat.units = train->rematUnits;
       pm.nest<mlir::func::FuncOp>().addPass(createRemat(remat));
     }
   }

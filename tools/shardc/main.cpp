@@ -176,13 +176,19 @@ void addTrainedSetNotes(const Options &opts, mlir::ModuleOp module, PlanNotes &n
         "reduction and the update; activations are a microbatch's";
 }
 
-// shardc-remat's report on the training step (graph.remat): empty without recomputation.
-std::vector<std::string> rematReport(mlir::ModuleOp module) {
+// shardc-remat's report on the training step (graph.remat): empty without recomputation;
+// *units: the units it found (0 without recomputation).
+std::vector<std::string> rematReport(mlir::ModuleOp module, int64_t *units) {
   std::vector<std::string> lines;
-  if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
-    if (auto report = step->getAttrOfType<mlir::ArrayAttr>(graph::kRematAttr))
-      for (llvm::StringRef line : report.getAsValueRange<mlir::StringAttr>())
-        lines.push_back(line.str());
+  *units = 0;
+  auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step");
+  if (!step)
+    return lines;
+  if (auto report = step->getAttrOfType<mlir::ArrayAttr>(graph::kRematAttr))
+    for (llvm::StringRef line : report.getAsValueRange<mlir::StringAttr>())
+      lines.push_back(line.str());
+  if (auto count = step->getAttrOfType<mlir::IntegerAttr>(graph::kRematUnitsAttr))
+    *units = count.getInt();
   return lines;
 }
 
@@ -308,7 +314,7 @@ int compileSingleRank(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCol
     printPassFailure(opts, errors);
     return 1;
   }
-  notes.remat = rematReport(imported->module.get());
+  notes.remat = rematReport(imported->module.get(), &notes.rematUnits);
   mlir::FailureOr<EmittedProgram> emitted =
       emitCompiled(imported->module.get(), imported->weights, opts, errors);
   if (mlir::failed(emitted))
@@ -494,7 +500,7 @@ int compileBundle(mlir::MLIRContext &ctx, const Options &opts, CompiledBundle &o
     return 1;
   }
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
-  notes.remat = rematReport(compiler.globalStep(chosen)->module.get());
+  notes.remat = rematReport(compiler.globalStep(chosen)->module.get(), &notes.rematUnits);
   addTrainedSetNotes(opts, imported->module.get(), notes);
   out.bundle = newBundle(opts);
   out.bundle.set_world_size(chosen.dp * chosen.tp);
@@ -505,41 +511,84 @@ int compileBundle(mlir::MLIRContext &ctx, const Options &opts, CompiledBundle &o
   return 0;
 }
 
-// --remat auto: the least recomputation (none, then selective, then full, for every unit)
-// whose largest planned peak per rank fits --gpu-memory.
+// --remat auto: the least recomputation whose largest planned peak per rank fits
+// --gpu-memory, per unit. The plans, from least to most recomputation: none; selective for the
+// first k of the N units (k = 1..N); full for the first k units and selective for the rest.
+// Each adds recomputation to the one before, so the planned peak does not grow along the
+// list; a bisection over it compiles about log2(2N + 1) plans besides none and the last.
 int compileWithAutoRemat(mlir::MLIRContext &ctx, const Options &opts) {
-  std::string tried, smallestMode;
-  uint64_t smallest = UINT64_MAX;
-  for (const char *mode : {"none", "selective", "full"}) {
+  struct Plan {
+    std::string mode;
+    int64_t units;
+  };
+  std::string tried;
+  auto compilePlan = [&](const Plan &plan, CompiledBundle &out, uint64_t &peak,
+                         int64_t *numUnits) -> int {
     Options candidate = opts;
-    candidate.train.remat = mode;
-    CompiledBundle out;
+    candidate.train.remat = plan.mode;
+    candidate.train.rematUnits = plan.units;
     if (int rc = compileBundle(ctx, candidate, out))
       return rc;
-    const uint64_t peak = largestPeak(out.bundle);
-    tried += (tried.empty() ? "" : ", ") + std::string(mode) + " " + std::to_string(peak) +
-             " bytes";
-    if (peak < smallest) {
-      smallest = peak;
-      smallestMode = mode;
-    }
-    if (peak > opts.gpuMemoryBytes)
-      continue;
+    peak = largestPeak(out.bundle);
+    std::string name = plan.mode;
+    if (plan.units >= 0 && numUnits == nullptr)
+      name += " for " + std::to_string(plan.units) + " units";
+    tried += (tried.empty() ? "" : ", ") + name + " " + std::to_string(peak) + " bytes";
+    if (numUnits != nullptr)
+      *numUnits = out.notes.rematUnits;
+    return 0;
+  };
+  auto write = [&](CompiledBundle &out, const std::string &chose) {
     std::string choice = "auto (--gpu-memory " + std::to_string(opts.gpuMemoryBytes) +
-                         " bytes) chose " + mode + ", the least recomputation that fits; " +
-                         "planned peak per rank: " + tried;
+                         " bytes) chose " + chose + ", the least recomputation that fits; " +
+                         "planned peak per rank of the plans tried: " + tried;
     if (out.notes.remat.empty())
       out.notes.remat.push_back(choice + "; nothing recomputed");
     else
       out.notes.remat.front() = choice + "; " + out.notes.remat.front();
-    return writeCompiledBundle(ctx, candidate, out.bundle,
-                               out.weights ? &*out.weights : nullptr, out.notes);
+    return writeCompiledBundle(ctx, opts, out.bundle, out.weights ? &*out.weights : nullptr,
+                               out.notes);
+  };
+  CompiledBundle best;
+  uint64_t peak = 0;
+  if (int rc = compilePlan({"none", -1}, best, peak, nullptr))
+    return rc;
+  if (peak <= opts.gpuMemoryBytes)
+    return write(best, "none");
+  int64_t numUnits = 0;
+  if (int rc = compilePlan({"full", -1}, best, peak, &numUnits))
+    return rc;
+  if (peak > opts.gpuMemoryBytes) {
+    printError(opts.model + ": --remat auto: no recomputation fits --gpu-memory " +
+               std::to_string(opts.gpuMemoryBytes) + " bytes: the smallest plan, full, needs " +
+               std::to_string(peak) + " bytes per rank (planned peak per rank: " + tried + ")");
+    return 1;
   }
-  printError(opts.model + ": --remat auto: no recomputation fits --gpu-memory " +
-             std::to_string(opts.gpuMemoryBytes) + " bytes: the smallest plan, " +
-             smallestMode + ", needs " + std::to_string(smallest) +
-             " bytes per rank (planned peak per rank: " + tried + ")");
-  return 1;
+  // Plan c of the list (0: none, 1..N: selective for c units, N+1..2N: full for c - N).
+  auto planAt = [&](int64_t c) {
+    return c <= numUnits ? Plan{"selective", c} : Plan{"full", c - numUnits};
+  };
+  auto describe = [&](const Plan &plan) {
+    if (plan.units >= numUnits)
+      return plan.mode;
+    return plan.mode + " for the first " + std::to_string(plan.units) + " of " +
+           std::to_string(numUnits) + " units, " +
+           (plan.mode == "full" ? "selective" : "none") + " for the rest";
+  };
+  int64_t lo = 0, hi = 2 * numUnits; // lo does not fit, hi does
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    CompiledBundle candidate;
+    if (int rc = compilePlan(planAt(mid), candidate, peak, nullptr))
+      return rc;
+    if (peak <= opts.gpuMemoryBytes) {
+      hi = mid;
+      best = std::move(candidate);
+    } else {
+      lo = mid;
+    }
+  }
+  return write(best, describe(planAt(hi)));
 }
 
 int compile(const Options &opts) {

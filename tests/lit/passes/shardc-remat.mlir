@@ -2,6 +2,8 @@
 // RUN: shardc-opt %s -split-input-file --shardc-build-train-step --shardc-remat="mode=selective" | FileCheck %s --check-prefix=SEL
 // RUN: shardc-opt %s -split-input-file --shardc-build-train-step --shardc-remat="mode=none" | FileCheck %s --check-prefix=NONE
 // RUN: not shardc-opt %s -split-input-file --shardc-build-train-step --shardc-remat="mode=some" 2>&1 | FileCheck %s --check-prefix=BAD
+// Per unit (--remat auto's plans): full for the first unit only, the next lighter mode for the rest.
+// RUN: shardc-opt %s -split-input-file --shardc-build-train-step --shardc-remat="mode=full units=1" | FileCheck %s --check-prefix=FIRST
 
 // Two units, /h.0 and /h.1 (node names up to their first ".N" component). full: each unit is
 // recomputed from its input right before its backward pass, h.1's first (the backward pass
@@ -24,6 +26,15 @@
 // FULL-NOT: graph.mul %[[Y]]
 // FULL-NOT: graph.mul %[[Z]]
 // FULL: return %[[LOSS]],
+
+// FIRST-LABEL: func.func @train_step(
+// FIRST-SAME: graph.remat = ["full for the first 1 of 2 units, selective for the rest: 1 units and 0 attention cores, 2 ops recomputed in the backward pass, 80 bytes of saved activations recomputed, 120 matrix-product FLOPs more per step (whole batch)", "/h.0: keeps 80 bytes
+// FIRST-SAME: graph.remat_units = 2 : i64
+// The first unit, h.0, is recomputed; h.1 is not (it has no attention core).
+// FIRST: graph.reduce_mean
+// FIRST-NOT: graph.tanh %{{.*}} : tensor<4x5xf32>
+// FIRST: %[[A2:.*]] = graph.matmul %arg0, %arg1
+// FIRST-NEXT: graph.tanh %[[A2]]
 
 // selective: no product of two activations here, so nothing to recompute.
 // SEL-LABEL: func.func @train_step(

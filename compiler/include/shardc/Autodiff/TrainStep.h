@@ -29,6 +29,9 @@ struct TrainStepOptions {
   int64_t lossScaleGrowthInterval = 2000;
   // Recomputation in the backward pass (shardc-remat): "none", "full" or "selective".
   std::string remat = "none";
+  // With remat full or selective: only the first N units take it, the rest the next lighter
+  // mode (-1: every unit); --remat auto's per-unit plans.
+  int64_t rematUnits = -1;
 };
 
 // Attribute names of @train_step's extra arguments and results.

@@ -49,6 +49,7 @@ struct PlanNotes {
   // Training with --remat: shardc-remat's report (graph.remat), a summary line then one per
   // unit (printed under "Recomputation").
   std::vector<std::string> remat;
+  int64_t rematUnits = 0; // the units shardc-remat found (graph.remat_units)
 };
 
 // Readable description of the program(s) (plan.txt, and what `shardc --explain` prints): for

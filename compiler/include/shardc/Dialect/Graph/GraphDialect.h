@@ -58,6 +58,8 @@ inline constexpr llvm::StringLiteral kDropoutSplitFirstAttr = "graph.split_first
 // On a training step with recomputation (shardc-remat): what it recomputes, one line per unit
 // and a summary first (plan.txt prints them).
 inline constexpr llvm::StringLiteral kRematAttr = "graph.remat";
+// ... and how many units (repeated modules) it found: --remat auto plans per unit.
+inline constexpr llvm::StringLiteral kRematUnitsAttr = "graph.remat_units";
 // On a training step whose batch is run as several microbatches: how many.
 inline constexpr llvm::StringLiteral kMicroBatchesAttr = "graph.micro_batches";
 // On a training dropout whose tensor is also split along a dimension on another mesh axis
