@@ -164,16 +164,16 @@ JsonValue memoryJson(const program::Bundle &bundle, const PlanSummary &s,
         program::ROLE_BUFFER, program::BUFFER_ROLE_UNSPECIFIED})
     live.add(roleKey(role), u64(m.arenaLiveByRole[static_cast<size_t>(role)]));
   arena.add("live_by_role", std::move(live));
-  // The same bytes by role and element type: {"activation": {"f32": n, "bf16": m}, ...}.
-  JsonValue byDtype = JsonValue::object();
-  for (size_t role = 0; role < m.arenaLiveByRoleAndDtype.size(); ++role) {
-    if (m.arenaLiveByRoleAndDtype[role].empty())
-      continue;
-    JsonValue dtypes = JsonValue::object();
-    for (auto [dtype, bytes] : m.arenaLiveByRoleAndDtype[role])
-      dtypes.add(runtime::dtypeName(dtype), u64(bytes));
-    byDtype.add(roleKey(static_cast<program::BufferRole>(role)), std::move(dtypes));
-  }
+  // The same bytes by role and element type: [{"role", "dtype", "bytes"}, ...].
+  JsonValue byDtype = JsonValue::array();
+  for (size_t role = 0; role < m.arenaLiveByRoleAndDtype.size(); ++role)
+    for (auto [dtype, bytes] : m.arenaLiveByRoleAndDtype[role]) {
+      JsonValue entry = JsonValue::object();
+      entry.add("role", str(roleKey(static_cast<program::BufferRole>(role))));
+      entry.add("dtype", str(runtime::dtypeName(dtype)));
+      entry.add("bytes", u64(bytes));
+      byDtype.push(std::move(entry));
+    }
   arena.add("live_by_role_and_dtype", std::move(byDtype));
   arena.add("unused", u64(m.arenaUnused));
   o.add("arena", std::move(arena));
