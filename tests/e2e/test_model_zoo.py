@@ -32,6 +32,7 @@ Per model and style:
   mb2        --micro-batches 2 on one device (gradient accumulation, a row per microbatch):
              the same
   remat_full --remat full on one device: every step's loss bit-identical to the 1-rank run
+  remat_selective  --remat selective (each attention core): the same
 Models whose batch the partitioner cannot split (nn.MultiheadAttention merges it into the minor
 part of [seq * batch, embed]; BART's and T5's label shift is a ScatterND, computed whole) must be
 refused in one line naming why, for the checks that split the batch; the table records the
@@ -515,7 +516,8 @@ class Zoo:
                 ("tp2", ["--gpus", "2", "--strategy", "tp=2"], False),
                 ("dp2_tp2", ["--gpus", "4", "--strategy", "dp=2,tp=2"], True),
                 ("mb2", ["--micro-batches", "2"], True),
-                ("remat_full", ["--remat", "full"], False)):
+                ("remat_full", ["--remat", "full"], False),
+                ("remat_selective", ["--remat", "selective"], False)):
             bundle = os.path.join(out, f"{check_name}.shard")
             err = self.compile(path, bundle, shape_flags, *flags)
             if splits_batch and spec.batch_split_refused:
