@@ -42,8 +42,14 @@ Status checkIsBundleDirectory(const std::string &dir) {
 } // namespace
 
 bool isPlainFileName(const std::string &name) {
+  // No control character either: shardc writes none, and the name goes into error messages
+  // (of one line) as part of the file's path.
+  const bool control = std::any_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
-         name.find('\0') == std::string::npos;
+         !control;
 }
 
 std::string joinPath(const std::string &dir, const std::string &name) {

@@ -72,7 +72,8 @@ Status parseBundleProgram(const void *data, size_t size, const std::string &path
 Status validateBundlePrograms(const program::Bundle &bundle, const std::string &path);
 
 // True when `name` (a file name read from program.pb: weights_file, source_onnx_file) names a
-// file directly inside the bundle directory: no '/', not "." or "..", not empty.
+// file directly inside the bundle directory: no '/', no control character (NUL, newline...),
+// not "." or "..", not empty.
 bool isPlainFileName(const std::string &name);
 
 // DIR/NAME, without doubling a trailing slash of DIR.

@@ -256,6 +256,10 @@ TEST(Bundle, WeightsChecks) {
             "to run it");
   EXPECT_EQ(errorAfter([](auto &b) { b.set_weights_file("../weights.bin"); }),
             "B/program.pb: weights_file '../weights.bin' is not a file name inside the bundle");
+  // A control character would split the messages that name the file's path (found by
+  // program_load_fuzz): refused, escaped, in one line.
+  EXPECT_EQ(errorAfter([](auto &b) { b.set_weights_file("wei\ns.bin"); }),
+            "B/program.pb: weights_file 'wei\\ns.bin' is not a file name inside the bundle");
 
   {
     TempDir dir;
