@@ -266,3 +266,22 @@ def report(results):
     failed = sum(1 for ok, _ in results if not ok)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def compile_and_train(shardc, shardrun, model_dir, bundle, data, flags, steps, lr,
+                      run_flags=()):
+    """Compiles MODEL_DIR/model.onnx into `bundle` with `flags` (and the export's
+    --input-shape flags) and trains it `steps` steps on `data`, metrics in BUNDLE.jsonl.
+    Returns (shardrun's output, stdout and stderr together; None) or (None, an error string
+    naming the tool and its exit)."""
+    def run(cmd):
+        return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    res = run([shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle,
+               *input_shape_flags(model_dir), *flags])
+    if res.returncode != 0:
+        return None, f"shardc {' '.join(flags)}: exit {res.returncode}: {res.stdout.strip()}"
+    res = run([shardrun, bundle, "--steps", str(steps), "--data", data, "--lr", str(lr),
+               "--metrics", bundle + ".jsonl", *run_flags])
+    if res.returncode != 0:
+        return None, f"shardrun {bundle}: exit {res.returncode}: {res.stdout.strip()[-400:]}"
+    return res.stdout, None

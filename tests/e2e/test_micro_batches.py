@@ -65,22 +65,15 @@ def worst(a, b):
     return max(abs(x - y) / abs(y) for x, y in zip(a, b))
 
 
-def run(cmd):
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
 def train(args, model_dir, bundle, data, flags):
-    """Compiles and trains; returns (losses, planned, measured, activation bytes) or an error."""
-    res = run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle,
-               *e2e_util.input_shape_flags(model_dir), *flags])
-    if res.returncode != 0:
-        return f"shardc {' '.join(flags)}: exit {res.returncode}: {res.stdout.strip()}"
+    """Compiles and trains; returns (losses, peaks, activation bytes, plan.txt, plan.json) or an
+    error string."""
+    out, err = e2e_util.compile_and_train(args.shardc, args.shardrun, model_dir, bundle, data,
+                                          flags, args.steps, LR)
+    if err:
+        return err
     metrics = bundle + ".jsonl"
-    res = run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data, "--lr",
-               str(LR), "--metrics", metrics])
-    if res.returncode != 0:
-        return f"shardrun {bundle}: exit {res.returncode}: {res.stdout.strip()[-400:]}"
-    peaks = re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", res.stdout)
+    peaks = re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", out)
     plan = open(os.path.join(bundle, "plan.txt")).read()
     activations = re.search(r"\n    activations: (\d+) bytes", plan)
     return (losses(metrics), peaks, int(activations.group(1)) if activations else None, plan,

@@ -56,17 +56,13 @@ def run(cmd):
 
 
 def train(args, model_dir, bundle, data, flags):
-    res = run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle,
-               *e2e_util.input_shape_flags(model_dir), *flags])
-    if res.returncode != 0:
-        return f"shardc {' '.join(flags)}: exit {res.returncode}: {res.stdout.strip()}"
     outputs = bundle + ".outputs"
-    res = run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data, "--lr",
-               str(LR), "--metrics", bundle + ".jsonl", "--outputs", outputs])
-    if res.returncode != 0:
-        return f"shardrun {bundle}: exit {res.returncode}: {res.stdout.strip()[-400:]}"
+    out, err = e2e_util.compile_and_train(args.shardc, args.shardrun, model_dir, bundle, data,
+                                          flags, args.steps, LR, ["--outputs", outputs])
+    if err:
+        return err
     peaks = [(int(p), int(m)) for p, m in
-             re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", res.stdout)]
+             re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", out)]
     # The loss values as written: equal text is equal bits (9 significant digits).
     loss_text = [e2e_util.metrics_field(line, "loss")
                  for line in e2e_util.metric_lines(bundle + ".jsonl")]
