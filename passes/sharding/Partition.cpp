@@ -520,11 +520,16 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
         keep[i] = common & ~splitHere;
     } else if (rule) {
       // One linear operand may keep its pending sum (when no other operand has one left).
-      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      for (unsigned i = 0; i < op->getNumOperands(); ++i) {
         if (pending[i] && i < rule->linear.size() && rule->linear[i]) {
           keep[i] = pending[i] & ~splitHere;
           break;
         }
+        if ((pending[i] & 1u) && i < rule->linearOverBatch.size() && rule->linearOverBatch[i]) {
+          keep[i] = pending[i] & 1u & ~splitHere;
+          break;
+        }
+      }
     }
     // A pending sum that several ops read is summed once, where it is defined: passed on
     // along each reader, it would need an all-reduce per path (as in a norm's backward,

@@ -109,3 +109,27 @@ func.func @forward(%x: tensor<8x6xf32> {graph.input = "x"}) -> (tensor<f32> {gra
   %l = graph.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x6xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// --precision bf16's rounding of a sum over the batch (a weight gradient, x^T x here): each
+// device rounds its partial sum and the sum stays pending through the rounding and the exact
+// widening, for the data-parallel reduction to add the rounded parts (as DDP and FSDP reduce
+// each rank's rounded gradient). No all-reduce before the cast: summing there and again in the
+// data-parallel reduction would count the gradient twice.
+// CHECK-LABEL: func.func @forward(
+// CHECK: %[[G:.*]] = graph.matmul {{.*}}partial = sum[0]>]} : (tensor<8x2xf32>, tensor<2x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT: %[[GH:.*]] = graph.cast %[[G]] {graph.shardings = [#mesh.shard<@dp, [], partial = sum[0]>], to = bf16}
+// CHECK-NEXT: %[[GR:.*]] = graph.cast %[[GH]] {graph.shardings = [#mesh.shard<@dp, [], partial = sum[0]>], to = f32}
+// CHECK-NEXT: graph.mul %[[GR]], %arg1
+// CHECK-NOT: mesh.all_reduce
+// CHECK: return
+func.func @forward(%x: tensor<4x8xf32> {graph.input = "x"}, %w: tensor<8x8xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %xt = graph.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %g = graph.matmul %xt, %x : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %gh = graph.cast %g {to = bf16} : (tensor<8x8xf32>) -> tensor<8x8xbf16>
+  %gr = graph.cast %gh {to = f32} : (tensor<8x8xbf16>) -> tensor<8x8xf32>
+  %m = graph.mul %gr, %w : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %l = graph.reduce_sum %m {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

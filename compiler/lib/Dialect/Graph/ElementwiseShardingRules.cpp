@@ -80,9 +80,15 @@ std::optional<OpShardingRule> AddOp::getShardingRule() { return sumOfOperands(*t
 std::optional<OpShardingRule> SubOp::getShardingRule() { return sumOfOperands(*this); }
 
 std::optional<OpShardingRule> CastOp::getShardingRule() {
-  // f32 -> f32 is the identity; any other cast rounds or truncates.
-  bool sameType = getInput().getType() == getType();
-  return elementwiseLinear(*this, {sameType});
+  // f32 -> f32 is the identity and widening a 16-bit float to f32 is exact: both linear. A
+  // rounding to a 16-bit float passes on the batch's pending sums only (see linearOverBatch);
+  // any other cast truncates.
+  Type from = getInput().getType().getElementType(), to = getType().getElementType();
+  bool half = [](Type t) { return t.isBF16() || t.isF16(); }(from);
+  bool toHalf = to.isBF16() || to.isF16();
+  OpShardingRule rule = elementwiseLinear(*this, {from == to || (half && to.isF32())});
+  rule.linearOverBatch.push_back(from.isF32() && toHalf);
+  return rule;
 }
 
 std::optional<OpShardingRule> TriluOp::getShardingRule() {

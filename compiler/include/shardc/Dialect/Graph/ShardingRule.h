@@ -87,6 +87,12 @@ struct OpShardingRule {
   llvm::SmallVector<TensorFactors, 4> operands; // one per operand
   llvm::SmallVector<TensorFactors, 2> results;  // one per result
   llvm::SmallVector<bool, 4> linear;            // per operand (see above)
+  // Per operand: passes on a pending sum over the batch (mesh axis 0) though it is linear only
+  // up to rounding: a cast of f32 to a 16-bit float. Each device then rounds its partial sum
+  // (a weight gradient over its rows) and the data-parallel reduction adds the rounded parts,
+  // as data-parallel mixed precision does everywhere (PyTorch DDP and FSDP round each rank's
+  // gradient before reducing it). Any other pending sum is all-reduced before the rounding.
+  llvm::SmallVector<bool, 4> linearOverBatch;
   bool sumsOperands = false;
   bool separateOperands = false;
   llvm::SmallVector<int, 1> indexedFactors;
