@@ -62,6 +62,51 @@ def BF16Matmuls : Pass<"shardc-bf16-matmuls", "mlir::func::FuncOp"> {
   ];
 }
 
+def HalfStorage : Pass<"shardc-half-storage", "mlir::func::FuncOp"> {
+  let summary = "Store the 16-bit values of --precision bf16/fp16 in 16 bits";
+  let description = [{
+    shardc-bf16-matmuls writes the precision policy as cast pairs (f32 -> bf16 -> f32) around
+    every matrix product, so that autodiff and the sharding passes see ordinary f32 ops. This
+    pass, run on a rank's training step after them, makes the 16-bit values real storage
+    without changing a bit of the result:
+      * a rounding cast (f32 -> 16-bit) moves above the data-movement ops (reshape,
+        transpose, flatten, squeeze, unsqueeze, identity) and the ZeRO-3 `graph.all_gather`
+        whose every reader rounds their result, so a weight is rounded once as its flat shard
+        and the all-gather and transposes move 16-bit elements (half the bytes);
+      * a widening cast (16-bit -> f32) moves below the data-movement ops that read it;
+      * a matrix product reads the 16-bit values of its widened operands directly, and
+        produces its result in 16 bits when every reader rounds it (not, for instance, a
+        partial sum that a tensor-parallel all-reduce adds up first).
+    Casts and data movement commute exactly, and a product's kernel widens 16-bit operands,
+    accumulates in f32 and rounds its result to nearest-even: the f32 product of the rounded
+    operands, rounded, which is what the cast pairs computed. With `reduce-dtype=bf16`
+    (--reduce-dtype bf16) the gradients' data-parallel reductions (`graph.all_reduce`,
+    `graph.reduce_scatter`) also run in the 16-bit type: their operands are rounded before
+    them and widened after, half the bytes on the wire, each partial sum rounded.
+
+    Before:
+    ```mlir
+    %wt = graph.transpose %w {perm = array<i64: 1, 0>} : (tensor<3x4xf32>) -> tensor<4x3xf32>
+    %wh = graph.cast %wt {to = bf16} : (tensor<4x3xf32>) -> tensor<4x3xbf16>
+    %wr = graph.cast %wh {to = f32} : (tensor<4x3xbf16>) -> tensor<4x3xf32>
+    %y = graph.matmul %xr, %wr : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+    %yh = graph.cast %y {to = bf16} : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+    %yr = graph.cast %yh {to = f32} : (tensor<2x3xbf16>) -> tensor<2x3xf32>
+    ```
+    After (with %xh the 16-bit value %xr widened):
+    ```mlir
+    %wh = graph.cast %w {to = bf16} : (tensor<3x4xf32>) -> tensor<3x4xbf16>
+    %wt = graph.transpose %wh {perm = array<i64: 1, 0>} : (tensor<3x4xbf16>) -> tensor<4x3xbf16>
+    %y = graph.matmul %xh, %wt : (tensor<2x4xbf16>, tensor<4x3xbf16>) -> tensor<2x3xbf16>
+    %yr = graph.cast %y {to = f32} : (tensor<2x3xbf16>) -> tensor<2x3xf32>
+    ```
+  }];
+  let options = [
+    Option<"reduceDtype", "reduce-dtype", "std::string", "\"f32\"",
+           "the element type of the gradients' data-parallel reductions: f32, bf16 or f16">,
+  ];
+}
+
 def Remat : Pass<"shardc-remat", "mlir::func::FuncOp"> {
   let summary = "Recompute forward values in the backward pass instead of keeping them (--remat)";
   let description = [{
@@ -505,9 +550,20 @@ def ShardOptimizerState : Pass<"shardc-shard-optimizer-state", "mlir::func::Func
     %u:3 = graph.adamw_update %p#1, %s#1, %m, %v, ... : (tensor<16xf32>, ...) -> ...
     %w1:2 = graph.all_gather %u#0, ... on @dp {bucket = 0 : i64} : (tensor<16xf32>, ...) -> (tensor<16x4xf32>, ...)
     ```
+
+    With `master-shards` (--precision bf16/fp16) the f32 parameters are master weights and
+    belong with the optimizer state, as in ZeRO's mixed-precision accounting (2Ψ + 2Ψ +
+    12Ψ/N at stage 1): the step takes and returns each rank's flat shard of them, updates the
+    shard in place, and all-gathers the whole parameters in buckets at its start
+    (`parameters/bucketN`), which shardc-half-storage then turns into 16-bit working copies
+    gathered from 16-bit shards wherever every reader rounds them. Nothing is gathered after
+    the update.
   }];
   let options = [
     Option<"bucketMb", "bucket-mb", "double", "25.0", "bucket size in MiB">,
+    Option<"masterShards", "master-shards", "bool", "false",
+           "keep only this rank's shard of the f32 parameters (master weights) and gather "
+           "the whole ones at the start of the step">,
   ];
   let dependentDialects = ["shardc::graph::GraphDialect", "mlir::mesh::MeshDialect"];
 }

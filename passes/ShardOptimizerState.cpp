@@ -7,6 +7,11 @@
 // then; stage 2 reduce-scatters each bucket as soon as its gradients are final and the whole
 // gradients die there.
 //
+// With master-shards (16-bit precision), the whole parameters are gathered at the start of the
+// step instead of after the update, and the step keeps only shards of the f32 parameters: they
+// are master weights, sharded with the rest of the optimizer state, and the gathered copies
+// become the 16-bit working copies (shardc-half-storage).
+//
 //===-------------------------------------------------------------------------------------===//
 #include "passes/DataParallel.h"
 #include "passes/Passes.h"
@@ -69,6 +74,11 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
         gradShard[g] = s;
     }
 
+    if (masterShards) {
+      shardMasterParameters(view, func, b, mesh, bucketBytes, gradShard);
+      return;
+    }
+
     // 2. Whole parameters -> this rank's shards (no communication), right before the updates.
     b.setInsertionPoint(optimizerStart);
     SmallVector<Value> params;
@@ -108,6 +118,48 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
       for (auto [v, whole] : llvm::zip(bucket, gather.getResults()))
         ret->setOperand(owner[v]->paramResult, whole);
     }
+    dp::refreshFunctionType(func);
+  }
+
+  // masterShards: the parameters' arguments and results become flat shards (the master
+  // weights); whole parameters are all-gathered in buckets, in argument order, at the start of
+  // the step, and every reader but the update reads them; the update works on the shard.
+  void shardMasterParameters(dp::TrainStepView &view, func::FuncOp func, OpBuilder &b,
+                             StringRef mesh, uint64_t bucketBytes,
+                             const llvm::DenseMap<Value, Value> &gradShard) {
+    SmallVector<Value> params;
+    llvm::DenseMap<Value, dp::TrainedParam *> owner;
+    for (dp::TrainedParam &p : view.params) {
+      params.push_back(p.param);
+      owner[p.param] = &p;
+    }
+    b.setInsertionPointToStart(&func.getBody().front());
+    for (auto [index, bucket] : llvm::enumerate(dp::formBuckets(params, bucketBytes))) {
+      // Collect the uses before the gather exists, so that its own operands are not among them.
+      SmallVector<SmallVector<OpOperand *>> uses;
+      SmallVector<Type> wholeTypes;
+      for (Value param : bucket) {
+        uses.emplace_back();
+        for (OpOperand &use : param.getUses())
+          if (use.getOwner() != owner[param]->update)
+            uses.back().push_back(&use);
+        wholeTypes.push_back(param.getType());
+      }
+      auto gather = b.create<graph::AllGatherOp>(
+          namedLoc(b, "parameters/bucket" + std::to_string(index), func.getLoc()), wholeTypes,
+          mesh, bucket, b.getI64IntegerAttr(index), StringAttr(), view.dpAxes);
+      for (auto [useList, whole] : llvm::zip(uses, gather.getResults()))
+        for (OpOperand *use : useList)
+          use->set(whole);
+    }
+    for (dp::TrainedParam &p : view.params) {
+      auto wholeShape = cast<RankedTensorType>(p.param.getType()).getShape().vec();
+      dp::updateOnShards(view, p, gradShard.lookup(p.grad));
+      dp::setArgumentType(func, p.param, dp::flatShardType(p.param.getType(), view.ranks));
+      dp::markFlatShardArg(func, p.param.getArgNumber(), wholeShape);
+      dp::markFlatShardResult(func, p.paramResult, wholeShape);
+    }
+    dp::globalizeGradientNorm(view);
     dp::refreshFunctionType(func);
   }
 };

@@ -7,10 +7,11 @@ uint64_t paddedToRanks(uint64_t elements, int ranks) {
   return (elements + n - 1) / n * n;
 }
 
-uint64_t collectiveBytesSent(CollectiveKind kind, uint64_t paddedElements, int ranks) {
+uint64_t collectiveBytesSent(CollectiveKind kind, uint64_t paddedElements, int ranks,
+                             uint64_t elementBytes) {
   if (ranks <= 1)
     return 0;
-  uint64_t chunkBytes = paddedElements / static_cast<uint64_t>(ranks) * sizeof(float);
+  uint64_t chunkBytes = paddedElements / static_cast<uint64_t>(ranks) * elementBytes;
   uint64_t steps = static_cast<uint64_t>(ranks - 1);
   return kind == CollectiveKind::AllReduce ? 2 * steps * chunkBytes : steps * chunkBytes;
 }

@@ -1,8 +1,10 @@
 // The bytes one rank sends in a collective, shared by the compiler (which predicts them for the
 // plan) and the runtime (whose ring algorithm sends exactly this much; tests compare the two).
 //
-// Every collective here works on a buffer of `paddedElements` float32 values that the kernel
-// has padded to a multiple of the number of ranks N (chunk = paddedElements / N):
+// Every collective here works on a buffer of `paddedElements` elements of `elementBytes` bytes
+// each (4 for f32, 2 for bf16 and f16, 1 for an all_gather of raw bytes, its elements then being
+// bytes) that the kernel has padded to a multiple of the number of ranks N
+// (chunk = paddedElements / N):
 //   all_reduce      ring reduce-scatter then ring all-gather: 2 (N-1) chunks, i.e. 2S(N-1)/N
 //   reduce_scatter  (N-1) chunks, i.e. S(N-1)/N of the full input of size S
 //   all_gather      (N-1) chunks, i.e. S(N-1)/N of the full output of size S
@@ -19,7 +21,8 @@ namespace shardc::runtime {
 uint64_t paddedToRanks(uint64_t elements, int ranks);
 
 // Bytes one rank sends for a collective of `kind` over a padded buffer of `paddedElements`
-// float32 values (a multiple of `ranks`).
-uint64_t collectiveBytesSent(CollectiveKind kind, uint64_t paddedElements, int ranks);
+// elements (a multiple of `ranks`) of `elementBytes` bytes each (commDTypeSize of its CommDType).
+uint64_t collectiveBytesSent(CollectiveKind kind, uint64_t paddedElements, int ranks,
+                             uint64_t elementBytes);
 
 } // namespace shardc::runtime

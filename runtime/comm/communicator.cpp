@@ -18,6 +18,41 @@ const char *collectiveName(CollectiveKind kind) {
   return "unknown_collective";
 }
 
+size_t commDTypeSize(CommDType dtype) {
+  switch (dtype) {
+  case CommDType::F32:
+    return 4;
+  case CommDType::BF16:
+  case CommDType::F16:
+    return 2;
+  case CommDType::Bytes:
+    return 1;
+  }
+  return 0;
+}
+
+const char *commDTypeName(CommDType dtype) {
+  switch (dtype) {
+  case CommDType::F32:
+    return "f32";
+  case CommDType::BF16:
+    return "bf16";
+  case CommDType::F16:
+    return "f16";
+  case CommDType::Bytes:
+    return "bytes";
+  }
+  return "unknown";
+}
+
+Status checkCommDType(CollectiveKind kind, CommDType dtype) {
+  if (commDTypeSize(dtype) == 0)
+    return Status::error("unknown element type " + std::to_string(static_cast<int>(dtype)));
+  if (dtype == CommDType::Bytes && kind != CollectiveKind::AllGather)
+    return Status::error("cannot sum raw bytes (CommDType::Bytes is for all_gather only)");
+  return Status::ok();
+}
+
 uint64_t CommCounters::totalBytesSent() const {
   uint64_t total = 0;
   for (uint64_t bytes : bytesSent)

@@ -3,7 +3,8 @@
 //   mpi    one process per rank under mpirun/srun (OpenMPI),
 //   nccl   GPUs (compiled when CUDA is found; bootstrapped through MPI).
 //
-// Every collective sums float32 data. local and mpi run the same ring algorithm
+// Collectives carry their element type (CommDType): f32, bf16 or f16, which the reductions sum,
+// or raw bytes, which only all_gather moves. local and mpi run the same ring algorithm
 // (runtime/comm/ring.h) over their own transport, so a run gives bit-identical results on
 // either, whatever the thread or process timing: each element is reduced in a fixed order.
 // Every wait has a deadline: a rank that dies or stops answering makes every other rank's
@@ -29,6 +30,17 @@
 
 namespace shardc::runtime {
 
+// The element type of a collective's buffers. A reduction adds two f32 values as f32; two bf16
+// or f16 values are widened to f32, added, and the sum rounded back to the 16-bit type (to
+// nearest, ties to even) at every ring step, as NCCL does for bf16. Bytes are moved, never
+// added: all_gather only (several tensors of different dtypes packed together); a reduction of
+// Bytes is an error.
+enum class CommDType { F32 = 0, BF16 = 1, F16 = 2, Bytes = 3 };
+// Bytes per element: 4, 2, 2, 1; 0 for a value outside the enum.
+size_t commDTypeSize(CommDType dtype);
+// "f32", "bf16", "f16", "bytes" (as in messages and docs/kernels.md).
+const char *commDTypeName(CommDType dtype);
+
 enum class CollectiveKind { AllReduce = 0, ReduceScatter = 1, AllGather = 2 };
 constexpr int kCollectiveKinds = 3;
 // "all_reduce", "reduce_scatter", "all_gather" (the names used in plans and program kernels).
@@ -46,6 +58,11 @@ struct CommOptions {
   // How long a rank waits for a peer inside one collective before giving up.
   double timeoutSeconds = 30.0;
 };
+
+// Every backend's check of a collective's element type, before anything is sent: a known
+// CommDType, and not Bytes for a reduction. The message names no rank (the caller labels it):
+// "cannot sum raw bytes (CommDType::Bytes is for all_gather only)".
+Status checkCommDType(CollectiveKind kind, CommDType dtype);
 
 // Every backend's factory checks its options with this: the timeout must be positive and finite
 // (an infinite one would let a dead peer hang the job).
@@ -90,14 +107,26 @@ public:
   // of a large one), "" for a world: what collective errors put after the collective's name.
   std::string groupSuffix() const;
 
+  // The collectives count elements of `dtype`, and every rank passes the same `dtype` and count.
   // data[0, count) <- sum over ranks of every rank's data[0, count). In place.
-  virtual Status allReduceSum(float *data, size_t count) = 0;
+  virtual Status allReduceSum(void *data, size_t count, CommDType dtype) = 0;
   // out[0, chunk) <- sum over ranks r' of in_{r'}[rank()*chunk, (rank()+1)*chunk), where each
-  // rank's `in` holds size()*chunk floats. `in` and `out` must not overlap.
-  virtual Status reduceScatterSum(const float *in, float *out, size_t chunk) = 0;
+  // rank's `in` holds size()*chunk elements. `in` and `out` must not overlap.
+  virtual Status reduceScatterSum(const void *in, void *out, size_t chunk, CommDType dtype) = 0;
   // out[r*chunk, (r+1)*chunk) <- rank r's in[0, chunk), for every r. `out` holds size()*chunk
-  // floats and must not overlap `in`.
-  virtual Status allGather(const float *in, float *out, size_t chunk) = 0;
+  // elements and must not overlap `in`. Any dtype, Bytes included: nothing is added.
+  virtual Status allGather(const void *in, void *out, size_t chunk, CommDType dtype) = 0;
+
+  // The same on float32 data.
+  Status allReduceSum(float *data, size_t count) {
+    return allReduceSum(data, count, CommDType::F32);
+  }
+  Status reduceScatterSum(const float *in, float *out, size_t chunk) {
+    return reduceScatterSum(in, out, chunk, CommDType::F32);
+  }
+  Status allGather(const float *in, float *out, size_t chunk) {
+    return allGather(in, out, chunk, CommDType::F32);
+  }
 
   // Tells the other ranks that this one failed with `cause`, so that their pending and future
   // collectives fail at once with "rank R failed: cause" instead of waiting for the timeout.

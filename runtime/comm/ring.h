@@ -3,19 +3,23 @@
 // give bit-identical results, and send exactly the bytes runtime/comm/comm_cost.h predicts.
 //
 // The N ranks form a ring: rank r sends to r+1 and receives from r-1 (mod N). A buffer of
-// `count` floats is cut into N chunks, chunk c = [c*count/N, (c+1)*count/N) (equal chunks when
-// count is a multiple of N, which the kernels guarantee by padding).
+// `count` elements of one CommDType is cut into N chunks, chunk c = [c*count/N, (c+1)*count/N)
+// (equal chunks when count is a multiple of N, which the kernels guarantee by padding).
 //
 //   reduce-scatter  N-1 steps; at step s rank r sends its partial sum of chunk (r-s-1) and adds
 //                   the partial of chunk (r-s-2) it receives to its own data. Rank r ends with
 //                   chunk r fully reduced, summed left to right in ring order starting after it:
 //                     chunk c = ((x[c+1] + x[c+2]) + ...) + x[c]          (ranks mod N)
 //                   whatever the timing, so every run and both backends agree bit for bit.
+//                   Each + is one rounding: f32 adds as f32; bf16 and f16 widen both operands to
+//                   f32, add, and round the sum back to their type (nearest, ties to even), so
+//                   a partial sum travels as a 16-bit value, as with NCCL's bf16 reductions.
 //   all-gather      N-1 steps; at step s rank r forwards chunk (r-s), receives chunk (r-s-1).
+//                   It only copies, so it moves any element type, raw bytes included.
 //   all-reduce      reduce-scatter then all-gather in place: every rank ends with the same bits.
 //
 // Each step sends one chunk, so a rank sends (N-1) chunks per reduce-scatter or all-gather and
-// 2(N-1) per all-reduce: collectiveBytesSent() of comm_cost.h.
+// 2(N-1) per all-reduce: collectiveBytesSent() of comm_cost.h, with the element's size.
 #pragma once
 
 #include "runtime/comm/communicator.h"
@@ -47,15 +51,17 @@ public:
 // Start of chunk `chunk` (0..size) of a `count`-element buffer split over `size` ranks.
 size_t ringChunkBegin(size_t count, int size, int chunk);
 
-// The three ring collectives of rank `rank` of `size`; each adds the payload bytes it hands to
-// the transport to *bytesSent. They check nothing about their arguments (RingCommunicator does).
-// `scratch` holds at least one chunk (the largest, for all-reduce).
-Status ringAllReduceSum(Transport &transport, int rank, int size, float *data, size_t count,
-                        float *scratch, uint64_t sequence, uint64_t *bytesSent);
-Status ringReduceScatterSum(Transport &transport, int rank, int size, const float *in, float *out,
-                            size_t chunk, float *scratch, uint64_t sequence, uint64_t *bytesSent);
-Status ringAllGather(Transport &transport, int rank, int size, const float *in, float *out,
-                     size_t chunk, uint64_t sequence, uint64_t *bytesSent);
+// The three ring collectives of rank `rank` of `size`, on elements of `dtype` (counts and
+// chunks in elements); each adds the payload bytes it hands to the transport to *bytesSent.
+// They check nothing about their arguments (RingCommunicator does; a reduction of Bytes is
+// its error). `scratch` holds at least one chunk (the largest, for all-reduce).
+Status ringAllReduceSum(Transport &transport, int rank, int size, void *data, size_t count,
+                        CommDType dtype, void *scratch, uint64_t sequence, uint64_t *bytesSent);
+Status ringReduceScatterSum(Transport &transport, int rank, int size, const void *in, void *out,
+                            size_t chunk, CommDType dtype, void *scratch, uint64_t sequence,
+                            uint64_t *bytesSent);
+Status ringAllGather(Transport &transport, int rank, int size, const void *in, void *out,
+                     size_t chunk, CommDType dtype, uint64_t sequence, uint64_t *bytesSent);
 
 // A Communicator whose collectives are the ring over the Transport a backend provides. It
 // validates the arguments, numbers the collectives, counts calls and bytes in counters_, and
@@ -67,9 +73,13 @@ public:
 
   // `count` need not be a multiple of size() (the chunks are then uneven, and the bytes sent
   // differ from collectiveBytesSent, which assumes the padded size).
-  Status allReduceSum(float *data, size_t count) override;
-  Status reduceScatterSum(const float *in, float *out, size_t chunk) override;
-  Status allGather(const float *in, float *out, size_t chunk) override;
+  Status allReduceSum(void *data, size_t count, CommDType dtype) override;
+  Status reduceScatterSum(const void *in, void *out, size_t chunk, CommDType dtype) override;
+  Status allGather(const void *in, void *out, size_t chunk, CommDType dtype) override;
+  // The float32 overloads, which the overrides would otherwise hide.
+  using Communicator::allGather;
+  using Communicator::allReduceSum;
+  using Communicator::reduceScatterSum;
 
 protected:
   RingCommunicator(int rank, int size) : rank_(rank), size_(size) {}
@@ -84,19 +94,20 @@ protected:
                                uint64_t *sequence);
 
 private:
-  // Checks what every collective needs, numbers it and counts the call; *sequence is its number.
-  Status begin(CollectiveKind kind, size_t elements, uint64_t *sequence);
+  // Checks what every collective needs (the element type, the size), numbers it and counts the
+  // call; *sequence is its number.
+  Status begin(CollectiveKind kind, size_t elements, CommDType dtype, uint64_t *sequence);
   // The error of collective `sequence` of `kind`, with this rank and the collective in front.
   Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const {
     return Communicator::labelled(collectiveName(kind), sequence, status);
   }
-  // One chunk of scratch memory; grows only, so steady-state steps allocate nothing.
-  float *scratch(size_t elements);
+  // One chunk of scratch memory, in bytes; grows only, so steady-state steps allocate nothing.
+  void *scratch(size_t bytes);
 
   int rank_;
   int size_;
   uint64_t sequence_ = 0;
-  std::vector<float> scratch_;
+  std::vector<unsigned char> scratch_;
 };
 
 } // namespace shardc::runtime

@@ -12,18 +12,27 @@ f32 master weights), from the ONNX weights on the same batches; shardc compiles 
   bf16      every step's loss within 5e-3 (relative) of PyTorch's bf16 loss; the fp32 run
             within 1e-5 of PyTorch's fp32 loss; both implementations' fp32-vs-bf16 gaps are
             printed side by side (each must be above float32 noise, 1e-6: bf16 is really used)
-  sharded   the tiny GPT with bf16 on 4 ranks, dp=2,tp=2,zero=1 and dp=2,tp=2,zero=3: every
-            step within 5e-3 of the 1-rank bf16 run
+  storage   --half-storage on (the default: the rounded values live in 16-bit buffers, products
+            read and write them, ZeRO-3 gathers bf16 weights) against off (the same values kept
+            as f32 copies): losses string-equal (bit-identical), a smaller planned peak, and
+            measured = planned on every rank; for each model and style, and sharded
+  sharded   the tiny GPT with bf16 on 4 ranks, dp=2,tp=2,zero=1 and dp=2,tp=2,zero=3, with the
+            gradients reduced in f32 and in bf16 (--reduce-dtype): every step within 5e-3 of
+            the 1-rank bf16 run, the bf16 reductions sending half the bytes; the same with SGD
+            (which, unlike AdamW, follows the gradient's scale)
   ir        the bf16 bundle's plan states its precision and lists bf16 buffers (the casts'
             results); the fp32 one neither
   fp16      --precision fp16 with dynamic loss scaling (the tiny GPT) against PyTorch under the
             same policy in float16 with GradScaler's rule (train_reference.py's LossScaler):
             from a scale of 2^30 the first steps overflow and are skipped, from 65536 with a
             growth interval of 5 the scale grows until a step overflows; the same steps are
-            skipped, the scales equal, every loss within 5e-3; dp=2 ZeRO-1 and dp=2,tp=2 ZeRO-3
-            skip the same steps as 1 rank and follow it within 5e-3
+            skipped, the scales equal, every loss within 5e-3. Sharded, each of 2 data-parallel
+            ranks rounds its half's gradient (as PyTorch DDP does), so dp=2 ZeRO-1, dp=2,tp=2
+            ZeRO-3 and 1 rank with 2 microbatches are checked the same way against PyTorch on
+            the batch run as two accumulated halves
   refused   --precision fp16/bf16 --mode forward, a loss scale that is not a power of two,
-            loss-scale flags without fp16: one usage error line, exit 2
+            loss-scale flags without fp16, --reduce-dtype without its precision or without
+            16-bit storage, a bad --half-storage: one usage error line, exit 2
 
 Why 5e-3 and not 1e-5: a bf16 rounding step is 2^-8 of the value, so two implementations whose
 f32 sums differ in the last bit round a few elements to neighbouring bf16 values; the loss
@@ -53,6 +62,7 @@ LR = 1e-3
 DATA_BATCHES = 4
 MODELS_UNDER_TEST = ["mlp_classifier", "tiny_gpt", "bert_encoder"]
 SHARDED = ["dp=2,tp=2,zero=1", "dp=2,tp=2,zero=3"]
+PEAKS = {}  # bundle -> [(planned, measured) peak bytes per rank]
 
 
 def losses(path):
@@ -72,13 +82,34 @@ def reference(model, model_dir, out, precision, args, data=None):
 
 
 def train(args, model_dir, bundle, data, metrics, flags):
-    subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle,
-                    *e2e_util.input_shape_flags(model_dir), *flags],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    subprocess.run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data, "--lr",
-                    str(LR), "--metrics", metrics],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Compiles with `flags` and trains; returns the losses. The metrics land in `metrics`,
+    shardrun's planned and measured peaks per rank in PEAKS[bundle]."""
+    out, error = e2e_util.compile_and_train(args.shardc, args.shardrun, model_dir, bundle, data,
+                                            flags, args.steps, LR)
+    if error:
+        raise RuntimeError(error)
+    os.replace(bundle + ".jsonl", metrics)
+    PEAKS[bundle] = [(int(p), int(m)) for p, m in
+                     re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", out)]
     return losses(metrics)
+
+
+def loss_texts(path):
+    """Each step's loss as shardrun printed it: equal texts are equal bits."""
+    return [re.search(r'"loss": *([^,}]+)', line).group(1) for line in open(path)]
+
+
+def check_storage(name, bundle_on, bundle_off, metrics_on, metrics_off, results):
+    """--half-storage on against off (the same values kept as f32 copies): string-equal
+    losses, a smaller planned peak, and measured = planned on every rank of both."""
+    same = loss_texts(metrics_on) == loss_texts(metrics_off)
+    peak_on, peak_off = PEAKS[bundle_on], PEAKS[bundle_off]
+    equal = bool(peak_on) and bool(peak_off) and all(p == m for p, m in peak_on + peak_off)
+    on, off = max(p for p, _ in peak_on), max(p for p, _ in peak_off)
+    results.append((same and equal and on < off,
+                    f"{name} 16-bit storage: losses bit-identical to --half-storage off: {same}; "
+                    f"planned peak {on} bytes against {off} ({on / off:.3f}); measured = planned "
+                    f"on every rank: {equal}"))
 
 
 def check_model(model, style, args, results):
@@ -94,6 +125,12 @@ def check_model(model, style, args, results):
         ours[precision] = train(args, model_dir, os.path.join(work, f"{precision}.shard"), data,
                                 os.path.join(work, f"{precision}.jsonl"),
                                 ["--precision", precision])
+    train(args, model_dir, os.path.join(work, "bf16_f32copies.shard"), data,
+          os.path.join(work, "bf16_f32copies.jsonl"), ["--precision", "bf16", "--half-storage",
+                                                       "off"])
+    check_storage(f"{model}_{style}", os.path.join(work, "bf16.shard"),
+                  os.path.join(work, "bf16_f32copies.shard"), os.path.join(work, "bf16.jsonl"),
+                  os.path.join(work, "bf16_f32copies.jsonl"), results)
     bf16_diff = worst(ours["bf16"], torch_bf16)
     fp32_diff = worst(ours["fp32"], torch_fp32)
     gap_ours, gap_torch = worst(ours["bf16"], ours["fp32"]), worst(torch_bf16, torch_fp32)
@@ -114,12 +151,59 @@ def check_model(model, style, args, results):
         return
     for strategy in SHARDED:
         name = strategy.replace(",", "_").replace("=", "")
-        sharded = train(args, model_dir, os.path.join(work, f"bf16_{name}.shard"), data,
-                        os.path.join(work, f"bf16_{name}.jsonl"),
-                        ["--precision", "bf16", "--gpus", "4", "--strategy", strategy])
-        diff = worst(sharded, ours["bf16"])
-        results.append((diff <= BF16_RTOL, f"{model} bf16 {strategy} vs 1 rank bf16: worst "
-                                           f"{diff:.2e} (<= {BF16_RTOL:g})"))
+        runs = {}
+        for reduce in ("fp32", "bf16"):
+            bundle = os.path.join(work, f"bf16_{name}_reduce_{reduce}.shard")
+            runs[reduce] = (bundle, train(args, model_dir, bundle, data, bundle + ".metrics",
+                                          ["--precision", "bf16", "--gpus", "4", "--strategy",
+                                           strategy, "--reduce-dtype", reduce]))
+            diff = worst(runs[reduce][1], ours["bf16"])
+            results.append((diff <= BF16_RTOL,
+                            f"{model} bf16 {strategy} --reduce-dtype {reduce} vs 1 rank bf16: "
+                            f"worst {diff:.2e} (<= {BF16_RTOL:g})"))
+        # ZeRO's mixed-precision accounting: 2Ψ + 2Ψ + 12Ψ split by stage; the f32 master
+        # weights are sharded with the AdamW state (exactly 12Ψ_rank/N of them on this rank).
+        zero = json.load(open(os.path.join(runs["bf16"][0], "plan.json")))["zero_accounting"]
+        stage = zero["formulas"][zero["stage"]]
+        expected = {1: "4Ψ_rank + 12Ψ_rank/N", 3: "16Ψ_rank/N"}[zero["stage"]]
+        results.append((zero["mixed_precision"] and stage["formula"] == expected and
+                        zero["actual"]["optimizer_state_bytes"] == stage["optimizer_state_bytes"]
+                        == 12 * zero["psi_rank"] // zero["ranks"],
+                        f"{model} bf16 {strategy} --reduce-dtype bf16 ZeRO accounting: "
+                        f"{stage['formula']} (expected {expected}), master weights and state "
+                        f"{zero['actual']['optimizer_state_bytes']} bytes against "
+                        f"{stage['optimizer_state_bytes']}; working parameters "
+                        f"{zero['actual']['parameter_bytes']} against "
+                        f"{stage['parameter_bytes']} (f32-read ones at 4 bytes)"))
+        # The gradients' reductions move half the bytes in bf16; nothing else changes.
+        sent = {r: gradient_reduction_bytes(b) for r, (b, _) in runs.items()}
+        results.append((sent["bf16"] * 2 == sent["fp32"] > 0,
+                        f"{model} bf16 {strategy}: gradient reductions send {sent['fp32']} bytes "
+                        f"per rank in f32, {sent['bf16']} with --reduce-dtype bf16"))
+        # AdamW hardly sees a gradient off by a constant factor; SGD follows it, so a
+        # reduction that sums a gradient twice (or misses a rank) cannot pass here.
+        sgd = {}
+        for gpus, strategy_flags in (("1", []), ("4", ["--strategy", strategy])):
+            bundle = os.path.join(work, f"bf16_sgd_{name}_{gpus}.shard")
+            sgd[gpus] = train(args, model_dir, bundle, data, bundle + ".metrics",
+                              ["--precision", "bf16", "--optimizer", "sgd", "--gpus", gpus,
+                               *strategy_flags])
+        diff = worst(sgd["4"], sgd["1"])
+        results.append((diff <= BF16_RTOL, f"{model} bf16 SGD {strategy} vs 1 rank bf16 SGD: "
+                                           f"worst {diff:.2e} (<= {BF16_RTOL:g})"))
+        off = os.path.join(work, f"bf16_{name}_f32copies.shard")
+        train(args, model_dir, off, data, off + ".metrics",
+              ["--precision", "bf16", "--gpus", "4", "--strategy", strategy, "--half-storage",
+               "off"])
+        check_storage(f"{model} bf16 {strategy}", runs["fp32"][0], off,
+                      runs["fp32"][0] + ".metrics", off + ".metrics", results)
+
+
+def gradient_reduction_bytes(bundle):
+    """Bytes rank 0 sends in the data-parallel gradient reductions (plan.json)."""
+    plan = json.load(open(os.path.join(bundle, "plan.json")))
+    return sum(c["bytes_sent"] for c in plan["communication"]["collectives"]
+               if c["name"].startswith("gradients/") and c["group"] == "dp")
 
 
 def check_refusals(args, results):
@@ -133,7 +217,15 @@ def check_refusals(args, results):
                             (["--precision", "fp16", "--loss-scale-init", "1000"],
                              "--loss-scale-init needs a power of two"),
                             (["--precision", "bf16", "--loss-scale-init", "1024"],
-                             "apply to --precision fp16")]:
+                             "apply to --precision fp16"),
+                            (["--reduce-dtype", "bf16"], "--reduce-dtype bf16 needs --precision "
+                                                         "bf16 (the gradients are fp32)"),
+                            (["--precision", "fp16", "--reduce-dtype", "bf16"],
+                             "--reduce-dtype bf16 needs --precision bf16"),
+                            (["--precision", "bf16", "--reduce-dtype", "bf16", "--half-storage",
+                              "off"], "needs --half-storage on"),
+                            (["--precision", "bf16", "--half-storage", "maybe"],
+                             "--half-storage needs on or off")]:
         r = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o",
                             os.path.join(args.work, "refused.shard"), *flags],
                            capture_output=True, text=True)
@@ -163,28 +255,31 @@ def check_fp16(args, results):
         data = os.path.join(out, "data")
         runs = {"1 rank": []}
         if init == 2 ** 30:
+            # Two data-parallel ranks each round the gradient of their half of the batch to
+            # fp16 before the reduction adds the halves (as PyTorch DDP does), so which steps
+            # overflow follows the halves: the reference is GradScaler's rule on the batch run
+            # as two accumulated halves, which the 1-rank run with 2 microbatches also is.
+            cmd = cmd[:cmd.index("--make-data")] + ["--data", data, "--micro-batches", "2"]
+            cmd[cmd.index("--out") + 1] = out + "_halves"
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            halves_log = [json.loads(line)
+                          for line in open(os.path.join(out + "_halves", "losses.jsonl"))]
+            runs["1 rank, 2 microbatches"] = ["--micro-batches", "2"]
             runs["dp=2,zero=1"] = ["--gpus", "2", "--strategy", "dp=2,zero=1"]
             runs["dp=2,tp=2,zero=3"] = ["--gpus", "4", "--strategy", "dp=2,tp=2,zero=3"]
-        single = None
         for run_name, extra in runs.items():
             metrics = os.path.join(work, f"{name}_{run_name.replace(',', '_').replace('=', '')}"
-                                         ".jsonl")
+                                         ".jsonl").replace(" ", "_")
             train(args, model_dir, metrics.replace(".jsonl", ".shard"), data, metrics,
                   flags + extra)
             ours = [json.loads(line) for line in open(metrics)]
             skipped = [r["step"] for r in ours if r["overflow"]]
-            if run_name == "1 rank":
-                single = ours
-                ref = torch_log
-                ref_skipped = [r["step"] for r in torch_log if r["overflow"]]
-                scales_match = all(abs(a["loss_scale"] - b["loss_scale"]) <= 1e-7 * b["loss_scale"]
-                                   for a, b in zip(ours, torch_log))
-                what = "PyTorch's GradScaler rule"
-            else:
-                ref = single
-                ref_skipped = [r["step"] for r in single if r["overflow"]]
-                scales_match = all(a["loss_scale"] == b["loss_scale"] for a, b in zip(ours, single))
-                what = "the 1-rank fp16 run"
+            ref = torch_log if run_name == "1 rank" else halves_log
+            what = "PyTorch's GradScaler rule" + ("" if run_name == "1 rank" else
+                                                  " on the batch as two accumulated halves")
+            ref_skipped = [r["step"] for r in ref if r["overflow"]]
+            scales_match = all(abs(a["loss_scale"] - b["loss_scale"]) <= 1e-7 * b["loss_scale"]
+                               for a, b in zip(ours, ref))
             diff = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(ours, ref))
             ok = (len(ours) == args.steps and skipped and skipped == ref_skipped and
                   scales_match and diff <= BF16_RTOL)

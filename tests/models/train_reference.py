@@ -157,6 +157,10 @@ def main():
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
                    help="bf16: shardc --precision bf16's cast policy (bf16_policy.py); fp16: "
                         "the same in float16, with dynamic loss scaling (LossScaler below)")
+    p.add_argument("--micro-batches", type=int, default=1, metavar="K",
+                   help="run each batch as K equal parts, gradients accumulated in f32 (each "
+                        "part's loss weighted by its share of the rows: a mean loss without "
+                        "ignored labels), as gradient accumulation and data parallelism do")
     p.add_argument("--loss-scale-init", type=float, default=65536.0)
     p.add_argument("--loss-scale-growth-interval", type=int, default=2000)
     args = p.parse_args()
@@ -186,6 +190,8 @@ def main():
     if len(rows) != 1 or rows.pop() % batch:
         raise SystemExit(f"{data_dir}: every input needs the same number of rows, a multiple of {batch}")
     total = len(data[input_names[0]])
+    if args.micro_batches < 1 or batch % args.micro_batches:
+        raise SystemExit(f"--micro-batches {args.micro_batches} does not divide the batch of {batch}")
 
     optimizer = make_optimizer(args, model.parameters())
     scaler = (LossScaler(args.loss_scale_init, args.loss_scale_growth_interval)
@@ -198,21 +204,28 @@ def main():
             rows_k = [(r % total) for r in range((step - 1) * batch, step * batch)]
             inputs = [torch.from_numpy(np.ascontiguousarray(data[n][rows_k])) for n in input_names]
             dropout_key.start_step(step)
-            if args.precision in ("bf16", "fp16"):
-                dtype = torch.bfloat16 if args.precision == "bf16" else torch.float16
-                with bf16_policy.BF16Matmuls(dtype):
-                    loss = model(*inputs)[0]
-            else:
-                loss = model(*inputs)[0]
             optimizer.zero_grad(set_to_none=True)
-            record = {"step": step, "loss": float(f"{loss.item():.9g}")}
             if scaler is not None:
-                record["loss_scale"] = scaler.scale
-                (loss * scaler.scale).backward()
+                record_scale = scaler.scale
+            loss_value = 0.0
+            for part in np.array_split(np.arange(batch), args.micro_batches):
+                part_inputs = [x[part] for x in inputs] if args.micro_batches > 1 else inputs
+                if args.precision in ("bf16", "fp16"):
+                    dtype = torch.bfloat16 if args.precision == "bf16" else torch.float16
+                    with bf16_policy.BF16Matmuls(dtype):
+                        loss = model(*part_inputs)[0]
+                else:
+                    loss = model(*part_inputs)[0]
+                if args.micro_batches > 1:
+                    loss = loss * (len(part) / batch)
+                loss_value += loss.item()
+                (loss * scaler.scale if scaler is not None else loss).backward()
+            record = {"step": step, "loss": float(f"{loss_value:.9g}")}
+            if scaler is not None:
+                record["loss_scale"] = record_scale
                 overflow = scaler.unscale(model.parameters())
                 record["overflow"] = overflow
             else:
-                loss.backward()
                 overflow = False
             for name, p in model.named_parameters():
                 grad_absmax[name] = torch.maximum(grad_absmax[name], p.grad.abs())

@@ -124,7 +124,8 @@ def main():
 
     vocab, positions, d, layers, heads, batch, seq = SHAPES[args.shape]
     print(f"GPT ({args.shape}): L={layers} d={d} H={heads} V={vocab} positions={positions}, "
-          f"B={batch} T={seq}, fp32, AdamW, 1 rank, {args.steps} steps, {args.threads} threads")
+          f"B={batch} T={seq}, AdamW, 1 rank, {args.steps} steps, {args.threads} threads; "
+          f"shardc flags: {args.shardc_flags or '(none: fp32)'}; PyTorch: fp32")
     print(f"  shardrun: peak RSS {gib(ours_rss)}; plan {gib(planned)}, "
           f"measured by its tracker {gib(tracked)}"
           + (f" ({memory.group(3)})" if memory else ""))

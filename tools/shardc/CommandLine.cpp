@@ -39,6 +39,11 @@ training (--mode train; PyTorch's semantics and defaults):
                             (f32 master weights) stay f32 (default fp32). fp16: the same
                             with fp16, and dynamic loss scaling (PyTorch's GradScaler): a
                             step whose gradients overflow is skipped and halves the scale
+  --reduce-dtype fp32|bf16|fp16
+                            bf16/fp16: the element type in which data parallelism sums the
+                            gradients (default fp32; the 16-bit type halves the bytes sent)
+  --half-storage on|off     bf16/fp16: store the rounded values in 16 bits (default on); off
+                            keeps them as f32 copies, bit-identical results, for checking
   --loss-scale-init S       fp16: the initial loss scale, a power of two (default 65536)
   --loss-scale-growth-interval N
                             fp16: finite steps in a row that double the scale (default 2000)
@@ -168,6 +173,7 @@ std::optional<std::string> checkOptimizerFlags(const TrainStepOptions &train,
 ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   std::set<std::string> optimizerFlags; // the optimizer options given, for checkOptimizerFlags
   bool lossScaleFlags = false;          // --loss-scale-init / --loss-scale-growth-interval given
+  std::string reduceDtypeFlag;          // --reduce-dtype's value, when given
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -218,6 +224,17 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
         return usageError("--precision '" + value + "': expected fp32, bf16 or fp16");
       options.train.precision = value;
       options.train.dynamicLossScale = value == "fp16";
+    } else if (arg == "--reduce-dtype") {
+      if (!takeValue("--reduce-dtype"))
+        return usageError("--reduce-dtype needs a value (fp32, bf16 or fp16)");
+      if (value != "fp32" && value != "bf16" && value != "fp16")
+        return usageError("--reduce-dtype '" + value + "': expected fp32, bf16 or fp16");
+      options.train.reduceDtype = value == "fp32" ? "f32" : value == "bf16" ? "bf16" : "f16";
+      reduceDtypeFlag = value;
+    } else if (arg == "--half-storage") {
+      if (!takeValue("--half-storage") || (value != "on" && value != "off"))
+        return usageError("--half-storage needs on or off");
+      options.train.halfStorage = value == "on";
     } else if (arg == "--loss-scale-init") {
       double scale = 0;
       // A power of two, as GradScaler's growth and backoff keep it: the scale stays exact.
@@ -376,6 +393,14 @@ ParseResult parseCommandLine(int argc, char **argv, Options &options) {
   if (options.train.precision != "fp32" && options.mode == Mode::Forward)
     return usageError("--precision " + options.train.precision +
                       ": applies to training (--mode train) so far");
+  // A 16-bit reduction sums the 16-bit gradients the products wrote; fp32 is always possible.
+  if (!reduceDtypeFlag.empty() && reduceDtypeFlag != "fp32" &&
+      reduceDtypeFlag != options.train.precision)
+    return usageError("--reduce-dtype " + reduceDtypeFlag + " needs --precision " +
+                      reduceDtypeFlag + " (the gradients are " + options.train.precision + ")");
+  if (options.train.reduceDtype != "f32" && !options.train.halfStorage)
+    return usageError("--reduce-dtype " + reduceDtypeFlag +
+                      " needs --half-storage on (the reductions run on the 16-bit values)");
   return ParseResult::Ok;
 }
 

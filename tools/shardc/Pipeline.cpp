@@ -155,12 +155,23 @@ mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dum
     } else if (dp->zeroStage < 3) {
       ShardOptimizerStateOptions o;
       o.bucketMb = dp->bucketMb;
+      // 16-bit storage: the f32 parameters are master weights, sharded like optimizer state.
+      o.masterShards = (train->precision == "bf16" || train->precision == "fp16") &&
+                       train->halfStorage;
       pm.nest<mlir::func::FuncOp>().addPass(createShardOptimizerState(o));
     } else {
       ShardParametersOptions o;
       o.fsdpUnit = dp->fsdpUnit;
       pm.nest<mlir::func::FuncOp>().addPass(createShardParameters(o));
     }
+  }
+  if (train && (train->precision == "bf16" || train->precision == "fp16") &&
+      train->halfStorage) {
+    // After the sharding passes, which place their collectives on the f32 values the cast
+    // pairs define: what stays a partial sum or crosses a collective in f32 is then visible.
+    HalfStorageOptions storage;
+    storage.reduceDtype = train->reduceDtype;
+    pm.nest<mlir::func::FuncOp>().addPass(createHalfStorage(storage));
   }
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldConstants());
   if (train)

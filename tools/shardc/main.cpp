@@ -152,20 +152,30 @@ std::string trainedSetSource(const Options &opts, mlir::ModuleOp module, bool *g
 void addTrainedSetNotes(const Options &opts, mlir::ModuleOp module, PlanNotes &notes) {
   notes.notTrained = notTrainedNotes(opts, module);
   notes.trainedSetSource = trainedSetSource(opts, module, &notes.trainedSetGuessed);
-  if (opts.mode == Mode::Train && opts.train.precision == "bf16")
-    notes.precision = "bf16: every matrix product reads its operands and writes its result "
-                      "rounded to bf16 (shardc-bf16-matmuls), accumulating in f32; LayerNorm, "
-                      "softmax, the loss and the optimizer stay f32, with f32 master weights";
-  if (opts.mode == Mode::Train && opts.train.precision == "fp16") {
-    char scale[32];
-    std::snprintf(scale, sizeof scale, "%.17g", opts.train.lossScaleInit);
-    notes.precision =
-        "fp16: every matrix product reads its operands and writes its result rounded to fp16 "
-        "(shardc-bf16-matmuls dtype=f16), accumulating in f32; LayerNorm, softmax, the loss "
-        "and the optimizer stay f32, with f32 master weights; dynamic loss scaling from " +
-        std::string(scale) + ", x2 after " + std::to_string(opts.train.lossScaleGrowthInterval) +
-        " finite steps, x0.5 and the step skipped when a gradient is not finite (state " +
-        "loss_scale.*)";
+  if (opts.mode == Mode::Train && opts.train.precision != "fp32") {
+    notes.mixedPrecision = opts.train.halfStorage;
+    notes.reducedGradientBytes = opts.train.reduceDtype == "f32" ? 4 : 2;
+    const bool fp16 = opts.train.precision == "fp16";
+    const std::string half = fp16 ? "fp16" : "bf16";
+    notes.precision = opts.train.precision + ": every matrix product reads its operands and " +
+                      "writes its result rounded to " + half + " (shardc-bf16-matmuls" +
+                      (fp16 ? " dtype=f16" : "") + "), accumulating in f32; ";
+    notes.precision +=
+        opts.train.halfStorage
+            ? "those values are stored in 16 bits, weights cast once per step from their f32 "
+              "master copy (under ZeRO-3 before the all-gather: shardc-half-storage); "
+            : "those values are kept as f32 copies (--half-storage off); ";
+    notes.precision += "LayerNorm, softmax, the loss and the optimizer stay f32, with f32 "
+                       "master weights; gradients are summed across data-parallel ranks in " +
+                       std::string(opts.train.reduceDtype == "f32" ? "f32" : half);
+    if (fp16) {
+      char scale[32];
+      std::snprintf(scale, sizeof scale, "%.17g", opts.train.lossScaleInit);
+      notes.precision += "; dynamic loss scaling from " + std::string(scale) + ", x2 after " +
+                         std::to_string(opts.train.lossScaleGrowthInterval) +
+                         " finite steps, x0.5 and the step skipped when a gradient is not "
+                         "finite (state loss_scale.*)";
+    }
   }
   notes.microBatches = opts.microBatches;
   if (opts.mode == Mode::Train && opts.microBatches > 1)

@@ -211,6 +211,9 @@ JsonValue zeroJson(const PlanSummary &s) {
   o.add("stage", i64(z.stage));
   o.add("optimizer_state_bytes_per_element", u64(z.stateBytesPerElement));
   o.add("whole_optimizer_state_bytes", u64(z.wholeOptimizerStateBytes));
+  o.add("mixed_precision", JsonValue::boolean(z.mixedPrecision));
+  o.add("parameter_bytes_per_element", u64(z.parameterBytesPerElement));
+  o.add("gradient_bytes_per_element", u64(z.gradientBytesPerElement));
   JsonValue stages = JsonValue::array();
   for (const PlanZeroStage &row : z.stages) {
     JsonValue r = JsonValue::object();

@@ -681,8 +681,9 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
   if (z.psi == 0)
     return;
   const int n = z.ranks;
+  const char *kind = z.mixedPrecision ? "mixed precision" : "fp32";
   if (s.hasMesh()) {
-    os << "== ZeRO accounting: model state per rank, fp32 (Ψ_rank = " << z.psiRank
+    os << "== ZeRO accounting: model state per rank, " << kind << " (Ψ_rank = " << z.psiRank
        << " trained elements per rank, N = dp = " << n << ")\n";
     wrap(os, "  ", "    ",
          "Ψ_rank = Ψ_split/t + Ψ_replicated = " + std::to_string(z.psiSplit) + "/" +
@@ -690,16 +691,31 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
              ": the trained elements of a rank's tp blocks, which ZeRO shards over dp (each " +
              "block padded to a multiple of N)");
   } else {
-    os << "== ZeRO accounting: model state per rank, fp32 (Ψ = " << z.psi
+    os << "== ZeRO accounting: model state per rank, " << kind << " (Ψ = " << z.psi
        << " trained elements, N = " << n << ")\n";
   }
-  wrap(os, "  ", "    ",
-       "4 bytes per element of parameters and of gradients, " +
-           (z.stateBytesPerElement > 0
-                ? std::to_string(z.stateBytesPerElement) + " of optimizer state"
-                : "O = " + std::to_string(z.wholeOptimizerStateBytes) +
-                      " bytes of optimizer state in all") +
-           "; * marks this bundle's stage");
+  const std::string state =
+      z.stateBytesPerElement > 0
+          ? std::to_string(z.stateBytesPerElement)
+          : "O = " + std::to_string(z.wholeOptimizerStateBytes) + " bytes in all";
+  if (z.mixedPrecision)
+    wrap(os, "  ", "    ",
+         "bytes per element: " + std::to_string(z.parameterBytesPerElement) +
+             " of 16-bit working parameters, " + std::to_string(z.gradientBytesPerElement) +
+             " of gradients as they are reduced (--reduce-dtype), " + state +
+             " of optimizer state with the f32 master weights (ZeRO's 2Ψ + 2Ψ + 12Ψ for "
+             "AdamW); this bundle's parameters are the working copies the products read "
+             "(whole at stages 0-2, the shards gathered per unit at stage 3; a parameter read "
+             "in f32, such as a LayerNorm scale, is gathered in f32), its optimizer state the "
+             "f32 master weights and the state; * marks this bundle's stage");
+  else
+    wrap(os, "  ", "    ",
+         "4 bytes per element of parameters and of gradients, " +
+             (z.stateBytesPerElement > 0
+                  ? std::to_string(z.stateBytesPerElement) + " of optimizer state"
+                  : "O = " + std::to_string(z.wholeOptimizerStateBytes) +
+                        " bytes of optimizer state in all") +
+             "; * marks this bundle's stage");
   Table t("llrrrr");
   t.add({"stage", "formula", "parameters", "gradients", "optimizer state", "total"});
   for (const PlanZeroStage &row : z.stages)
@@ -712,9 +728,10 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
   t.print(os, "  ");
   if (z.stage >= 0 && z.stage <= 3) {
     // The formula without rounding: the whole bytes of each part, divided by N where sharded.
-    const double psiBytes = 4.0 * static_cast<double>(z.psiRank);
-    const double exact = (z.stage >= 3 ? psiBytes / n : psiBytes) +
-                         (z.stage >= 2 ? psiBytes / n : psiBytes) +
+    const double paramBytes = static_cast<double>(z.parameterBytesPerElement * z.psiRank);
+    const double gradBytes = static_cast<double>(z.gradientBytesPerElement * z.psiRank);
+    const double exact = (z.stage >= 3 ? paramBytes / n : paramBytes) +
+                         (z.stage >= 2 ? gradBytes / n : gradBytes) +
                          (z.stage >= 1 ? static_cast<double>(z.wholeOptimizerStateBytes) / n
                                        : static_cast<double>(z.wholeOptimizerStateBytes));
     const double diff = static_cast<double>(z.totalBytes) - exact;
@@ -739,10 +756,14 @@ void formatZero(const PlanSummary &s, std::ostringstream &os) {
                          : "  no padding: every sharded tensor divides evenly by N\n");
   }
   wrap(os, "  ", "    ",
-       z.stage <= 1 ? "gradients: whole until they are reduced (stage 0: all-reduced; stage 1: "
-                      "reduce-scattered after the backward pass)"
-                    : "gradients: the shards the optimizer reads (whole gradients live only "
-                      "until their bucket or unit is reduce-scattered)");
+       std::string(z.stage <= 1
+                       ? "gradients: whole until they are reduced (stage 0: all-reduced; stage "
+                         "1: reduce-scattered after the backward pass)"
+                       : "gradients: the shards the optimizer reads (whole gradients live only "
+                         "until their bucket or unit is reduce-scattered)") +
+           (z.mixedPrecision ? "; the optimizer reads them in f32, widened after a 16-bit "
+                               "reduction, which the formula's 16-bit gradients do not count"
+                             : ""));
   os << "\n";
 }
 

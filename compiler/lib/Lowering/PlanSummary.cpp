@@ -4,6 +4,7 @@
 #include "runtime/comm/comm_cost.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/mesh.h"
+#include "runtime/kernels/kernel.h"
 #include "runtime/program/rank_program.h"
 
 #include <google/protobuf/util/message_differencer.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 namespace shardc {
 
@@ -29,6 +31,11 @@ uint64_t numel(const google::protobuf::RepeatedField<int64_t> &shape) {
 
 uint64_t bufferNumel(const program::Program &p, int id) {
   return validBuffer(p, id) ? numel(p.buffers(id).shape()) : 0;
+}
+
+// Bytes per element of buffer `id` (0 for an unknown dtype).
+uint64_t bufferElementBytes(const program::Program &p, int id) {
+  return validBuffer(p, id) ? runtime::dtypeSize(p.buffers(id).dtype()) : 0;
 }
 
 uint64_t bufferBytes(const program::Program &p, int id) {
@@ -300,20 +307,32 @@ PlanComm commOf(const program::Program &p, int worldSize) {
     c.tensors = op.inputs_size();
     const auto &wholes = c.kind == "all_gather" ? op.outputs() : op.inputs();
     const auto &shards = c.kind == "all_gather" ? op.inputs() : op.outputs();
-    for (int b : wholes)
+    // The element size the communicator moves: the operands' dtype's, or 1 when an
+    // all_gather packs tensors of several dtypes and moves them as raw bytes (a reduction has
+    // one dtype: the kernel refuses more).
+    uint64_t elementBytes = 0;
+    for (int b : wholes) {
       c.elements += bufferNumel(p, b);
+      const uint64_t size = bufferElementBytes(p, b);
+      elementBytes = elementBytes == 0 || elementBytes == size ? size : 1;
+    }
     if (communicates) {
       if (kind == runtime::CollectiveKind::AllReduce) {
         c.payloadElements = runtime::paddedToRanks(c.elements, c.numRanks);
+        c.payloadBytes = c.payloadElements * elementBytes;
       } else {
-        uint64_t shardTotal = 0;
-        for (int b : shards)
+        uint64_t shardTotal = 0, shardBytes = 0;
+        for (int b : shards) {
           shardTotal += bufferNumel(p, b);
+          shardBytes += bufferNumel(p, b) * bufferElementBytes(p, b);
+        }
         c.payloadElements = shardTotal * static_cast<uint64_t>(c.numRanks);
+        c.payloadBytes = shardBytes * static_cast<uint64_t>(c.numRanks);
       }
-      c.payloadBytes = c.payloadElements * kF32Bytes;
-      // Each op with its own group's size: what the runtime's communicator of that group sends.
-      c.bytesSent = runtime::collectiveBytesSent(kind, c.payloadElements, c.numRanks);
+      // Each op with its own group's size: what the runtime's communicator of that group sends,
+      // payloadBytes / elementBytes elements of elementBytes each.
+      const uint64_t unit = std::max<uint64_t>(elementBytes, 1);
+      c.bytesSent = runtime::collectiveBytesSent(kind, c.payloadBytes / unit, c.numRanks, unit);
       c.theoryBytes = ringTheoryBytes(c.kind, c.payloadBytes, c.numRanks);
     }
     comm.bytesSent += c.bytesSent;
@@ -414,8 +433,49 @@ std::string formulaText(uint64_t replicated, uint64_t sharded, bool stateReplica
   return s.empty() ? r : r + " + " + s;
 }
 
-void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
+// Mixed precision: the bytes of the working copies rank 0's program makes of the trained
+// parameters for the products. At stages 1 and 2 the whole copies its start-of-step gathers
+// (parameters/...) produce; at stage 3 the shards its forward gathers (forward/<unit>) take,
+// 16-bit where the products round them; otherwise (one rank, plain DP) the 16-bit casts of the
+// parameters, followed through copies and transposes.
+uint64_t workingCopyBytes(const program::Program &p, int stage) {
+  uint64_t bytes = 0;
+  auto startsWith = [](const std::string &s, const char *prefix) { return s.rfind(prefix, 0) == 0; };
+  if (stage >= 1) {
+    for (const program::Op &op : p.ops()) {
+      if (op.kernel() != "all_gather")
+        continue;
+      if (stage <= 2 && startsWith(op.name(), "parameters/"))
+        for (int b : op.outputs())
+          bytes += bufferBytes(p, b);
+      if (stage >= 3 && startsWith(op.name(), "forward/"))
+        for (int b : op.inputs())
+          bytes += bufferBytes(p, b);
+    }
+    return bytes;
+  }
+  std::set<int> fromParameters;
+  for (const program::Binding &b : p.inputs())
+    if (validBuffer(p, b.buffer()) && p.buffers(b.buffer()).role() == program::ROLE_PARAMETER)
+      fromParameters.insert(b.buffer());
+  for (const program::Op &op : p.ops()) {
+    if (op.inputs_size() != 1 || op.outputs_size() != 1 || !fromParameters.count(op.inputs(0)))
+      continue;
+    const int out = op.outputs(0);
+    if (op.kernel() == "copy" || op.kernel() == "transpose")
+      fromParameters.insert(out);
+    else if (op.kernel() == "cast" && validBuffer(p, out) &&
+             runtime::dtypeSize(p.buffers(out).dtype()) == 2)
+      bytes += bufferBytes(p, out);
+  }
+  return bytes;
+}
+
+void addZeroAccounting(PlanSummary &s, const program::Program &rank0, const PlanNotes &notes) {
   PlanZeroAccounting &z = s.zero;
+  z.mixedPrecision = notes.mixedPrecision;
+  z.parameterBytesPerElement = z.mixedPrecision ? 2 : kF32Bytes;
+  z.gradientBytesPerElement = z.mixedPrecision ? notes.reducedGradientBytes : kF32Bytes;
   z.psi = s.trainedElements;
   z.psiSplit = s.trainedSplitElements;
   z.psiReplicated = s.trainedReplicatedElements;
@@ -440,10 +500,14 @@ void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
     z.wholeOptimizerStateBytes +=
         static_cast<uint64_t>(tensorOf(rank0, b).sharding.blockElements) * kF32Bytes;
   }
+  // Mixed precision: the f32 master weights are optimizer state.
+  if (z.mixedPrecision)
+    z.wholeOptimizerStateBytes += kF32Bytes * z.psiRank;
   const bool stateDivides = z.psiRank > 0 && z.wholeOptimizerStateBytes % z.psiRank == 0;
   z.stateBytesPerElement = stateDivides ? z.wholeOptimizerStateBytes / z.psiRank : 0;
   const uint64_t n = static_cast<uint64_t>(std::max(1, z.ranks));
-  const uint64_t paramWhole = kF32Bytes * z.psiRank, gradWhole = kF32Bytes * z.psiRank;
+  const uint64_t paramWhole = z.parameterBytesPerElement * z.psiRank;
+  const uint64_t gradWhole = z.gradientBytesPerElement * z.psiRank;
   const uint64_t stateWhole = z.wholeOptimizerStateBytes;
   const char *labels[] = {"DP (ZeRO-0)", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
   for (int stage = 0; stage <= 3; ++stage) {
@@ -456,8 +520,8 @@ void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
     row.optimizerStateBytes = stateSharded ? ceilDiv(stateWhole, n) : stateWhole;
     row.totalBytes = row.parameterBytes + row.gradientBytes + row.optimizerStateBytes;
     uint64_t replicated = 0, sharded = 0;
-    (paramSharded ? sharded : replicated) += kF32Bytes;
-    (gradSharded ? sharded : replicated) += kF32Bytes;
+    (paramSharded ? sharded : replicated) += z.parameterBytesPerElement;
+    (gradSharded ? sharded : replicated) += z.gradientBytesPerElement;
     if (stateDivides)
       (stateSharded ? sharded : replicated) += z.stateBytesPerElement;
     row.formula = formulaText(replicated, sharded, !stateDivides && !stateSharded,
@@ -466,10 +530,12 @@ void addZeroAccounting(PlanSummary &s, const program::Program &rank0) {
   }
   if (!s.ranks.empty()) {
     const PlanModelState &m = s.ranks.front().modelState;
-    z.parameterBytes = m.trainedParameterBytes;
+    z.parameterBytes =
+        z.mixedPrecision ? workingCopyBytes(rank0, z.stage) : m.trainedParameterBytes;
     // Stages 0 and 1 keep whole gradients until they are reduced; 2 and 3 only the shards.
     z.gradientBytes = z.stage <= 1 ? m.wholeGradientBytes : m.gradientBytes;
-    z.optimizerStateBytes = m.optimizerStateBytes;
+    z.optimizerStateBytes =
+        m.optimizerStateBytes + (z.mixedPrecision ? m.trainedParameterBytes : 0);
     z.totalBytes = z.parameterBytes + z.gradientBytes + z.optimizerStateBytes;
   }
   for (const PlanParameter &param : s.parameters) {
@@ -774,7 +840,7 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
                            "planned_comm_bytes is " +
                            std::to_string(comm.plannedBytes));
   }
-  addZeroAccounting(s, rank0);
+  addZeroAccounting(s, rank0, notes);
   return s;
 }
 

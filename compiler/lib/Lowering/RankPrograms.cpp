@@ -5,6 +5,7 @@
 #include "shardc/Lowering/MeshGroups.h"
 
 #include "runtime/comm/comm_cost.h"
+#include "runtime/kernels/kernel.h"
 #include "runtime/memory/planned_memory.h"
 #include "runtime/training/sharded_tensor.h"
 
@@ -88,17 +89,36 @@ void mergeWeightsInto(EmittedProgram &base, EmittedProgram &variant) {
 }
 
 uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t inputElements,
-                                 uint64_t outputElements) {
+                                 uint64_t outputElements, uint64_t elementBytes) {
   using runtime::CollectiveKind;
   if (kernel == "all_reduce")
     return runtime::collectiveBytesSent(CollectiveKind::AllReduce,
-                                        runtime::paddedToRanks(inputElements, ranks), ranks);
+                                        runtime::paddedToRanks(inputElements, ranks), ranks,
+                                        elementBytes);
   if (kernel == "reduce_scatter") // outputs: this rank's shards
     return runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, outputElements * ranks,
-                                        ranks);
+                                        ranks, elementBytes);
   if (kernel == "all_gather") // inputs: this rank's shards
-    return runtime::collectiveBytesSent(CollectiveKind::AllGather, inputElements * ranks, ranks);
+    return runtime::collectiveBytesSent(CollectiveKind::AllGather, inputElements * ranks, ranks,
+                                        elementBytes);
   return 0;
+}
+
+uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks,
+                                 const std::vector<CollectiveOperand> &inputs,
+                                 const std::vector<CollectiveOperand> &outputs) {
+  // An all_gather of tensors of several dtypes moves raw bytes: every count is then in bytes.
+  bool mixed = false;
+  for (const auto *list : {&inputs, &outputs})
+    for (const CollectiveOperand &o : *list)
+      mixed |= o.second != (inputs.empty() ? o.second : inputs.front().second);
+  const uint64_t elementBytes = mixed || inputs.empty() ? 1 : inputs.front().second;
+  uint64_t in = 0, out = 0;
+  for (const CollectiveOperand &o : inputs)
+    in += o.first * (mixed ? o.second : 1);
+  for (const CollectiveOperand &o : outputs)
+    out += o.first * (mixed ? o.second : 1);
+  return collectiveCallBytesSent(kernel, ranks, in, out, elementBytes);
 }
 
 uint64_t plannedCommBytes(const program::Program &program) {
@@ -113,11 +133,11 @@ uint64_t plannedCommBytes(const program::Program &program) {
     auto ranksIt = op.attrs().find("num_ranks");
     if (ranksIt == op.attrs().end())
       continue;
-    uint64_t inputs = 0, outputs = 0;
+    std::vector<CollectiveOperand> inputs, outputs;
     for (int b : op.inputs())
-      inputs += numel(b);
+      inputs.emplace_back(numel(b), runtime::dtypeSize(program.buffers(b).dtype()));
     for (int b : op.outputs())
-      outputs += numel(b);
+      outputs.emplace_back(numel(b), runtime::dtypeSize(program.buffers(b).dtype()));
     total += collectiveCallBytesSent(op.kernel(), static_cast<int>(ranksIt->second.i()), inputs,
                                      outputs);
   }

@@ -27,12 +27,16 @@ uint64_t tensorBytes(Type type) {
          runtimeElementSize(ranked.getElementType());
 }
 
-uint64_t numel(ValueRange values) {
-  uint64_t n = 0;
+// Each present value's (elements, bytes per element), as collectiveCallBytesSent takes them.
+std::vector<CollectiveOperand> collectiveOperands(ValueRange values) {
+  std::vector<CollectiveOperand> operands;
   for (Value v : values)
-    if (v)
-      n += static_cast<uint64_t>(cast<RankedTensorType>(v.getType()).getNumElements());
-  return n;
+    if (v) {
+      auto ranked = cast<RankedTensorType>(v.getType());
+      operands.emplace_back(static_cast<uint64_t>(ranked.getNumElements()),
+                            runtimeElementSize(ranked.getElementType()));
+    }
+  return operands;
 }
 
 } // namespace
@@ -80,7 +84,8 @@ FailureOr<PlannedStepCost> plannedStepCost(func::FuncOp planned) {
     if (ranks == call->attrs.end())
       return op.emitOpError("has no group of ranks");
     cost.commBytes += collectiveCallBytesSent(call->kernel, static_cast<int>(ranks->second.i()),
-                                              numel(call->inputs), numel(call->outputs));
+                                              collectiveOperands(call->inputs),
+                                              collectiveOperands(call->outputs));
   }
   cost.peakBytes = AlignedBuffer::allocationSize(static_cast<uint64_t>(arena.getInt())) +
                    AlignedBuffer::allocationSize(weights) +

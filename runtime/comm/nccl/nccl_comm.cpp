@@ -53,6 +53,29 @@ Status ncclCheck(ncclResult_t code, const char *call, ncclComm_t comm = nullptr)
 #define SHARDC_NCCL_HAS_SPLIT 0
 #endif
 
+// NCCL's element type for `dtype`. bf16 needs NCCL 2.10 or later.
+Status ncclTypeOf(CommDType dtype, ncclDataType_t *type) {
+  switch (dtype) {
+  case CommDType::F32:
+    *type = ncclFloat32;
+    return Status::ok();
+  case CommDType::BF16:
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    *type = ncclBfloat16;
+    return Status::ok();
+#else
+    return Status::error("this NCCL has no bf16 (NCCL 2.10 or later has)");
+#endif
+  case CommDType::F16:
+    *type = ncclFloat16;
+    return Status::ok();
+  case CommDType::Bytes:
+    *type = ncclUint8;
+    return Status::ok();
+  }
+  return Status::error("unknown element type " + std::to_string(static_cast<int>(dtype)));
+}
+
 // Polls a non-blocking NCCL communicator until its pending call (initialisation, a split, an
 // enqueue) is done, or aborts it at the deadline (*comm becomes null) and says why.
 Status waitForComm(ncclComm_t *comm, Clock::time_point deadline, double timeoutSeconds) {
@@ -105,20 +128,25 @@ public:
   int size() const override { return mpi_->size(); }
   const char *backendName() const override { return "nccl"; }
 
-  Status allReduceSum(float *data, size_t count) override;
-  Status reduceScatterSum(const float *in, float *out, size_t chunk) override;
-  Status allGather(const float *in, float *out, size_t chunk) override;
+  Status allReduceSum(void *data, size_t count, CommDType dtype) override;
+  Status reduceScatterSum(const void *in, void *out, size_t chunk, CommDType dtype) override;
+  Status allGather(const void *in, void *out, size_t chunk, CommDType dtype) override;
+  // The float32 overloads, which the overrides would otherwise hide.
+  using Communicator::allGather;
+  using Communicator::allReduceSum;
+  using Communicator::reduceScatterSum;
   void abort(const std::string &cause) override;
   Status split(int color, int key, std::unique_ptr<Communicator> *out) override;
 
 private:
-  // Numbers and counts a collective; the bytes are the ring's, from comm_cost.h.
-  uint64_t begin(CollectiveKind kind, uint64_t paddedElements);
+  // Numbers and counts a collective (*sequence: its number) and checks its element type; the
+  // bytes are the ring's, from comm_cost.h.
+  Status begin(CollectiveKind kind, uint64_t paddedElements, CommDType dtype, uint64_t *sequence);
   Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const {
     return Communicator::labelled(collectiveName(kind), sequence, status);
   }
-  // A device buffer of at least `elements` floats (grows only).
-  Status deviceBuffer(size_t elements, float **out);
+  // A device buffer of at least `bytes` bytes (grows only).
+  Status deviceBuffer(size_t bytes, unsigned char **out);
   // Waits for NCCL to accept a call of the non-blocking communicator, then for the stream,
   // watching NCCL's asynchronous error; aborts the communicator at the deadline.
   Status waitForNccl(Clock::time_point deadline);
@@ -141,8 +169,8 @@ private:
   int device_ = -1;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  float *buffer_ = nullptr;
-  size_t bufferElements_ = 0;
+  unsigned char *buffer_ = nullptr;
+  size_t bufferBytes_ = 0;
   uint64_t sequence_ = 0;
   bool failed_ = false; // a collective failed: the communicator is aborted, not finalised
 };
@@ -242,26 +270,29 @@ Status NcclCommunicator::finish(Clock::time_point deadline) {
   }
 }
 
-Status NcclCommunicator::deviceBuffer(size_t elements, float **out) {
-  if (elements > bufferElements_) {
+Status NcclCommunicator::deviceBuffer(size_t bytes, unsigned char **out) {
+  if (bytes > bufferBytes_) {
     if (buffer_ != nullptr)
       SHARDC_RETURN_IF_ERROR(cudaCheck(cudaFree(buffer_), "cudaFree"));
     buffer_ = nullptr;
-    bufferElements_ = 0;
+    bufferBytes_ = 0;
     void *memory = nullptr;
-    SHARDC_RETURN_IF_ERROR(cudaCheck(cudaMalloc(&memory, elements * sizeof(float)), "cudaMalloc"));
-    buffer_ = static_cast<float *>(memory);
-    bufferElements_ = elements;
+    SHARDC_RETURN_IF_ERROR(cudaCheck(cudaMalloc(&memory, bytes), "cudaMalloc"));
+    buffer_ = static_cast<unsigned char *>(memory);
+    bufferBytes_ = bytes;
   }
   *out = buffer_;
   return Status::ok();
 }
 
-uint64_t NcclCommunicator::begin(CollectiveKind kind, uint64_t paddedElements) {
+Status NcclCommunicator::begin(CollectiveKind kind, uint64_t paddedElements, CommDType dtype,
+                               uint64_t *sequence) {
   const int k = static_cast<int>(kind);
+  *sequence = ++sequence_;
   counters_.calls[k] += 1;
-  counters_.bytesSent[k] += collectiveBytesSent(kind, paddedElements, size());
-  return ++sequence_;
+  SHARDC_RETURN_IF_ERROR(labelled(kind, *sequence, checkCommDType(kind, dtype)));
+  counters_.bytesSent[k] += collectiveBytesSent(kind, paddedElements, size(), commDTypeSize(dtype));
+  return Status::ok();
 }
 
 Status NcclCommunicator::split(int color, int key, std::unique_ptr<Communicator> *out) {
@@ -317,20 +348,23 @@ Status NcclCommunicator::split(int color, int key, std::unique_ptr<Communicator>
   return Status::ok();
 }
 
-Status NcclCommunicator::allReduceSum(float *data, size_t count) {
+Status NcclCommunicator::allReduceSum(void *data, size_t count, CommDType dtype) {
   const CollectiveKind kind = CollectiveKind::AllReduce;
-  const uint64_t sequence = begin(kind, paddedToRanks(count, size()));
+  uint64_t sequence = 0;
+  SHARDC_RETURN_IF_ERROR(begin(kind, paddedToRanks(count, size()), dtype, &sequence));
   if (count == 0)
     return Status::ok();
   auto work = [&]() -> Status {
+    ncclDataType_t type = ncclFloat32;
+    SHARDC_RETURN_IF_ERROR(ncclTypeOf(dtype, &type));
     const auto until = deadlineFromNow();
-    const size_t bytes = count * sizeof(float);
-    float *device = nullptr;
-    SHARDC_RETURN_IF_ERROR(deviceBuffer(count, &device));
+    const size_t bytes = count * commDTypeSize(dtype);
+    unsigned char *device = nullptr;
+    SHARDC_RETURN_IF_ERROR(deviceBuffer(bytes, &device));
     SHARDC_RETURN_IF_ERROR(cudaCheck(
         cudaMemcpyAsync(device, data, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync"));
     SHARDC_RETURN_IF_ERROR(
-        ncclCheck(ncclAllReduce(device, device, count, ncclFloat, ncclSum, comm_, stream_),
+        ncclCheck(ncclAllReduce(device, device, count, type, ncclSum, comm_, stream_),
                   "ncclAllReduce", comm_));
     SHARDC_RETURN_IF_ERROR(waitForNccl(until));
     SHARDC_RETURN_IF_ERROR(cudaCheck(
@@ -340,52 +374,62 @@ Status NcclCommunicator::allReduceSum(float *data, size_t count) {
   return run(kind, sequence, work);
 }
 
-Status NcclCommunicator::reduceScatterSum(const float *in, float *out, size_t chunk) {
+Status NcclCommunicator::reduceScatterSum(const void *in, void *out, size_t chunk,
+                                          CommDType dtype) {
   const CollectiveKind kind = CollectiveKind::ReduceScatter;
   const size_t total = chunk * static_cast<size_t>(size());
-  const uint64_t sequence = begin(kind, total);
+  uint64_t sequence = 0;
+  SHARDC_RETURN_IF_ERROR(begin(kind, total, dtype, &sequence));
   if (chunk == 0)
     return Status::ok();
   auto work = [&]() -> Status {
+    ncclDataType_t type = ncclFloat32;
+    SHARDC_RETURN_IF_ERROR(ncclTypeOf(dtype, &type));
     const auto until = deadlineFromNow();
-    float *device = nullptr;
-    SHARDC_RETURN_IF_ERROR(deviceBuffer(total + chunk, &device));
-    SHARDC_RETURN_IF_ERROR(cudaCheck(
-        cudaMemcpyAsync(device, in, total * sizeof(float), cudaMemcpyHostToDevice, stream_),
-        "cudaMemcpyAsync"));
+    const size_t chunkBytes = chunk * commDTypeSize(dtype),
+                 totalBytes = total * commDTypeSize(dtype);
+    unsigned char *device = nullptr;
+    SHARDC_RETURN_IF_ERROR(deviceBuffer(totalBytes + chunkBytes, &device));
+    SHARDC_RETURN_IF_ERROR(
+        cudaCheck(cudaMemcpyAsync(device, in, totalBytes, cudaMemcpyHostToDevice, stream_),
+                  "cudaMemcpyAsync"));
     SHARDC_RETURN_IF_ERROR(ncclCheck(
-        ncclReduceScatter(device, device + total, chunk, ncclFloat, ncclSum, comm_, stream_),
+        ncclReduceScatter(device, device + totalBytes, chunk, type, ncclSum, comm_, stream_),
         "ncclReduceScatter", comm_));
     SHARDC_RETURN_IF_ERROR(waitForNccl(until));
-    SHARDC_RETURN_IF_ERROR(cudaCheck(cudaMemcpyAsync(out, device + total, chunk * sizeof(float),
-                                                     cudaMemcpyDeviceToHost, stream_),
-                                     "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(cudaCheck(
+        cudaMemcpyAsync(out, device + totalBytes, chunkBytes, cudaMemcpyDeviceToHost, stream_),
+        "cudaMemcpyAsync"));
     return finish(until);
   };
   return run(kind, sequence, work);
 }
 
-Status NcclCommunicator::allGather(const float *in, float *out, size_t chunk) {
+Status NcclCommunicator::allGather(const void *in, void *out, size_t chunk, CommDType dtype) {
   const CollectiveKind kind = CollectiveKind::AllGather;
   const size_t total = chunk * static_cast<size_t>(size());
-  const uint64_t sequence = begin(kind, total);
+  uint64_t sequence = 0;
+  SHARDC_RETURN_IF_ERROR(begin(kind, total, dtype, &sequence));
   if (chunk == 0)
     return Status::ok();
   auto work = [&]() -> Status {
+    ncclDataType_t type = ncclFloat32;
+    SHARDC_RETURN_IF_ERROR(ncclTypeOf(dtype, &type));
     const auto until = deadlineFromNow();
-    float *device = nullptr;
-    SHARDC_RETURN_IF_ERROR(deviceBuffer(total, &device));
+    const size_t chunkBytes = chunk * commDTypeSize(dtype),
+                 totalBytes = total * commDTypeSize(dtype);
+    unsigned char *device = nullptr;
+    SHARDC_RETURN_IF_ERROR(deviceBuffer(totalBytes, &device));
     // In place: this rank's shard already sits at its slot of the gathered buffer.
-    float *own = device + static_cast<size_t>(rank()) * chunk;
-    SHARDC_RETURN_IF_ERROR(
-        cudaCheck(cudaMemcpyAsync(own, in, chunk * sizeof(float), cudaMemcpyHostToDevice, stream_),
-                  "cudaMemcpyAsync"));
-    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclAllGather(own, device, chunk, ncclFloat, comm_, stream_),
-                                     "ncclAllGather", comm_));
-    SHARDC_RETURN_IF_ERROR(waitForNccl(until));
+    unsigned char *own = device + static_cast<size_t>(rank()) * chunkBytes;
     SHARDC_RETURN_IF_ERROR(cudaCheck(
-        cudaMemcpyAsync(out, device, total * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-        "cudaMemcpyAsync"));
+        cudaMemcpyAsync(own, in, chunkBytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(
+        ncclCheck(ncclAllGather(own, device, chunk, type, comm_, stream_), "ncclAllGather", comm_));
+    SHARDC_RETURN_IF_ERROR(waitForNccl(until));
+    SHARDC_RETURN_IF_ERROR(
+        cudaCheck(cudaMemcpyAsync(out, device, totalBytes, cudaMemcpyDeviceToHost, stream_),
+                  "cudaMemcpyAsync"));
     return finish(until);
   };
   return run(kind, sequence, work);

@@ -8,6 +8,12 @@
 // shards are packed back to back (rank-major for reduce_scatter and all_gather, so that the
 // communicator's chunk r is exactly rank r's shards of every tensor).
 //
+// The operands are f32, bf16 or f16. A reduction sums one dtype (a bf16 or f16 sum is rounded to
+// its type at every ring step: runtime/comm/ring.h), so all_reduce and reduce_scatter take
+// operands of one dtype. all_gather and shard_slice only move data: their tensors may differ in
+// dtype (a shard has its tensor's), and are packed by bytes; the communicator then moves
+// CommDType::Bytes, or the dtype itself when every tensor has the same.
+//
 // Every check, including the workspace, happens before the first byte is sent: a call that
 // fails on one rank fails identically on all of them (the shapes and attributes are the same),
 // so no rank is left waiting in a collective the others never enter.
@@ -34,8 +40,34 @@ std::string operandRole(const char *kind, size_t index) {
 // Elements per rank of a tensor of `numel` elements split over `ranks`.
 int64_t shardNumel(int64_t numel, int ranks) { return (numel + ranks - 1) / ranks; }
 
-// The element type the collective moves: the "dtype" attribute (a DType), f32 when absent. Only
-// f32 is implemented; the attribute exists so that other types need no new interface.
+// The communicator's element type for a tensor dtype the collectives move; false for others.
+bool commDTypeOf(DType dtype, CommDType *out) {
+  switch (dtype) {
+  case program::F32:
+    *out = CommDType::F32;
+    return true;
+  case program::BF16:
+    *out = CommDType::BF16;
+    return true;
+  case program::F16:
+    *out = CommDType::F16;
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool movable(DType dtype) {
+  CommDType ignored;
+  return commDTypeOf(dtype, &ignored);
+}
+
+std::string wrongDtype(const char *kernel, const std::string &role, const Tensor &t,
+                       const std::string &expected) {
+  return std::string(kernel) + ": " + role + " is " + dtypeName(t.dtype) + ", but " + expected;
+}
+
+// The "dtype" attribute (a DType), when present, names the element type of every operand.
 Status readDtype(const char *kernel, const KernelArgs &args) {
   if (!hasAttr(args, "dtype"))
     return Status::ok();
@@ -46,27 +78,56 @@ Status readDtype(const char *kernel, const KernelArgs &args) {
                      dtypeSize(static_cast<DType>(value)) != 0;
   if (!known)
     return Status::error(std::string(kernel) + ": unknown dtype " + std::to_string(value));
-  if (value != program::F32)
-    return Status::error(std::string(kernel) + ": dtype " + dtypeName(static_cast<DType>(value)) +
-                         " is not supported (the collectives move f32 only)");
+  const DType dtype = static_cast<DType>(value);
+  if (!movable(dtype))
+    return Status::error(std::string(kernel) + ": dtype " + dtypeName(dtype) +
+                         " is not supported (the collectives move f32, bf16 and f16)");
+  const std::string expected = std::string("the dtype attribute is ") + dtypeName(dtype);
+  for (size_t i = 0; i < args.inputs.size(); ++i)
+    if (args.inputs[i].dtype != dtype)
+      return Status::error(wrongDtype(kernel, operandRole("input", i), args.inputs[i], expected));
+  for (size_t i = 0; i < args.outputs.size(); ++i)
+    if (args.outputs[i].dtype != dtype)
+      return Status::error(wrongDtype(kernel, operandRole("output", i), args.outputs[i], expected));
   return Status::ok();
 }
 
-// What all four kernels share: n >= 1 f32 inputs, as many f32 outputs, `num_ranks` >= 1 and
-// the dtype f32.
-Status readCommon(const char *kernel, const KernelArgs &args, int *ranks) {
-  SHARDC_RETURN_IF_ERROR(readDtype(kernel, args));
+// What all four kernels share: n >= 1 inputs, as many outputs, each f32, bf16 or f16 (one dtype
+// for every operand of a `reduction`, else output i of input i's), `num_ranks` >= 1 and a
+// "dtype" attribute, if any, that agrees with them.
+Status readCommon(const char *kernel, const KernelArgs &args, bool reduction, int *ranks) {
   SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::atLeast(1), Arity::atLeast(1)));
   if (args.inputs.size() != args.outputs.size())
     return Status::error(std::string(kernel) + ": expected as many outputs as inputs, got " +
                          std::to_string(args.inputs.size()) + " inputs and " +
                          std::to_string(args.outputs.size()) + " outputs");
+  auto expectMovable = [&](const char *kind, size_t i, const Tensor &t) -> Status {
+    if (movable(t.dtype))
+      return Status::ok();
+    return Status::error(std::string(kernel) + ": " + operandRole(kind, i) + " is " +
+                         dtypeName(t.dtype) + " (the collectives move f32, bf16 and f16)");
+  };
+  for (size_t i = 0; i < args.inputs.size(); ++i)
+    SHARDC_RETURN_IF_ERROR(expectMovable("input", i, args.inputs[i]));
+  for (size_t i = 0; i < args.outputs.size(); ++i)
+    SHARDC_RETURN_IF_ERROR(expectMovable("output", i, args.outputs[i]));
   for (size_t i = 0; i < args.inputs.size(); ++i) {
-    SHARDC_RETURN_IF_ERROR(
-        expectDtype(kernel, operandRole("input", i).c_str(), args.inputs[i], program::F32));
-    SHARDC_RETURN_IF_ERROR(
-        expectDtype(kernel, operandRole("output", i).c_str(), args.outputs[i], program::F32));
+    if (reduction) {
+      const std::string expected = std::string("input 0 is ") + dtypeName(args.inputs[0].dtype) +
+                                   " (one call sums one dtype)";
+      if (args.inputs[i].dtype != args.inputs[0].dtype)
+        return Status::error(wrongDtype(kernel, operandRole("input", i), args.inputs[i], expected));
+      if (args.outputs[i].dtype != args.inputs[0].dtype)
+        return Status::error(
+            wrongDtype(kernel, operandRole("output", i), args.outputs[i], expected));
+    } else if (args.outputs[i].dtype != args.inputs[i].dtype) {
+      return Status::error(wrongDtype(kernel, operandRole("output", i), args.outputs[i],
+                                      operandRole("input", i) + " is " +
+                                          dtypeName(args.inputs[i].dtype) +
+                                          " (a shard has its tensor's dtype)"));
+    }
   }
+  SHARDC_RETURN_IF_ERROR(readDtype(kernel, args));
   int64_t numRanks = 0;
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "num_ranks", &numRanks));
   if (numRanks < 1 || numRanks > INT_MAX)
@@ -114,168 +175,213 @@ Status expectShardShapes(const char *kernel, const std::vector<Tensor> &tensors,
   return Status::ok();
 }
 
+// The bytes of one element of `t`.
+int64_t bytesPerElement(const Tensor &t) { return static_cast<int64_t>(dtypeSize(t.dtype)); }
+
 // ---- all_reduce ---------------------------------------------------------------------------------
 
+// What an all_reduce moves: the packed buffer, `count` elements of `dtype` (padded to a multiple
+// of the ranks).
+struct Reduction {
+  int ranks = 0;
+  CommDType dtype = CommDType::F32;
+  int64_t elementBytes = 4;
+  int64_t count = 0;
+};
+
 // Checks and returns the padded element count of the packed buffer.
-Status allReducePlan(const KernelArgs &args, int *ranks, int64_t *padded) {
+Status allReducePlan(const KernelArgs &args, Reduction *plan) {
   const char *kernel = "all_reduce";
-  SHARDC_RETURN_IF_ERROR(readCommon(kernel, args, ranks));
+  SHARDC_RETURN_IF_ERROR(readCommon(kernel, args, true, &plan->ranks));
   for (size_t i = 0; i < args.inputs.size(); ++i)
     SHARDC_RETURN_IF_ERROR(expectShape(kernel, operandRole("output", i).c_str(), args.outputs[i],
                                        args.inputs[i].shape));
+  commDTypeOf(args.inputs[0].dtype, &plan->dtype);
+  plan->elementBytes = bytesPerElement(args.inputs[0]);
   int64_t total = 0;
   SHARDC_RETURN_IF_ERROR(sumOver(
-      kernel, args.inputs.size(), *ranks, [&](size_t i) { return args.inputs[i].numel(); },
-      &total));
-  *padded = static_cast<int64_t>(paddedToRanks(static_cast<uint64_t>(total), *ranks));
+      kernel, args.inputs.size(), plan->ranks,
+      [&](size_t i) { return args.inputs[i].numel() * plan->elementBytes; }, &total));
+  plan->count = static_cast<int64_t>(
+      paddedToRanks(static_cast<uint64_t>(total / plan->elementBytes), plan->ranks));
   return Status::ok();
 }
 
 // ---- reduce_scatter and all_gather --------------------------------------------------------------
 
 // Checks reduce_scatter (tensors = inputs, shards = outputs) or all_gather (the reverse), and
-// returns K, the shard elements of one rank over all tensors.
+// returns the bytes of one rank's shards over all tensors (its chunk).
 Status shardedPlan(const char *kernel, const KernelArgs &args, bool gather, int *ranks,
-                   int64_t *shardTotal) {
-  SHARDC_RETURN_IF_ERROR(readCommon(kernel, args, ranks));
+                   int64_t *chunkBytes) {
+  SHARDC_RETURN_IF_ERROR(readCommon(kernel, args, !gather, ranks));
   const std::vector<Tensor> &tensors = gather ? args.outputs : args.inputs;
   const std::vector<Tensor> &shards = gather ? args.inputs : args.outputs;
   SHARDC_RETURN_IF_ERROR(
       expectShardShapes(kernel, tensors, shards, gather ? "input" : "output", *ranks));
   return sumOver(
       kernel, tensors.size(), *ranks,
-      [&](size_t i) { return shardNumel(tensors[i].numel(), *ranks); }, shardTotal);
+      [&](size_t i) {
+        return shardNumel(tensors[i].numel(), *ranks) * bytesPerElement(tensors[i]);
+      },
+      chunkBytes);
 }
 
-// Copies rank r's shard of `tensor` (k elements, zero past its end) to `dst`.
-void copyShard(const Tensor &tensor, int64_t k, int r, float *dst) {
-  const int64_t n = tensor.numel();
+// The element type all_gather moves: the tensors' dtype when they share one, else raw bytes.
+CommDType gatherDType(const KernelArgs &args) {
+  CommDType dtype = CommDType::Bytes;
+  const DType first = args.inputs[0].dtype;
+  for (const Tensor &t : args.inputs)
+    if (t.dtype != first)
+      return CommDType::Bytes;
+  commDTypeOf(first, &dtype);
+  return dtype;
+}
+
+// Copies rank r's shard of `tensor` (k elements, zero past its end) to `dst` and returns the
+// end of what it wrote.
+unsigned char *copyShard(const Tensor &tensor, int64_t k, int r, unsigned char *dst) {
+  const int64_t n = tensor.numel(), size = bytesPerElement(tensor);
   const int64_t begin = std::min(n, static_cast<int64_t>(r) * k);
   const int64_t end = std::min(n, begin + k);
-  const float *src = tensor.as<float>();
-  std::copy(src + begin, src + end, dst);
-  std::fill(dst + (end - begin), dst + k, 0.0f);
+  const size_t copied = static_cast<size_t>((end - begin) * size);
+  if (copied != 0)
+    std::memcpy(dst, tensor.as<const unsigned char>() + begin * size, copied);
+  std::memset(dst + copied, 0, static_cast<size_t>((k - (end - begin)) * size));
+  return dst + k * size;
 }
 
-// The workspace pieces of reduce_scatter (`whole` N*K floats, then `shard` K) and all_gather
-// (`shard`, then `whole`), in the order both the kernel and its size function take them.
+// The workspace pieces of reduce_scatter (`whole` N chunks, then `shard` one) and all_gather
+// (`shard`, then `whole`), in bytes, in the order both the kernel and its size function take
+// them.
 Status takeShardedPieces(const char *kernel, Workspace &workspace, bool gather, int ranks,
-                         int64_t shardTotal, float **whole, float **shard) {
-  const int64_t wholeCount = shardTotal * ranks;
+                         int64_t chunkBytes, unsigned char **whole, unsigned char **shard) {
+  const int64_t wholeBytes = chunkBytes * ranks;
   if (gather) {
-    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, shardTotal, shard));
-    return workspace.take(kernel, wholeCount, whole);
+    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, chunkBytes, shard));
+    return workspace.take(kernel, wholeBytes, whole);
   }
-  SHARDC_RETURN_IF_ERROR(workspace.take(kernel, wholeCount, whole));
-  return workspace.take(kernel, shardTotal, shard);
+  SHARDC_RETURN_IF_ERROR(workspace.take(kernel, wholeBytes, whole));
+  return workspace.take(kernel, chunkBytes, shard);
+}
+
+// Copies the bytes of `tensors` back to back to `dst`; returns the end of what it wrote.
+unsigned char *pack(const std::vector<Tensor> &tensors, unsigned char *dst) {
+  for (const Tensor &t : tensors) {
+    const size_t bytes = t.sizeBytes();
+    if (bytes != 0)
+      std::memcpy(dst, t.data, bytes);
+    dst += bytes;
+  }
+  return dst;
+}
+
+// The reverse of pack: fills `tensors` from the bytes at `src`.
+void unpack(const unsigned char *src, const std::vector<Tensor> &tensors) {
+  for (const Tensor &t : tensors) {
+    const size_t bytes = t.sizeBytes();
+    if (bytes != 0)
+      std::memcpy(t.data, src, bytes);
+    src += bytes;
+  }
 }
 
 } // namespace
 
 Status allReduceKernel(KernelArgs &args) {
   const char *kernel = "all_reduce";
-  int ranks = 0;
-  int64_t padded = 0;
-  SHARDC_RETURN_IF_ERROR(allReducePlan(args, &ranks, &padded));
+  Reduction plan;
+  SHARDC_RETURN_IF_ERROR(allReducePlan(args, &plan));
   Communicator *comm = nullptr;
-  SHARDC_RETURN_IF_ERROR(requireComm(kernel, args, ranks, &comm));
+  SHARDC_RETURN_IF_ERROR(requireComm(kernel, args, plan.ranks, &comm));
   Workspace workspace(args);
-  float *buffer = nullptr;
-  SHARDC_RETURN_IF_ERROR(workspace.take(kernel, padded, &buffer));
+  unsigned char *buffer = nullptr;
+  SHARDC_RETURN_IF_ERROR(workspace.take(kernel, plan.count * plan.elementBytes, &buffer));
 
-  float *cursor = buffer;
-  for (const Tensor &x : args.inputs)
-    cursor = std::copy(x.as<float>(), x.as<float>() + x.numel(), cursor);
-  std::fill(cursor, buffer + padded, 0.0f);
-  SHARDC_RETURN_IF_ERROR(comm->allReduceSum(buffer, static_cast<size_t>(padded)));
-  cursor = buffer;
-  for (const Tensor &y : args.outputs) {
-    std::copy(cursor, cursor + y.numel(), y.as<float>());
-    cursor += y.numel();
-  }
+  // All-zero bits are +0 in every float type.
+  std::fill(pack(args.inputs, buffer), buffer + plan.count * plan.elementBytes,
+            static_cast<unsigned char>(0));
+  SHARDC_RETURN_IF_ERROR(comm->allReduceSum(buffer, static_cast<size_t>(plan.count), plan.dtype));
+  unpack(buffer, args.outputs);
   return Status::ok();
 }
 
 Status allReduceWorkspace(const KernelArgs &args, uint64_t *bytes) {
-  int ranks = 0;
-  int64_t padded = 0;
-  SHARDC_RETURN_IF_ERROR(allReducePlan(args, &ranks, &padded));
+  Reduction plan;
+  SHARDC_RETURN_IF_ERROR(allReducePlan(args, &plan));
   return measureWorkspace(bytes, [&](Workspace &workspace) {
-    float *buffer = nullptr;
-    return workspace.take("all_reduce", padded, &buffer);
+    unsigned char *buffer = nullptr;
+    return workspace.take("all_reduce", plan.count * plan.elementBytes, &buffer);
   });
 }
 
 Status reduceScatterKernel(KernelArgs &args) {
   const char *kernel = "reduce_scatter";
   int ranks = 0;
-  int64_t shardTotal = 0;
-  SHARDC_RETURN_IF_ERROR(shardedPlan(kernel, args, false, &ranks, &shardTotal));
+  int64_t chunkBytes = 0;
+  SHARDC_RETURN_IF_ERROR(shardedPlan(kernel, args, false, &ranks, &chunkBytes));
   Communicator *comm = nullptr;
   SHARDC_RETURN_IF_ERROR(requireComm(kernel, args, ranks, &comm));
   Workspace workspace(args);
-  float *whole = nullptr, *reduced = nullptr;
+  unsigned char *whole = nullptr, *reduced = nullptr;
   SHARDC_RETURN_IF_ERROR(
-      takeShardedPieces(kernel, workspace, false, ranks, shardTotal, &whole, &reduced));
+      takeShardedPieces(kernel, workspace, false, ranks, chunkBytes, &whole, &reduced));
 
   // Rank-major: chunk r of the buffer is every tensor's shard r, so the communicator's
   // reduce-scatter hands rank r the sum of exactly its shards.
   for (int r = 0; r < ranks; ++r) {
-    float *chunk = whole + static_cast<int64_t>(r) * shardTotal;
-    for (const Tensor &g : args.inputs) {
-      const int64_t k = shardNumel(g.numel(), ranks);
-      copyShard(g, k, r, chunk);
-      chunk += k;
-    }
+    unsigned char *chunk = whole + static_cast<int64_t>(r) * chunkBytes;
+    for (const Tensor &g : args.inputs)
+      chunk = copyShard(g, shardNumel(g.numel(), ranks), r, chunk);
   }
-  SHARDC_RETURN_IF_ERROR(comm->reduceScatterSum(whole, reduced, static_cast<size_t>(shardTotal)));
-  const float *cursor = reduced;
-  for (const Tensor &s : args.outputs) {
-    std::copy(cursor, cursor + s.numel(), s.as<float>());
-    cursor += s.numel();
-  }
+  CommDType dtype = CommDType::F32;
+  commDTypeOf(args.inputs[0].dtype, &dtype);
+  SHARDC_RETURN_IF_ERROR(comm->reduceScatterSum(
+      whole, reduced, static_cast<size_t>(chunkBytes / bytesPerElement(args.inputs[0])), dtype));
+  unpack(reduced, args.outputs);
   return Status::ok();
 }
 
 Status reduceScatterWorkspace(const KernelArgs &args, uint64_t *bytes) {
   const char *kernel = "reduce_scatter";
   int ranks = 0;
-  int64_t shardTotal = 0;
-  SHARDC_RETURN_IF_ERROR(shardedPlan(kernel, args, false, &ranks, &shardTotal));
+  int64_t chunkBytes = 0;
+  SHARDC_RETURN_IF_ERROR(shardedPlan(kernel, args, false, &ranks, &chunkBytes));
   return measureWorkspace(bytes, [&](Workspace &workspace) {
-    float *whole = nullptr, *reduced = nullptr;
-    return takeShardedPieces(kernel, workspace, false, ranks, shardTotal, &whole, &reduced);
+    unsigned char *whole = nullptr, *reduced = nullptr;
+    return takeShardedPieces(kernel, workspace, false, ranks, chunkBytes, &whole, &reduced);
   });
 }
 
 Status allGatherKernel(KernelArgs &args) {
   const char *kernel = "all_gather";
   int ranks = 0;
-  int64_t shardTotal = 0;
-  SHARDC_RETURN_IF_ERROR(shardedPlan(kernel, args, true, &ranks, &shardTotal));
+  int64_t chunkBytes = 0;
+  SHARDC_RETURN_IF_ERROR(shardedPlan(kernel, args, true, &ranks, &chunkBytes));
   Communicator *comm = nullptr;
   SHARDC_RETURN_IF_ERROR(requireComm(kernel, args, ranks, &comm));
   Workspace workspace(args);
-  float *gathered = nullptr, *own = nullptr;
+  unsigned char *gathered = nullptr, *own = nullptr;
   SHARDC_RETURN_IF_ERROR(
-      takeShardedPieces(kernel, workspace, true, ranks, shardTotal, &gathered, &own));
+      takeShardedPieces(kernel, workspace, true, ranks, chunkBytes, &gathered, &own));
 
-  float *cursor = own;
-  for (const Tensor &s : args.inputs)
-    cursor = std::copy(s.as<float>(), s.as<float>() + s.numel(), cursor);
-  SHARDC_RETURN_IF_ERROR(comm->allGather(own, gathered, static_cast<size_t>(shardTotal)));
+  pack(args.inputs, own);
+  const CommDType dtype = gatherDType(args);
+  SHARDC_RETURN_IF_ERROR(comm->allGather(
+      own, gathered, static_cast<size_t>(chunkBytes / static_cast<int64_t>(commDTypeSize(dtype))),
+      dtype));
   // Rank r's chunk holds every tensor's shard r; the padding past each tensor's end is dropped.
   int64_t offset = 0;
   for (const Tensor &p : args.outputs) {
-    const int64_t n = p.numel(), k = shardNumel(n, ranks);
-    float *dst = p.as<float>();
+    const int64_t n = p.numel(), k = shardNumel(n, ranks), size = bytesPerElement(p);
+    unsigned char *dst = p.as<unsigned char>();
     for (int r = 0; r < ranks; ++r) {
       const int64_t begin = std::min(n, static_cast<int64_t>(r) * k);
       const int64_t end = std::min(n, begin + k);
-      const float *src = gathered + static_cast<int64_t>(r) * shardTotal + offset;
-      std::copy(src, src + (end - begin), dst + begin);
+      const unsigned char *src = gathered + static_cast<int64_t>(r) * chunkBytes + offset;
+      if (end > begin)
+        std::memcpy(dst + begin * size, src, static_cast<size_t>((end - begin) * size));
     }
-    offset += k;
+    offset += k * size;
   }
   return Status::ok();
 }
@@ -283,24 +389,24 @@ Status allGatherKernel(KernelArgs &args) {
 Status allGatherWorkspace(const KernelArgs &args, uint64_t *bytes) {
   const char *kernel = "all_gather";
   int ranks = 0;
-  int64_t shardTotal = 0;
-  SHARDC_RETURN_IF_ERROR(shardedPlan(kernel, args, true, &ranks, &shardTotal));
+  int64_t chunkBytes = 0;
+  SHARDC_RETURN_IF_ERROR(shardedPlan(kernel, args, true, &ranks, &chunkBytes));
   return measureWorkspace(bytes, [&](Workspace &workspace) {
-    float *gathered = nullptr, *own = nullptr;
-    return takeShardedPieces(kernel, workspace, true, ranks, shardTotal, &gathered, &own);
+    unsigned char *gathered = nullptr, *own = nullptr;
+    return takeShardedPieces(kernel, workspace, true, ranks, chunkBytes, &gathered, &own);
   });
 }
 
 Status shardSliceKernel(KernelArgs &args) {
   const char *kernel = "shard_slice";
   int ranks = 0;
-  SHARDC_RETURN_IF_ERROR(readCommon(kernel, args, &ranks));
+  SHARDC_RETURN_IF_ERROR(readCommon(kernel, args, false, &ranks));
   SHARDC_RETURN_IF_ERROR(expectShardShapes(kernel, args.inputs, args.outputs, "output", ranks));
   Communicator *comm = nullptr;
   SHARDC_RETURN_IF_ERROR(requireComm(kernel, args, ranks, &comm));
   const int rank = comm->rank();
   for (size_t i = 0; i < args.inputs.size(); ++i)
-    copyShard(args.inputs[i], args.outputs[i].numel(), rank, args.outputs[i].as<float>());
+    copyShard(args.inputs[i], args.outputs[i].numel(), rank, args.outputs[i].as<unsigned char>());
   return Status::ok();
 }
 

@@ -47,7 +47,9 @@ Status dropoutKernel(KernelArgs &args);
 
 // matmul.cpp
 Status matmulKernel(KernelArgs &args);
+Status matmulWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status gemmKernel(KernelArgs &args);
+Status gemmWorkspace(const KernelArgs &args, uint64_t *bytes);
 
 // layer_norm.cpp
 Status layerNormKernel(KernelArgs &args);

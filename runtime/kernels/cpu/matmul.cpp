@@ -1,66 +1,228 @@
 // matmul (NumPy semantics) and gemm (ONNX Gemm), both on OpenBLAS sgemm.
+//
+// Operands and result may each be f32, bf16 or f16 (--precision bf16/fp16 stores the products'
+// operands and results in 16 bits). The product itself is always computed in f32: a 16-bit
+// operand is widened (exactly) into the workspace, sgemm accumulates in f32, and a 16-bit result
+// is rounded to nearest-even from the f32 one; matmul stages one batch's matrices at a time. That is what a bf16 GEMM with an f32 accumulator
+// computes (products of 16-bit values are exact in f32), so the result is bit-identical to
+// casting the operands and the f32 result, which is how the compiler's precision passes define
+// it. No CPU here has native bf16 products (AVX512-BF16, OpenBLAS sbgemm), so this is the exact
+// path everywhere.
 #include "runtime/kernels/cpu/blas.h"
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/half_float.h"
+#include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
+#include <string>
 
 namespace shardc::runtime::cpu {
+
+namespace {
+
+bool isProductDtype(DType dtype) {
+  return dtype == program::F32 || dtype == program::BF16 || dtype == program::F16;
+}
+
+Status expectProductDtype(const char *kernel, const char *role, const Tensor &t) {
+  if (isProductDtype(t.dtype))
+    return Status::ok();
+  return Status::error(std::string(kernel) + ": " + role + " " + t.describe() +
+                       " must be f32, bf16 or f16");
+}
+
+// The f32 copies a product of 16-bit tensors computes through, taken from the workspace in this
+// order (a, b, y) by the kernel and its workspace-size function alike; null where the tensor is
+// f32 and is used directly.
+struct F32Staging {
+  float *a = nullptr, *b = nullptr, *y = nullptr;
+};
+
+Status takeStaging(const char *kernel, Workspace &workspace, const Tensor &a, const Tensor &b,
+                   const Tensor &y, F32Staging *staging) {
+  if (a.dtype != program::F32)
+    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, a.numel(), &staging->a));
+  if (b.dtype != program::F32)
+    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, b.numel(), &staging->b));
+  if (y.dtype != program::F32)
+    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, y.numel(), &staging->y));
+  return Status::ok();
+}
+
+// t's elements as f32: t itself, or widened into `staged`.
+const float *widened(const Tensor &t, float *staged) {
+  const int64_t n = t.numel();
+  if (t.dtype == program::BF16) {
+    const BFloat16 *in = t.as<BFloat16>();
+    for (int64_t i = 0; i < n; ++i)
+      staged[i] = toFloat(in[i]);
+    return staged;
+  }
+  if (t.dtype == program::F16) {
+    const Float16 *in = t.as<Float16>();
+    for (int64_t i = 0; i < n; ++i)
+      staged[i] = toFloat(in[i]);
+    return staged;
+  }
+  return t.as<float>();
+}
+
+// Rounds the f32 result in `staged` into the 16-bit y (nothing to do when y is f32: the product
+// was written there).
+void narrowInto(const float *staged, const Tensor &y) {
+  const int64_t n = y.numel();
+  if (y.dtype == program::BF16) {
+    BFloat16 *out = y.as<BFloat16>();
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = toBFloat16(staged[i]);
+  } else if (y.dtype == program::F16) {
+    Float16 *out = y.as<Float16>();
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = toFloat16(staged[i]);
+  }
+}
+
+Status checkProductDtypes(const char *kernel, const Tensor &a, const Tensor &b, const Tensor &y) {
+  SHARDC_RETURN_IF_ERROR(expectProductDtype(kernel, "a", a));
+  SHARDC_RETURN_IF_ERROR(expectProductDtype(kernel, "b", b));
+  return expectProductDtype(kernel, "y", y);
+}
+
+// A matmul's shapes, as the kernel and its workspace function both need them.
+struct MatmulShape {
+  std::vector<int64_t> batchA, batchB, batch;
+  int64_t m = 0, n = 0, k = 0;
+  // b is shared by every batch and a's batches are contiguous: one tall product
+  // ([batch*M, K] x [K, N]) instead of many small ones. This is the usual linear layer.
+  bool tall = false;
+  int64_t rows() const { return tall ? dimsProduct(batch, 0, batch.size()) * m : m; }
+};
+
+Status matmulShape(const Tensor &a, const Tensor &b, const Tensor &y, MatmulShape *shape) {
+  if (a.rank() == 0 || b.rank() == 0)
+    return Status::error("matmul: operands must have rank >= 1, got " + a.describe() + " and " +
+                         b.describe());
+  // NumPy promotion: a 1-D a is [1,K] and a 1-D b is [K,1]; the added dim is dropped from y.
+  const bool vectorA = a.rank() == 1, vectorB = b.rank() == 1;
+  MatmulShape &s = *shape;
+  s.batchA.assign(a.shape.begin(), a.shape.end() - (vectorA ? 1 : 2));
+  s.batchB.assign(b.shape.begin(), b.shape.end() - (vectorB ? 1 : 2));
+  s.m = vectorA ? 1 : a.shape[a.rank() - 2];
+  s.k = a.shape.back();
+  const int64_t kb = vectorB ? b.shape[0] : b.shape[b.rank() - 2];
+  s.n = vectorB ? 1 : b.shape.back();
+  if (s.k != kb)
+    return Status::error("matmul: inner dimensions differ: " + a.describe() + " x " + b.describe());
+  Status status = broadcastShapes(s.batchA, s.batchB, &s.batch);
+  if (!status)
+    return Status::error("matmul: batch dims: " + status.message());
+  std::vector<int64_t> expected = s.batch;
+  if (!vectorA)
+    expected.push_back(s.m);
+  if (!vectorB)
+    expected.push_back(s.n);
+  SHARDC_RETURN_IF_ERROR(expectShape("matmul", "y", y, expected));
+  SHARDC_RETURN_IF_ERROR(checkBlasDims("matmul", {s.m, s.n, s.k}));
+  const int64_t batchCount = dimsProduct(s.batch, 0, s.batch.size());
+  s.tall = dimsProduct(s.batchB, 0, s.batchB.size()) == 1 &&
+           dimsProduct(s.batchA, 0, s.batchA.size()) == batchCount &&
+           s.m * batchCount <= 0x7fffffff;
+  return Status::ok();
+}
+
+// The staged pieces of one product with a 16-bit operand or result ([m,k] x [k,n]: the tall
+// product, or one batch), taken in this order by the kernel and its workspace function: a, b,
+// the result; null where that tensor is f32. A product is never cut into blocks: BLAS sums an
+// element's k products in an order that depends on the matrices' sizes, and the 16-bit step
+// must stay bit-identical to the f32 product of the same values.
+Status takeProductStaging(Workspace &workspace, const Tensor &a, const Tensor &b, const Tensor &y,
+                          int64_t m, int64_t n, int64_t k, F32Staging *staging) {
+  if (a.dtype != program::F32)
+    SHARDC_RETURN_IF_ERROR(workspace.take("matmul", m * k, &staging->a));
+  if (b.dtype != program::F32)
+    SHARDC_RETURN_IF_ERROR(workspace.take("matmul", k * n, &staging->b));
+  if (y.dtype != program::F32)
+    SHARDC_RETURN_IF_ERROR(workspace.take("matmul", m * n, &staging->y));
+  return Status::ok();
+}
+
+// y[m,n] = a[m,k] * b[k,n] for the matrices at element offsets aOffset, bOffset, yOffset: one
+// sgemm, on the f32 tensors themselves or on their widened copies.
+void product(const Tensor &a, int64_t aOffset, const Tensor &b, int64_t bOffset, const Tensor &y,
+             int64_t yOffset, int64_t m, int64_t n, int64_t k, const F32Staging &staging) {
+  auto widen = [](const Tensor &t, int64_t offset, int64_t count, float *out) -> const float * {
+    if (t.dtype == program::F32)
+      return t.as<float>() + offset;
+    if (t.dtype == program::BF16)
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = toFloat(t.as<BFloat16>()[offset + i]);
+    else
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = toFloat(t.as<Float16>()[offset + i]);
+    return out;
+  };
+  const float *pa = widen(a, aOffset, m * k, staging.a);
+  const float *pb = widen(b, bOffset, k * n, staging.b);
+  float *py = y.dtype == program::F32 ? y.as<float>() + yOffset : staging.y;
+  sgemm(false, false, m, n, k, 1.0f, pa, pb, 0.0f, py);
+  if (y.dtype == program::BF16)
+    for (int64_t i = 0; i < m * n; ++i)
+      y.as<BFloat16>()[yOffset + i] = toBFloat16(py[i]);
+  else if (y.dtype == program::F16)
+    for (int64_t i = 0; i < m * n; ++i)
+      y.as<Float16>()[yOffset + i] = toFloat16(py[i]);
+}
+
+} // namespace
+
+Status matmulWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("matmul", args, Arity::exactly(2), Arity::exactly(1)));
+  const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
+  SHARDC_RETURN_IF_ERROR(checkProductDtypes("matmul", a, b, y));
+  MatmulShape shape;
+  SHARDC_RETURN_IF_ERROR(matmulShape(a, b, y, &shape));
+  F32Staging staging;
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    return takeProductStaging(workspace, a, b, y, shape.rows(), shape.n, shape.k, &staging);
+  });
+}
 
 Status matmulKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(checkOperands("matmul", args, Arity::exactly(2), Arity::exactly(1)));
   const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectDtype("matmul", "a", a, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype("matmul", "b", b, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype("matmul", "y", y, program::F32));
-  if (a.rank() == 0 || b.rank() == 0)
-    return Status::error("matmul: operands must have rank >= 1, got " + a.describe() + " and " +
-                         b.describe());
-
-  // NumPy promotion: a 1-D a is [1,K] and a 1-D b is [K,1]; the added dim is dropped from y.
-  const bool vectorA = a.rank() == 1, vectorB = b.rank() == 1;
-  const std::vector<int64_t> batchA(a.shape.begin(), a.shape.end() - (vectorA ? 1 : 2));
-  const std::vector<int64_t> batchB(b.shape.begin(), b.shape.end() - (vectorB ? 1 : 2));
-  const int64_t m = vectorA ? 1 : a.shape[a.rank() - 2];
-  const int64_t k = a.shape.back();
-  const int64_t kb = vectorB ? b.shape[0] : b.shape[b.rank() - 2];
-  const int64_t n = vectorB ? 1 : b.shape.back();
-  if (k != kb)
-    return Status::error("matmul: inner dimensions differ: " + a.describe() + " x " + b.describe());
-  std::vector<int64_t> batch;
-  Status s = broadcastShapes(batchA, batchB, &batch);
-  if (!s)
-    return Status::error("matmul: batch dims: " + s.message());
-  std::vector<int64_t> expected = batch;
-  if (!vectorA)
-    expected.push_back(m);
-  if (!vectorB)
-    expected.push_back(n);
-  SHARDC_RETURN_IF_ERROR(expectShape("matmul", "y", y, expected));
-  SHARDC_RETURN_IF_ERROR(checkBlasDims("matmul", {m, n, k}));
-
-  const float *pa = a.as<float>();
-  const float *pb = b.as<float>();
-  float *py = y.as<float>();
-  const int64_t batchCount = dimsProduct(batch, 0, batch.size());
-  const int64_t batchCountA = dimsProduct(batchA, 0, batchA.size());
-  const int64_t batchCountB = dimsProduct(batchB, 0, batchB.size());
-  if (batchCountB == 1 && batchCountA == batchCount && m * batchCount <= 0x7fffffff) {
-    // b is shared by every batch and a's batches are contiguous: one tall sgemm
-    // ([batch*M, K] x [K, N]) instead of many small ones. This is the usual linear layer.
-    sgemm(false, false, batchCount * m, n, k, 1.0f, pa, pb, 0.0f, py);
+  SHARDC_RETURN_IF_ERROR(checkProductDtypes("matmul", a, b, y));
+  MatmulShape shape;
+  SHARDC_RETURN_IF_ERROR(matmulShape(a, b, y, &shape));
+  F32Staging staging;
+  Workspace workspace(args);
+  SHARDC_RETURN_IF_ERROR(
+      takeProductStaging(workspace, a, b, y, shape.rows(), shape.n, shape.k, &staging));
+  const int64_t m = shape.m, n = shape.n, k = shape.k;
+  if (shape.tall) {
+    product(a, 0, b, 0, y, 0, shape.rows(), n, k, staging);
     return Status::ok();
   }
-  // One sgemm per batch; the broadcast walk yields the matrix index in a and b for each.
+  // One product per batch; the broadcast walk yields the matrix index in a and b for each.
   StridedLoop loop;
-  SHARDC_RETURN_IF_ERROR(planBroadcast({&batchA, &batchB}, batch, &loop));
+  SHARDC_RETURN_IF_ERROR(planBroadcast({&shape.batchA, &shape.batchB}, shape.batch, &loop));
   forEachRow(loop, [&](int64_t outOffset, const int64_t *in, const int64_t *stride, int64_t count) {
     for (int64_t i = 0; i < count; ++i)
-      sgemm(false, false, m, n, k, 1.0f, pa + (in[0] + i * stride[0]) * m * k,
-            pb + (in[1] + i * stride[1]) * k * n, 0.0f, py + (outOffset + i) * m * n);
+      product(a, (in[0] + i * stride[0]) * m * k, b, (in[1] + i * stride[1]) * k * n, y,
+              (outOffset + i) * m * n, m, n, k, staging);
   });
   return Status::ok();
+}
+
+Status gemmWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("gemm", args, Arity::withOptional(2, 1), Arity::exactly(1)));
+  const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
+  SHARDC_RETURN_IF_ERROR(checkProductDtypes("gemm", a, b, y));
+  F32Staging staging;
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    return takeStaging("gemm", workspace, a, b, y, &staging);
+  });
 }
 
 Status gemmKernel(KernelArgs &args) {
@@ -74,9 +236,7 @@ Status gemmKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(getFloatAttr(args, "beta", &beta));
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "trans_a", &transA));
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "trans_b", &transB));
-  SHARDC_RETURN_IF_ERROR(expectDtype("gemm", "a", a, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype("gemm", "b", b, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype("gemm", "y", y, program::F32));
+  SHARDC_RETURN_IF_ERROR(checkProductDtypes("gemm", a, b, y));
   if (a.rank() != 2 || b.rank() != 2)
     return Status::error("gemm: a and b must be 2-D, got " + a.describe() + " and " + b.describe());
   const int64_t m = transA ? a.shape[1] : a.shape[0];
@@ -90,7 +250,10 @@ Status gemmKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(expectShape("gemm", "y", y, {m, n}));
   SHARDC_RETURN_IF_ERROR(checkBlasDims("gemm", {m, n, k}));
 
-  float *py = y.as<float>();
+  F32Staging staging;
+  Workspace workspace(args);
+  SHARDC_RETURN_IF_ERROR(takeStaging("gemm", workspace, a, b, y, &staging));
+  float *py = y.dtype == program::F32 ? y.as<float>() : staging.y;
   float betaForBlas = 0.0f;
   if (c.present()) {
     SHARDC_RETURN_IF_ERROR(expectDtype("gemm", "c", c, program::F32));
@@ -102,7 +265,9 @@ Status gemmKernel(KernelArgs &args) {
     copyStrided(c.as<float>(), py, loop);
     betaForBlas = beta;
   }
-  sgemm(transA != 0, transB != 0, m, n, k, alpha, a.as<float>(), b.as<float>(), betaForBlas, py);
+  sgemm(transA != 0, transB != 0, m, n, k, alpha, widened(a, staging.a), widened(b, staging.b),
+        betaForBlas, py);
+  narrowInto(py, y);
   return Status::ok();
 }
 

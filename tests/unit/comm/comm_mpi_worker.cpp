@@ -1,6 +1,7 @@
 // The program comm_mpi_tests runs under mpirun (one process per rank):
-//   comm_mpi_worker compare       every collective on the mpi backend, compared bit for bit
-//                                 (results and counters) with a local world run in-process
+//   comm_mpi_worker compare       every collective on the mpi backend (f32, and bf16, f16 and raw
+//                                 bytes), compared bit for bit (results and counters) with a
+//                                 local world run in-process
 //   comm_mpi_worker kill R        rank R dies (SIGKILL) before the first collective
 //   comm_mpi_worker silent R      rank R never calls the collective (the others time out)
 //   comm_mpi_worker abort R       rank R fails and calls abort() while the others wait
@@ -13,6 +14,7 @@
 #include "runtime/comm/local/local_comm.h"
 #include "runtime/comm/mesh.h"
 #include "runtime/comm/mpi/mpi_comm.h"
+#include "runtime/kernels/cpu/half_float.h"
 
 #include <chrono>
 #include <cmath>
@@ -61,6 +63,37 @@ Status runCases(Communicator &comm, std::vector<std::vector<float>> *results) {
     std::vector<float> out(chunk * static_cast<size_t>(n), -1.0f);
     SHARDC_RETURN_IF_ERROR(comm.allGather(in.data(), out.data(), chunk));
     results->push_back(out);
+  }
+  // The other element types; 16-bit results are kept widened to f32, which is exact, so their
+  // bits still compare.
+  for (size_t count : {size_t(n) * 7, size_t(13)}) {
+    std::vector<uint16_t> data;
+    for (float x : rankData(rank, count, ++salt))
+      data.push_back(cpu::toBFloat16(x).bits);
+    SHARDC_RETURN_IF_ERROR(comm.allReduceSum(data.data(), count, CommDType::BF16));
+    std::vector<float> widened;
+    for (uint16_t bits : data)
+      widened.push_back(cpu::toFloat(cpu::BFloat16{bits}));
+    results->push_back(widened);
+  }
+  {
+    const size_t chunk = 5;
+    std::vector<uint16_t> in, out(chunk);
+    for (float x : rankData(rank, chunk * static_cast<size_t>(n), ++salt))
+      in.push_back(cpu::toFloat16(x).bits);
+    SHARDC_RETURN_IF_ERROR(comm.reduceScatterSum(in.data(), out.data(), chunk, CommDType::F16));
+    std::vector<float> widened;
+    for (uint16_t bits : out)
+      widened.push_back(cpu::toFloat(cpu::Float16{bits}));
+    results->push_back(widened);
+  }
+  {
+    const size_t chunk = 7;
+    std::vector<uint8_t> in(chunk), out(chunk * static_cast<size_t>(n));
+    for (size_t i = 0; i < chunk; ++i)
+      in[i] = static_cast<uint8_t>(31 * rank + 7 * static_cast<int>(i));
+    SHARDC_RETURN_IF_ERROR(comm.allGather(in.data(), out.data(), chunk, CommDType::Bytes));
+    results->push_back(std::vector<float>(out.begin(), out.end()));
   }
   return Status::ok();
 }
@@ -120,8 +153,11 @@ int compare(Communicator &comm) {
   // The even-sized reduce-scatters' bytes are exactly comm_cost.h's prediction.
   uint64_t predicted = 0;
   for (size_t chunk : {1, 5, 333})
-    predicted += collectiveBytesSent(CollectiveKind::ReduceScatter,
-                                     chunk * static_cast<size_t>(comm.size()), comm.size());
+    predicted +=
+        collectiveBytesSent(CollectiveKind::ReduceScatter, chunk * static_cast<size_t>(comm.size()),
+                            comm.size(), sizeof(float));
+  predicted += collectiveBytesSent(CollectiveKind::ReduceScatter,
+                                   5 * static_cast<size_t>(comm.size()), comm.size(), 2);
   if (mpiCounters.bytesSent[1] != predicted) {
     std::fprintf(stderr, "rank %d: reduce_scatter sent %llu bytes, comm_cost predicts %llu\n", rank,
                  static_cast<unsigned long long>(mpiCounters.bytesSent[1]),

@@ -233,7 +233,8 @@ TEST(GroupComm, AGroupLeavesTheOtherGroupUntouched) {
   EXPECT_EQ(data[2], untouched[2]);
   EXPECT_EQ(data[3], untouched[3]);
   EXPECT_EQ(tp[2]->counters().totalBytesSent(), 0u);
-  EXPECT_EQ(tp[0]->counters().bytesSent[0], collectiveBytesSent(CollectiveKind::AllReduce, 2, 2));
+  EXPECT_EQ(tp[0]->counters().bytesSent[0],
+            collectiveBytesSent(CollectiveKind::AllReduce, 2, 2, 4));
 }
 
 // Groups along each axis of 2 x 3 and 3 x 2 meshes (and along both), all groups of a split

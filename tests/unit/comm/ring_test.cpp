@@ -72,7 +72,7 @@ void checkAllReduce(int ranks, size_t count) {
     const CommCounters &c = comms[static_cast<size_t>(r)]->counters();
     EXPECT_EQ(c.calls[0], 1u);
     if (count % static_cast<size_t>(ranks) == 0)
-      EXPECT_EQ(c.bytesSent[0], collectiveBytesSent(CollectiveKind::AllReduce, count, ranks));
+      EXPECT_EQ(c.bytesSent[0], collectiveBytesSent(CollectiveKind::AllReduce, count, ranks, 4));
     EXPECT_EQ(c.totalBytesSent(), c.bytesSent[0]);
   }
 }
@@ -121,7 +121,8 @@ TEST(Ring, ReduceScatterGivesEachRankItsChunkOfTheAllReduce) {
                           outs[static_cast<size_t>(r)][j]);
         const CommCounters &c = comms[static_cast<size_t>(r)]->counters();
         EXPECT_EQ(c.calls[1], 1u);
-        EXPECT_EQ(c.bytesSent[1], collectiveBytesSent(CollectiveKind::ReduceScatter, total, ranks));
+        EXPECT_EQ(c.bytesSent[1],
+                  collectiveBytesSent(CollectiveKind::ReduceScatter, total, ranks, 4));
         EXPECT_EQ(c.totalBytesSent(), c.bytesSent[1]);
       }
     }
@@ -149,7 +150,7 @@ TEST(Ring, AllGatherConcatenatesTheShardsInRankOrder) {
         EXPECT_TRUE(sameBits(outs[static_cast<size_t>(r)], expected)) << "rank " << r;
         const CommCounters &c = comms[static_cast<size_t>(r)]->counters();
         EXPECT_EQ(c.calls[2], 1u);
-        EXPECT_EQ(c.bytesSent[2], collectiveBytesSent(CollectiveKind::AllGather, total, ranks));
+        EXPECT_EQ(c.bytesSent[2], collectiveBytesSent(CollectiveKind::AllGather, total, ranks, 4));
       }
     }
   }
@@ -194,7 +195,7 @@ TEST(Ring, ManyCollectivesInARowAccumulateTheCounters) {
          return Status::ok();
        }))
     ASSERT_TRUE(s.isOk()) << s.message();
-  const uint64_t perCall = collectiveBytesSent(CollectiveKind::ReduceScatter, 55, ranks);
+  const uint64_t perCall = collectiveBytesSent(CollectiveKind::ReduceScatter, 55, ranks, 4);
   for (const auto &comm : comms) {
     const CommCounters &c = comm->counters();
     EXPECT_EQ(c.calls[0], static_cast<uint64_t>(rounds));
@@ -245,9 +246,12 @@ TEST(CommCost, PaddingAndBytes) {
   EXPECT_EQ(paddedToRanks(10, 4), 12u);
   EXPECT_EQ(paddedToRanks(12, 4), 12u);
   EXPECT_EQ(paddedToRanks(0, 3), 0u);
-  EXPECT_EQ(collectiveBytesSent(CollectiveKind::AllReduce, 12, 4), 2u * 3 * 3 * 4);
-  EXPECT_EQ(collectiveBytesSent(CollectiveKind::ReduceScatter, 12, 4), 3u * 3 * 4);
-  EXPECT_EQ(collectiveBytesSent(CollectiveKind::AllGather, 12, 1), 0u);
+  EXPECT_EQ(collectiveBytesSent(CollectiveKind::AllReduce, 12, 4, 4), 2u * 3 * 3 * 4);
+  EXPECT_EQ(collectiveBytesSent(CollectiveKind::ReduceScatter, 12, 4, 4), 3u * 3 * 4);
+  EXPECT_EQ(collectiveBytesSent(CollectiveKind::AllGather, 12, 1, 4), 0u);
+  // The element's size scales every chunk: bf16 and f16 send half of f32, raw bytes a quarter.
+  EXPECT_EQ(collectiveBytesSent(CollectiveKind::AllReduce, 12, 4, 2), 2u * 3 * 3 * 2);
+  EXPECT_EQ(collectiveBytesSent(CollectiveKind::AllGather, 12, 4, 1), 3u * 3);
 }
 
 // A transport that records what the ring hands it, to pin the schedule of one rank.
@@ -273,8 +277,9 @@ TEST(Ring, EachStepSendsOneChunkToTheNextRank) {
   const int ranks = 4, rank = 2;
   std::vector<float> data(40), scratch(10);
   uint64_t bytes = 0;
-  ASSERT_TRUE(
-      ringAllReduceSum(transport, rank, ranks, data.data(), 40, scratch.data(), 1, &bytes).isOk());
+  ASSERT_TRUE(ringAllReduceSum(transport, rank, ranks, data.data(), 40, CommDType::F32,
+                               scratch.data(), 1, &bytes)
+                  .isOk());
   ASSERT_EQ(transport.steps.size(), 6u);
   for (const auto &step : transport.steps) {
     EXPECT_EQ(step.to, 3);
@@ -282,7 +287,21 @@ TEST(Ring, EachStepSendsOneChunkToTheNextRank) {
     EXPECT_EQ(step.sendBytes, 40u);
     EXPECT_EQ(step.recvBytes, 40u);
   }
-  EXPECT_EQ(bytes, collectiveBytesSent(CollectiveKind::AllReduce, 40, ranks));
+  EXPECT_EQ(bytes, collectiveBytesSent(CollectiveKind::AllReduce, 40, ranks, 4));
+
+  // The same schedule on bf16 moves chunks of half the bytes.
+  RecordingTransport halfTransport;
+  std::vector<uint16_t> halves(40), halfScratch(10);
+  bytes = 0;
+  ASSERT_TRUE(ringAllReduceSum(halfTransport, rank, ranks, halves.data(), 40, CommDType::BF16,
+                               halfScratch.data(), 1, &bytes)
+                  .isOk());
+  ASSERT_EQ(halfTransport.steps.size(), 6u);
+  for (const auto &step : halfTransport.steps) {
+    EXPECT_EQ(step.sendBytes, 20u);
+    EXPECT_EQ(step.recvBytes, 20u);
+  }
+  EXPECT_EQ(bytes, collectiveBytesSent(CollectiveKind::AllReduce, 40, ranks, 2));
 }
 
 } // namespace

@@ -256,19 +256,20 @@ TEST(PlanSummary, CommunicationMatchesCommCost) {
   EXPECT_EQ(gather.elements, 13u);
   EXPECT_EQ(gather.payloadElements, 15u); // N * (4 + 1)
   EXPECT_EQ(gather.payloadBytes, 60u);
-  EXPECT_EQ(gather.bytesSent, runtime::collectiveBytesSent(CollectiveKind::AllGather, 15, 3));
+  EXPECT_EQ(gather.bytesSent, runtime::collectiveBytesSent(CollectiveKind::AllGather, 15, 3, 4));
 
   const PlanCollective &scatter = comm.collectives[1];
   EXPECT_EQ(scatter.kind, "reduce_scatter");
   EXPECT_EQ(scatter.bucket, 0);
   EXPECT_EQ(scatter.payloadElements, 15u);
-  EXPECT_EQ(scatter.bytesSent, runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, 15, 3));
+  EXPECT_EQ(scatter.bytesSent,
+            runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, 15, 3, 4));
 
   const PlanCollective &reduce = comm.collectives[2];
   EXPECT_EQ(reduce.kind, "all_reduce");
   EXPECT_EQ(reduce.elements, 1u);
   EXPECT_EQ(reduce.payloadElements, runtime::paddedToRanks(1, 3));
-  EXPECT_EQ(reduce.bytesSent, runtime::collectiveBytesSent(CollectiveKind::AllReduce, 3, 3));
+  EXPECT_EQ(reduce.bytesSent, runtime::collectiveBytesSent(CollectiveKind::AllReduce, 3, 3, 4));
 
   ASSERT_EQ(comm.totals.size(), 3u);
   EXPECT_EQ(comm.totals[0].kind, "all_reduce");

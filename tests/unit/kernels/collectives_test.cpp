@@ -1,8 +1,10 @@
 // The collective kernels (all_reduce, reduce_scatter, all_gather, shard_slice) on 1, 2, 3, 4
-// and 8 ranks run as threads of a local world, against direct references; their workspace
-// (exact, and one byte short); and the errors of calls without a communicator or with the
-// wrong one.
+// and 8 ranks run as threads of a local world, against direct references, on f32, bf16 and
+// all_gather / shard_slice calls mixing dtypes; their workspace (exact, and one byte short); and
+// the errors of calls without a communicator or with the wrong one, or with dtypes that do not
+// fit.
 #include "runtime/comm/comm_cost.h"
+#include "runtime/kernels/cpu/half_float.h"
 #include "tests/unit/comm/comm_test_util.h"
 #include "tests/unit/kernels/test_support.h"
 
@@ -92,7 +94,7 @@ TEST(Collectives, AllReduceSumsEveryInputOverTheRanks) {
     for (const auto &comm : comms) {
       EXPECT_EQ(comm->counters().calls[0], 1u);
       EXPECT_EQ(comm->counters().bytesSent[0],
-                collectiveBytesSent(CollectiveKind::AllReduce, paddedToRanks(total, n), n));
+                collectiveBytesSent(CollectiveKind::AllReduce, paddedToRanks(total, n), n, 4));
     }
   }
 }
@@ -136,7 +138,7 @@ TEST(Collectives, ReduceScatterGivesEachRankItsShardOfTheSum) {
         }
       }
       EXPECT_EQ(comms[static_cast<size_t>(r)]->counters().bytesSent[1],
-                collectiveBytesSent(CollectiveKind::ReduceScatter, shardTotal * n, n));
+                collectiveBytesSent(CollectiveKind::ReduceScatter, shardTotal * n, n, 4));
     }
   }
 }
@@ -213,15 +215,15 @@ TEST(Collectives, ShardSliceCutsThisRanksShardAndAllGatherUndoesIt) {
   }
 }
 
-// Two tensors of 5 and 3 elements on 3 ranks: k = 2 and 1, K = 3, padded all-reduce size 9.
-KernelArgs sizingArgs(const std::string &name, const Attrs &attrs) {
+// Two tensors of 5 and 3 elements (of dtypes `first` and `second`) on 3 ranks: k = 2 and 1,
+// K = 3, padded all-reduce size 9.
+KernelArgs sizingArgs(const std::string &name, const Attrs &attrs, DType first = program::F32,
+                      DType second = program::F32) {
   KernelArgs args;
   const bool gather = name == "all_gather";
   const bool sharded = name != "all_reduce";
-  std::vector<Tensor> whole = {typeOnlyTensor(program::F32, {5}),
-                               typeOnlyTensor(program::F32, {3})};
-  std::vector<Tensor> shards = {typeOnlyTensor(program::F32, {2}),
-                                typeOnlyTensor(program::F32, {1})};
+  std::vector<Tensor> whole = {typeOnlyTensor(first, {5}), typeOnlyTensor(second, {3})};
+  std::vector<Tensor> shards = {typeOnlyTensor(first, {2}), typeOnlyTensor(second, {1})};
   args.inputs = gather ? shards : whole;
   args.outputs = !sharded ? whole : gather ? whole : shards;
   args.attrs = &attrs.map();
@@ -240,6 +242,23 @@ TEST(Collectives, WorkspaceSizesFollowTheDocumentedTakes) {
     ASSERT_KERNEL_OK(cpuKernelWorkspaceBytes(name, sizingArgs(name, attrs), &got));
     EXPECT_EQ(got, bytes) << name;
   }
+  // The same takes in bytes of the operands' dtype: bf16 halves every piece.
+  const std::pair<std::string, uint64_t> halves[] = {
+      {"all_reduce", 9 * 2},
+      {"reduce_scatter", 64 + 3 * 2},
+      {"all_gather", 64 + 9 * 2},
+  };
+  for (const auto &[name, bytes] : halves) {
+    uint64_t got = 0;
+    ASSERT_KERNEL_OK(
+        cpuKernelWorkspaceBytes(name, sizingArgs(name, attrs, program::BF16, program::BF16), &got));
+    EXPECT_EQ(got, bytes) << name << " on bf16";
+  }
+  // An all_gather of an f32 and a bf16 tensor packs their shards' bytes: 2 * 4 + 1 * 2 per rank.
+  uint64_t mixed = 0;
+  ASSERT_KERNEL_OK(cpuKernelWorkspaceBytes(
+      "all_gather", sizingArgs("all_gather", attrs, program::F32, program::BF16), &mixed));
+  EXPECT_EQ(mixed, 64u + 3 * 10);
   uint64_t none = 7;
   ASSERT_KERNEL_OK(cpuKernelWorkspaceBytes("shard_slice", KernelArgs(), &none));
   EXPECT_EQ(none, 0u);
@@ -319,6 +338,217 @@ TEST(Collectives, CallsWithoutTheRightCommunicatorAreCleanErrors) {
   EXPECT_KERNEL_ERROR(runKernel("all_gather", {x}, {x}, two), "all_gather: input 0");
   HostTensor ints(program::I64, {4});
   EXPECT_KERNEL_ERROR(runKernel("shard_slice", {ints}, {shard}, two), "shard_slice: input 0");
+}
+
+// ---- bf16, f16 and mixed dtypes
+// ------------------------------------------------------------------
+
+uint16_t narrow(DType dtype, float v) {
+  return dtype == program::BF16 ? cpu::toBFloat16(v).bits : cpu::toFloat16(v).bits;
+}
+
+float widen(DType dtype, uint16_t bits) {
+  return dtype == program::BF16 ? cpu::toFloat(cpu::BFloat16{bits})
+                                : cpu::toFloat(cpu::Float16{bits});
+}
+
+// A tensor of `dtype` (f32, bf16 or f16) holding `values` rounded to it.
+HostTensor tensorOf(DType dtype, std::vector<int64_t> shape, const std::vector<float> &values) {
+  if (dtype == program::F32)
+    return HostTensor::of<float>(std::move(shape), values);
+  HostTensor t(dtype, std::move(shape));
+  uint16_t *bits = t.view().as<uint16_t>();
+  for (size_t i = 0; i < values.size(); ++i)
+    bits[i] = narrow(dtype, values[i]);
+  return t;
+}
+
+std::vector<uint8_t> bytesOf(const HostTensor &t) {
+  const uint8_t *p = t.view().as<uint8_t>();
+  return std::vector<uint8_t>(p, p + t.view().sizeBytes());
+}
+
+std::vector<uint16_t> bitsOf(const HostTensor &t) {
+  const uint16_t *p = t.view().as<uint16_t>();
+  return std::vector<uint16_t>(p, p + t.view().numel());
+}
+
+// The kernel packs the inputs back to back, pads to a multiple of N and all-reduces; element p
+// of that buffer lies in chunk c = p / (padded / N), which the ring sums starting with rank
+// c+1's value and adding ranks c+2, ..., c left to right, each sum rounded to bf16.
+TEST(Collectives, Bf16AllReduceSumsInRingOrderRoundingEveryStep) {
+  for (int n : kRankCounts) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    std::vector<RankOperands> operands(static_cast<size_t>(n));
+    std::vector<std::vector<uint16_t>> packed(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const int64_t numel = numelOf(kShapes[i]);
+        HostTensor x = tensorOf(program::BF16, kShapes[i],
+                                randomFloats(numel, -2, 2, static_cast<unsigned>(700 * r + i)));
+        const std::vector<uint16_t> bits = bitsOf(x);
+        packed[static_cast<size_t>(r)].insert(packed[static_cast<size_t>(r)].end(), bits.begin(),
+                                              bits.end());
+        operands[static_cast<size_t>(r)].inputs.push_back(std::move(x));
+        operands[static_cast<size_t>(r)].outputs.emplace_back(program::BF16, kShapes[i]);
+      }
+    const size_t total = packed[0].size();
+    const size_t padded = (total + static_cast<size_t>(n) - 1) / n * n;
+    auto comms = makeLocalWorld(n);
+    expectAllOk(runOnRanks("all_reduce", operands, comms,
+                           Attrs().i("num_ranks", n).i("dtype", program::BF16)));
+    std::vector<uint16_t> expected(total);
+    for (size_t p = 0; p < total; ++p) {
+      const size_t c = p / (padded / static_cast<size_t>(n));
+      uint16_t sum = packed[(c + 1) % n][p];
+      for (size_t k = 2; k <= static_cast<size_t>(n); ++k)
+        sum = narrow(program::BF16,
+                     widen(program::BF16, sum) + widen(program::BF16, packed[(c + k) % n][p]));
+      expected[p] = sum;
+    }
+    for (int r = 0; r < n; ++r) {
+      std::vector<uint16_t> got;
+      for (const HostTensor &y : operands[static_cast<size_t>(r)].outputs) {
+        const std::vector<uint16_t> bits = bitsOf(y);
+        got.insert(got.end(), bits.begin(), bits.end());
+      }
+      EXPECT_EQ(got, expected) << "rank " << r;
+      EXPECT_EQ(comms[static_cast<size_t>(r)]->counters().bytesSent[0],
+                collectiveBytesSent(CollectiveKind::AllReduce, padded, n, 2));
+    }
+  }
+}
+
+// Shards of bf16 tensors (one dtype: the communicator moves bf16) and of tensors of three
+// dtypes in one call (packed by bytes: the communicator moves raw bytes).
+TEST(Collectives, AllGatherMovesBf16AndMixesDtypesByBytes) {
+  const std::vector<DType> sameDtypes(kShapes.size(), program::BF16);
+  const std::vector<DType> mixedDtypes = {program::F32, program::BF16, program::F16, program::F32,
+                                          program::BF16};
+  for (const auto *dtypes : {&sameDtypes, &mixedDtypes}) {
+    const bool mixed = dtypes == &mixedDtypes;
+    for (int n : kRankCounts) {
+      SCOPED_TRACE(std::string(mixed ? "mixed" : "bf16") + ", ranks " + std::to_string(n));
+      std::vector<RankOperands> operands(static_cast<size_t>(n));
+      uint64_t chunkBytes = 0;
+      for (size_t i = 0; i < kShapes.size(); ++i)
+        chunkBytes +=
+            static_cast<uint64_t>(ceilDiv(numelOf(kShapes[i]), n)) * dtypeSize((*dtypes)[i]);
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < kShapes.size(); ++i) {
+          const int64_t k = ceilDiv(numelOf(kShapes[i]), n);
+          operands[static_cast<size_t>(r)].inputs.push_back(tensorOf(
+              (*dtypes)[i], {k}, randomFloats(k, -2, 2, static_cast<unsigned>(900 * r + i))));
+          operands[static_cast<size_t>(r)].outputs.emplace_back((*dtypes)[i], kShapes[i]);
+        }
+      auto comms = makeLocalWorld(n);
+      expectAllOk(runOnRanks("all_gather", operands, comms, Attrs().i("num_ranks", n)));
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const int64_t numel = numelOf(kShapes[i]), k = ceilDiv(numel, n);
+        const size_t size = dtypeSize((*dtypes)[i]);
+        std::vector<uint8_t> expected;
+        for (int64_t e = 0; e < numel; ++e) {
+          const std::vector<uint8_t> shard =
+              bytesOf(operands[static_cast<size_t>(e / k)].inputs[i]);
+          expected.insert(expected.end(), shard.begin() + static_cast<long>((e % k) * size),
+                          shard.begin() + static_cast<long>((e % k + 1) * size));
+        }
+        for (int r = 0; r < n; ++r)
+          EXPECT_EQ(bytesOf(operands[static_cast<size_t>(r)].outputs[i]), expected)
+              << "rank " << r << " output " << i;
+      }
+      // bf16 moves chunkBytes / 2 elements of 2 bytes, the mixed call chunkBytes single bytes:
+      // the same bytes on the wire.
+      for (const auto &comm : comms)
+        EXPECT_EQ(comm->counters().bytesSent[2],
+                  mixed ? collectiveBytesSent(CollectiveKind::AllGather, chunkBytes * n, n, 1)
+                        : collectiveBytesSent(CollectiveKind::AllGather, chunkBytes / 2 * n, n, 2));
+    }
+  }
+}
+
+// shard_slice of tensors of several dtypes, then all_gather of the slices: every tensor back,
+// byte for byte.
+TEST(Collectives, ShardSliceAndAllGatherOfMixedDtypesRoundTrip) {
+  const std::vector<DType> dtypes = {program::F16, program::F32, program::BF16, program::BF16,
+                                     program::F32};
+  for (int n : kRankCounts) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    std::vector<RankOperands> slices(static_cast<size_t>(n)), gathers(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        const int64_t numel = numelOf(kShapes[i]);
+        slices[static_cast<size_t>(r)].inputs.push_back(
+            tensorOf(dtypes[i], kShapes[i], randomFloats(numel, -2, 2, static_cast<unsigned>(i))));
+        slices[static_cast<size_t>(r)].outputs.emplace_back(
+            dtypes[i], std::vector<int64_t>{ceilDiv(numel, n)});
+      }
+    auto comms = makeLocalWorld(n);
+    expectAllOk(runOnRanks("shard_slice", slices, comms, Attrs().i("num_ranks", n)));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i) {
+        HostTensor shard(dtypes[i], slices[static_cast<size_t>(r)].outputs[i].view().shape);
+        const std::vector<uint8_t> bytes = bytesOf(slices[static_cast<size_t>(r)].outputs[i]);
+        if (!bytes.empty())
+          std::memcpy(shard.view().data, bytes.data(), bytes.size());
+        gathers[static_cast<size_t>(r)].inputs.push_back(std::move(shard));
+        gathers[static_cast<size_t>(r)].outputs.emplace_back(dtypes[i], kShapes[i]);
+      }
+    expectAllOk(runOnRanks("all_gather", gathers, comms, Attrs().i("num_ranks", n)));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kShapes.size(); ++i)
+        EXPECT_EQ(bytesOf(gathers[static_cast<size_t>(r)].outputs[i]), bytesOf(slices[0].inputs[i]))
+            << "rank " << r << " tensor " << i;
+  }
+}
+
+TEST(Collectives, DtypesThatDoNotFitAreCleanErrorsBeforeAnythingIsSent) {
+  const Attrs two = Attrs().i("num_ranks", 2);
+  HostTensor x = HostTensor::of<float>({4}, {1, 2, 3, 4}), y(program::F32, {4});
+  HostTensor xs(program::F32, {2});
+  HostTensor h = tensorOf(program::BF16, {4}, {1, 2, 3, 4}), hy(program::BF16, {4});
+  HostTensor hs(program::BF16, {2});
+  // A reduction sums one dtype.
+  EXPECT_KERNEL_ERROR(runKernel("reduce_scatter", {x, h}, {xs, hs}, two),
+                      "reduce_scatter: input 1 is bf16, but input 0 is f32 (one call sums one "
+                      "dtype)");
+  EXPECT_KERNEL_ERROR(runKernel("all_reduce", {x}, {hy}, two),
+                      "all_reduce: output 0 is bf16, but input 0 is f32 (one call sums one dtype)");
+  // A shard has its tensor's dtype, in a call that mixes dtypes too.
+  EXPECT_KERNEL_ERROR(runKernel("all_gather", {xs, hs}, {y, y}, two),
+                      "all_gather: output 1 is f32, but input 1 is bf16 (a shard has its tensor's "
+                      "dtype)");
+  // The dtype attribute must name the operands' dtype, one the collectives move.
+  EXPECT_KERNEL_ERROR(
+      runKernel("all_reduce", {h}, {hy}, Attrs().i("num_ranks", 2).i("dtype", program::F32)),
+      "all_reduce: input 0 is bf16, but the dtype attribute is f32");
+  EXPECT_KERNEL_ERROR(runKernel("all_gather", {xs, hs}, {y, hy},
+                                Attrs().i("num_ranks", 2).i("dtype", program::F32)),
+                      "all_gather: input 1 is bf16, but the dtype attribute is f32");
+  EXPECT_KERNEL_ERROR(
+      runKernel("all_reduce", {x}, {y}, Attrs().i("num_ranks", 2).i("dtype", program::I64)),
+      "all_reduce: dtype i64 is not supported (the collectives move f32, bf16 "
+      "and f16)");
+  EXPECT_KERNEL_ERROR(runKernel("all_reduce", {x}, {y}, Attrs().i("num_ranks", 2).i("dtype", 99)),
+                      "all_reduce: unknown dtype 99");
+  HostTensor ints(program::I64, {4});
+  EXPECT_KERNEL_ERROR(runKernel("all_gather", {xs}, {ints}, two),
+                      "all_gather: output 0 is i64 (the collectives move f32, bf16 and f16)");
+
+  // With a communicator, on one rank of two: the refusal comes before anything is sent (were
+  // anything sent, the rank would wait for its peer and time out instead).
+  auto comms = makeLocalWorld(2, 0.5);
+  KernelArgs args;
+  args.inputs = {x, h};
+  args.outputs = {xs, hs};
+  args.attrs = &two.map();
+  args.comm = comms[0].get();
+  WorkspaceStorage workspace(1024);
+  workspace.give(&args);
+  EXPECT_KERNEL_ERROR(findCpuKernel("reduce_scatter")(args),
+                      "reduce_scatter: input 1 is bf16, but input 0 is f32");
+  EXPECT_EQ(comms[0]->counters().totalBytesSent(), 0u);
+  EXPECT_EQ(comms[0]->counters().calls[1], 0u);
 }
 
 } // namespace

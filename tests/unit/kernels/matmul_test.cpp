@@ -127,13 +127,89 @@ TEST(Gemm, EmptyInnerDimensionGivesBetaTimesC) {
   expectValuesNear(y.values<float>(), {0, 0, 0, 0, 0, 0});
 }
 
+// `values` stored as `dtype` (f32, or rounded to bf16/f16 by the cast kernel).
+HostTensor stored(const std::vector<int64_t> &shape, const std::vector<float> &values,
+                  DType dtype) {
+  HostTensor f32 = HostTensor::of<float>(shape, values);
+  if (dtype == program::F32)
+    return f32;
+  HostTensor half(dtype, shape);
+  EXPECT_KERNEL_OK(runKernel("cast", {f32}, {half}, Attrs().i("to", dtype)));
+  return half;
+}
+
+// A tensor's values as f32 (exact for the 16-bit floats).
+std::vector<float> asF32(const HostTensor &t) {
+  if (t.view().dtype == program::F32)
+    return t.values<float>();
+  HostTensor f32(program::F32, t.view().shape);
+  EXPECT_KERNEL_OK(runKernel("cast", {t}, {f32}, Attrs().i("to", program::F32)));
+  return f32.values<float>();
+}
+
+// The bytes of a tensor's elements.
+std::vector<uint8_t> bytesOf(const HostTensor &t) {
+  const auto *p = static_cast<const uint8_t *>(t.view().data);
+  return std::vector<uint8_t>(p, p + t.view().sizeBytes());
+}
+
+// With bf16 or f16 operands and results, a product is defined as the f32 product of the operands'
+// (exact) f32 values, rounded to the result's type: bit for bit what the f32 kernel and the cast
+// kernel give, which is what lets the compiler fold cast pairs into the products.
+TEST(MatmulGemm, SixteenBitOperandsAndResultsMatchTheF32ProductRounded) {
+  struct Shapes {
+    std::vector<int64_t> a, b, y;
+  };
+  const std::vector<Shapes> shapes = {
+      {{33, 65}, {65, 17}, {33, 17}}, {{2, 3, 4}, {4, 5}, {2, 3, 5}},
+      {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}}, {{4}, {4, 5}, {5}}, {{0, 4}, {4, 5}, {0, 5}}};
+  unsigned seed = 70;
+  for (DType half : {program::BF16, program::F16})
+    for (const Shapes &c : shapes)
+      for (int which = 1; which < 8; ++which) { // bit 0: a is 16-bit, bit 1: b, bit 2: y
+        SCOPED_TRACE(std::string(dtypeName(half)) + " case " + std::to_string(seed) +
+                     " mask " + std::to_string(which));
+        const DType da = which & 1 ? half : program::F32, db = which & 2 ? half : program::F32;
+        const DType dy = which & 4 ? half : program::F32;
+        HostTensor a = stored(c.a, randomFloats(numelOf(c.a), -2, 2, seed++), da);
+        HostTensor b = stored(c.b, randomFloats(numelOf(c.b), -2, 2, seed++), db);
+        HostTensor a32 = HostTensor::of<float>(c.a, asF32(a));
+        HostTensor b32 = HostTensor::of<float>(c.b, asF32(b));
+        HostTensor product(program::F32, c.y);
+        ASSERT_KERNEL_OK(runKernel("matmul", {a32, b32}, {product}));
+        HostTensor expected = stored(c.y, product.values<float>(), dy);
+        HostTensor y(dy, c.y);
+        ASSERT_KERNEL_OK(runKernel("matmul", {a, b}, {y}));
+        EXPECT_EQ(bytesOf(y), bytesOf(expected));
+        if (HasFailure())
+          return;
+
+        // gemm: transposed operands, alpha, and an f32 bias added before the rounding.
+        if (c.a.size() != 2 || c.b.size() != 2 || c.y[0] == 0)
+          continue;
+        const int64_t m = c.a[0], k = c.a[1], n = c.b[1];
+        HostTensor at = stored({k, m}, randomFloats(k * m, -2, 2, seed++), da);
+        HostTensor at32 = HostTensor::of<float>({k, m}, asF32(at));
+        HostTensor bias = HostTensor::of<float>({n}, randomFloats(n, -1, 1, seed++));
+        Attrs attrs;
+        attrs.f("alpha", 0.5f).f("beta", 2.0f).i("trans_a", 1).i("trans_b", 0);
+        HostTensor gemm32(program::F32, {m, n});
+        ASSERT_KERNEL_OK(runKernel("gemm", {at32, b32, bias}, {gemm32}, attrs));
+        HostTensor gemmExpected = stored({m, n}, gemm32.values<float>(), dy);
+        HostTensor gemmY(dy, {m, n});
+        ASSERT_KERNEL_OK(runKernel("gemm", {at, b, bias}, {gemmY}, attrs));
+        EXPECT_EQ(bytesOf(gemmY), bytesOf(gemmExpected));
+      }
+}
+
 TEST(MatmulGemm, InconsistentOperandsAreErrors) {
   HostTensor a34(program::F32, {3, 4}), b45(program::F32, {4, 5}), b35(program::F32, {3, 5});
   HostTensor y35(program::F32, {3, 5}), y53(program::F32, {5, 3}), i34(program::I32, {3, 4});
   HostTensor s(program::F32, {}), a234(program::F32, {2, 3, 4}), b345(program::F32, {3, 4, 5});
   EXPECT_KERNEL_ERROR(runKernel("matmul", {a34, b35}, {y35}), "inner dimensions differ");
   EXPECT_KERNEL_ERROR(runKernel("matmul", {a34, b45}, {y53}), "expected [3x5]");
-  EXPECT_KERNEL_ERROR(runKernel("matmul", {i34, b45}, {y35}), "a is i32, expected f32");
+  EXPECT_KERNEL_ERROR(runKernel("matmul", {i34, b45}, {y35}),
+                      "a i32[3x4] must be f32, bf16 or f16");
   EXPECT_KERNEL_ERROR(runKernel("matmul", {s, b45}, {y35}), "rank >= 1");
   EXPECT_KERNEL_ERROR(runKernel("matmul", {a234, b345}, {HostTensor(program::F32, {3, 3, 5})}),
                       "batch dims");

@@ -73,7 +73,7 @@ program::Program linearProgram(int rank, int world, int batch) {
                         uint64_t elements) {
     int op = addOp(&p, kernel, kernel, {in}, {out});
     setInt(&p, op, "num_ranks", world);
-    commBytes += collectiveBytesSent(kind, paddedToRanks(elements, world), world);
+    commBytes += collectiveBytesSent(kind, paddedToRanks(elements, world), world, sizeof(float));
   };
   if (parallel)
     collective("all_gather", CollectiveKind::AllGather, w, wFull, kLinearFeatures);
@@ -149,7 +149,7 @@ program::Bundle linearSgdBundle(int world, int batch) {
 
 uint64_t linearSgdMeshWorldBytes() {
   return linearSgdBundle(4, kLinearMeshBatch).programs(0).planned_comm_bytes() -
-         collectiveBytesSent(CollectiveKind::AllReduce, paddedToRanks(1, 4), 4);
+         collectiveBytesSent(CollectiveKind::AllReduce, paddedToRanks(1, 4), 4, sizeof(float));
 }
 
 program::Bundle linearSgdMeshBundle() {

@@ -26,12 +26,13 @@ uint64_t plannedBytes(const program::Program &p) {
     const int ranks = static_cast<int>(ranksIt->second.i());
     if (op.kernel() == "all_reduce")
       total += collectiveBytesSent(CollectiveKind::AllReduce,
-                                   paddedToRanks(numel(op.inputs(0)), ranks), ranks);
+                                   paddedToRanks(numel(op.inputs(0)), ranks), ranks, sizeof(float));
     else if (op.kernel() == "reduce_scatter")
-      total +=
-          collectiveBytesSent(CollectiveKind::ReduceScatter, numel(op.outputs(0)) * ranks, ranks);
+      total += collectiveBytesSent(CollectiveKind::ReduceScatter, numel(op.outputs(0)) * ranks,
+                                   ranks, sizeof(float));
     else if (op.kernel() == "all_gather")
-      total += collectiveBytesSent(CollectiveKind::AllGather, numel(op.inputs(0)) * ranks, ranks);
+      total += collectiveBytesSent(CollectiveKind::AllGather, numel(op.inputs(0)) * ranks, ranks,
+                                   sizeof(float));
   }
   return total;
 }

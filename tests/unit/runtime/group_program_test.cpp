@@ -155,9 +155,9 @@ TEST(GroupProgram, EachCollectiveRunsOverItsGroup) {
                                                                testing::kGroupProgramWorldBytes);
 }
 
-// A collective's "dtype": f32 (its value, or absent) runs; any other dtype is an error naming
-// the op, before anything is sent (every rank fails alike, nobody waits).
-TEST(GroupProgram, CollectivesMoveF32Only) {
+// A collective's "dtype": that of its operands (f32 here) runs; any other dtype is an error
+// naming the op, before anything is sent (every rank fails alike, nobody waits).
+TEST(GroupProgram, CollectivesRefuseADtypeTheyDoNotMove) {
   for (program::DType dtype : {program::F32, program::I64, program::BOOL}) {
     SCOPED_TRACE(std::to_string(dtype));
     std::vector<program::Program> programs = MeshRanks::allPrograms();
@@ -177,8 +177,8 @@ TEST(GroupProgram, CollectivesMoveF32Only) {
                                       "rank [0-3]: rank [0-3], op 'ar_dp' \\(kernel all_reduce\\): "
                                       "all_reduce: dtype " +
                                       name +
-                                      " is not supported \\(the collectives move f32 "
-                                      "only\\)"));
+                                      " is not supported \\(the collectives move f32, "
+                                      "bf16 and f16\\)"));
   }
 }
 

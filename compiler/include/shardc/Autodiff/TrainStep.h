@@ -19,6 +19,12 @@ struct TrainStepOptions {
   std::string trainable;  // regex: when set, only matching parameters are trained
   // "fp32", or "bf16": matrix products on bf16-rounded values (shardc-bf16-matmuls).
   std::string precision = "fp32";
+  // With bf16/fp16: the element type of the gradients' data-parallel reductions, "f32" or the
+  // 16-bit type (shardc-half-storage reduce-dtype; --reduce-dtype).
+  std::string reduceDtype = "f32";
+  // With bf16/fp16: whether the rounded values are stored in 16 bits (shardc-half-storage) or
+  // kept as f32 copies of 16-bit values (bit-identical; --half-storage off, for checking).
+  bool halfStorage = true;
   // Dynamic loss scaling (torch.cuda.amp.GradScaler's rule, with its growth factor 2 and
   // backoff 0.5): the backward pass starts from the loss scale instead of 1, the gradients are
   // unscaled in f32, a step whose gradients are not all finite is skipped (parameters and

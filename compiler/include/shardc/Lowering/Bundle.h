@@ -42,6 +42,11 @@ struct PlanNotes {
   // Training with --precision other than fp32: what it rounds, one line (printed after the
   // mode line as "precision: ...").
   std::string precision;
+  // --precision bf16/fp16 with 16-bit storage: the ZeRO accounting is the mixed-precision one
+  // (16-bit working copies, f32 master weights with the optimizer state), with gradients
+  // reduced in `reducedGradientBytes` per element (4: f32, 2: --reduce-dtype bf16/fp16).
+  bool mixedPrecision = false;
+  uint64_t reducedGradientBytes = 4;
   // Training with --micro-batches K > 1: K, and what the loop does, one line (printed after
   // the mode line as "micro-batches: ...").
   int64_t microBatches = 1;

@@ -105,7 +105,7 @@ struct PlanCollective {
   // and all_gather N * sum of the shards; 0 for shard_slice (local).
   uint64_t payloadElements = 0;
   uint64_t payloadBytes = 0;
-  uint64_t bytesSent = 0; // collectiveBytesSent(kind, payloadElements, N): what one rank sends
+  uint64_t bytesSent = 0; // collectiveBytesSent(kind, payloadElements, N, element bytes): sent
   // The ring algorithms' volume for a payload of S bytes over n = numRanks ranks, worked out
   // here rather than by comm_cost.h: all_reduce 2S(n−1)/n, reduce_scatter and all_gather
   // S(n−1)/n, shard_slice 0.
@@ -191,9 +191,19 @@ struct PlanZeroAccounting {
   // evenly (then the formulas use the exact sum, wholeOptimizerStateBytes).
   uint64_t stateBytesPerElement = 0;
   uint64_t wholeOptimizerStateBytes = 0;
+  // Mixed precision (PlanNotes::mixedPrecision): ZeRO's 2Ψ + 2Ψ + 12Ψ. Parameters are the
+  // 16-bit working copies (parameterBytesPerElement 2), gradients as reduced, and the f32
+  // master weights (4 bytes per element) count as optimizer state: stateBytesPerElement and
+  // wholeOptimizerStateBytes include them. Otherwise 4, 4 and the state alone.
+  bool mixedPrecision = false;
+  uint64_t parameterBytesPerElement = 4;
+  uint64_t gradientBytesPerElement = 4;
   std::vector<PlanZeroStage> stages; // stages 0..3
   // What rank 0 of this bundle holds: parameters, gradients (whole until the reduce-scatter
   // at stage 0 and 1, the shards the optimizer reads at stages 2 and 3) and optimizer state.
+  // Mixed precision: parameters are the working copies the products read (whole at stages
+  // 0-2, the 16-bit shards gathered per unit at stage 3), and the optimizer state includes the
+  // f32 master weights.
   uint64_t parameterBytes = 0;
   uint64_t gradientBytes = 0;
   uint64_t optimizerStateBytes = 0;

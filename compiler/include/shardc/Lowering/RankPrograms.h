@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace shardc {
@@ -39,10 +40,19 @@ uint64_t plannedCommBytes(const program::Program &program);
 
 // Bytes one rank sends in one call of collective kernel `kernel` ("all_reduce",
 // "reduce_scatter", "all_gather"; 0 for any other) over `ranks` ranks, whose inputs hold
-// `inputElements` and outputs `outputElements` elements in all: the ring formulas of
-// runtime/comm/comm_cost.h. plannedCommBytes and the IR's StepCost.h both count by it.
+// `inputElements` and outputs `outputElements` elements in all, of `elementBytes` bytes each
+// (an all_gather of tensors of several dtypes moves raw bytes: its counts are then in bytes
+// and elementBytes is 1): the ring formulas of runtime/comm/comm_cost.h. plannedCommBytes and
+// the IR's StepCost.h both count by it.
 uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t inputElements,
-                                 uint64_t outputElements);
+                                 uint64_t outputElements, uint64_t elementBytes);
+
+// The same for a call whose operands hold these (elements, bytes per element): the kernel
+// moves elements of their common size, or raw bytes when the sizes differ.
+using CollectiveOperand = std::pair<uint64_t, uint64_t>;
+uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks,
+                                 const std::vector<CollectiveOperand> &inputs,
+                                 const std::vector<CollectiveOperand> &outputs);
 
 // The initial values of every rank's tensor-parallel blocks, added to the initial values of
 // the whole parameters (the bytes a compiled program's state_init points at) once per block:

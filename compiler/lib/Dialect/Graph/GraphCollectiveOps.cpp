@@ -64,6 +64,10 @@ LogicalResult verifyPairs(Operation *op, FlatSymbolRefAttr meshName,
     return op->emitOpError("needs as many results as operands, at least one");
   int64_t ranks = *meshRanks;
   for (auto [i, in, out] : llvm::enumerate(inputs.getTypes(), results.getTypes())) {
+    if (cast<RankedTensorType>(in).getElementType() != cast<RankedTensorType>(out).getElementType())
+      return op->emitOpError("operand ")
+             << i << " (" << in << ") and result " << i << " (" << out
+             << ") have different element types";
     if (sameType ? in != out
                  : !(wholeIsInput ? isFlatShard(out, in, ranks) : isFlatShard(in, out, ranks)))
       return op->emitOpError("operand ")

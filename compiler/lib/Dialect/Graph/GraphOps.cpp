@@ -231,6 +231,28 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+namespace {
+// A product's result may be stored in any of the float types (see GraphOps.td, MatMulOp):
+// only the shape must be the inferred one.
+bool productTypesCompatible(TypeRange inferred, TypeRange actual) {
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  auto a = dyn_cast<RankedTensorType>(inferred[0]), b = dyn_cast<RankedTensorType>(actual[0]);
+  if (!a || !b || a.getShape() != b.getShape())
+    return false;
+  Type e = b.getElementType();
+  return e.isF32() || e.isBF16() || e.isF16();
+}
+} // namespace
+
+bool MatMulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return productTypesCompatible(l, r);
+}
+
+bool GemmOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return productTypesCompatible(l, r);
+}
+
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor adaptor, SmallVectorImpl<Type> &out) {
   auto a = rankedType(adaptor.getA()), b = rankedType(adaptor.getB());

@@ -23,10 +23,10 @@ include "mlir/IR/SymbolInterfaces.td"
 
 class Graph_CollectiveOp<string mnemonic> : Graph_Op<mnemonic,
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_FloatTensor>:$inputs,
+  let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_StorageFloatTensor>:$inputs,
                    OptionalAttr<I64Attr>:$bucket, OptionalAttr<StrAttr>:$unit,
                    OptionalAttr<DenseI16ArrayAttr>:$mesh_axes);
-  let results = (outs Variadic<Graph_FloatTensor>:$results);
+  let results = (outs Variadic<Graph_StorageFloatTensor>:$results);
   let assemblyFormat = [{
     $inputs `on` $mesh attr-dict `:` functional-type($inputs, $results)
   }];

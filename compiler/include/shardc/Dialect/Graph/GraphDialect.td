@@ -40,6 +40,9 @@ class Graph_Op<string mnemonic, list<Trait> traits = []> :
 // The element types the runtime supports.
 def Graph_Tensor : RankedTensorOf<[F32, BF16, F16, I64, I32, I1]>;
 def Graph_FloatTensor : RankedTensorOf<[F32]>;
+// The values --precision bf16/fp16 stores in 16 bits (shardc-half-storage): matrix products'
+// operands and results and the collectives that move or sum them.
+def Graph_StorageFloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 def Graph_IndexTensor : RankedTensorOf<[I64, I32]>;
 def Graph_BoolTensor : RankedTensorOf<[I1]>;
 

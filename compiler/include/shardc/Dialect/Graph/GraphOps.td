@@ -126,19 +126,24 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor, Graph_Differentia
 // Linear algebra, normalisation, softmax
 //===-------------------------------------------------------------------------------------===//
 
-def Graph_MatMulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+// A product's operands and result may each be f32, bf16 or f16 (shardc-half-storage); the
+// product is computed in f32 and rounded to the result's type. The inferred result type is the
+// lhs's; any of the three element types is compatible with it.
+def Graph_MatMulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatible,
+                                         Graph_Differentiable]> {
   let summary = "ONNX MatMul (numpy.matmul: 1-D promotion, broadcast batch dimensions)";
-  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs);
-  let results = (outs Graph_FloatTensor:$output);
+  let arguments = (ins Graph_StorageFloatTensor:$lhs, Graph_StorageFloatTensor:$rhs);
+  let results = (outs Graph_StorageFloatTensor:$output);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_GemmOp : Graph_Op<"gemm", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_GemmOp : Graph_Op<"gemm", [Pure, InferTypeOpAdaptorWithIsCompatible,
+                                     Graph_Differentiable]> {
   let summary = "ONNX Gemm: alpha * op(a) * op(b) + beta * c";
-  let arguments = (ins Graph_FloatTensor:$a, Graph_FloatTensor:$b,
+  let arguments = (ins Graph_StorageFloatTensor:$a, Graph_StorageFloatTensor:$b,
                    Optional<Graph_FloatTensor>:$c,
                    F32Attr:$alpha, F32Attr:$beta, BoolAttr:$trans_a, BoolAttr:$trans_b);
-  let results = (outs Graph_FloatTensor:$output);
+  let results = (outs Graph_StorageFloatTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
