@@ -33,6 +33,13 @@ Per model and style:
              the same
   remat_full --remat full on one device: every step's loss bit-identical to the 1-rank run
   remat_selective  --remat selective (each attention core): the same
+  bf16_storage     --precision bf16 on one device, against --half-storage off (the same
+             rounded values kept as f32 copies): every step's loss bit-identical
+  bf16_dp2_zero3   (static exports) --precision bf16 --gpus 2 --strategy zero3 (bf16 weights
+             gathered, each rank rounding its half's gradients, as DDP/FSDP do) against one rank
+             running the batch as 2 microbatches, which rounds the same halves: within 1e-5;
+             skipped (and the table says so) for the models whose training amplifies float32
+             rounding (below), where one flipped bf16 rounding grows without a useful bound
 Models whose batch the partitioner cannot split (nn.MultiheadAttention merges it into the minor
 part of [seq * batch, embed]; BART's and T5's label shift is a ScatterND, computed whole) must be
 refused in one line naming why, for the checks that split the batch; the table records the
@@ -511,6 +518,24 @@ class Zoo:
                                   if buffers64 is not None else RTOL)
                 check("running_stats", gap(ours, torch_buffers), stat_tolerance)
 
+        def refused(check_name, err):
+            """For a check that splits the batch of a model whose batch cannot be split: records
+            shardc's refusal when it is one clear line naming why, a failure otherwise."""
+            if (err is not None and len(err.splitlines()) == 1 and "exited 1" in err and
+                    spec.batch_split_refused in err):
+                why = err.split(".onnx: ", 1)[-1]
+                self.rows.append((name, style, check_name, "refused: " + why, tolerance))
+                details.append(f"{check_name} refused")
+            else:
+                check(check_name, f"expected a one-line refusal naming "
+                                  f"'{spec.batch_split_refused}', got: {err or 'a bundle'}")
+
+        def run_check(check_name, flags):
+            bundle = os.path.join(out, f"{check_name}.shard")
+            err = self.compile(path, bundle, shape_flags, *flags)
+            return err or self.train(bundle, data, os.path.join(out, f"{check_name}.jsonl"),
+                                     spec.lr)
+
         for check_name, flags, splits_batch in (
                 ("dp2_zero3", ["--gpus", "2", "--strategy", "zero3"], True),
                 ("tp2", ["--gpus", "2", "--strategy", "tp=2"], False),
@@ -518,27 +543,46 @@ class Zoo:
                 ("mb2", ["--micro-batches", "2"], True),
                 ("remat_full", ["--remat", "full"], False),
                 ("remat_selective", ["--remat", "selective"], False)):
-            bundle = os.path.join(out, f"{check_name}.shard")
-            err = self.compile(path, bundle, shape_flags, *flags)
             if splits_batch and spec.batch_split_refused:
                 # Expected: one clear line, exit 1, naming why.
-                if (err is not None and len(err.splitlines()) == 1 and "exited 1" in err and
-                        spec.batch_split_refused in err):
-                    why = err.split(".onnx: ", 1)[-1]
-                    self.rows.append((name, style, check_name, "refused: " + why, tolerance))
-                    details.append(f"{check_name} refused")
-                else:
-                    check(check_name, f"expected a one-line refusal naming "
-                                      f"'{spec.batch_split_refused}', got: {err or 'a bundle'}")
+                refused(check_name, self.compile(path, os.path.join(out, f"{check_name}.shard"),
+                                                 shape_flags, *flags))
                 continue
-            sharded = err or self.train(bundle, data, os.path.join(out, f"{check_name}.jsonl"),
-                                        spec.lr)
+            sharded = run_check(check_name, flags)
             if isinstance(sharded, str):
                 check(check_name, sharded)
                 continue
             # Recomputation runs the same kernels on the same inputs: bit-identical losses.
             check(check_name, worst_relative(sharded, single),
                   0.0 if check_name.startswith("remat") else tolerance)
+
+        # --precision bf16: the 16-bit storage computes the same bits as f32 copies of the
+        # rounded values. ZeRO-3 on 2 ranks, each rounding the gradients of its half of the
+        # batch (as DDP/FSDP do), computes the math of one rank running the batch as 2
+        # microbatches (each half's gradients rounded, then added in f32): they must agree to
+        # float32 noise, the model's tolerance. The sharded check runs on the static export.
+        bf16 = run_check("bf16", ["--precision", "bf16"])
+        copies = run_check("bf16_f32copies", ["--precision", "bf16", "--half-storage", "off"])
+        check("bf16_storage", next((r for r in (bf16, copies) if isinstance(r, str)), None) or
+              worst_relative(bf16, copies), 0.0)
+        if style == "static":
+            flags = ["--precision", "bf16", "--gpus", "2", "--strategy", "zero3"]
+            if spec.batch_split_refused:
+                refused("bf16_dp2_zero3", self.compile(
+                    path, os.path.join(out, "bf16_dp2_zero3.shard"), shape_flags, *flags))
+            elif tolerance > RTOL:
+                # A training that turns float32 rounding noise into visible differences turns
+                # a bf16 rounding that one float32 bit flips into larger ones: no bound on the
+                # two runs' difference would mean anything.
+                self.rows.append((name, style, "bf16_dp2_zero3",
+                                  "skipped: the training amplifies rounding (float32 tolerance "
+                                  f"{tolerance:.2g})", tolerance))
+                details.append("bf16_dp2_zero3 skipped")
+            else:
+                halves = run_check("bf16_mb2", ["--precision", "bf16", "--micro-batches", "2"])
+                sharded = run_check("bf16_dp2_zero3", flags)
+                failed = next((r for r in (halves, sharded) if isinstance(r, str)), None)
+                check("bf16_dp2_zero3", failed or worst_relative(sharded, halves), tolerance)
         return ("; ".join(errors) or None), ", ".join(details)
 
     def write_table(self, path):
@@ -547,8 +591,8 @@ class Zoo:
         for name, style, check, result, tolerance in self.rows:
             if not isinstance(result, str):
                 cell = f"{result:.3g}"
-            elif result.startswith("refused: "):
-                cell = result  # an expected refusal (see batch_split_refused)
+            elif result.startswith("refused: ") or result.startswith("skipped: "):
+                cell = result  # an expected refusal (see batch_split_refused), or a skip
             else:
                 cell = f"FAILED: {result}"
             lines.append(f"| {name} | {style} | {check} | {cell} | {tolerance:.2g} |")

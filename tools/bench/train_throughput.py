@@ -1,7 +1,8 @@
 """Training-step throughput of shardc against PyTorch on CPU, side by side in one run.
 
     /usr/bin/python3 tools/bench/train_throughput.py --shardc build/tools/shardc/shardc \
-        --shardrun build/tools/shardrun/shardrun --work /tmp/bench [--steps 20] [--threads 2]
+        --shardrun build/tools/shardrun/shardrun --work /tmp/bench [--steps 20] [--threads 2] \
+        [--bf16]
 
 Model: the test GPT (tests/models/export_tiny_gpt.py) at d=256, 4 layers, 4 heads, T=128,
 B=8, vocabulary 2048; AdamW (PyTorch defaults, lr 1e-3); the same weights (read from the ONNX
@@ -9,6 +10,10 @@ export) and the same batches on both sides. PyTorch runs in this process with
 torch.set_num_threads(THREADS); shardrun runs `--steps` with `--threads THREADS` and reports
 each step's time in its metrics. The first WARMUP steps are excluded; medians are reported,
 with the ratio ours/PyTorch in tokens per second (above 1: shardc is faster).
+With --bf16 the same run also times `shardc --precision bf16` and PyTorch under CPU autocast
+(torch.autocast("cpu", dtype=torch.bfloat16): its matrix products in bf16, the rest f32), and
+reports the four side by side: bf16 against PyTorch's bf16, and each side's bf16 against its
+own fp32.
 Not a test: timings on a shared machine are noisy, run it on a quiet one.
 """
 
@@ -40,7 +45,7 @@ def configure_model():
     gpt.BATCH, gpt.SEQ = 8, 128
 
 
-def torch_step_times(model_dir, data, steps, threads):
+def torch_step_times(model_dir, data, steps, threads, bf16=False):
     torch.set_num_threads(threads)
     model = gpt.TinyGPT()
     train_reference.load_onnx_weights(model, os.path.join(model_dir, "model.onnx"))
@@ -52,7 +57,8 @@ def torch_step_times(model_dir, data, steps, threads):
         rows = [r % n for r in range((k - 1) * gpt.BATCH, k * gpt.BATCH)]
         idx, targets = torch.from_numpy(data["idx"][rows]), torch.from_numpy(data["targets"][rows])
         start = time.perf_counter()
-        loss = model(idx, targets)[0]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(idx, targets)[0]
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -68,6 +74,8 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--bf16", action="store_true",
+                   help="also time shardc --precision bf16 and PyTorch's CPU autocast bf16")
     args = p.parse_args()
     configure_model()
     model_dir = os.path.join(args.work, "model")
@@ -78,30 +86,44 @@ def main():
     for name, value in data.items():
         np.save(os.path.join(data_dir, name + ".npy"), value)
 
-    bundle = os.path.join(args.work, "model.shard")
-    subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", "train",
-                    "-o", bundle], check=True)
-    metrics = os.path.join(args.work, "metrics.jsonl")
-    subprocess.run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data_dir,
-                    "--lr", str(LR), "--threads", str(args.threads), "--metrics", metrics],
-                   check=True)
-    ours = [json.loads(line) for line in open(metrics)]
-    our_times = [m["step_time_ms"] / 1000.0 for m in ours][WARMUP:]
+    runs = {}  # name -> (step times after the warm-up, losses)
+    for precision in ["fp32"] + (["bf16"] if args.bf16 else []):
+        bundle = os.path.join(args.work, f"model_{precision}.shard")
+        subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", "train",
+                        "--precision", precision, "-o", bundle], check=True)
+        metrics = os.path.join(args.work, f"metrics_{precision}.jsonl")
+        subprocess.run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data_dir,
+                        "--lr", str(LR), "--threads", str(args.threads), "--metrics", metrics],
+                       check=True)
+        ours = [json.loads(line) for line in open(metrics)]
+        runs[f"shardc {precision}"] = ([m["step_time_ms"] / 1000.0 for m in ours][WARMUP:],
+                                       [m["loss"] for m in ours])
+        times, losses = torch_step_times(model_dir, data, args.steps, args.threads,
+                                         bf16=precision == "bf16")
+        runs[f"PyTorch {precision}"] = (times[WARMUP:], losses)
 
-    torch_times, torch_losses = torch_step_times(model_dir, data, args.steps, args.threads)
-    torch_times = torch_times[WARMUP:]
     tokens = gpt.BATCH * gpt.SEQ
-    ours_tps = tokens / statistics.median(our_times)
-    torch_tps = tokens / statistics.median(torch_times)
-    drift = max(abs(m["loss"] - t) / t for m, t in zip(ours, torch_losses))
+    tps = {name: tokens / statistics.median(times) for name, (times, _) in runs.items()}
     print(f"GPT d=256 L=4 H=4 T=128 B=8 V=2048, AdamW, {args.steps} steps "
           f"({WARMUP} warm-up excluded), {args.threads} threads")
-    print(f"  shardc : median step {statistics.median(our_times) * 1e3:8.1f} ms, "
-          f"{ours_tps:8.0f} tokens/s")
-    print(f"  PyTorch: median step {statistics.median(torch_times) * 1e3:8.1f} ms, "
-          f"{torch_tps:8.0f} tokens/s")
-    print(f"  ratio ours/PyTorch (tokens/s): {ours_tps / torch_tps:.3f}; "
-          f"max loss relative difference over the run: {drift:.2e}")
+    for name, (times, _) in runs.items():
+        print(f"  {name:13s}: median step {statistics.median(times) * 1e3:8.1f} ms, "
+              f"{tps[name]:8.0f} tokens/s")
+
+    def drift(a, b):
+        return max(abs(x - y) / y for x, y in zip(runs[a][1], runs[b][1]))
+
+    print(f"  ratio shardc fp32 / PyTorch fp32 (tokens/s): "
+          f"{tps['shardc fp32'] / tps['PyTorch fp32']:.3f}; max loss relative difference "
+          f"{drift('shardc fp32', 'PyTorch fp32'):.2e}")
+    if args.bf16:
+        print(f"  ratio shardc bf16 / PyTorch autocast bf16: "
+              f"{tps['shardc bf16'] / tps['PyTorch bf16']:.3f}; max loss relative difference "
+              f"{drift('shardc bf16', 'PyTorch bf16'):.2e} (the policies differ: under autocast "
+              f"the ops that read a product's bf16 result, such as GELU, run in bf16; "
+              f"shardc widens it to f32)")
+        print(f"  ratio bf16 / fp32: shardc {tps['shardc bf16'] / tps['shardc fp32']:.3f}, "
+              f"PyTorch {tps['PyTorch bf16'] / tps['PyTorch fp32']:.3f}")
 
 
 if __name__ == "__main__":

@@ -392,6 +392,18 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
   root.add("micro_batches", i64(notes.microBatches));
   root.add("remat", strings(notes.remat));
   root.add("weights_present", JsonValue::boolean(s.weightsPresent));
+  {
+    const PlanCastPoints c =
+        bundle.programs_size() > 0 ? castPointsOf(bundle.programs(0)) : PlanCastPoints();
+    JsonValue casts = JsonValue::object();
+    casts.add("roundings", i64(c.roundings));
+    casts.add("parameter_roundings", i64(c.parameterRoundings));
+    casts.add("widenings", i64(c.widenings));
+    casts.add("products", i64(c.products));
+    casts.add("products_16bit_operands", i64(c.productsWith16BitOperands));
+    casts.add("products_16bit_results", i64(c.productsWith16BitResults));
+    root.add("cast_points", std::move(casts));
+  }
   // [{nameKey: axis, "size": n}, ...]: the strategy's axes under "mesh" (key "axis"), the
   // program's under "mesh_axes" (key "name").
   auto axisList = [](const std::vector<std::pair<std::string, int>> &axes, const char *nameKey) {

@@ -983,6 +983,16 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
     os << bundle.strategy() << " (single rank, no sharding)\n";
   if (!notes.precision.empty())
     os << "precision: " << notes.precision << "\n";
+  if (bundle.programs_size() > 0) {
+    const PlanCastPoints c = castPointsOf(bundle.programs(0));
+    if (c.any())
+      os << "cast points (rank 0): " << c.roundings << " roundings to 16 bits ("
+         << c.parameterRoundings << " of trained parameters or their shards: the working "
+         << "copies), " << c.widenings << " widenings to f32; " << c.productsWith16BitOperands
+         << " of " << c.products << " matrix products read 16-bit operands, "
+         << c.productsWith16BitResults << " write 16-bit results (the op listing names each "
+         << "cast)\n";
+  }
   if (!notes.microBatchLoop.empty())
     os << "micro-batches: " << notes.microBatchLoop << "\n";
   if (bundle.weights_file().empty())

@@ -693,6 +693,39 @@ program::Program planProgramOfRank(const program::Bundle &bundle, int rank) {
   return index >= 0 ? bundle.programs(index) : program::Program();
 }
 
+PlanCastPoints castPointsOf(const program::Program &p) {
+  PlanCastPoints points;
+  auto halfBuffer = [&](int b) {
+    return validBuffer(p, b) && (p.buffers(b).dtype() == program::BF16 ||
+                                 p.buffers(b).dtype() == program::F16);
+  };
+  std::set<int> parameters;
+  for (const program::Binding &b : p.inputs())
+    if (validBuffer(p, b.buffer()) && p.buffers(b.buffer()).role() == program::ROLE_PARAMETER)
+      parameters.insert(b.buffer());
+  for (const program::Op &op : p.ops()) {
+    if (op.kernel() == "cast" && op.inputs_size() == 1 && op.outputs_size() == 1) {
+      const int in = op.inputs(0), out = op.outputs(0);
+      if (halfBuffer(out) && validBuffer(p, in) && p.buffers(in).dtype() == program::F32) {
+        ++points.roundings;
+        points.parameterRoundings += parameters.count(in) ? 1 : 0;
+      } else if (halfBuffer(in) && validBuffer(p, out) &&
+                 p.buffers(out).dtype() == program::F32) {
+        ++points.widenings;
+      }
+    }
+    if (op.kernel() == "matmul" || op.kernel() == "gemm") {
+      ++points.products;
+      bool halfOperand = false;
+      for (int i = 0; i < std::min(2, op.inputs_size()); ++i)
+        halfOperand |= halfBuffer(op.inputs(i));
+      points.productsWith16BitOperands += halfOperand ? 1 : 0;
+      points.productsWith16BitResults += op.outputs_size() > 0 && halfBuffer(op.outputs(0));
+    }
+  }
+  return points;
+}
+
 PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes) {
   PlanSummary s;
   s.sourceModel = bundle.source_model();

@@ -45,7 +45,7 @@ std::set<std::string> documentedPlanJsonKeys() {
   size_t end = doc.find("\n## ", begin + 1);
   std::string section =
       doc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-  std::regex row(R"(\n\| `([a-z_]+)` \|)");
+  std::regex row(R"(\n\| `([a-z0-9_]+)` \|)");
   for (std::sregex_iterator it(section.begin(), section.end(), row), last; it != last; ++it)
     documented.insert((*it)[1].str());
   return documented;

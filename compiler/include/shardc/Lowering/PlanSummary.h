@@ -286,6 +286,21 @@ struct PlanSummary {
 
 // Summarises `bundle`. Programs must be valid (as shardc writes them); indices out of range are
 // skipped rather than trusted.
+// Where a program's precision changes (--precision bf16/fp16): its casts to a 16-bit float
+// (roundings; those of trained parameters or their shards are the working copies) and back to
+// f32 (widenings), and its matrix products, those reading 16-bit operands and those writing
+// 16-bit results.
+struct PlanCastPoints {
+  int roundings = 0;
+  int parameterRoundings = 0;
+  int widenings = 0;
+  int products = 0;
+  int productsWith16BitOperands = 0;
+  int productsWith16BitResults = 0;
+  bool any() const { return roundings + widenings + productsWith16BitOperands > 0; }
+};
+PlanCastPoints castPointsOf(const program::Program &program);
+
 PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes = PlanNotes());
 
 // The complete program of rank `rank` (runtime/program/rank_program.h builds a placed bundle's);
