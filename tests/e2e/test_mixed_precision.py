@@ -254,6 +254,10 @@ def check_fp16(args, results):
         torch_log = [json.loads(line) for line in open(os.path.join(out, "losses.jsonl"))]
         data = os.path.join(out, "data")
         runs = {"1 rank": []}
+        if init == 65536:
+            # 16-bit storage against f32 copies of the same f16 values, with loss scaling:
+            # the same bits, the same skipped steps.
+            runs["1 rank, --half-storage off"] = ["--half-storage", "off"]
         if init == 2 ** 30:
             # Two data-parallel ranks each round the gradient of their half of the batch to
             # fp16 before the reduction adds the halves (as PyTorch DDP does), so which steps
@@ -274,6 +278,12 @@ def check_fp16(args, results):
                   flags + extra)
             ours = [json.loads(line) for line in open(metrics)]
             skipped = [r["step"] for r in ours if r["overflow"]]
+            if run_name == "1 rank, --half-storage off":
+                plain = os.path.join(work, f"{name}_1_rank.jsonl")
+                same = metrics != plain and loss_texts(metrics) == loss_texts(plain)
+                results.append((same, f"fp16 {name} 16-bit storage: losses (and so skipped "
+                                      f"steps) bit-identical to --half-storage off: {same}"))
+                continue
             ref = torch_log if run_name == "1 rank" else halves_log
             what = "PyTorch's GradScaler rule" + ("" if run_name == "1 rank" else
                                                   " on the batch as two accumulated halves")
