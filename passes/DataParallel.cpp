@@ -249,4 +249,16 @@ Operation *firstOptimizerOp(const TrainStepView &view) {
   return first;
 }
 
+void keepParameterShards(TrainStepView &view, const llvm::DenseMap<Value, Value> &gradShard) {
+  for (TrainedParam &p : view.params) {
+    auto wholeShape = cast<RankedTensorType>(p.param.getType()).getShape().vec();
+    updateOnShards(view, p, gradShard.lookup(p.grad));
+    setArgumentType(view.func, p.param, flatShardType(p.param.getType(), view.ranks));
+    markFlatShardArg(view.func, p.param.getArgNumber(), wholeShape);
+    markFlatShardResult(view.func, p.paramResult, wholeShape);
+  }
+  globalizeGradientNorm(view);
+  refreshFunctionType(view.func);
+}
+
 } // namespace shardc::dp

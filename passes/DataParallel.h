@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <string>
 
@@ -102,6 +103,13 @@ void markFlatShardResult(mlir::func::FuncOp func, unsigned index,
 // results. The parameter operand is the caller's (a shard_slice, or the sharded argument).
 // Call while p.param still has the whole parameter's type.
 void updateOnShards(TrainStepView &view, TrainedParam &p, mlir::Value gradShard);
+
+// The step keeps only shards of the trained parameters (ZeRO-3, or the master weights of
+// ZeRO-1/2 under 16-bit storage): every update works on shards (updateOnShards with
+// gradShard[p.grad]), each parameter's argument and updated result become its flat shard, the
+// gradient norm is made global and the function type follows.
+void keepParameterShards(TrainStepView &view,
+                         const llvm::DenseMap<mlir::Value, mlir::Value> &gradShard);
 
 // The earliest op of the optimizer phase: the gradient norm, a clip or an update.
 mlir::Operation *firstOptimizerOp(const TrainStepView &view);

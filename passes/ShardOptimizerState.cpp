@@ -152,15 +152,7 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
         for (OpOperand *use : useList)
           use->set(whole);
     }
-    for (dp::TrainedParam &p : view.params) {
-      auto wholeShape = cast<RankedTensorType>(p.param.getType()).getShape().vec();
-      dp::updateOnShards(view, p, gradShard.lookup(p.grad));
-      dp::setArgumentType(func, p.param, dp::flatShardType(p.param.getType(), view.ranks));
-      dp::markFlatShardArg(func, p.param.getArgNumber(), wholeShape);
-      dp::markFlatShardResult(func, p.paramResult, wholeShape);
-    }
-    dp::globalizeGradientNorm(view);
-    dp::refreshFunctionType(func);
+    dp::keepParameterShards(view, gradShard);
   }
 };
 
