@@ -40,46 +40,46 @@ struct F32Staging {
   float *a = nullptr, *b = nullptr, *y = nullptr;
 };
 
-Status takeStaging(const char *kernel, Workspace &workspace, const Tensor &a, const Tensor &b,
-                   const Tensor &y, F32Staging *staging) {
+// Takes the staging of a product of aCount elements of a, bCount of b and yCount of y.
+Status takeStaging(const char *kernel, Workspace &workspace, const Tensor &a, int64_t aCount,
+                   const Tensor &b, int64_t bCount, const Tensor &y, int64_t yCount,
+                   F32Staging *staging) {
   if (a.dtype != program::F32)
-    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, a.numel(), &staging->a));
+    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, aCount, &staging->a));
   if (b.dtype != program::F32)
-    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, b.numel(), &staging->b));
+    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, bCount, &staging->b));
   if (y.dtype != program::F32)
-    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, y.numel(), &staging->y));
+    SHARDC_RETURN_IF_ERROR(workspace.take(kernel, yCount, &staging->y));
   return Status::ok();
 }
 
-// t's elements as f32: t itself, or widened into `staged`.
-const float *widened(const Tensor &t, float *staged) {
-  const int64_t n = t.numel();
+// The `count` elements of t from element `offset` as f32: t's own, or widened into `staged`.
+const float *widened(const Tensor &t, int64_t offset, int64_t count, float *staged) {
   if (t.dtype == program::BF16) {
-    const BFloat16 *in = t.as<BFloat16>();
-    for (int64_t i = 0; i < n; ++i)
+    const BFloat16 *in = t.as<BFloat16>() + offset;
+    for (int64_t i = 0; i < count; ++i)
       staged[i] = toFloat(in[i]);
     return staged;
   }
   if (t.dtype == program::F16) {
-    const Float16 *in = t.as<Float16>();
-    for (int64_t i = 0; i < n; ++i)
+    const Float16 *in = t.as<Float16>() + offset;
+    for (int64_t i = 0; i < count; ++i)
       staged[i] = toFloat(in[i]);
     return staged;
   }
-  return t.as<float>();
+  return t.as<float>() + offset;
 }
 
-// Rounds the f32 result in `staged` into the 16-bit y (nothing to do when y is f32: the product
-// was written there).
-void narrowInto(const float *staged, const Tensor &y) {
-  const int64_t n = y.numel();
+// Rounds the `count` f32 results in `staged` into the 16-bit y from element `offset` (nothing
+// to do when y is f32: the product was written there).
+void narrowInto(const float *staged, const Tensor &y, int64_t offset, int64_t count) {
   if (y.dtype == program::BF16) {
-    BFloat16 *out = y.as<BFloat16>();
-    for (int64_t i = 0; i < n; ++i)
+    BFloat16 *out = y.as<BFloat16>() + offset;
+    for (int64_t i = 0; i < count; ++i)
       out[i] = toBFloat16(staged[i]);
   } else if (y.dtype == program::F16) {
-    Float16 *out = y.as<Float16>();
-    for (int64_t i = 0; i < n; ++i)
+    Float16 *out = y.as<Float16>() + offset;
+    for (int64_t i = 0; i < count; ++i)
       out[i] = toFloat16(staged[i]);
   }
 }
@@ -132,47 +132,24 @@ Status matmulShape(const Tensor &a, const Tensor &b, const Tensor &y, MatmulShap
   return Status::ok();
 }
 
-// The staged pieces of one product with a 16-bit operand or result ([m,k] x [k,n]: the tall
-// product, or one batch), taken in this order by the kernel and its workspace function: a, b,
-// the result; null where that tensor is f32. A product is never cut into blocks: BLAS sums an
-// element's k products in an order that depends on the matrices' sizes, and the 16-bit step
-// must stay bit-identical to the f32 product of the same values.
+// A product with a 16-bit operand or result stages one product's matrices ([m,k] x [k,n]: the
+// tall product, or one batch). A product is never cut into blocks: BLAS sums an element's k
+// products in an order that depends on the matrices' sizes, and the 16-bit step must stay
+// bit-identical to the f32 product of the same values.
 Status takeProductStaging(Workspace &workspace, const Tensor &a, const Tensor &b, const Tensor &y,
-                          int64_t m, int64_t n, int64_t k, F32Staging *staging) {
-  if (a.dtype != program::F32)
-    SHARDC_RETURN_IF_ERROR(workspace.take("matmul", m * k, &staging->a));
-  if (b.dtype != program::F32)
-    SHARDC_RETURN_IF_ERROR(workspace.take("matmul", k * n, &staging->b));
-  if (y.dtype != program::F32)
-    SHARDC_RETURN_IF_ERROR(workspace.take("matmul", m * n, &staging->y));
-  return Status::ok();
+                          const MatmulShape &shape, F32Staging *staging) {
+  const int64_t m = shape.rows(), n = shape.n, k = shape.k;
+  return takeStaging("matmul", workspace, a, m * k, b, k * n, y, m * n, staging);
 }
 
 // y[m,n] = a[m,k] * b[k,n] for the matrices at element offsets aOffset, bOffset, yOffset: one
 // sgemm, on the f32 tensors themselves or on their widened copies.
 void product(const Tensor &a, int64_t aOffset, const Tensor &b, int64_t bOffset, const Tensor &y,
              int64_t yOffset, int64_t m, int64_t n, int64_t k, const F32Staging &staging) {
-  auto widen = [](const Tensor &t, int64_t offset, int64_t count, float *out) -> const float * {
-    if (t.dtype == program::F32)
-      return t.as<float>() + offset;
-    if (t.dtype == program::BF16)
-      for (int64_t i = 0; i < count; ++i)
-        out[i] = toFloat(t.as<BFloat16>()[offset + i]);
-    else
-      for (int64_t i = 0; i < count; ++i)
-        out[i] = toFloat(t.as<Float16>()[offset + i]);
-    return out;
-  };
-  const float *pa = widen(a, aOffset, m * k, staging.a);
-  const float *pb = widen(b, bOffset, k * n, staging.b);
   float *py = y.dtype == program::F32 ? y.as<float>() + yOffset : staging.y;
-  sgemm(false, false, m, n, k, 1.0f, pa, pb, 0.0f, py);
-  if (y.dtype == program::BF16)
-    for (int64_t i = 0; i < m * n; ++i)
-      y.as<BFloat16>()[yOffset + i] = toBFloat16(py[i]);
-  else if (y.dtype == program::F16)
-    for (int64_t i = 0; i < m * n; ++i)
-      y.as<Float16>()[yOffset + i] = toFloat16(py[i]);
+  sgemm(false, false, m, n, k, 1.0f, widened(a, aOffset, m * k, staging.a),
+        widened(b, bOffset, k * n, staging.b), 0.0f, py);
+  narrowInto(py, y, yOffset, m * n);
 }
 
 } // namespace
@@ -185,7 +162,7 @@ Status matmulWorkspace(const KernelArgs &args, uint64_t *bytes) {
   SHARDC_RETURN_IF_ERROR(matmulShape(a, b, y, &shape));
   F32Staging staging;
   return measureWorkspace(bytes, [&](Workspace &workspace) {
-    return takeProductStaging(workspace, a, b, y, shape.rows(), shape.n, shape.k, &staging);
+    return takeProductStaging(workspace, a, b, y, shape, &staging);
   });
 }
 
@@ -197,8 +174,7 @@ Status matmulKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(matmulShape(a, b, y, &shape));
   F32Staging staging;
   Workspace workspace(args);
-  SHARDC_RETURN_IF_ERROR(
-      takeProductStaging(workspace, a, b, y, shape.rows(), shape.n, shape.k, &staging));
+  SHARDC_RETURN_IF_ERROR(takeProductStaging(workspace, a, b, y, shape, &staging));
   const int64_t m = shape.m, n = shape.n, k = shape.k;
   if (shape.tall) {
     product(a, 0, b, 0, y, 0, shape.rows(), n, k, staging);
@@ -221,7 +197,7 @@ Status gemmWorkspace(const KernelArgs &args, uint64_t *bytes) {
   SHARDC_RETURN_IF_ERROR(checkProductDtypes("gemm", a, b, y));
   F32Staging staging;
   return measureWorkspace(bytes, [&](Workspace &workspace) {
-    return takeStaging("gemm", workspace, a, b, y, &staging);
+    return takeStaging("gemm", workspace, a, a.numel(), b, b.numel(), y, y.numel(), &staging);
   });
 }
 
@@ -252,7 +228,8 @@ Status gemmKernel(KernelArgs &args) {
 
   F32Staging staging;
   Workspace workspace(args);
-  SHARDC_RETURN_IF_ERROR(takeStaging("gemm", workspace, a, b, y, &staging));
+  SHARDC_RETURN_IF_ERROR(
+      takeStaging("gemm", workspace, a, a.numel(), b, b.numel(), y, y.numel(), &staging));
   float *py = y.dtype == program::F32 ? y.as<float>() : staging.y;
   float betaForBlas = 0.0f;
   if (c.present()) {
@@ -265,9 +242,9 @@ Status gemmKernel(KernelArgs &args) {
     copyStrided(c.as<float>(), py, loop);
     betaForBlas = beta;
   }
-  sgemm(transA != 0, transB != 0, m, n, k, alpha, widened(a, staging.a), widened(b, staging.b),
-        betaForBlas, py);
-  narrowInto(py, y);
+  sgemm(transA != 0, transB != 0, m, n, k, alpha, widened(a, 0, a.numel(), staging.a),
+        widened(b, 0, b.numel(), staging.b), betaForBlas, py);
+  narrowInto(py, y, 0, y.numel());
   return Status::ok();
 }
 
