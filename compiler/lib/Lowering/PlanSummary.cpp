@@ -1,5 +1,6 @@
 //===- PlanSummary.cpp - the numbers behind plan.txt and plan.json -----------------------===//
 #include "shardc/Lowering/PlanSummary.h"
+#include "shardc/Lowering/RankPrograms.h"
 
 #include "runtime/comm/comm_cost.h"
 #include "runtime/comm/communicator.h"
@@ -307,19 +308,13 @@ PlanComm commOf(const program::Program &p, int worldSize) {
     c.tensors = op.inputs_size();
     const auto &wholes = c.kind == "all_gather" ? op.outputs() : op.inputs();
     const auto &shards = c.kind == "all_gather" ? op.inputs() : op.outputs();
-    // The element size the communicator moves: the operands' dtype's, or 1 when an
-    // all_gather packs tensors of several dtypes and moves them as raw bytes (a reduction has
-    // one dtype: the kernel refuses more).
-    uint64_t elementBytes = 0;
-    for (int b : wholes) {
+    for (int b : wholes)
       c.elements += bufferNumel(p, b);
-      const uint64_t size = bufferElementBytes(p, b);
-      elementBytes = elementBytes == 0 || elementBytes == size ? size : 1;
-    }
     if (communicates) {
       if (kind == runtime::CollectiveKind::AllReduce) {
+        // One dtype per reduction (the kernel refuses more).
         c.payloadElements = runtime::paddedToRanks(c.elements, c.numRanks);
-        c.payloadBytes = c.payloadElements * elementBytes;
+        c.payloadBytes = c.payloadElements * bufferElementBytes(p, wholes.empty() ? -1 : wholes[0]);
       } else {
         uint64_t shardTotal = 0, shardBytes = 0;
         for (int b : shards) {
@@ -329,10 +324,9 @@ PlanComm commOf(const program::Program &p, int worldSize) {
         c.payloadElements = shardTotal * static_cast<uint64_t>(c.numRanks);
         c.payloadBytes = shardBytes * static_cast<uint64_t>(c.numRanks);
       }
-      // Each op with its own group's size: what the runtime's communicator of that group sends,
-      // payloadBytes / elementBytes elements of elementBytes each.
-      const uint64_t unit = std::max<uint64_t>(elementBytes, 1);
-      c.bytesSent = runtime::collectiveBytesSent(kind, c.payloadBytes / unit, c.numRanks, unit);
+      // Each op with its own group's size: what the runtime's communicator of that group sends
+      // (the same count as the program's planned_comm_bytes).
+      c.bytesSent = opCollectiveBytesSent(p, op, c.numRanks);
       c.theoryBytes = ringTheoryBytes(c.kind, c.payloadBytes, c.numRanks);
     }
     comm.bytesSent += c.bytesSent;
@@ -433,6 +427,15 @@ std::string formulaText(uint64_t replicated, uint64_t sharded, bool stateReplica
   return s.empty() ? r : r + " + " + s;
 }
 
+// The buffers of the trained parameters `p` takes as inputs (or their ZeRO shards).
+std::set<int> trainedParameterBuffers(const program::Program &p) {
+  std::set<int> buffers;
+  for (const program::Binding &b : p.inputs())
+    if (validBuffer(p, b.buffer()) && p.buffers(b.buffer()).role() == program::ROLE_PARAMETER)
+      buffers.insert(b.buffer());
+  return buffers;
+}
+
 // Mixed precision: the bytes of the working copies rank 0's program makes of the trained
 // parameters for the products. At stages 1 and 2 the whole copies its start-of-step gathers
 // (parameters/...) produce; at stage 3 the shards its forward gathers (forward/<unit>) take,
@@ -454,10 +457,7 @@ uint64_t workingCopyBytes(const program::Program &p, int stage) {
     }
     return bytes;
   }
-  std::set<int> fromParameters;
-  for (const program::Binding &b : p.inputs())
-    if (validBuffer(p, b.buffer()) && p.buffers(b.buffer()).role() == program::ROLE_PARAMETER)
-      fromParameters.insert(b.buffer());
+  std::set<int> fromParameters = trainedParameterBuffers(p);
   for (const program::Op &op : p.ops()) {
     if (op.inputs_size() != 1 || op.outputs_size() != 1 || !fromParameters.count(op.inputs(0)))
       continue;
@@ -699,10 +699,7 @@ PlanCastPoints castPointsOf(const program::Program &p) {
     return validBuffer(p, b) && (p.buffers(b).dtype() == program::BF16 ||
                                  p.buffers(b).dtype() == program::F16);
   };
-  std::set<int> parameters;
-  for (const program::Binding &b : p.inputs())
-    if (validBuffer(p, b.buffer()) && p.buffers(b.buffer()).role() == program::ROLE_PARAMETER)
-      parameters.insert(b.buffer());
+  const std::set<int> parameters = trainedParameterBuffers(p);
   for (const program::Op &op : p.ops()) {
     if (op.kernel() == "cast" && op.inputs_size() == 1 && op.outputs_size() == 1) {
       const int in = op.inputs(0), out = op.outputs(0);

@@ -121,25 +121,28 @@ uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks,
   return collectiveCallBytesSent(kernel, ranks, in, out, elementBytes);
 }
 
+uint64_t opCollectiveBytesSent(const program::Program &program, const program::Op &op, int ranks) {
+  auto operands = [&](const google::protobuf::RepeatedField<int32_t> &buffers) {
+    std::vector<CollectiveOperand> list;
+    for (int b : buffers) {
+      if (b < 0 || b >= program.buffers_size())
+        continue; // a malformed program's plan still prints
+      uint64_t n = 1;
+      for (int64_t d : program.buffers(b).shape())
+        n *= static_cast<uint64_t>(d);
+      list.emplace_back(n, runtime::dtypeSize(program.buffers(b).dtype()));
+    }
+    return list;
+  };
+  return collectiveCallBytesSent(op.kernel(), ranks, operands(op.inputs()), operands(op.outputs()));
+}
+
 uint64_t plannedCommBytes(const program::Program &program) {
   uint64_t total = 0;
-  auto numel = [&](int buffer) -> uint64_t {
-    uint64_t n = 1;
-    for (int64_t d : program.buffers(buffer).shape())
-      n *= static_cast<uint64_t>(d);
-    return n;
-  };
   for (const program::Op &op : program.ops()) {
     auto ranksIt = op.attrs().find("num_ranks");
-    if (ranksIt == op.attrs().end())
-      continue;
-    std::vector<CollectiveOperand> inputs, outputs;
-    for (int b : op.inputs())
-      inputs.emplace_back(numel(b), runtime::dtypeSize(program.buffers(b).dtype()));
-    for (int b : op.outputs())
-      outputs.emplace_back(numel(b), runtime::dtypeSize(program.buffers(b).dtype()));
-    total += collectiveCallBytesSent(op.kernel(), static_cast<int>(ranksIt->second.i()), inputs,
-                                     outputs);
+    if (ranksIt != op.attrs().end())
+      total += opCollectiveBytesSent(program, op, static_cast<int>(ranksIt->second.i()));
   }
   return total;
 }

@@ -54,6 +54,10 @@ uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks,
                                  const std::vector<CollectiveOperand> &inputs,
                                  const std::vector<CollectiveOperand> &outputs);
 
+// The bytes one call of `op` (a collective kernel of `program`) sends over `ranks` ranks, from
+// its operand buffers' sizes and dtypes.
+uint64_t opCollectiveBytesSent(const program::Program &program, const program::Op &op, int ranks);
+
 // The initial values of every rank's tensor-parallel blocks, added to the initial values of
 // the whole parameters (the bytes a compiled program's state_init points at) once per block:
 // a block of a parameter split along any dimension but its first is not contiguous there.
