@@ -226,6 +226,12 @@ def metrics_field(line, name):
     return line[start:end]
 
 
+def memory_peaks(shardrun_output):
+    """(planned, measured) peak bytes of each rank, from shardrun's memory lines."""
+    return [(int(p), int(m)) for p, m in
+            re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", shardrun_output)]
+
+
 def run_cases(cases):
     """Runs each (name, fn) of `cases` and exits with the verdict.
 

@@ -73,7 +73,7 @@ def train(args, model_dir, bundle, data, flags):
     if err:
         return err
     metrics = bundle + ".jsonl"
-    peaks = re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", out)
+    peaks = e2e_util.memory_peaks(out)
     plan = open(os.path.join(bundle, "plan.txt")).read()
     activations = re.search(r"\n    activations: (\d+) bytes", plan)
     return (losses(metrics), peaks, int(activations.group(1)) if activations else None, plan,

@@ -89,14 +89,13 @@ def train(args, model_dir, bundle, data, metrics, flags):
     if error:
         raise RuntimeError(error)
     os.replace(bundle + ".jsonl", metrics)
-    PEAKS[bundle] = [(int(p), int(m)) for p, m in
-                     re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", out)]
+    PEAKS[bundle] = e2e_util.memory_peaks(out)
     return losses(metrics)
 
 
 def loss_texts(path):
     """Each step's loss as shardrun printed it: equal texts are equal bits."""
-    return [re.search(r'"loss": *([^,}]+)', line).group(1) for line in open(path)]
+    return [e2e_util.metrics_field(line, "loss") for line in e2e_util.metric_lines(path)]
 
 
 def check_storage(name, bundle_on, bundle_off, metrics_on, metrics_off, results):

@@ -61,8 +61,7 @@ def train(args, model_dir, bundle, data, flags):
                                           flags, args.steps, LR, ["--outputs", outputs])
     if err:
         return err
-    peaks = [(int(p), int(m)) for p, m in
-             re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", out)]
+    peaks = e2e_util.memory_peaks(out)
     # The loss values as written: equal text is equal bits (9 significant digits).
     loss_text = [e2e_util.metrics_field(line, "loss")
                  for line in e2e_util.metric_lines(bundle + ".jsonl")]
