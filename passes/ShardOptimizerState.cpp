@@ -75,7 +75,7 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
     }
 
     if (masterShards) {
-      shardMasterParameters(view, func, b, mesh, bucketBytes, gradShard);
+      shardMasterParameters(view, b, mesh, bucketBytes, gradShard);
       return;
     }
 
@@ -124,9 +124,10 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
   // masterShards: the parameters' arguments and results become flat shards (the master
   // weights); whole parameters are all-gathered in buckets, in argument order, at the start of
   // the step, and every reader but the update reads them; the update works on the shard.
-  void shardMasterParameters(dp::TrainStepView &view, func::FuncOp func, OpBuilder &b,
-                             StringRef mesh, uint64_t bucketBytes,
+  void shardMasterParameters(dp::TrainStepView &view, OpBuilder &b, StringRef mesh,
+                             uint64_t bucketBytes,
                              const llvm::DenseMap<Value, Value> &gradShard) {
+    func::FuncOp func = view.func;
     SmallVector<Value> params;
     llvm::DenseMap<Value, dp::TrainedParam *> owner;
     for (dp::TrainedParam &p : view.params) {

@@ -163,7 +163,7 @@ void addTrainedSetNotes(const Options &opts, mlir::ModuleOp module, PlanNotes &n
     notes.precision +=
         opts.train.halfStorage
             ? "those values are stored in 16 bits, weights cast once per step from their f32 "
-              "master copy (under ZeRO-3 before the all-gather: shardc-half-storage); "
+              "master copy (under ZeRO as their shards, before the all-gather: shardc-half-storage); "
             : "those values are kept as f32 copies (--half-storage off); ";
     notes.precision += "LayerNorm, softmax, the loss and the optimizer stay f32, with f32 "
                        "master weights; gradients are summed across data-parallel ranks in " +
