@@ -111,6 +111,14 @@ run() {
     nccl_dir=$(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}')
     [[ -n $nccl_dir ]] && nccl_dir=$(dirname "$nccl_dir")
   fi
+  # Else the CUDA toolkit's, or the one PyTorch's wheels bring (nvidia/nccl/lib in site-packages).
+  if [[ -z $nccl_dir ]]; then
+    local candidate
+    for candidate in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.nccl
+for p in nvidia.nccl.__path__: print(p + "/lib")' 2>/dev/null); do
+      [[ -e $candidate/libnccl.so.2 ]] && { nccl_dir=$candidate; break; }
+    done
+  fi
   if [[ -z $nccl_dir ]]; then
     echo "gpu_check: libnccl.so.2 not found (set NCCL_LIB_DIR)" >&2
     return 1

@@ -1,4 +1,4 @@
-// The interface between the executor and every kernel (CPU today, CUDA later).
+// The interface between the executor and every kernel, on every device (CPU and CUDA).
 //
 // A kernel is a plain function that reads its input tensors and attributes and writes every
 // element of its outputs. Tensors are views into memory the executor owns; kernels never
@@ -7,6 +7,7 @@
 // each kernel is specified in docs/kernels.md.
 #pragma once
 
+#include "runtime/device/device.h"
 #include "runtime/program/program.pb.h"
 #include "runtime/support/status.h"
 
@@ -60,6 +61,10 @@ struct KernelArgs {
   // shard_slice): the one of the group the op's "group" attribute names, else the rank's
   // world's; null in a single-rank run, where those kernels are an error.
   Communicator *comm = nullptr;
+  // The device stream a kernel queues its work on: a cudaStream_t for the CUDA kernels (which
+  // return once the work is queued), null for the CPU kernels (which return when it is done).
+  // Tensors, the workspace included, live in the memory of the kernel's device.
+  void *stream = nullptr;
 };
 
 // Whether `kernel` is one of the collective kernels: those that take a communicator, and the
@@ -73,6 +78,16 @@ using KernelFn = Status (*)(KernelArgs &args);
 // views whose `data` is only a non-null marker. Fails when the operands or attributes are ones
 // the kernel itself would reject.
 using WorkspaceFn = Status (*)(const KernelArgs &args, uint64_t *bytes);
+
+// The kernel table of `device`: the kernel called `name`, or nullptr if that device has none.
+// Every kernel has one contract (docs/kernels.md) whatever device implements it.
+KernelFn findKernel(DeviceKind device, const std::string &name);
+// Bytes of workspace `device`'s kernel `name` needs for `args` (0 for kernels that need none;
+// a kernel the device lacks is an error).
+Status kernelWorkspaceBytes(DeviceKind device, const std::string &name, const KernelArgs &args,
+                            uint64_t *bytes);
+// All kernel names of `device`'s table, sorted (empty for a device this build lacks).
+std::vector<std::string> kernelNames(DeviceKind device);
 
 // Looks a kernel up by its name in the CPU kernel table; nullptr if there is none.
 KernelFn findCpuKernel(const std::string &name);

@@ -4,6 +4,7 @@
 #include "runtime/kernels/cpu/convert.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/elementwise_checks.h"
 
 #include <cmath>
 #include <limits>
@@ -49,21 +50,6 @@ void binaryBroadcast(const StridedLoop &loop, const Tensor &a, const Tensor &b, 
   });
 }
 
-// Checks two inputs and one output, the output's shape being the broadcast of the inputs'.
-Status checkBinary(const char *kernel, const KernelArgs &args, StridedLoop *loop) {
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(2), Arity::exactly(1)));
-  return planElementwise(kernel, {&args.inputs[0], &args.inputs[1]}, args.outputs[0], loop);
-}
-
-// Checks that a, b and y share one numeric dtype and that y's shape is their broadcast.
-Status checkNumericBinary(const char *kernel, const KernelArgs &args, StridedLoop *loop) {
-  SHARDC_RETURN_IF_ERROR(checkBinary(kernel, args, loop));
-  const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectNumeric(kernel, "a", a));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, "a", a, "b", b));
-  return expectSameDtype(kernel, "a", a, "y", y);
-}
-
 // Runs `op` (a generic lambda) over an already checked numeric binary kernel.
 template <typename Op> Status applyNumericBinary(const StridedLoop &loop, KernelArgs &args, Op op) {
   const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
@@ -84,12 +70,8 @@ template <typename Op> Status numericBinary(const char *kernel, KernelArgs &args
 template <typename Op>
 Status comparison(const char *kernel, KernelArgs &args, bool allowBool, Op op) {
   StridedLoop loop;
-  SHARDC_RETURN_IF_ERROR(checkBinary(kernel, args, &loop));
+  SHARDC_RETURN_IF_ERROR(checkComparison(kernel, args, allowBool, &loop));
   const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
-  if (!(allowBool && a.dtype == program::BOOL))
-    SHARDC_RETURN_IF_ERROR(expectNumeric(kernel, "a", a));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, "a", a, "b", b));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "y", y, program::BOOL));
   return visitAnyDtype(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     binaryBroadcast<T, T, uint8_t>(loop, a, b, y,
@@ -100,10 +82,7 @@ Status comparison(const char *kernel, KernelArgs &args, bool allowBool, Op op) {
 
 template <typename Op> Status logical(const char *kernel, KernelArgs &args, Op op) {
   StridedLoop loop;
-  SHARDC_RETURN_IF_ERROR(checkBinary(kernel, args, &loop));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "a", args.inputs[0], program::BOOL));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "b", args.inputs[1], program::BOOL));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "y", args.outputs[0], program::BOOL));
+  SHARDC_RETURN_IF_ERROR(checkLogical(kernel, args, &loop));
   binaryBroadcast<uint8_t, uint8_t, uint8_t>(
       loop, args.inputs[0], args.inputs[1], args.outputs[0],
       [&](uint8_t u, uint8_t v) { return static_cast<uint8_t>(op(u != 0, v != 0)); });

@@ -4,6 +4,7 @@
 #include "runtime/kernels/cpu/convert.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/elementwise_checks.h"
 #include "runtime/kernels/cpu/half_float.h"
 
 #include <type_traits>
@@ -11,14 +12,10 @@
 namespace shardc::runtime::cpu {
 
 Status whereKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("where", args, Arity::exactly(3), Arity::exactly(1)));
+  StridedLoop loop;
+  SHARDC_RETURN_IF_ERROR(checkWhere(args, &loop));
   const Tensor &cond = args.inputs[0], &x = args.inputs[1], &y = args.inputs[2];
   const Tensor &z = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectDtype("where", "cond", cond, program::BOOL));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("where", "x", x, "y", y));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("where", "x", x, "z", z));
-  StridedLoop loop;
-  SHARDC_RETURN_IF_ERROR(planElementwise("where", {&cond, &x, &y}, z, &loop));
   return visitElementSize(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     const uint8_t *pc = cond.as<uint8_t>();
@@ -103,14 +100,8 @@ template <typename To, typename From> To castElement(From v) {
 } // namespace
 
 Status castKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("cast", args, Arity::exactly(1), Arity::exactly(1)));
+  SHARDC_RETURN_IF_ERROR(checkCast(args));
   const Tensor &x = args.inputs[0], &y = args.outputs[0];
-  int64_t to = 0;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "to", &to));
-  if (to != static_cast<int64_t>(y.dtype))
-    return Status::error("cast: attribute 'to' = " + std::to_string(to) +
-                         " does not match the output dtype " + dtypeName(y.dtype));
-  SHARDC_RETURN_IF_ERROR(expectShape("cast", "y", y, x.shape));
   return visitCastDtype(x.dtype, [&](auto fromTag) {
     return visitCastDtype(y.dtype, [&](auto toTag) {
       using From = decltype(fromTag);

@@ -2,6 +2,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/elementwise_checks.h"
 #include "runtime/kernels/cpu/fast_exp.h"
 
 #include <cmath>
@@ -10,15 +11,6 @@
 namespace shardc::runtime::cpu {
 
 namespace {
-
-// Checks the common contract: one input, one output of the same dtype and shape.
-Status checkUnary(const char *kernel, const KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(1), Arity::exactly(1)));
-  const Tensor &x = args.inputs[0];
-  const Tensor &y = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, "x", x, "y", y));
-  return expectShape(kernel, "y", y, x.shape);
-}
 
 template <typename T, typename Op> void mapElements(const Tensor &x, const Tensor &y, Op op) {
   const T *in = x.as<T>();
@@ -30,17 +22,15 @@ template <typename T, typename Op> void mapElements(const Tensor &x, const Tenso
 
 // A kernel defined on f32 only.
 template <typename Op> Status floatUnary(const char *kernel, KernelArgs &args, Op op) {
-  SHARDC_RETURN_IF_ERROR(checkUnary(kernel, args));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "x", args.inputs[0], program::F32));
+  SHARDC_RETURN_IF_ERROR(checkFloatUnary(kernel, args));
   mapElements<float>(args.inputs[0], args.outputs[0], op);
   return Status::ok();
 }
 
 // A kernel defined on f32, i64 and i32; `op` is a generic lambda.
 template <typename Op> Status numericUnary(const char *kernel, KernelArgs &args, Op op) {
-  SHARDC_RETURN_IF_ERROR(checkUnary(kernel, args));
+  SHARDC_RETURN_IF_ERROR(checkNumericUnary(kernel, args));
   const Tensor &x = args.inputs[0];
-  SHARDC_RETURN_IF_ERROR(expectNumeric(kernel, "x", x));
   return visitNumeric(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     mapElements<T>(x, args.outputs[0], [&](T v) { return op(v); });

@@ -1,0 +1,115 @@
+// The CPU device: host memory from the aligned allocator, work done at once in the calling
+// thread. Its streams and events exist so that code written for a device with queues runs
+// unchanged here; on the CPU every queue is already in order and finished when a call returns.
+#include "runtime/device/device.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace shardc::runtime {
+
+namespace {
+
+constexpr size_t kAlignment = 256;
+
+class CpuStream final : public DeviceStream {
+public:
+  void *nativeHandle() const override { return nullptr; }
+};
+
+class CpuEvent final : public DeviceEvent {};
+
+class CpuDevice final : public Device {
+public:
+  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  std::string describe() const override { return "cpu"; }
+
+  Status allocate(size_t bytes, const char *what, void **out) override {
+    // aligned_alloc needs a size that is a multiple of the alignment, and a zero-byte buffer
+    // still gets a unique pointer.
+    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment * (bytes == 0);
+    void *p = std::aligned_alloc(kAlignment, rounded);
+    if (p == nullptr)
+      return Status::error(std::string("out of host memory allocating ") + what + " (" +
+                           std::to_string(bytes) + " bytes)");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      sizes_[p] = bytes;
+      countAllocation(bytes);
+    }
+    *out = p;
+    return Status::ok();
+  }
+
+  void free(void *pointer) override {
+    if (pointer == nullptr)
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = sizes_.find(pointer);
+      if (it != sizes_.end()) {
+        countFree(it->second);
+        sizes_.erase(it);
+      }
+    }
+    std::free(pointer);
+  }
+
+  Status allocateHost(size_t bytes, const char *what, void **out) override {
+    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment * (bytes == 0);
+    *out = std::aligned_alloc(kAlignment, rounded);
+    if (*out == nullptr)
+      return Status::error(std::string("out of host memory allocating ") + what + " (" +
+                           std::to_string(bytes) + " bytes)");
+    return Status::ok();
+  }
+  void freeHost(void *pointer) override { std::free(pointer); }
+
+  DeviceStream *defaultStream() override { return &defaultStream_; }
+  Status createStream(std::unique_ptr<DeviceStream> *out) override {
+    *out = std::make_unique<CpuStream>();
+    return Status::ok();
+  }
+  Status createEvent(std::unique_ptr<DeviceEvent> *out) override {
+    *out = std::make_unique<CpuEvent>();
+    return Status::ok();
+  }
+  Status recordEvent(DeviceEvent *, DeviceStream *) override { return Status::ok(); }
+  Status waitEvent(DeviceStream *, DeviceEvent *) override { return Status::ok(); }
+  Status synchronize(DeviceStream *) override { return Status::ok(); }
+
+  Status copyHostToDevice(void *dst, const void *src, size_t bytes, DeviceStream *) override {
+    return copy(dst, src, bytes);
+  }
+  Status copyDeviceToHost(void *dst, const void *src, size_t bytes, DeviceStream *) override {
+    return copy(dst, src, bytes);
+  }
+  Status copyDeviceToDevice(void *dst, const void *src, size_t bytes, DeviceStream *) override {
+    return copy(dst, src, bytes);
+  }
+  Status fill(void *dst, uint8_t value, size_t bytes, DeviceStream *) override {
+    if (bytes != 0)
+      std::memset(dst, value, bytes);
+    return Status::ok();
+  }
+
+private:
+  static Status copy(void *dst, const void *src, size_t bytes) {
+    // memmove: a copy onto itself (an in-place update) is allowed.
+    if (bytes != 0)
+      std::memmove(dst, src, bytes);
+    return Status::ok();
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<void *, size_t> sizes_;
+  CpuStream defaultStream_;
+};
+
+} // namespace
+
+std::unique_ptr<Device> createCpuDevice() { return std::make_unique<CpuDevice>(); }
+
+} // namespace shardc::runtime

@@ -1,0 +1,50 @@
+// Every CUDA kernel: the same contracts as the CPU kernels of the same names (docs/kernels.md),
+// on tensors in device memory, queued on KernelArgs::stream. registry.cpp maps names to these;
+// the files named below implement them. Operand and attribute checks are the CPU kernels'
+// shared checks (runtime/kernels/cpu/checks.h, broadcast.h), which read only shapes, dtypes and
+// attributes, never the data.
+#pragma once
+
+#include "runtime/kernels/kernel.h"
+
+#include <string>
+#include <vector>
+
+namespace shardc::runtime::cuda {
+
+// The table (registry.cpp).
+KernelFn findKernel(const std::string &name);
+Status kernelWorkspaceBytes(const std::string &name, const KernelArgs &args, uint64_t *bytes);
+std::vector<std::string> kernelNames();
+
+// elementwise.cu: unary and binary arithmetic, comparisons, where, cast.
+Status negKernel(KernelArgs &args);
+Status absKernel(KernelArgs &args);
+Status sqrtKernel(KernelArgs &args);
+Status reciprocalKernel(KernelArgs &args);
+Status expKernel(KernelArgs &args);
+Status logKernel(KernelArgs &args);
+Status tanhKernel(KernelArgs &args);
+Status erfKernel(KernelArgs &args);
+Status sinKernel(KernelArgs &args);
+Status cosKernel(KernelArgs &args);
+Status sigmoidKernel(KernelArgs &args);
+Status reluKernel(KernelArgs &args);
+Status geluKernel(KernelArgs &args);
+Status notKernel(KernelArgs &args);
+Status addKernel(KernelArgs &args);
+Status subKernel(KernelArgs &args);
+Status mulKernel(KernelArgs &args);
+Status divKernel(KernelArgs &args);
+Status powKernel(KernelArgs &args);
+Status maxKernel(KernelArgs &args);
+Status minKernel(KernelArgs &args);
+Status equalKernel(KernelArgs &args);
+Status lessKernel(KernelArgs &args);
+Status greaterKernel(KernelArgs &args);
+Status andKernel(KernelArgs &args);
+Status orKernel(KernelArgs &args);
+Status whereKernel(KernelArgs &args);
+Status castKernel(KernelArgs &args);
+
+} // namespace shardc::runtime::cuda
