@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The GPU check: what needs a CUDA device and cannot run on the CPU-only test machines (the
-# nccl communication backend). Two stages, so that the GPU machine needs neither MLIR nor
-# PyTorch nor a build tree:
+# device layer's cuda device, the CUDA kernels, the nccl communication backend). Two stages, so
+# that the GPU machine needs neither MLIR nor PyTorch nor a build tree:
 #
 #   tools/gpu_check.sh prepare DIR [BUILD_DIR]   where shardc was built (default BUILD_DIR: build)
 #       exports the tiny GPT, writes its data and PyTorch's 30-step losses, compiles it for 1 and
-#       2 ranks (dp=2 and tp=2), and copies shardrun, comm_nccl_smoke and the shared libraries
-#       they load (except the C library, the C++ runtime, the CUDA driver and NCCL, which the GPU
-#       machine has) into DIR, with OpenMPI's plugin tree.
+#       2 ranks (dp=2 and tp=2), and copies shardrun, the GPU unit tests, comm_nccl_smoke and the
+#       shared libraries they load (except the C library, the C++ runtime, the CUDA driver,
+#       cuBLAS and NCCL, which the GPU machine has) into DIR, with OpenMPI's plugin tree.
 #   tools/gpu_check.sh run DIR                   on the GPU machine (OpenMPI need not be installed;
-#                                                NCCL is found by the dynamic linker or NCCL_LIB_DIR)
+#                                                NCCL and cuBLASLt are found by the dynamic linker,
+#                                                in /usr/local/cuda, in PyTorch's wheels, or in
+#                                                NCCL_LIB_DIR / CUBLAS_LIB_DIR)
+#       0. the unit tests of the cuda device and of every CUDA kernel against its CPU kernel
+#          (device_unit_tests, cuda_kernel_tests): all must pass, none may skip;
 #       1. comm_nccl_smoke, one rank: all-reduce, reduce-scatter and all-gather through NCCL;
 #       2. shardrun --comm nccl on the 1-rank bundle: 30 steps, losses equal to --comm local's
 #          and within 1e-5 (relative) of PyTorch's;
@@ -42,6 +46,10 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/case/tiny_gpt/model.onnx" "
 
   cp "$build/tools/shardrun/shardrun" "$dir/bin/"
   cp "$build/tests/unit/comm/comm_nccl_smoke" "$dir/bin/"
+  local test
+  for test in tests/unit/device/device_unit_tests tests/unit/cuda/cuda_kernel_tests; do
+    [[ -x $build/$test ]] && cp "$build/$test" "$dir/bin/"
+  done
   local orterun orted
   orterun=$(command -v orterun) orted=$(command -v orted)
   cp "$orterun" "$dir/bin/mpirun" && cp "$orted" "$dir/bin/orted"
@@ -67,7 +75,7 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/case/tiny_gpt/model.onnx" "
   [[ -n $pmix_libdir && -d $dir/root$pmix_libdir/pmix ]] &&
     objects+=("$dir/root$pmix_libdir/pmix/"*.so)
   ldd "${objects[@]}" 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libnccl)\.so' |
+    grep -Ev '/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libnccl)\.so' |
     while read -r lib; do cp -L "$lib" "$dir/lib/"; done
   # OpenMPI's own libraries apart: the run stage uses them only with the plugin tree above, on a
   # machine without an OpenMPI of its own (a libmpi must load the plugins of its own build).
@@ -123,7 +131,17 @@ for p in nvidia.nccl.__path__: print(p + "/lib")' 2>/dev/null); do
     echo "gpu_check: libnccl.so.2 not found (set NCCL_LIB_DIR)" >&2
     return 1
   fi
-  export LD_LIBRARY_PATH="$libs:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # cuBLASLt (the CUDA kernels' GEMMs) and the CUDA runtime: likewise.
+  local cublas_dir=${CUBLAS_LIB_DIR:-}
+  if [[ -z $cublas_dir ]]; then
+    local candidate
+    for candidate in $(ldconfig -p | awk '/libcublasLt.so.13 /{print $NF}' | xargs -r dirname) \
+        /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cu13
+for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
+      [[ -e $candidate/libcublasLt.so.13 ]] && { cublas_dir=$candidate; break; }
+    done
+  fi
+  export LD_LIBRARY_PATH="$libs:$nccl_dir${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_mca_base_component_show_load_errors=0 OMPI_MCA_ess_singleton_isolated=1
   export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
@@ -131,6 +149,23 @@ for p in nvidia.nccl.__path__: print(p + "/lib")' 2>/dev/null); do
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   echo "GPUs: $gpus ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 |
     head -1)); NCCL from $nccl_dir"
+
+  # 0. The GPU unit tests: on a GPU machine none may skip.
+  local bin summary rc
+  for bin in device_unit_tests cuda_kernel_tests; do
+    if [[ ! -x $dir/bin/$bin ]]; then
+      report "$bin" FAIL "not prepared (was the build configured with CUDA?)"
+      continue
+    fi
+    timeout 300 "$dir/bin/$bin" >"$out/$bin.log" 2>&1
+    rc=$?
+    summary="$(grep -E '^\[  PASSED  \]' "$out/$bin.log" | head -1) $(grep -cE '^\[  SKIPPED \] [A-Za-z]' "$out/$bin.log") skipped"
+    if [[ $rc -eq 0 ]] && ! grep -qE '^\[  SKIPPED \] [A-Za-z]' "$out/$bin.log"; then
+      report "$bin" ok "$summary"
+    else
+      report "$bin" FAIL "rc $rc: $summary; $(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/$bin.log" | head -5 | tr '\n' ' ')"
+    fi
+  done
 
   local log="$out/smoke1.log"
   if timeout 120 "$dir/bin/comm_nccl_smoke" >"$log" 2>&1 && grep -q 'rank 0: nccl ok' "$log"; then
