@@ -53,7 +53,7 @@ CommCounters difference(const CommCounters &after, const CommCounters &before,
 Status Executor::create(const program::Program &program,
                         std::shared_ptr<const AlignedBuffer> weights,
                         std::unique_ptr<Executor> *out, MemoryTracker *tracker,
-                        Communicator *comm) {
+                        Communicator *comm, Device *device) {
   SHARDC_RETURN_IF_ERROR(validateProgram(program));
   // A communicator of another world would make the collectives exchange data with the wrong
   // peers (or wait for ones that do not exist).
@@ -67,19 +67,56 @@ Status Executor::create(const program::Program &program,
   executor->tracker_ = tracker;
   executor->comm_ = comm;
   const program::Program &prog = executor->program_;
-  {
-    MemoryScope scope(tracker, MemoryUse::Arena);
-    SHARDC_RETURN_IF_ERROR(Arena::create(prog.arena_bytes(), std::move(weights),
-                                         prog.weights_bytes(), &executor->arena_));
-  }
-  {
+  const DeviceKind kind = device != nullptr ? device->kind() : DeviceKind::Cpu;
+  // Every op must have a kernel on the device before anything is allocated.
+  for (int i = 0; i < prog.ops_size(); ++i)
+    if (findKernel(kind, prog.ops(i).kernel()) == nullptr)
+      return Status::error(
+          "rank " + std::to_string(prog.rank()) + ", op " +
+          (prog.ops(i).name().empty() ? "#" + std::to_string(i)
+                                      : quoteForMessage(prog.ops(i).name())) +
+          " (kernel " + prog.ops(i).kernel() + "): no " + deviceKindName(kind) +
+          " kernel yet");
+  if (prog.workspace_bytes() > SIZE_MAX || prog.arena_bytes() > SIZE_MAX)
+    return Status::error("an arena of " + std::to_string(prog.arena_bytes()) +
+                         " bytes and a workspace of " + std::to_string(prog.workspace_bytes()) +
+                         " bytes do not fit in memory");
+  uint8_t *arenaBase = nullptr, *weightsBase = nullptr;
+  if (device == nullptr) {
+    {
+      MemoryScope scope(tracker, MemoryUse::Arena);
+      SHARDC_RETURN_IF_ERROR(Arena::create(prog.arena_bytes(), std::move(weights),
+                                           prog.weights_bytes(), &executor->arena_));
+    }
     // validateProgram checked that every op's need fits in workspace_bytes.
     MemoryScope scope(tracker, MemoryUse::Workspace);
-    if (prog.workspace_bytes() > SIZE_MAX)
-      return Status::error("workspace of " + std::to_string(prog.workspace_bytes()) +
-                           " bytes does not fit in memory");
     SHARDC_RETURN_IF_ERROR(AlignedBuffer::allocate(static_cast<size_t>(prog.workspace_bytes()),
                                                    "workspace", &executor->workspace_));
+    arenaBase = executor->arena_.base(program::ARENA);
+    weightsBase = executor->arena_.base(program::WEIGHTS);
+  } else {
+    // The weights are uploaded once; the host copy stays with the caller (shared by ranks).
+    if (prog.weights_bytes() > 0 && (!weights || weights->size() < prog.weights_bytes()))
+      return Status::error("the weights region needs " + std::to_string(prog.weights_bytes()) +
+                           " bytes but only " + std::to_string(weights ? weights->size() : 0) +
+                           " were loaded");
+    executor->device_ = device;
+    executor->stream_ = device->defaultStream();
+    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, static_cast<size_t>(prog.arena_bytes()),
+                                                  "the arena", &executor->deviceArena_));
+    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, static_cast<size_t>(prog.weights_bytes()),
+                                                  "the weights", &executor->deviceWeights_));
+    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device,
+                                                  static_cast<size_t>(prog.workspace_bytes()),
+                                                  "the workspace", &executor->deviceWorkspace_));
+    if (prog.weights_bytes() > 0) {
+      SHARDC_RETURN_IF_ERROR(device->copyHostToDevice(executor->deviceWeights_.data(),
+                                                      weights->data(), prog.weights_bytes(),
+                                                      executor->stream_));
+      SHARDC_RETURN_IF_ERROR(device->synchronize(executor->stream_));
+    }
+    arenaBase = static_cast<uint8_t *>(executor->deviceArena_.data());
+    weightsBase = static_cast<uint8_t *>(executor->deviceWeights_.data());
   }
 
   executor->bufferViews_.reserve(prog.buffers_size());
@@ -87,7 +124,7 @@ Status Executor::create(const program::Program &program,
     Tensor view;
     view.dtype = buffer.dtype();
     view.shape.assign(buffer.shape().begin(), buffer.shape().end());
-    view.data = executor->arena_.base(buffer.region()) + buffer.offset();
+    view.data = (buffer.region() == program::WEIGHTS ? weightsBase : arenaBase) + buffer.offset();
     executor->bufferViews_.push_back(std::move(view));
   }
 
@@ -95,7 +132,7 @@ Status Executor::create(const program::Program &program,
   for (int i = 0; i < prog.ops_size(); ++i) {
     const program::Op &op = prog.ops(i);
     PreparedOp &prepared = executor->ops_[i];
-    prepared.kernel = findCpuKernel(op.kernel());
+    prepared.kernel = findKernel(kind, op.kernel());
     prepared.args.attrs = &op.attrs();
     prepared.args.comm = comm;
     // validateProgram checked the index.
@@ -204,10 +241,64 @@ Status Executor::setState(const std::string &name, const HostTensor &tensor) {
   if (!isInPlaceState(name))
     return Status::error(quoteForMessage(name) + " is not state the program updates in place");
   SHARDC_RETURN_IF_ERROR(checkInput(name, tensor));
+  return writeState(name, tensor.bytes.data(), tensor.bytes.size());
+}
+
+Status Executor::writeState(const std::string &name, const void *bytes, size_t size) {
   Tensor *view = stateView(name);
-  if (!tensor.bytes.empty())
-    std::memcpy(view->data, tensor.bytes.data(), tensor.bytes.size());
-  return Status::ok();
+  if (view == nullptr)
+    return Status::error(quoteForMessage(name) + " is not state the program updates in place");
+  if (size > view->sizeBytes())
+    return Status::error("state " + quoteForMessage(name) + " holds " +
+                         std::to_string(view->sizeBytes()) + " bytes, not " + std::to_string(size));
+  if (size == 0)
+    return Status::ok();
+  if (device_ == nullptr) {
+    std::memcpy(view->data, bytes, size);
+    return Status::ok();
+  }
+  // Synchronous: the caller's bytes may be gone once this returns.
+  SHARDC_RETURN_IF_ERROR(device_->copyHostToDevice(view->data, bytes, size, stream_));
+  return device_->synchronize(stream_);
+}
+
+Status Executor::fillState(const std::string &name, uint8_t value) {
+  Tensor *view = stateView(name);
+  if (view == nullptr)
+    return Status::error(quoteForMessage(name) + " is not state the program updates in place");
+  if (device_ == nullptr) {
+    std::memset(view->data, value, view->sizeBytes());
+    return Status::ok();
+  }
+  SHARDC_RETURN_IF_ERROR(device_->fill(view->data, value, view->sizeBytes(), stream_));
+  return device_->synchronize(stream_);
+}
+
+Status Executor::readView(const Tensor &view, void *out, size_t size) const {
+  if (size > view.sizeBytes())
+    return Status::error("reading " + std::to_string(size) + " bytes of " + view.describe());
+  if (size == 0)
+    return Status::ok();
+  if (device_ == nullptr) {
+    std::memcpy(out, view.data, size);
+    return Status::ok();
+  }
+  SHARDC_RETURN_IF_ERROR(device_->copyDeviceToHost(out, view.data, size, stream_));
+  return device_->synchronize(stream_);
+}
+
+Status Executor::readState(const std::string &name, void *out, size_t size) const {
+  const Tensor *view = stateView(name);
+  if (view == nullptr)
+    return Status::error(quoteForMessage(name) + " is not state the program updates in place");
+  return readView(*view, out, size);
+}
+
+Status Executor::readOutput(const std::string &name, void *out, size_t size) const {
+  const Tensor *view = outputView(name);
+  if (view == nullptr)
+    return Status::error("the program has no output " + quoteForMessage(name));
+  return readView(*view, out, size);
 }
 
 const Tensor *Executor::outputView(const std::string &name) const {
@@ -237,10 +328,14 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
     if (it == inputs.end())
       continue; // state updated in place, where the last run left it
     const HostTensor &tensor = it->second;
-    const program::Buffer &buffer = inputBuffer(binding);
-    if (!tensor.bytes.empty())
-      std::memcpy(arena_.base(buffer.region()) + buffer.offset(), tensor.bytes.data(),
-                  tensor.bytes.size());
+    const Tensor &view = bufferViews_[static_cast<size_t>(binding.buffer())];
+    if (!tensor.bytes.empty()) {
+      if (device_ == nullptr)
+        std::memcpy(view.data, tensor.bytes.data(), tensor.bytes.size());
+      else
+        SHARDC_RETURN_IF_ERROR(device_->copyHostToDevice(view.data, tensor.bytes.data(),
+                                                         tensor.bytes.size(), stream_));
+    }
     stateFed_[static_cast<size_t>(i)] = true;
   }
 
@@ -255,6 +350,10 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   for (size_t g = 0; g < groups_.size(); ++g)
     lastRunGroupComm_[g] = countersOf(groups_[g].get());
   Status status = runOps(gate);
+  // The kernels of a device only queued their work: it must be done (and its errors known)
+  // before the outputs are read.
+  if (device_ != nullptr && status.isOk())
+    status = device_->synchronize(stream_);
   lastRunComm_ = CommCounters();
   lastRunWorldComm_ = difference(countersOf(comm_), worldBefore, &lastRunComm_);
   for (size_t g = 0; g < groups_.size(); ++g)
@@ -280,8 +379,14 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
     HostTensor &tensor = (*outputs)[binding.name()];
     tensor.dtype = buffer.dtype();
     tensor.shape.assign(buffer.shape().begin(), buffer.shape().end());
-    const uint8_t *src = arena_.base(buffer.region()) + buffer.offset();
-    tensor.bytes.assign(src, src + buffer.size_bytes());
+    const Tensor &view = bufferViews_[static_cast<size_t>(binding.buffer())];
+    if (device_ == nullptr) {
+      const uint8_t *src = static_cast<const uint8_t *>(view.data);
+      tensor.bytes.assign(src, src + buffer.size_bytes());
+    } else {
+      tensor.bytes.resize(buffer.size_bytes());
+      SHARDC_RETURN_IF_ERROR(readView(view, tensor.bytes.data(), tensor.bytes.size()));
+    }
   }
   return Status::ok();
 }
@@ -315,6 +420,16 @@ Status Executor::locateNonFinite(const std::map<std::string, HostTensor> &inputs
 }
 
 Status Executor::runOps(const StateUpdateGate &gate) {
+  // Looking for the first non-finite value reads every f32 output; on a device, through a host
+  // copy (a diagnosis run, so its allocation and synchronisation do not matter).
+  std::vector<float> hostCopy;
+  auto outputHoldsNonFinite = [&](const Tensor &out) {
+    if (device_ == nullptr)
+      return holdsNonFinite(out.as<float>(), out.numel(), checkInfinities_);
+    hostCopy.resize(static_cast<size_t>(out.numel()));
+    return readView(out, hostCopy.data(), hostCopy.size() * sizeof(float)).isOk() &&
+           holdsNonFinite(hostCopy.data(), out.numel(), checkInfinities_);
+  };
   size_t current = 0;
   auto opError = [&](const std::string &cause) {
     const program::Op &op = program_.ops(static_cast<int>(current));
@@ -341,17 +456,17 @@ Status Executor::runOps(const StateUpdateGate &gate) {
       for (int i = 0; i < op.outputs_size(); ++i)
         refreshTensor(bufferViews_[op.outputs(i)], &args.outputs[i]);
       args.attrs = &op.attrs();
-      args.workspace = workspace_.data();
+      args.workspace = device_ != nullptr ? deviceWorkspace_.data() : workspace_.data();
       args.workspaceBytes = program_.workspace_bytes();
       args.comm = prepared.group < 0 ? comm_ : groups_[static_cast<size_t>(prepared.group)].get();
+      args.stream = stream_ != nullptr ? stream_->nativeHandle() : nullptr;
 
       Status status = prepared.kernel(args);
       if (!status.isOk())
         return opError(status.message());
       if (checkFinite_ != nullptr && checkFinite_->op < 0 && checkFinite_->input.empty())
         for (const Tensor &out : args.outputs)
-          if (out.dtype == program::F32 &&
-              holdsNonFinite(out.as<float>(), out.numel(), checkInfinities_)) {
+          if (out.dtype == program::F32 && outputHoldsNonFinite(out)) {
             checkFinite_->op = static_cast<int>(current);
             checkFinite_->opName = op.name();
             checkFinite_->kernel = op.kernel();

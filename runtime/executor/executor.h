@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/comm/communicator.h"
+#include "runtime/device/device.h"
 #include "runtime/executor/host_tensor.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/memory/arena.h"
@@ -40,9 +41,15 @@ public:
   // single-rank run. When given, its size and rank must be the program's world_size and rank.
   // The ops with a "group" get that group's communicator, which createGroupCommunicators()
   // splits from `comm`.
+  // With a `device` (which must outlive the executor), the arena, the weights and the
+  // workspace live in that device's memory (counted by the device: Device::memoryCounters), the
+  // ops run that device's kernels (a program using a kernel the device lacks is refused here,
+  // naming the op) queued on its default stream, and inputs, outputs and state move through the
+  // device's copies. Without one they live in host memory counted by `tracker`, as always.
   static Status create(const program::Program &program,
                        std::shared_ptr<const AlignedBuffer> weights, std::unique_ptr<Executor> *out,
-                       MemoryTracker *tracker = nullptr, Communicator *comm = nullptr);
+                       MemoryTracker *tracker = nullptr, Communicator *comm = nullptr,
+                       Device *device = nullptr);
 
   // Creates the communicators of the program's groups (runtime/executor/comm_groups.h): a
   // collective every rank of the world calls once, which is why create() does not (a rank
@@ -85,6 +92,20 @@ public:
   // The arena bytes of graph output `name` (null when there is none) as the last run left
   // them; for a gate reading the loss before the state updates.
   const Tensor *outputView(const std::string &name) const;
+
+  // Whether the views above point to host memory. With a GPU device they point to device
+  // memory and must not be dereferenced: state and outputs then move through the calls below
+  // (which work on every device).
+  bool memoryOnHost() const { return device_ == nullptr || device_->kind() == DeviceKind::Cpu; }
+  // Copies `bytes` bytes into state `name` updated in place, from its first byte (which counts
+  // as feeding it); or sets all its bytes to `value`.
+  Status writeState(const std::string &name, const void *bytes, size_t size);
+  Status fillState(const std::string &name, uint8_t value);
+  // Copies the first `size` bytes of state `name`, or of graph output `name`, into `out`.
+  Status readState(const std::string &name, void *out, size_t size) const;
+  Status readOutput(const std::string &name, void *out, size_t size) const;
+  // The device given to create(); null when the executor runs in host memory.
+  Device *device() const { return device_; }
 
   // Where a run first produced a NaN (or, with `infinities`, an infinity), in program order: an
   // f32 graph input that already holds one, else the first op with such an f32 output. NaN and
@@ -147,8 +168,15 @@ private:
   bool checkInfinities_ = false;
   const program::Buffer &inputBuffer(const program::Binding &binding) const;
 
+  // Copies `size` bytes of buffer view `view` to `out` (device to host where needed).
+  Status readView(const Tensor &view, void *out, size_t size) const;
+
   program::Program program_;
   MemoryTracker *tracker_ = nullptr;
+  // With a device: its memory holds the arena, the weights and the workspace.
+  Device *device_ = nullptr;
+  DeviceStream *stream_ = nullptr;
+  DeviceBuffer deviceArena_, deviceWeights_, deviceWorkspace_;
   Communicator *comm_ = nullptr;
   // [i]: Program.groups(i)'s, once created (groupsCreated_).
   std::vector<std::unique_ptr<Communicator>> groups_;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -66,13 +68,15 @@ Status TrainingLoop::create(Executor *executor, const InitialValueReader &readIn
 
   for (const program::StateInit &init : program.state_init()) {
     const program::Buffer &buffer = inputBuffer(program, init.name());
-    // State the program updates in place is read straight into the arena; the rest into the
-    // tensor the loop feeds. Either starts as zeros: a shard's initial value may stop short of
-    // the buffer, the rest being the padding past the end of the full tensor.
+    // State the program updates in place is read straight into the arena when that is host
+    // memory (on a GPU, through a host tensor copied up); the rest into the tensor the loop
+    // feeds. Either starts as zeros: a shard's initial value may stop short of the buffer, the
+    // rest being the padding past the end of the full tensor.
+    const bool inPlace = executor->isInPlaceState(init.name());
     HostTensor tensor;
     uint8_t *bytes = nullptr;
-    if (Tensor *state = executor->stateView(init.name())) {
-      bytes = static_cast<uint8_t *>(state->data);
+    if (inPlace && executor->memoryOnHost()) {
+      bytes = static_cast<uint8_t *>(executor->stateView(init.name())->data);
       std::memset(bytes, 0, buffer.size_bytes());
     } else {
       tensor = zerosLike(buffer);
@@ -90,20 +94,25 @@ Status TrainingLoop::create(Executor *executor, const InitialValueReader &readIn
         return Status::error("initial value of " + quoteForMessage(init.name()) + ": " +
                              status.message());
     }
-    if (!executor->isInPlaceState(init.name()))
+    if (!inPlace)
       loop->inputs_[init.name()] = std::move(tensor);
+    else if (!executor->memoryOnHost())
+      SHARDC_RETURN_IF_ERROR(executor->writeState(init.name(), tensor.bytes.data(),
+                                                  tensor.bytes.size()));
   }
   for (const std::string &name : loop->signature_.optimizerState) {
-    if (Tensor *state = executor->stateView(name))
-      std::memset(state->data, 0, state->sizeBytes());
+    if (executor->isInPlaceState(name))
+      SHARDC_RETURN_IF_ERROR(executor->fillState(name, 0));
     else
       loop->inputs_[name] = zerosLike(inputBuffer(program, name));
   }
   loop->recordInfinities();
-  if (Tensor *step = executor->stateView(kStepInputName))
-    *step->as<int64_t>() = 0;
-  else
+  if (executor->isInPlaceState(kStepInputName)) {
+    const int64_t zero = 0;
+    SHARDC_RETURN_IF_ERROR(executor->writeState(kStepInputName, &zero, sizeof zero));
+  } else {
     loop->inputs_[kStepInputName] = makeHostTensor(program::I64, {});
+  }
   loop->inputs_[kLrInputName] = makeHostTensor(program::F32, {});
   if (loop->signature_.hasSeed)
     loop->inputs_[kSeedInputName] = makeHostTensor(program::I64, {});
@@ -128,7 +137,20 @@ const Tensor TrainingLoop::carried(const std::string &name) const {
 
 HostTensor TrainingLoop::copyOfCarried(const std::string &name) const {
   MemoryScope uncounted(nullptr, MemoryUse::StepInputs);
-  return copyToHostTensor(carried(name));
+  if (executor_->memoryOnHost() || !executor_->isInPlaceState(name))
+    return copyToHostTensor(carried(name));
+  // State in device memory: downloaded.
+  const Tensor *state = executor_->stateView(name);
+  HostTensor copy = makeHostTensor(state->dtype, state->shape);
+  Status status = executor_->readState(name, copy.bytes.data(), copy.bytes.size());
+  if (!status.isOk()) {
+    // A copy off a failing GPU: no value read here (a checkpoint, an export) may be written
+    // wrong, and callers have no way to fail, so the run ends here, saying why.
+    std::fprintf(stderr, "shardrun: error: reading %s from the device: %s\n", name.c_str(),
+                 status.message().c_str());
+    std::_Exit(1);
+  }
+  return copy;
 }
 
 const HostTensor *TrainingLoop::value(const std::string &name) const {
@@ -187,10 +209,12 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
   SHARDC_RETURN_IF_ERROR(checkResumePosition(checkpoint));
   step_ = checkpoint.dataPosition;
   skipped_ = checkpoint.dataPosition - checkpoint.step;
-  if (Tensor *step = executor_->stateView(kStepInputName))
-    *step->as<int64_t>() = checkpoint.step;
-  else
+  if (executor_->isInPlaceState(kStepInputName)) {
+    const int64_t step = checkpoint.step;
+    SHARDC_RETURN_IF_ERROR(executor_->writeState(kStepInputName, &step, sizeof step));
+  } else {
     *inputs_[kStepInputName].as<int64_t>() = checkpoint.step;
+  }
   recordInfinities();
   return Status::ok();
 }
@@ -266,7 +290,10 @@ void TrainingLoop::recordInfinities() {
   infinitiesAtStart_.clear();
   for (const auto *names : {&signature_.params, &signature_.optimizerState})
     for (const std::string &name : *names)
-      infinitiesAtStart_[name] = countNonFinite(carried(name)).second;
+      infinitiesAtStart_[name] =
+          countNonFinite(executor_->memoryOnHost() ? carried(name)
+                                                   : copyOfCarried(name).view())
+              .second;
 }
 
 int TrainingLoop::firstUnsoundState() const {
@@ -307,18 +334,23 @@ Status TrainingLoop::runStep(BatchSource *batches, float lr, float *loss,
   *inputs_[kLrInputName].as<float>() = lr;
   // The loss is final before the program's first in-place update: a step whose loss is not
   // finite stops there, its state untouched (then skipped, or run again to locate the fault).
-  const Tensor *lossView = executor_->outputView(kLossOutputName);
-  Status status = executor_->run(inputs_, &outputs_,
-                                 [lossView] { return std::isfinite(*lossView->as<float>()); });
+  Executor *executor = executor_;
+  Status status = executor_->run(inputs_, &outputs_, [executor] {
+    float lossSoFar = 0;
+    return executor->readOutput(kLossOutputName, &lossSoFar, sizeof lossSoFar).isOk() &&
+           std::isfinite(lossSoFar);
+  });
   if (!status.isOk())
     return Status::error("step " + std::to_string(next) + ": " + status.message());
   *loss = *outputs_.at(kLossOutputName).as<float>();
 
   // The program counts steps itself (torch's state['step']); a mismatch means the program is
   // not the training step the loop assumes, and every later step would be wrong.
-  const Tensor *countedStep = executor_->stateView(kStepInputName);
-  int64_t counted = countedStep != nullptr ? *countedStep->as<int64_t>()
-                                           : *outputs_.at(kStepInputName).as<int64_t>();
+  int64_t counted = 0;
+  if (executor_->isInPlaceState(kStepInputName))
+    SHARDC_RETURN_IF_ERROR(executor_->readState(kStepInputName, &counted, sizeof counted));
+  else
+    counted = *outputs_.at(kStepInputName).as<int64_t>();
   if (std::isfinite(*loss) && counted != update)
     return Status::error("step " + std::to_string(next) + ": the program returned step " +
                          std::to_string(counted) + " (expected " + std::to_string(update) + ")");

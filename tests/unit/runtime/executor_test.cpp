@@ -78,6 +78,60 @@ TEST(Executor, RunsAddThenMatmul) {
   }
 }
 
+// The same program on a device: the arena, weights and workspace in the device's memory
+// (counted by it), inputs and outputs copied through it, state read and written through it.
+// The cpu device takes that path too, so it is checked on every machine; the cuda device where
+// a GPU is visible.
+void runAddMatmulOn(Device &device) {
+  std::unique_ptr<Executor> executor;
+  const uint64_t before = device.memoryCounters().inUse;
+  Status status = Executor::create(addMatmulProgram(), weightsOf(128, {{0, kBias}, {64, kWeight}}),
+                                   &executor, nullptr, nullptr, &device);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(executor->device(), &device);
+  const program::Program &p = executor->program();
+  EXPECT_EQ(device.memoryCounters().inUse - before,
+            p.arena_bytes() + p.weights_bytes() + p.workspace_bytes());
+  for (const std::vector<float> &x :
+       {std::vector<float>{1, 2, 3, 4, 5, 6}, std::vector<float>{-3, 0.25f, 8, 1, -1, 0}}) {
+    std::map<std::string, HostTensor> outputs;
+    status = executor->run({{"x", f32Tensor({2, 3}, x)}}, &outputs);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    std::vector<float> expected = testing::expectedAddMatmul(x);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_NEAR(outputs.at("z").as<float>()[i], expected[i], 1e-5f) << "element " << i;
+    EXPECT_EQ(std::memcmp(outputs.at("b").bytes.data(), kBias.data(), 24), 0);
+    float z0 = 0;
+    ASSERT_TRUE(executor->readOutput("z", &z0, sizeof z0).isOk());
+    EXPECT_EQ(z0, outputs.at("z").as<float>()[0]);
+  }
+  // A non-finite value is located on the device as on the host.
+  Executor::NonFiniteSite site;
+  std::map<std::string, HostTensor> outputs;
+  const float huge = 3e38f;
+  ASSERT_TRUE(executor->locateNonFinite({{"x", f32Tensor({2, 3}, {huge, huge, huge, huge, huge,
+                                                                  huge})}},
+                                        &outputs, /*infinities=*/true, &site)
+                  .isOk());
+  EXPECT_EQ(site.kernel, "matmul");
+  executor.reset();
+  EXPECT_EQ(device.memoryCounters().inUse, before);
+}
+
+TEST(Executor, RunsOnTheCpuDeviceThroughTheDevicePath) {
+  std::unique_ptr<Device> device = createCpuDevice();
+  runAddMatmulOn(*device);
+}
+
+TEST(Executor, RunsOnTheCudaDevice) {
+  std::string why;
+  if (!cudaDeviceAvailable(&why))
+    GTEST_SKIP() << why;
+  std::unique_ptr<Device> device;
+  ASSERT_TRUE(createCudaDevice(0, &device).isOk());
+  runAddMatmulOn(*device);
+}
+
 // Diagnosis of a step gone non-finite: an input that holds a NaN is named before any op; huge
 // finite inputs name the first op whose output overflows (the matmul, not the add); finite
 // values find nothing. NaNs and infinities are looked for apart (a mask input holds -inf by
