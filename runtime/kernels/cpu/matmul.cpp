@@ -13,6 +13,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/half_float.h"
+#include "runtime/kernels/cpu/matmul_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -21,17 +22,6 @@
 namespace shardc::runtime::cpu {
 
 namespace {
-
-bool isProductDtype(DType dtype) {
-  return dtype == program::F32 || dtype == program::BF16 || dtype == program::F16;
-}
-
-Status expectProductDtype(const char *kernel, const char *role, const Tensor &t) {
-  if (isProductDtype(t.dtype))
-    return Status::ok();
-  return Status::error(std::string(kernel) + ": " + role + " " + t.describe() +
-                       " must be f32, bf16 or f16");
-}
 
 // The f32 copies a product of 16-bit tensors computes through, taken from the workspace in this
 // order (a, b, y) by the kernel and its workspace-size function alike; null where the tensor is
@@ -84,54 +74,6 @@ void narrowInto(const float *staged, const Tensor &y, int64_t offset, int64_t co
   }
 }
 
-Status checkProductDtypes(const char *kernel, const Tensor &a, const Tensor &b, const Tensor &y) {
-  SHARDC_RETURN_IF_ERROR(expectProductDtype(kernel, "a", a));
-  SHARDC_RETURN_IF_ERROR(expectProductDtype(kernel, "b", b));
-  return expectProductDtype(kernel, "y", y);
-}
-
-// A matmul's shapes, as the kernel and its workspace function both need them.
-struct MatmulShape {
-  std::vector<int64_t> batchA, batchB, batch;
-  int64_t m = 0, n = 0, k = 0;
-  // b is shared by every batch and a's batches are contiguous: one tall product
-  // ([batch*M, K] x [K, N]) instead of many small ones. This is the usual linear layer.
-  bool tall = false;
-  int64_t rows() const { return tall ? dimsProduct(batch, 0, batch.size()) * m : m; }
-};
-
-Status matmulShape(const Tensor &a, const Tensor &b, const Tensor &y, MatmulShape *shape) {
-  if (a.rank() == 0 || b.rank() == 0)
-    return Status::error("matmul: operands must have rank >= 1, got " + a.describe() + " and " +
-                         b.describe());
-  // NumPy promotion: a 1-D a is [1,K] and a 1-D b is [K,1]; the added dim is dropped from y.
-  const bool vectorA = a.rank() == 1, vectorB = b.rank() == 1;
-  MatmulShape &s = *shape;
-  s.batchA.assign(a.shape.begin(), a.shape.end() - (vectorA ? 1 : 2));
-  s.batchB.assign(b.shape.begin(), b.shape.end() - (vectorB ? 1 : 2));
-  s.m = vectorA ? 1 : a.shape[a.rank() - 2];
-  s.k = a.shape.back();
-  const int64_t kb = vectorB ? b.shape[0] : b.shape[b.rank() - 2];
-  s.n = vectorB ? 1 : b.shape.back();
-  if (s.k != kb)
-    return Status::error("matmul: inner dimensions differ: " + a.describe() + " x " + b.describe());
-  Status status = broadcastShapes(s.batchA, s.batchB, &s.batch);
-  if (!status)
-    return Status::error("matmul: batch dims: " + status.message());
-  std::vector<int64_t> expected = s.batch;
-  if (!vectorA)
-    expected.push_back(s.m);
-  if (!vectorB)
-    expected.push_back(s.n);
-  SHARDC_RETURN_IF_ERROR(expectShape("matmul", "y", y, expected));
-  SHARDC_RETURN_IF_ERROR(checkBlasDims("matmul", {s.m, s.n, s.k}));
-  const int64_t batchCount = dimsProduct(s.batch, 0, s.batch.size());
-  s.tall = dimsProduct(s.batchB, 0, s.batchB.size()) == 1 &&
-           dimsProduct(s.batchA, 0, s.batchA.size()) == batchCount &&
-           s.m * batchCount <= 0x7fffffff;
-  return Status::ok();
-}
-
 // A product with a 16-bit operand or result stages one product's matrices ([m,k] x [k,n]: the
 // tall product, or one batch). A product is never cut into blocks: BLAS sums an element's k
 // products in an order that depends on the matrices' sizes, and the 16-bit step must stay
@@ -155,11 +97,9 @@ void product(const Tensor &a, int64_t aOffset, const Tensor &b, int64_t bOffset,
 } // namespace
 
 Status matmulWorkspace(const KernelArgs &args, uint64_t *bytes) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("matmul", args, Arity::exactly(2), Arity::exactly(1)));
-  const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(checkProductDtypes("matmul", a, b, y));
   MatmulShape shape;
-  SHARDC_RETURN_IF_ERROR(matmulShape(a, b, y, &shape));
+  SHARDC_RETURN_IF_ERROR(checkMatmul(args, &shape));
+  const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
   F32Staging staging;
   return measureWorkspace(bytes, [&](Workspace &workspace) {
     return takeProductStaging(workspace, a, b, y, shape, &staging);
@@ -167,11 +107,9 @@ Status matmulWorkspace(const KernelArgs &args, uint64_t *bytes) {
 }
 
 Status matmulKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("matmul", args, Arity::exactly(2), Arity::exactly(1)));
-  const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(checkProductDtypes("matmul", a, b, y));
   MatmulShape shape;
-  SHARDC_RETURN_IF_ERROR(matmulShape(a, b, y, &shape));
+  SHARDC_RETURN_IF_ERROR(checkMatmul(args, &shape));
+  const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
   F32Staging staging;
   Workspace workspace(args);
   SHARDC_RETURN_IF_ERROR(takeProductStaging(workspace, a, b, y, shape, &staging));
@@ -202,29 +140,13 @@ Status gemmWorkspace(const KernelArgs &args, uint64_t *bytes) {
 }
 
 Status gemmKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("gemm", args, Arity::withOptional(2, 1), Arity::exactly(1)));
+  GemmShape shape;
+  SHARDC_RETURN_IF_ERROR(checkGemm(args, &shape));
   const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
   const Tensor noC;
   const Tensor &c = args.inputs.size() > 2 ? args.inputs[2] : noC;
-  float alpha = 0, beta = 0;
-  int64_t transA = 0, transB = 0;
-  SHARDC_RETURN_IF_ERROR(getFloatAttr(args, "alpha", &alpha));
-  SHARDC_RETURN_IF_ERROR(getFloatAttr(args, "beta", &beta));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "trans_a", &transA));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "trans_b", &transB));
-  SHARDC_RETURN_IF_ERROR(checkProductDtypes("gemm", a, b, y));
-  if (a.rank() != 2 || b.rank() != 2)
-    return Status::error("gemm: a and b must be 2-D, got " + a.describe() + " and " + b.describe());
-  const int64_t m = transA ? a.shape[1] : a.shape[0];
-  const int64_t k = transA ? a.shape[0] : a.shape[1];
-  const int64_t kb = transB ? b.shape[1] : b.shape[0];
-  const int64_t n = transB ? b.shape[0] : b.shape[1];
-  if (k != kb)
-    return Status::error("gemm: inner dimensions differ: op(a) is [" + std::to_string(m) + "x" +
-                         std::to_string(k) + "], op(b) is [" + std::to_string(kb) + "x" +
-                         std::to_string(n) + "]");
-  SHARDC_RETURN_IF_ERROR(expectShape("gemm", "y", y, {m, n}));
-  SHARDC_RETURN_IF_ERROR(checkBlasDims("gemm", {m, n, k}));
+  const float alpha = shape.alpha, beta = shape.beta;
+  const int64_t m = shape.m, n = shape.n, k = shape.k;
 
   F32Staging staging;
   Workspace workspace(args);
@@ -233,16 +155,13 @@ Status gemmKernel(KernelArgs &args) {
   float *py = y.dtype == program::F32 ? y.as<float>() : staging.y;
   float betaForBlas = 0.0f;
   if (c.present()) {
-    SHARDC_RETURN_IF_ERROR(expectDtype("gemm", "c", c, program::F32));
     StridedLoop loop;
-    Status s = planBroadcast({&c.shape}, y.shape, &loop);
-    if (!s)
-      return Status::error("gemm: c: " + s.message());
+    SHARDC_RETURN_IF_ERROR(planGemmC(c, y, &loop));
     // y starts as c broadcast to [M,N]; sgemm then adds alpha*op(a)*op(b) to beta*y.
     copyStrided(c.as<float>(), py, loop);
     betaForBlas = beta;
   }
-  sgemm(transA != 0, transB != 0, m, n, k, alpha, widened(a, 0, a.numel(), staging.a),
+  sgemm(shape.transA, shape.transB, m, n, k, alpha, widened(a, 0, a.numel(), staging.a),
         widened(b, 0, b.numel(), staging.b), betaForBlas, py);
   narrowInto(py, y, 0, y.numel());
   return Status::ok();

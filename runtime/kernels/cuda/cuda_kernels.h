@@ -47,4 +47,10 @@ Status orKernel(KernelArgs &args);
 Status whereKernel(KernelArgs &args);
 Status castKernel(KernelArgs &args);
 
+// matmul.cu: matmul and gemm on cuBLASLt (f32 compute), with their workspace functions.
+Status matmulKernel(KernelArgs &args);
+Status matmulWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status gemmKernel(KernelArgs &args);
+Status gemmWorkspace(const KernelArgs &args, uint64_t *bytes);
+
 } // namespace shardc::runtime::cuda
