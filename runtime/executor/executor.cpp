@@ -4,6 +4,7 @@
 #include "runtime/program/program_validation.h"
 #include "runtime/support/quote.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cmath>
 #include <cstring>
@@ -102,12 +103,34 @@ Status Executor::create(const program::Program &program,
                            " were loaded");
     executor->device_ = device;
     executor->stream_ = device->defaultStream();
+    // The compiler sized the workspace for the CPU kernels; a device's kernels may need more
+    // (cuBLASLt's scratch), so the largest need of this device's kernels is asked here.
+    executor->workspaceBytes_ = prog.workspace_bytes();
+    for (const program::Op &op : prog.ops()) {
+      KernelArgs sizing;
+      for (int index : op.inputs())
+        sizing.inputs.push_back(index < 0 ? Tensor()
+                                          : typeOnlyTensor(prog.buffers(index).dtype(),
+                                                           {prog.buffers(index).shape().begin(),
+                                                            prog.buffers(index).shape().end()}));
+      for (int index : op.outputs())
+        sizing.outputs.push_back(typeOnlyTensor(
+            prog.buffers(index).dtype(),
+            {prog.buffers(index).shape().begin(), prog.buffers(index).shape().end()}));
+      sizing.attrs = &op.attrs();
+      uint64_t need = 0;
+      Status sized = kernelWorkspaceBytes(kind, op.kernel(), sizing, &need);
+      if (!sized.isOk())
+        return Status::error("op " + quoteForMessage(op.name()) + " (kernel " + op.kernel() +
+                             "): " + sized.message());
+      executor->workspaceBytes_ = std::max(executor->workspaceBytes_, need);
+    }
     SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, static_cast<size_t>(prog.arena_bytes()),
                                                   "the arena", &executor->deviceArena_));
     SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, static_cast<size_t>(prog.weights_bytes()),
                                                   "the weights", &executor->deviceWeights_));
     SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device,
-                                                  static_cast<size_t>(prog.workspace_bytes()),
+                                                  static_cast<size_t>(executor->workspaceBytes_),
                                                   "the workspace", &executor->deviceWorkspace_));
     if (prog.weights_bytes() > 0) {
       SHARDC_RETURN_IF_ERROR(device->copyHostToDevice(executor->deviceWeights_.data(),
@@ -457,7 +480,7 @@ Status Executor::runOps(const StateUpdateGate &gate) {
         refreshTensor(bufferViews_[op.outputs(i)], &args.outputs[i]);
       args.attrs = &op.attrs();
       args.workspace = device_ != nullptr ? deviceWorkspace_.data() : workspace_.data();
-      args.workspaceBytes = program_.workspace_bytes();
+      args.workspaceBytes = device_ != nullptr ? workspaceBytes_ : program_.workspace_bytes();
       args.comm = prepared.group < 0 ? comm_ : groups_[static_cast<size_t>(prepared.group)].get();
       args.stream = stream_ != nullptr ? stream_->nativeHandle() : nullptr;
 

@@ -177,6 +177,8 @@ private:
   Device *device_ = nullptr;
   DeviceStream *stream_ = nullptr;
   DeviceBuffer deviceArena_, deviceWeights_, deviceWorkspace_;
+  // With a device: the workspace its kernels need (at least the program's workspace_bytes).
+  uint64_t workspaceBytes_ = 0;
   Communicator *comm_ = nullptr;
   // [i]: Program.groups(i)'s, once created (groupsCreated_).
   std::vector<std::unique_ptr<Communicator>> groups_;
