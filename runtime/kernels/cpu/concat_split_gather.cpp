@@ -6,46 +6,16 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/gather_indices.h"
+#include "runtime/kernels/cpu/movement_checks.h"
 
 #include <cstring>
 
 namespace shardc::runtime::cpu {
 
-namespace {
-
-// Checks that `part` matches `whole` in dtype, rank and every dim except `axis`.
-Status expectSameExceptAxis(const char *kernel, const char *role, size_t index, const Tensor &part,
-                            const Tensor &whole, const char *wholeRole, size_t axis) {
-  const std::string name = std::string(role) + " " + std::to_string(index);
-  SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, name.c_str(), part, wholeRole, whole));
-  bool same = part.shape.size() == whole.shape.size();
-  for (size_t d = 0; same && d < part.shape.size(); ++d)
-    same = d == axis || part.shape[d] == whole.shape[d];
-  if (!same)
-    return Status::error(std::string(kernel) + ": " + name + " " + part.describe() +
-                         " does not match " + wholeRole + " " + whole.describe() +
-                         " outside axis " + std::to_string(axis));
-  return Status::ok();
-}
-
-} // namespace
-
 Status concatKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("concat", args, Arity::atLeast(1), Arity::exactly(1)));
+  size_t ax = 0;
+  SHARDC_RETURN_IF_ERROR(checkConcat(args, &ax));
   const Tensor &y = args.outputs[0];
-  int64_t axis = 0;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
-  SHARDC_RETURN_IF_ERROR(expectAxis("concat", "axis", axis, y.rank()));
-  const size_t ax = static_cast<size_t>(axis);
-  int64_t total = 0;
-  for (size_t i = 0; i < args.inputs.size(); ++i) {
-    SHARDC_RETURN_IF_ERROR(expectSameExceptAxis("concat", "input", i, args.inputs[i], y, "y", ax));
-    total += args.inputs[i].shape[ax];
-  }
-  if (total != y.shape[ax])
-    return Status::error("concat: inputs add up to " + std::to_string(total) + " along axis " +
-                         std::to_string(axis) + ", but y " + y.describe() + " has " +
-                         std::to_string(y.shape[ax]));
   const int64_t outer = dimsProduct(y.shape, 0, ax);
   const size_t innerBytes =
       static_cast<size_t>(dimsProduct(y.shape, ax + 1, y.shape.size())) * dtypeSize(y.dtype);
@@ -63,31 +33,9 @@ Status concatKernel(KernelArgs &args) {
 }
 
 Status splitKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("split", args, Arity::exactly(1), Arity::atLeast(1)));
+  size_t ax = 0;
+  SHARDC_RETURN_IF_ERROR(checkSplit(args, &ax));
   const Tensor &x = args.inputs[0];
-  int64_t axis = 0;
-  std::vector<int64_t> sizes;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "sizes", &sizes));
-  SHARDC_RETURN_IF_ERROR(expectAxis("split", "axis", axis, x.rank()));
-  const size_t ax = static_cast<size_t>(axis);
-  if (sizes.size() != args.outputs.size())
-    return Status::error("split: attribute 'sizes' has " + std::to_string(sizes.size()) +
-                         " entries for " + std::to_string(args.outputs.size()) + " outputs");
-  int64_t total = 0;
-  for (size_t i = 0; i < args.outputs.size(); ++i) {
-    const Tensor &yi = args.outputs[i];
-    SHARDC_RETURN_IF_ERROR(expectSameExceptAxis("split", "output", i, yi, x, "x", ax));
-    if (sizes[i] != yi.shape[ax])
-      return Status::error("split: output " + std::to_string(i) + " " + yi.describe() +
-                           " does not have size " + std::to_string(sizes[i]) + " along axis " +
-                           std::to_string(axis));
-    total += sizes[i];
-  }
-  if (total != x.shape[ax])
-    return Status::error("split: attribute 'sizes' " + intsString(sizes) + " adds up to " +
-                         std::to_string(total) + ", but x " + x.describe() + " has " +
-                         std::to_string(x.shape[ax]) + " along axis " + std::to_string(axis));
   const int64_t outer = dimsProduct(x.shape, 0, ax);
   const size_t innerBytes =
       static_cast<size_t>(dimsProduct(x.shape, ax + 1, x.shape.size())) * dtypeSize(x.dtype);

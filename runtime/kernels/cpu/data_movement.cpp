@@ -4,6 +4,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/movement_checks.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -26,12 +27,8 @@ Status copyThrough(const StridedLoop &loop, const Tensor &x, const Tensor &y) {
 } // namespace
 
 Status copyKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("copy", args, Arity::exactly(1), Arity::exactly(1)));
+  SHARDC_RETURN_IF_ERROR(checkCopy(args));
   const Tensor &x = args.inputs[0], &y = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("copy", "x", x, "y", y));
-  if (x.numel() != y.numel())
-    return Status::error("copy: y " + y.describe() + " has a different element count than x " +
-                         x.describe());
   // memmove: a reshape is the one op where a planner might be tempted to reuse the input's
   // bytes, and overlapping ranges must not corrupt the result if it ever does.
   if (x.sizeBytes() > 0)
@@ -40,85 +37,15 @@ Status copyKernel(KernelArgs &args) {
 }
 
 Status transposeKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("transpose", args, Arity::exactly(1), Arity::exactly(1)));
-  const Tensor &x = args.inputs[0], &y = args.outputs[0];
-  std::vector<int64_t> perm;
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "perm", &perm));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("transpose", "x", x, "y", y));
-  const size_t rank = x.shape.size();
-  std::vector<bool> seen(rank, false);
-  bool valid = perm.size() == rank;
-  for (size_t i = 0; valid && i < rank; ++i) {
-    valid = perm[i] >= 0 && perm[i] < static_cast<int64_t>(rank) && !seen[perm[i]];
-    if (valid)
-      seen[perm[i]] = true;
-  }
-  if (!valid)
-    return Status::error("transpose: attribute 'perm' " + intsString(perm) +
-                         " is not a permutation of the " + std::to_string(rank) + " dims of x");
-  // Output dim i walks input dim perm[i].
-  const std::vector<int64_t> xStrides = contiguousStrides(x.shape);
   StridedLoop loop;
-  loop.numOperands = 1;
-  loop.dims.resize(rank);
-  loop.strides[0].resize(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    loop.dims[i] = x.shape[perm[i]];
-    loop.strides[0][i] = xStrides[perm[i]];
-  }
-  SHARDC_RETURN_IF_ERROR(expectShape("transpose", "y", y, loop.dims));
-  loop.coalesce();
-  return copyThrough(loop, x, y);
+  SHARDC_RETURN_IF_ERROR(planTranspose(args, &loop));
+  return copyThrough(loop, args.inputs[0], args.outputs[0]);
 }
 
 Status sliceKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("slice", args, Arity::exactly(1), Arity::exactly(1)));
-  const Tensor &x = args.inputs[0], &y = args.outputs[0];
-  std::vector<int64_t> starts, steps;
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "starts", &starts));
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "steps", &steps));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("slice", "x", x, "y", y));
-  const size_t rank = x.shape.size();
-  if (starts.size() != rank || steps.size() != rank)
-    return Status::error("slice: attributes 'starts' and 'steps' need one entry per dim of x " +
-                         x.describe() + ", got " + std::to_string(starts.size()) + " and " +
-                         std::to_string(steps.size()));
-  if (y.shape.size() != rank)
-    return Status::error("slice: y " + y.describe() + " must have the rank of x " + x.describe());
-  // Element i of dim d reads x at starts[d] + i * steps[d]; the first and last must be in range.
-  const std::vector<int64_t> xStrides = contiguousStrides(x.shape);
   StridedLoop loop;
-  loop.numOperands = 1;
-  loop.dims = y.shape;
-  loop.strides[0].resize(rank);
-  int64_t base = 0;
-  const bool empty = y.numel() == 0;
-  for (size_t d = 0; d < rank; ++d) {
-    if (steps[d] == 0 || steps[d] == std::numeric_limits<int64_t>::min())
-      return Status::error("slice: invalid step " + std::to_string(steps[d]) + " for dim " +
-                           std::to_string(d));
-    const int64_t count = y.shape[d];
-    if (!empty) {
-      const int64_t first = starts[d];
-      // count >= 1 here; computed in a way that cannot overflow for in-range inputs.
-      const bool firstOk = first >= 0 && first < x.shape[d];
-      const int64_t span = count - 1;
-      const bool lastOk = firstOk && (steps[d] > 0 ? span <= (x.shape[d] - 1 - first) / steps[d]
-                                                   : span <= first / -steps[d]);
-      if (!lastOk)
-        return Status::error("slice: dim " + std::to_string(d) + " reads " + std::to_string(count) +
-                             " elements from " + std::to_string(first) + " with step " +
-                             std::to_string(steps[d]) + ", outside x's extent " +
-                             std::to_string(x.shape[d]));
-      base += first * xStrides[d];
-    }
-    // A dim read once contributes no stride (and a huge step there must not overflow); for
-    // longer dims the extent check above bounds step * stride.
-    loop.strides[0][d] = count > 1 && !empty ? steps[d] * xStrides[d] : 0;
-  }
-  loop.baseOffsets[0] = base;
-  loop.coalesce();
-  return copyThrough(loop, x, y);
+  SHARDC_RETURN_IF_ERROR(planSlice(args, &loop));
+  return copyThrough(loop, args.inputs[0], args.outputs[0]);
 }
 
 namespace {
@@ -200,14 +127,9 @@ Status padKernel(KernelArgs &args) {
 }
 
 Status expandKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("expand", args, Arity::exactly(1), Arity::exactly(1)));
-  const Tensor &x = args.inputs[0], &y = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("expand", "x", x, "y", y));
   StridedLoop loop;
-  Status s = planBroadcast({&x.shape}, y.shape, &loop);
-  if (!s)
-    return Status::error("expand: " + s.message());
-  return copyThrough(loop, x, y);
+  SHARDC_RETURN_IF_ERROR(planExpand(args, &loop));
+  return copyThrough(loop, args.inputs[0], args.outputs[0]);
 }
 
 Status cumSumKernel(KernelArgs &args) {
@@ -339,15 +261,9 @@ Status scatterNdKernel(KernelArgs &args) {
 }
 
 Status triluKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("trilu", args, Arity::exactly(1), Arity::exactly(1)));
-  const Tensor &x = args.inputs[0], &y = args.outputs[0];
   int64_t upper = 0, k = 0;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "upper", &upper));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "k", &k));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("trilu", "x", x, "y", y));
-  SHARDC_RETURN_IF_ERROR(expectShape("trilu", "y", y, x.shape));
-  if (x.rank() < 2)
-    return Status::error("trilu: x must have rank >= 2, got " + x.describe());
+  SHARDC_RETURN_IF_ERROR(checkTrilu(args, &upper, &k));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
   const int64_t rows = x.shape[x.rank() - 2], cols = x.shape[x.rank() - 1];
   const int64_t matrices = dimsProduct(x.shape, 0, x.shape.size() - 2);
   return visitElementSize(x.dtype, [&](auto tag) {

@@ -20,6 +20,7 @@
 // where torch converts the Python scalar for a tensor op.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/optimizer_checks.h"
 
 #include <cmath>
 #include <cstring>
@@ -30,18 +31,10 @@ namespace shardc::runtime::cpu {
 
 namespace {
 
-// Checks that `t` is an f32 tensor of `shape`.
-Status expectF32Shape(const char *kernel, const char *role, const Tensor &t,
-                      const std::vector<int64_t> &shape) {
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, role, t, program::F32));
-  return expectShape(kernel, role, t, shape);
-}
-
-// Reads the i64 step count (1-based, already incremented, as torch's state['step'] after
-// `step_t += 1`). Steps start at 1: step 0 would make AdamW's bias correction 0.
+// The step value (dtype and shape checked by checkAdamw / checkSgd): 1-based, already
+// incremented, as torch's state['step'] after `step_t += 1`. Steps start at 1: step 0 would
+// make AdamW's bias correction 0.
 Status readStep(const char *kernel, const Tensor &t, int64_t *step) {
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "step", t, program::I64));
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "step", t, {}));
   *step = t.as<int64_t>()[0];
   if (*step < 1)
     return Status::error(std::string(kernel) + ": step must be >= 1, got " +
@@ -49,22 +42,10 @@ Status readStep(const char *kernel, const Tensor &t, int64_t *step) {
   return Status::ok();
 }
 
-// Reads the f32 learning rate scalar.
-Status readLr(const char *kernel, const Tensor &t, float *lr) {
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "lr", t, {}));
-  *lr = t.as<float>()[0];
-  return Status::ok();
-}
-
-// The optional skip flag (input `index`, an f32 scalar; dynamic loss scaling's found-inf):
-// *skip is true when it is present and nonzero.
-Status readSkip(const char *kernel, const KernelArgs &args, size_t index, bool *skip) {
-  *skip = false;
-  if (args.inputs.size() <= index || !args.inputs[index].present())
-    return Status::ok();
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "skip", args.inputs[index], {}));
-  *skip = args.inputs[index].as<float>()[0] != 0.0f;
-  return Status::ok();
+// The optional skip flag (input `index`; dynamic loss scaling's found-inf): true when it is
+// present and nonzero.
+bool readSkip(const KernelArgs &args, size_t index) {
+  return hasSkip(args, index) && args.inputs[index].as<float>()[0] != 0.0f;
 }
 
 // A skipped step: every output keeps its input's value (nothing to do where it is updated in
@@ -82,26 +63,15 @@ void keepInputs(KernelArgs &args, std::initializer_list<std::pair<int, int>> pai
 
 Status adamwUpdateKernel(KernelArgs &args) {
   const char *kernel = "adamw_update";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(6, 1), Arity::exactly(3)));
+  AdamwAttrs attrs;
+  SHARDC_RETURN_IF_ERROR(checkAdamw(args, &attrs));
   const Tensor &param = args.inputs[0], &grad = args.inputs[1], &expAvg = args.inputs[2],
                &expAvgSq = args.inputs[3];
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "param", param, program::F32));
-  const std::vector<int64_t> &shape = param.shape;
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "grad", grad, shape));
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "exp_avg", expAvg, shape));
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "exp_avg_sq", expAvgSq, shape));
   int64_t step = 0;
-  float lrF = 0;
   SHARDC_RETURN_IF_ERROR(readStep(kernel, args.inputs[4], &step));
-  SHARDC_RETURN_IF_ERROR(readLr(kernel, args.inputs[5], &lrF));
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "new_param", args.outputs[0], shape));
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "new_exp_avg", args.outputs[1], shape));
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "new_exp_avg_sq", args.outputs[2], shape));
-  double beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
-  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "beta1", &beta1));
-  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "beta2", &beta2));
-  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "eps", &eps));
-  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "weight_decay", &weightDecay));
+  const float lrF = args.inputs[5].as<float>()[0];
+  const double beta1 = attrs.beta1, beta2 = attrs.beta2, eps = attrs.eps;
+  const double weightDecay = attrs.weightDecay;
   // Python scalars meeting a float32 tensor become float32.
   const float beta1F = static_cast<float>(beta1), beta2F = static_cast<float>(beta2);
   const float epsF = static_cast<float>(eps);
@@ -120,9 +90,7 @@ Status adamwUpdateKernel(KernelArgs &args) {
   const float bc2SqrtF = static_cast<float>(biasCorrection2Sqrt);
   const float negStepSize = static_cast<float>(-stepSize);
 
-  bool skip = false;
-  SHARDC_RETURN_IF_ERROR(readSkip(kernel, args, 6, &skip));
-  if (skip) {
+  if (readSkip(args, 6)) {
     keepInputs(args, {{0, 0}, {2, 1}, {3, 2}});
     return Status::ok();
   }
@@ -146,27 +114,17 @@ Status adamwUpdateKernel(KernelArgs &args) {
 
 Status sgdUpdateKernel(KernelArgs &args) {
   const char *kernel = "sgd_update";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(5, 1), Arity::exactly(2)));
+  SgdAttrs attrs;
+  SHARDC_RETURN_IF_ERROR(checkSgd(args, &attrs));
   const Tensor &param = args.inputs[0], &grad = args.inputs[1], &buffer = args.inputs[2];
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "param", param, program::F32));
-  const std::vector<int64_t> &shape = param.shape;
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "grad", grad, shape));
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "momentum_buffer", buffer, shape));
   int64_t step = 0;
-  float lrF = 0;
   SHARDC_RETURN_IF_ERROR(readStep(kernel, args.inputs[3], &step));
-  SHARDC_RETURN_IF_ERROR(readLr(kernel, args.inputs[4], &lrF));
-  SHARDC_RETURN_IF_ERROR(expectF32Shape(kernel, "new_param", args.outputs[0], shape));
-  SHARDC_RETURN_IF_ERROR(
-      expectF32Shape(kernel, "new_momentum_buffer", args.outputs[1], shape));
-  double momentum = 0, dampening = 0, weightDecay = 0;
-  int64_t nesterov = 0;
-  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "momentum", &momentum));
-  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "dampening", &dampening));
-  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "weight_decay", &weightDecay));
+  const float lrF = args.inputs[4].as<float>()[0];
+  const double momentum = attrs.momentum, dampening = attrs.dampening;
+  const double weightDecay = attrs.weightDecay;
+  const int64_t nesterov = attrs.nesterov;
   const float momentumF = static_cast<float>(momentum);
   const float weightDecayF = static_cast<float>(weightDecay);
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "nesterov", &nesterov));
 
   // torch tests these as Python floats (`if weight_decay != 0`, `if momentum != 0`), so a zero
   // skips the term entirely (no 0 * inf = NaN).
@@ -175,9 +133,7 @@ Status sgdUpdateKernel(KernelArgs &args) {
   const float bufferScale = static_cast<float>(1.0 - dampening);
   const float negLr = -lrF; // alpha=-lr: exact in f32
 
-  bool skip = false;
-  SHARDC_RETURN_IF_ERROR(readSkip(kernel, args, 5, &skip));
-  if (skip) {
+  if (readSkip(args, 5)) {
     keepInputs(args, {{0, 0}, {2, 1}});
     return Status::ok();
   }

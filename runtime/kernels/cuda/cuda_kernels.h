@@ -53,4 +53,26 @@ Status matmulWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status gemmKernel(KernelArgs &args);
 Status gemmWorkspace(const KernelArgs &args, uint64_t *bytes);
 
+// data_movement.cu: copy, transpose, slice, expand, concat, split, trilu, gather, gather_grad.
+Status copyKernel(KernelArgs &args);
+Status transposeKernel(KernelArgs &args);
+Status sliceKernel(KernelArgs &args);
+Status expandKernel(KernelArgs &args);
+Status concatKernel(KernelArgs &args);
+Status splitKernel(KernelArgs &args);
+Status triluKernel(KernelArgs &args);
+Status gatherKernel(KernelArgs &args);
+Status gatherWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status gatherGradKernel(KernelArgs &args);
+Status gatherGradWorkspace(const KernelArgs &args, uint64_t *bytes);
+
+// reduce.cu: reduce_sum, reduce_mean, reduce_max.
+Status reduceSumKernel(KernelArgs &args);
+Status reduceMeanKernel(KernelArgs &args);
+Status reduceMaxKernel(KernelArgs &args);
+
+// optimizers.cu: adamw_update, sgd_update (bit-identical to the CPU's).
+Status adamwUpdateKernel(KernelArgs &args);
+Status sgdUpdateKernel(KernelArgs &args);
+
 } // namespace shardc::runtime::cuda

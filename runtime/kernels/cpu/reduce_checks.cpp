@@ -1,0 +1,42 @@
+#include "runtime/kernels/cpu/reduce_checks.h"
+
+#include "runtime/kernels/cpu/checks.h"
+
+#include <string>
+
+namespace shardc::runtime::cpu {
+
+Status checkReduce(const char *kernel, const KernelArgs &args, std::vector<bool> *reduced,
+                   int64_t *groupSize) {
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(1), Arity::exactly(1)));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  std::vector<int64_t> axes;
+  int64_t keepdims = 0;
+  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "axes", &axes));
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "keepdims", &keepdims));
+  SHARDC_RETURN_IF_ERROR(expectNumeric(kernel, "x", x));
+  SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, "x", x, "y", y));
+  if (axes.empty())
+    return Status::error(std::string(kernel) + ": attribute 'axes' is empty");
+  reduced->assign(x.shape.size(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axes", axes[i], x.rank()));
+    if (i > 0 && axes[i] <= axes[i - 1])
+      return Status::error(std::string(kernel) +
+                           ": attribute 'axes' must be sorted and without duplicates");
+    (*reduced)[static_cast<size_t>(axes[i])] = true;
+  }
+  std::vector<int64_t> expected;
+  *groupSize = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (!(*reduced)[d])
+      expected.push_back(x.shape[d]);
+    else if (keepdims)
+      expected.push_back(1);
+    if ((*reduced)[d])
+      *groupSize *= x.shape[d];
+  }
+  return expectShape(kernel, "y", y, expected);
+}
+
+} // namespace shardc::runtime::cpu

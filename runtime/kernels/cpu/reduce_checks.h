@@ -1,0 +1,19 @@
+// The contracts of the reductions (reduce_sum, reduce_mean, reduce_max), written once for every
+// device: the CPU and CUDA kernels call the same check, which reads only dtypes, shapes and
+// attributes.
+#pragma once
+
+#include "runtime/kernels/kernel.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace shardc::runtime::cpu {
+
+// One numeric input x and output y of its dtype; attribute 'axes' sorted, unique, non-empty;
+// y of x's shape without (or, with 'keepdims', with 1 in) the reduced dims. Returns which dims
+// of x are reduced and the number of x elements folded into each y element.
+Status checkReduce(const char *kernel, const KernelArgs &args, std::vector<bool> *reduced,
+                   int64_t *groupSize);
+
+} // namespace shardc::runtime::cpu
