@@ -86,9 +86,9 @@ TEST(CudaNormLoss, LayerNormOverSeveralDimsWithBroadcastParamsMatchesTheCpu) {
   SHARDC_REQUIRE_CUDA();
   // Normalised over dims [axis, 3) of [3, 5, 7]; scale and bias broadcast differently.
   for (int64_t axis : {0, 1, 2}) {
-    const std::vector<int64_t> norm(std::vector<int64_t>{3, 5, 7}.begin() + axis,
-                                    std::vector<int64_t>{3, 5, 7}.end());
-    std::vector<int64_t> stats = {3, 5, 7};
+    const std::vector<int64_t> shape = {3, 5, 7};
+    const std::vector<int64_t> norm(shape.begin() + axis, shape.end());
+    std::vector<int64_t> stats = shape;
     for (size_t d = static_cast<size_t>(axis); d < 3; ++d)
       stats[d] = 1;
     KernelCase c{"layer_norm",
