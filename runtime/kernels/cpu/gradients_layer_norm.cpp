@@ -8,6 +8,7 @@
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/norm_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -18,18 +19,6 @@ namespace shardc::runtime::cpu {
 namespace {
 
 constexpr const char *kKernel = "layer_norm_grad";
-
-// Plans the walk of the normalised dims that reads `param` (scale, or a parameter gradient of
-// the same broadcast shape) at each position, so that dense per-position values can be read
-// from or summed onto it.
-Status planParam(const char *role, const Tensor &param, const std::vector<int64_t> &normShape,
-                 StridedLoop *loop) {
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, role, param, program::F32));
-  Status s = planBroadcast({&param.shape}, normShape, loop);
-  if (!s)
-    return Status::error(std::string(kKernel) + ": " + role + ": " + s.message());
-  return Status::ok();
-}
 
 // Writes the dense per-position sums `dense` into `out`, adding together the positions that
 // share one element of `out` (its broadcast dims) in `acc` (out.numel() doubles of workspace).
@@ -93,44 +82,16 @@ Status layerNormGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
 }
 
 Status layerNormGradKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(
-      checkOperands(kKernel, args, Arity::exactly(5), Arity::withOptional(0, 3)));
+  LayerNormPlan plan;
+  SHARDC_RETURN_IF_ERROR(checkLayerNormGrad(args, &plan));
   const Tensor &dy = args.inputs[0], &x = args.inputs[1], &scale = args.inputs[2];
   const Tensor &mean = args.inputs[3], &invStd = args.inputs[4];
   const Tensor absent;
   const Tensor &dx = args.outputs.size() > 0 ? args.outputs[0] : absent;
   const Tensor &dscale = args.outputs.size() > 1 ? args.outputs[1] : absent;
   const Tensor &dbias = args.outputs.size() > 2 ? args.outputs[2] : absent;
-  int64_t axis = 0;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "x", x, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectAxis(kKernel, "axis", axis, x.rank()));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dy", dy, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dy", dy, x.shape));
-  std::vector<int64_t> statsShape = x.shape;
-  std::fill(statsShape.begin() + axis, statsShape.end(), 1);
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "mean", mean, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "mean", mean, statsShape));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "inv_std_dev", invStd, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "inv_std_dev", invStd, statsShape));
-
-  const std::vector<int64_t> normShape(x.shape.begin() + axis, x.shape.end());
-  const int64_t normSize = dimsProduct(x.shape, static_cast<size_t>(axis), x.shape.size());
-  const int64_t rows = dimsProduct(x.shape, 0, static_cast<size_t>(axis));
-  StridedLoop scaleLoop, dbiasLoop;
-  SHARDC_RETURN_IF_ERROR(planParam("scale", scale, normShape, &scaleLoop));
-  if (dx.present()) {
-    SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dx", dx, program::F32));
-    SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dx", dx, x.shape));
-  }
-  if (dscale.present()) {
-    SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dscale", dscale, program::F32));
-    SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dscale", dscale, scale.shape));
-  }
-  // The forward bias may broadcast differently from scale, so dbias takes its shape from the
-  // output tensor (anything that broadcasts to the normalised dims).
-  if (dbias.present())
-    SHARDC_RETURN_IF_ERROR(planParam("dbias", dbias, normShape, &dbiasLoop));
+  const int64_t normSize = plan.normSize, rows = plan.rows;
+  const StridedLoop &scaleLoop = plan.scaleLoop, &dbiasLoop = plan.biasLoop;
 
   Workspace workspace(args);
   Scratch scratch;

@@ -128,16 +128,12 @@ Status nllLossGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
 
 Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
   const char *kernel = "softmax_cross_entropy_loss_grad";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(3, 1), Arity::exactly(1)));
+  LossSpec spec;
+  SHARDC_RETURN_IF_ERROR(checkLossGradOperands(kernel, args, /*withLogProb=*/true, &spec));
   const Tensor absent;
   const Tensor &dloss = args.inputs[0], &logProb = args.inputs[1], &labels = args.inputs[2];
   const Tensor &weights = args.inputs.size() > 3 ? args.inputs[3] : absent;
   const Tensor &dscores = args.outputs[0];
-  LossSpec spec;
-  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, dscores, "gradient output", labels,
-                                           weights, dloss, "dloss", &spec));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", logProb, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", logProb, dscores.shape));
   // Ignored positions keep zeros, so the output starts zeroed and only non-ignored positions
   // are filled in.
   float *out = dscores.as<float>();
@@ -156,14 +152,12 @@ Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
 
 Status nllLossGradKernel(KernelArgs &args) {
   const char *kernel = "nll_loss_grad";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(2, 1), Arity::exactly(1)));
+  LossSpec spec;
+  SHARDC_RETURN_IF_ERROR(checkLossGradOperands(kernel, args, /*withLogProb=*/false, &spec));
   const Tensor absent;
   const Tensor &dloss = args.inputs[0], &target = args.inputs[1];
   const Tensor &weight = args.inputs.size() > 2 ? args.inputs[2] : absent;
   const Tensor &dinput = args.outputs[0];
-  LossSpec spec;
-  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, dinput, "gradient output", target, weight,
-                                           dloss, "dloss", &spec));
   float *out = dinput.as<float>();
   if (dinput.sizeBytes() > 0)
     std::memset(out, 0, dinput.sizeBytes());

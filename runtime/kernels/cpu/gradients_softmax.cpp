@@ -5,6 +5,7 @@
 //   log_softmax: dx = dy - exp(y) * sum(dy, axis)
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/norm_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -32,20 +33,10 @@ Status softmaxGradWorkspaceCommon(const char *kernel, const KernelArgs &args, ui
 }
 
 Status softmaxGradCommon(const char *kernel, KernelArgs &args, bool logOutput) {
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(2), Arity::exactly(1)));
+  AxisSizes sizes;
+  SHARDC_RETURN_IF_ERROR(checkSoftmaxGrad(kernel, args, &sizes));
   const Tensor &dy = args.inputs[0], &y = args.inputs[1], &dx = args.outputs[0];
-  int64_t axis = 0;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "dy", dy, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "y", y, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "y", y, dy.shape));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "dx", dx, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "dx", dx, dy.shape));
-  SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axis", axis, dy.rank()));
-  const size_t ax = static_cast<size_t>(axis);
-  const int64_t outer = dimsProduct(dy.shape, 0, ax);
-  const int64_t dim = dy.shape[ax];
-  const int64_t inner = dimsProduct(dy.shape, ax + 1, dy.shape.size());
+  const int64_t outer = sizes.outer, dim = sizes.dim, inner = sizes.inner;
 
   // Viewed as [outer, dim, inner]: one double sum per inner position, accumulated while
   // walking contiguous inner rows (so an inner axis of 1 and a strided axis share one loop).

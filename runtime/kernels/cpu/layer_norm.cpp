@@ -2,6 +2,7 @@
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/norm_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -28,25 +29,6 @@ double accumulate(const float *values, int64_t n, double shift, bool squared) {
     acc[0] += squared ? d * d : d;
   }
   return (acc[0] + acc[1]) + (acc[2] + acc[3]);
-}
-
-// Returns `param` laid out densely over the normalised dims, expanding it into `storage` (the
-// workspace piece of normSize floats taken for it) when it is broadcast; a dense one is used in
-// place.
-Status denseParam(const char *role, const Tensor &param, const std::vector<int64_t> &normShape,
-                  int64_t normSize, float *storage, const float **out) {
-  SHARDC_RETURN_IF_ERROR(expectDtype("layer_norm", role, param, program::F32));
-  StridedLoop loop;
-  Status s = planBroadcast({&param.shape}, normShape, &loop);
-  if (!s)
-    return Status::error(std::string("layer_norm: ") + role + ": " + s.message());
-  if (param.numel() == normSize) {
-    *out = param.as<float>();
-    return Status::ok();
-  }
-  copyStrided(param.as<float>(), storage, loop);
-  *out = storage;
-  return Status::ok();
 }
 
 // The workspace of layer_norm: a dense copy of scale, and of bias, when they broadcast.
@@ -83,44 +65,32 @@ Status layerNormWorkspace(const KernelArgs &args, uint64_t *bytes) {
 }
 
 Status layerNormKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(
-      checkOperands("layer_norm", args, Arity::withOptional(2, 1), Arity::withOptional(1, 2)));
+  LayerNormPlan plan;
+  SHARDC_RETURN_IF_ERROR(checkLayerNorm(args, &plan));
   const Tensor &x = args.inputs[0], &scale = args.inputs[1], &y = args.outputs[0];
   const Tensor absent;
   const Tensor &bias = args.inputs.size() > 2 ? args.inputs[2] : absent;
   const Tensor &meanOut = args.outputs.size() > 1 ? args.outputs[1] : absent;
   const Tensor &invStdOut = args.outputs.size() > 2 ? args.outputs[2] : absent;
-  int64_t axis = 0;
-  float epsilon = 0;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
-  SHARDC_RETURN_IF_ERROR(getFloatAttr(args, "epsilon", &epsilon));
-  SHARDC_RETURN_IF_ERROR(expectDtype("layer_norm", "x", x, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectAxis("layer_norm", "axis", axis, x.rank()));
-  SHARDC_RETURN_IF_ERROR(expectDtype("layer_norm", "y", y, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape("layer_norm", "y", y, x.shape));
-
-  const std::vector<int64_t> normShape(x.shape.begin() + axis, x.shape.end());
-  const int64_t normSize = dimsProduct(x.shape, static_cast<size_t>(axis), x.shape.size());
-  const int64_t rows = dimsProduct(x.shape, 0, static_cast<size_t>(axis));
-  std::vector<int64_t> statsShape = x.shape;
-  std::fill(statsShape.begin() + axis, statsShape.end(), 1);
-  for (const auto &[stat, role] :
-       {std::pair<const Tensor *, const char *>{&meanOut, "mean"},
-        std::pair<const Tensor *, const char *>{&invStdOut, "inv_std_dev"}}) {
-    if (!stat->present())
-      continue;
-    SHARDC_RETURN_IF_ERROR(expectDtype("layer_norm", role, *stat, program::F32));
-    SHARDC_RETURN_IF_ERROR(expectShape("layer_norm", role, *stat, statsShape));
-  }
+  const float epsilon = plan.epsilon;
+  const int64_t normSize = plan.normSize, rows = plan.rows;
 
   Workspace workspace(args);
   Scratch scratch;
   SHARDC_RETURN_IF_ERROR(takeScratch(workspace, scale, bias, normSize, &scratch));
-  const float *scaleData = nullptr, *biasData = nullptr;
-  SHARDC_RETURN_IF_ERROR(
-      denseParam("scale", scale, normShape, normSize, scratch.scale, &scaleData));
-  if (bias.present())
-    SHARDC_RETURN_IF_ERROR(denseParam("bias", bias, normShape, normSize, scratch.bias, &biasData));
+  // scale and bias densely over the normalised dims (dense ones are read in place).
+  const float *scaleData = scale.as<float>(), *biasData = nullptr;
+  if (scale.numel() != normSize) {
+    copyStrided(scale.as<float>(), scratch.scale, plan.scaleLoop);
+    scaleData = scratch.scale;
+  }
+  if (bias.present()) {
+    biasData = bias.as<float>();
+    if (bias.numel() != normSize) {
+      copyStrided(bias.as<float>(), scratch.bias, plan.biasLoop);
+      biasData = scratch.bias;
+    }
+  }
 
   const float *px = x.as<float>();
   float *py = y.as<float>();

@@ -59,4 +59,55 @@ Status checkLossOperands(const char *kernel, const KernelArgs &args, const Tenso
                      spec->reduction == LossReduction::None ? targetShape : std::vector<int64_t>{});
 }
 
+Status checkCrossEntropyOperands(const KernelArgs &args, CrossEntropyOperands *ops) {
+  const char *kernel = "softmax_cross_entropy_loss";
+  SHARDC_RETURN_IF_ERROR(
+      checkOperands(kernel, args, Arity::withOptional(2, 1), Arity::withOptional(1, 1)));
+  static const Tensor absent;
+  ops->scores = &args.inputs[0];
+  ops->labels = &args.inputs[1];
+  ops->weights = args.inputs.size() > 2 ? &args.inputs[2] : &absent;
+  ops->loss = &args.outputs[0];
+  ops->logProbOut = args.outputs.size() > 1 ? &args.outputs[1] : &absent;
+  if (hasIndexBlockAttrs(args))
+    return Status::error(std::string(kernel) +
+                         ": index_offset/index_size (a split class dimension) are not supported: "
+                         "the softmax needs every class of a row");
+  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, *ops->scores, "input", *ops->labels,
+                                           *ops->weights, *ops->loss, "loss", &ops->spec));
+  if (ops->logProbOut->present()) {
+    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", *ops->logProbOut, program::F32));
+    SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", *ops->logProbOut, ops->scores->shape));
+  }
+  return Status::ok();
+}
+
+Status checkNllLossOperands(const KernelArgs &args, LossSpec *spec) {
+  const char *kernel = "nll_loss";
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(2, 1), Arity::exactly(1)));
+  const Tensor absent;
+  const Tensor &weight = args.inputs.size() > 2 ? args.inputs[2] : absent;
+  return checkLossOperands(kernel, args, args.inputs[0], "input", args.inputs[1], weight,
+                           args.outputs[0], "loss", spec);
+}
+
+Status checkLossGradOperands(const char *kernel, const KernelArgs &args, bool withLogProb,
+                             LossSpec *spec) {
+  const Arity inputs = withLogProb ? Arity::withOptional(3, 1) : Arity::withOptional(2, 1);
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, inputs, Arity::exactly(1)));
+  const size_t targetIndex = withLogProb ? 2 : 1;
+  const Tensor absent;
+  const Tensor &weight = args.inputs.size() > targetIndex + 1 ? args.inputs[targetIndex + 1] : absent;
+  const Tensor &gradient = args.outputs[0];
+  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, gradient, "gradient output",
+                                           args.inputs[targetIndex], weight, args.inputs[0],
+                                           "dloss", spec));
+  if (withLogProb) {
+    const Tensor &logProb = args.inputs[1];
+    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", logProb, program::F32));
+    SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", logProb, gradient.shape));
+  }
+  return Status::ok();
+}
+
 } // namespace shardc::runtime::cpu

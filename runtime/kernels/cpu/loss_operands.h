@@ -29,4 +29,21 @@ Status checkLossOperands(const char *kernel, const KernelArgs &args, const Tenso
                          const char *classesName, const Tensor &target, const Tensor &weight,
                          const Tensor &loss, const char *lossName, LossSpec *spec);
 
+// The operands of softmax_cross_entropy_loss ((scores, labels, weights?) -> (loss, log_prob?)),
+// checked; absent operands point at an absent tensor.
+struct CrossEntropyOperands {
+  const Tensor *scores = nullptr, *labels = nullptr, *weights = nullptr, *loss = nullptr;
+  const Tensor *logProbOut = nullptr;
+  LossSpec spec;
+};
+Status checkCrossEntropyOperands(const KernelArgs &args, CrossEntropyOperands *ops);
+
+// nll_loss: (input, target, weight?) -> loss.
+Status checkNllLossOperands(const KernelArgs &args, LossSpec *spec);
+
+// The backwards: softmax_cross_entropy_loss_grad ((dloss, log_prob, labels, weights?) ->
+// dscores, `withLogProb`) and nll_loss_grad ((dloss, target, weight?) -> dinput).
+Status checkLossGradOperands(const char *kernel, const KernelArgs &args, bool withLogProb,
+                             LossSpec *spec);
+
 } // namespace shardc::runtime::cpu

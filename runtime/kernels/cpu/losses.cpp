@@ -60,36 +60,6 @@ Status weightedNll(const char *kernel, const float *logProb, const Tensor &targe
 
 constexpr const char *kSoftmaxCrossEntropy = "softmax_cross_entropy_loss";
 
-// The operands of softmax_cross_entropy_loss, checked.
-struct CrossEntropyOperands {
-  const Tensor *scores = nullptr, *labels = nullptr, *weights = nullptr, *loss = nullptr;
-  const Tensor *logProbOut = nullptr; // absent (data == nullptr) when not requested
-  LossSpec spec;
-};
-
-Status readCrossEntropyOperands(const KernelArgs &args, CrossEntropyOperands *ops) {
-  const char *kernel = kSoftmaxCrossEntropy;
-  SHARDC_RETURN_IF_ERROR(
-      checkOperands(kernel, args, Arity::withOptional(2, 1), Arity::withOptional(1, 1)));
-  static const Tensor absent;
-  ops->scores = &args.inputs[0];
-  ops->labels = &args.inputs[1];
-  ops->weights = args.inputs.size() > 2 ? &args.inputs[2] : &absent;
-  ops->loss = &args.outputs[0];
-  ops->logProbOut = args.outputs.size() > 1 ? &args.outputs[1] : &absent;
-  if (hasIndexBlockAttrs(args))
-    return Status::error(std::string(kernel) +
-                         ": index_offset/index_size (a split class dimension) are not supported: "
-                         "the softmax needs every class of a row");
-  SHARDC_RETURN_IF_ERROR(checkLossOperands(kernel, args, *ops->scores, "input", *ops->labels,
-                                           *ops->weights, *ops->loss, "loss", &ops->spec));
-  if (ops->logProbOut->present()) {
-    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "log_prob", *ops->logProbOut, program::F32));
-    SHARDC_RETURN_IF_ERROR(expectShape(kernel, "log_prob", *ops->logProbOut, ops->scores->shape));
-  }
-  return Status::ok();
-}
-
 // The workspace of softmax_cross_entropy_loss: log_prob when it is not an output, then the
 // softmax's own scratch.
 struct CrossEntropyScratch {
@@ -109,7 +79,7 @@ Status takeCrossEntropyScratch(Workspace &workspace, const CrossEntropyOperands 
 
 Status softmaxCrossEntropyLossWorkspace(const KernelArgs &args, uint64_t *bytes) {
   CrossEntropyOperands ops;
-  SHARDC_RETURN_IF_ERROR(readCrossEntropyOperands(args, &ops));
+  SHARDC_RETURN_IF_ERROR(checkCrossEntropyOperands(args, &ops));
   CrossEntropyScratch scratch;
   return measureWorkspace(bytes, [&](Workspace &workspace) {
     return takeCrossEntropyScratch(workspace, ops, &scratch);
@@ -118,7 +88,7 @@ Status softmaxCrossEntropyLossWorkspace(const KernelArgs &args, uint64_t *bytes)
 
 Status softmaxCrossEntropyLossKernel(KernelArgs &args) {
   CrossEntropyOperands ops;
-  SHARDC_RETURN_IF_ERROR(readCrossEntropyOperands(args, &ops));
+  SHARDC_RETURN_IF_ERROR(checkCrossEntropyOperands(args, &ops));
   Workspace workspace(args);
   CrossEntropyScratch scratch;
   SHARDC_RETURN_IF_ERROR(takeCrossEntropyScratch(workspace, ops, &scratch));
@@ -132,14 +102,12 @@ Status softmaxCrossEntropyLossKernel(KernelArgs &args) {
 
 Status nllLossKernel(KernelArgs &args) {
   const char *kernel = "nll_loss";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::withOptional(2, 1), Arity::exactly(1)));
+  LossSpec spec;
+  SHARDC_RETURN_IF_ERROR(checkNllLossOperands(args, &spec));
   const Tensor absent;
   const Tensor &input = args.inputs[0], &target = args.inputs[1];
   const Tensor &weight = args.inputs.size() > 2 ? args.inputs[2] : absent;
   const Tensor &loss = args.outputs[0];
-  LossSpec spec;
-  SHARDC_RETURN_IF_ERROR(
-      checkLossOperands(kernel, args, input, "input", target, weight, loss, "loss", &spec));
   return weightedNll(kernel, input.as<float>(), target, weight, spec, loss);
 }
 

@@ -5,6 +5,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/fast_exp.h"
+#include "runtime/kernels/cpu/norm_checks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -128,18 +129,10 @@ Status softmaxWorkspaceCommon(const char *kernel, const KernelArgs &args, uint64
 }
 
 Status softmaxCommon(const char *kernel, KernelArgs &args, bool logOutput) {
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(1), Arity::exactly(1)));
+  AxisSizes sizes;
+  SHARDC_RETURN_IF_ERROR(checkSoftmax(kernel, args, &sizes));
   const Tensor &x = args.inputs[0], &y = args.outputs[0];
-  int64_t axis = 0;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "x", x, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "y", y, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "y", y, x.shape));
-  SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axis", axis, x.rank()));
-  const size_t ax = static_cast<size_t>(axis);
-  const int64_t outer = dimsProduct(x.shape, 0, ax);
-  const int64_t dim = x.shape[ax];
-  const int64_t inner = dimsProduct(x.shape, ax + 1, x.shape.size());
+  const int64_t outer = sizes.outer, dim = sizes.dim, inner = sizes.inner;
   Workspace workspace(args);
   SoftmaxScratch scratch;
   SHARDC_RETURN_IF_ERROR(takeSoftmaxScratch(kernel, workspace, inner, &scratch));

@@ -75,4 +75,25 @@ Status reduceMaxKernel(KernelArgs &args);
 Status adamwUpdateKernel(KernelArgs &args);
 Status sgdUpdateKernel(KernelArgs &args);
 
+// softmax.cu: softmax, log_softmax and their backwards.
+Status softmaxKernel(KernelArgs &args);
+Status logSoftmaxKernel(KernelArgs &args);
+Status softmaxGradKernel(KernelArgs &args);
+Status logSoftmaxGradKernel(KernelArgs &args);
+
+// layer_norm.cu: layer_norm and its backward.
+Status layerNormKernel(KernelArgs &args);
+Status layerNormWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status layerNormGradKernel(KernelArgs &args);
+Status layerNormGradWorkspace(const KernelArgs &args, uint64_t *bytes);
+
+// losses.cu: softmax_cross_entropy_loss, nll_loss and their backwards.
+Status softmaxCrossEntropyLossKernel(KernelArgs &args);
+Status softmaxCrossEntropyLossWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status softmaxCrossEntropyLossGradKernel(KernelArgs &args);
+Status softmaxCrossEntropyLossGradWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status nllLossKernel(KernelArgs &args);
+Status nllLossGradKernel(KernelArgs &args);
+Status nllLossGradWorkspace(const KernelArgs &args, uint64_t *bytes);
+
 } // namespace shardc::runtime::cuda
