@@ -47,7 +47,8 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/case/tiny_gpt/model.onnx" "
   cp "$build/tools/shardrun/shardrun" "$dir/bin/"
   cp "$build/tests/unit/comm/comm_nccl_smoke" "$dir/bin/"
   local test
-  for test in tests/unit/device/device_unit_tests tests/unit/cuda/cuda_kernel_tests; do
+  for test in tests/unit/device/device_unit_tests tests/unit/cuda/cuda_kernel_tests \
+              tests/unit/runtime/runtime_unit_tests; do
     [[ -x $build/$test ]] && cp "$build/$test" "$dir/bin/"
   done
   local orterun orted
@@ -151,13 +152,16 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
     head -1)); NCCL from $nccl_dir"
 
   # 0. The GPU unit tests: on a GPU machine none may skip.
-  local bin summary rc
-  for bin in device_unit_tests cuda_kernel_tests; do
+  local bin summary rc filter
+  for bin in device_unit_tests cuda_kernel_tests runtime_unit_tests; do
     if [[ ! -x $dir/bin/$bin ]]; then
       report "$bin" FAIL "not prepared (was the build configured with CUDA?)"
       continue
     fi
-    timeout 300 "$dir/bin/$bin" >"$out/$bin.log" 2>&1
+    # Of the runtime's tests, the executor's (one of which runs on the cuda device).
+    filter='*'
+    [[ $bin == runtime_unit_tests ]] && filter='Executor.*'
+    timeout 300 "$dir/bin/$bin" --gtest_filter="$filter" >"$out/$bin.log" 2>&1
     rc=$?
     summary="$(grep -E '^\[  PASSED  \]' "$out/$bin.log" | head -1) $(grep -cE '^\[  SKIPPED \] [A-Za-z]' "$out/$bin.log") skipped"
     if [[ $rc -eq 0 ]] && ! grep -qE '^\[  SKIPPED \] [A-Za-z]' "$out/$bin.log"; then
@@ -191,6 +195,26 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
     fi
   else
     report "shardrun nccl, 1 rank" FAIL "rc $rc: $(tail -2 "$out/one_nccl.log" | tr '\n' ' ')"
+  fi
+
+  # 1b. Training on the GPU: the 1-rank bundle on --device cuda, against the CPU run.
+  timeout 300 "$sr" "$work/one.shard" --steps 30 --data "$data" --device cuda \
+    --metrics "$out/one_cuda.jsonl" >"$out/one_cuda.log" 2>&1
+  rc=$?
+  if [[ $rc -eq 0 ]]; then
+    local vs_cpu vs_torch
+    vs_cpu=$(paste <(losses "$out/one_cuda.jsonl") <(losses "$out/one_local.jsonl") |
+      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    vs_torch=$(paste <(losses "$out/one_cuda.jsonl") <(losses "$work/torch/losses.jsonl") |
+      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    if [[ $(losses "$out/one_cuda.jsonl" | wc -l) -eq 30 ]] &&
+       awk -v w="$vs_cpu" 'BEGIN {exit !(w <= 1e-5)}'; then
+      report "shardrun --device cuda, 1 rank" ok "30 steps; vs the CPU worst rel $vs_cpu, vs PyTorch $vs_torch; $(grep -m1 'ms/step' "$out/one_cuda.log" | sed 's/.*in //')"
+    else
+      report "shardrun --device cuda, 1 rank" FAIL "vs the CPU worst rel $vs_cpu"
+    fi
+  else
+    report "shardrun --device cuda, 1 rank" FAIL "rc $rc: $(tail -2 "$out/one_cuda.log" | tr '\n' ' ')"
   fi
 
   local name bundle bdata

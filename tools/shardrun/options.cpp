@@ -57,6 +57,10 @@ const char kUsage[] =
     "                     (default 30)\n"
     "  --io-timeout S     seconds the ranks wait for the slowest to load the bundle and data,\n"
     "                     and for rank 0 to write a --save-every checkpoint (default 600)\n"
+    "  --device cpu|cuda|auto  where each rank's memory lives and its kernels run (default\n"
+    "                     cpu; auto: cuda when a GPU is visible). On cuda every rank of this\n"
+    "                     process uses GPU 0; a program using a kernel that has no CUDA\n"
+    "                     implementation yet is refused before it runs, naming the op\n"
     "  -h, --help      print this help and exit\n"
     "\n"
     "A tensor's file name is its name with every character outside [A-Za-z0-9._-] replaced by\n"
@@ -176,6 +180,7 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
                             : flag == "--min-lr"       ? "a learning rate"
                             : flag == "--export-onnx"  ? "a file"
                             : flag == "--comm"         ? "local, mpi or nccl"
+                            : flag == "--device"       ? "cpu, cuda or auto"
                             : flag == "--comm-timeout" ? "a number of seconds"
                             : flag == "--io-timeout"   ? "a number of seconds"
                                                        : nullptr;
@@ -198,6 +203,7 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
                                              : flag == "--on-nonfinite" ? &options->onNonFinite
                                              : flag == "--export-onnx" ? &options->exportOnnx
                                              : flag == "--comm"        ? &options->comm
+                                             : flag == "--device"      ? &options->device
                                                                        : nullptr;
       if (textSlot != nullptr) {
         if (*textSlot)
@@ -208,6 +214,8 @@ std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
           return usageError("--schedule: expected constant or cosine, got '" + value + "'");
         if (flag == "--comm" && value != "local" && value != "mpi" && value != "nccl")
           return usageError("--comm: expected local, mpi or nccl, got '" + value + "'");
+        if (flag == "--device" && value != "cpu" && value != "cuda" && value != "auto")
+          return usageError("--device: expected cpu, cuda or auto, got '" + value + "'");
         *textSlot = value;
       } else if (flag == "--comm-timeout" || flag == "--io-timeout") {
         double seconds = 0;

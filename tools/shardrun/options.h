@@ -49,6 +49,8 @@ struct Options {
   // Several ranks: the communication backend ("local", "mpi", "nccl") and its timeout; how long
   // the ranks wait through long work of one of them (kDefaultIoTimeoutSeconds when absent).
   std::optional<std::string> comm;
+  // --device cpu|cuda|auto: where the ranks' memory lives and their kernels run (default cpu).
+  std::optional<std::string> device;
   std::optional<double> commTimeout;
   std::optional<double> ioTimeout;
   bool help = false;

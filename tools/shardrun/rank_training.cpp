@@ -1,5 +1,7 @@
 #include "tools/shardrun/rank_training.h"
 
+#include "tools/shardrun/device_option.h"
+
 #include "runtime/executor/executor.h"
 #include "runtime/memory/memory_report.h"
 #include "runtime/program/rank_program.h"
@@ -30,6 +32,7 @@ namespace {
 
 // What a rank holds for its run.
 struct RankState {
+  std::unique_ptr<Device> device; // --device cuda; outlives the executor (declared first)
   std::unique_ptr<Executor> executor;
   std::unique_ptr<TrainingLoop> loop;
   std::unique_ptr<BatchSource> batches;
@@ -57,7 +60,11 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
     status = openNpyBatchSource(options.dataDir.value_or(""), signature.batchInputs,
                                 &state->batches, signature.batchSlice);
   SHARDC_RETURN_IF_ERROR(status);
-  status = Executor::create(program, run.bundle->weights, &state->executor, tracker, comm);
+  status = createRankDevice(options, &state->device);
+  if (!status.isOk())
+    return status;
+  status = Executor::create(program, run.bundle->weights, &state->executor, tracker, comm,
+                            state->device.get());
   if (!status.isOk())
     return Status::error(bundleDir + ": " + status.message());
   const LoadedBundle &bundle = *run.bundle;

@@ -5,6 +5,7 @@
 #include "runtime/program/program_validation.h"
 #include "runtime/program/rank_program.h"
 #include "runtime/support/file_io.h"
+#include "tools/shardrun/device_option.h"
 #include "tools/shardrun/run_report.h"
 #include "tools/shardrun/tensor_files.h"
 
@@ -43,8 +44,12 @@ std::optional<Failure> runOnce(const Options &options, const LoadedBundle &bundl
     if (auto failure = readInputs(program, *options.dataDir, &inputs, &inPlaceState))
       return failure;
   }
+  std::unique_ptr<Device> device;
+  status = createRankDevice(options, &device);
+  if (!status.isOk())
+    return error(status.message());
   std::unique_ptr<Executor> executor;
-  status = Executor::create(program, bundle.weights, &executor, tracker);
+  status = Executor::create(program, bundle.weights, &executor, tracker, nullptr, device.get());
   if (!status.isOk())
     return error(bundleDir + ": " + status.message());
   for (const auto &[name, tensor] : inPlaceState) {

@@ -75,10 +75,20 @@ std::optional<Failure> writeOutputs(const Executor &executor, const std::string 
     return error(outputsDir + ": not a directory");
   for (const auto &binding : executor.program().outputs()) {
     std::string path = joinPath(outputsDir, tensorNpyFileName(binding.name()));
-    // State updated in place is not copied out by a run: it is read where it lies.
-    Status status = writeNpy(path, binding.in_place()
-                                       ? copyToHostTensor(*executor.stateView(binding.name()))
-                                       : outputs.at(binding.name()));
+    // State updated in place is not copied out by a run: it is read where it lies (through
+    // the device, when that is not host memory).
+    Status status = Status::ok();
+    if (!binding.in_place()) {
+      status = writeNpy(path, outputs.at(binding.name()));
+    } else if (executor.memoryOnHost()) {
+      status = writeNpy(path, copyToHostTensor(*executor.stateView(binding.name())));
+    } else {
+      const Tensor *state = executor.stateView(binding.name());
+      HostTensor copy = makeHostTensor(state->dtype, state->shape);
+      status = executor.readState(binding.name(), copy.bytes.data(), copy.bytes.size());
+      if (status.isOk())
+        status = writeNpy(path, copy);
+    }
     if (!status.isOk())
       return error(status.message());
   }

@@ -1,0 +1,15 @@
+#include "tools/shardrun/device_option.h"
+
+namespace shardrun {
+
+shardc::runtime::Status createRankDevice(const Options &options, std::unique_ptr<shardc::runtime::Device> *out) {
+  out->reset();
+  shardc::runtime::DeviceChoice choice = shardc::runtime::DeviceChoice::Cpu;
+  SHARDC_RETURN_IF_ERROR(shardc::runtime::parseDeviceChoice(options.device.value_or("cpu"), &choice));
+  if (choice == shardc::runtime::DeviceChoice::Cpu ||
+      (choice == shardc::runtime::DeviceChoice::Auto && !shardc::runtime::cudaDeviceAvailable(nullptr)))
+    return shardc::runtime::Status::ok();
+  return shardc::runtime::createCudaDevice(0, out);
+}
+
+} // namespace shardrun
