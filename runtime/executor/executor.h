@@ -106,6 +106,11 @@ public:
   Status readOutput(const std::string &name, void *out, size_t size) const;
   // The device given to create(); null when the executor runs in host memory.
   Device *device() const { return device_; }
+  // The workspace the kernels are given: the program's, or with a device the largest need of
+  // its kernels (at least the program's).
+  uint64_t workspaceBytes() const {
+    return device_ != nullptr ? workspaceBytes_ : program_.workspace_bytes();
+  }
 
   // Where a run first produced a NaN (or, with `infinities`, an infinity), in program order: an
   // f32 graph input that already holds one, else the first op with such an f32 output. NaN and

@@ -50,4 +50,30 @@ PeakMemoryReport comparePeakMemory(const program::Program &program, const Memory
   return report;
 }
 
+PeakMemoryReport compareDevicePeakMemory(const program::Program &program,
+                                         const MemoryTracker &hostTracker, const char *deviceName,
+                                         uint64_t deviceMeasuredPeak, uint64_t workspaceBytes) {
+  PeakMemoryReport report;
+  const PlannedMemory plan = planPeakMemory(program);
+  const uint64_t planned = plan.arena + plan.weights + workspaceBytes;
+  report.planned = true;
+  report.agrees = planned == deviceMeasuredPeak;
+  const MemoryByUse host = hostTracker.peakByUse();
+  const std::string hostText =
+      "; host: step inputs " + std::to_string(host[static_cast<size_t>(MemoryUse::StepInputs)]) +
+      ", step outputs " + std::to_string(host[static_cast<size_t>(MemoryUse::StepOutputs)]) +
+      " bytes at the host's peak";
+  report.text = std::string("memory on ") + deviceName + ": " +
+                (report.agrees ? "planned peak " + std::to_string(planned) +
+                                     " bytes, measured peak " + std::to_string(deviceMeasuredPeak)
+                               : "measured peak " + std::to_string(deviceMeasuredPeak) +
+                                     " bytes differs from the planned peak " +
+                                     std::to_string(planned)) +
+                " bytes (arena " + std::to_string(plan.arena) + ", weights " +
+                std::to_string(plan.weights) + ", workspace " + std::to_string(workspaceBytes) +
+                ": the plan's " + std::to_string(plan.workspace) + " for the CPU kernels, " +
+                "the device's kernels need more)" + hostText;
+  return report;
+}
+
 } // namespace shardc::runtime

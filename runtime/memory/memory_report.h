@@ -21,4 +21,13 @@ struct PeakMemoryReport {
 
 PeakMemoryReport comparePeakMemory(const program::Program &program, const MemoryTracker &tracker);
 
+// With the arena, weights and workspace on a device (shardrun --device cuda): the device's
+// measured peak (Device::memoryCounters) against the plan's arena and weights plus
+// `workspaceBytes`, the workspace that device's kernels need (at least the plan's: cuBLASLt's
+// scratch is larger than the CPU kernels'). The host's step inputs and outputs are reported
+// beside it, not compared: on a device they are staging copies.
+PeakMemoryReport compareDevicePeakMemory(const program::Program &program,
+                                         const MemoryTracker &hostTracker, const char *deviceName,
+                                         uint64_t deviceMeasuredPeak, uint64_t workspaceBytes);
+
 } // namespace shardc::runtime

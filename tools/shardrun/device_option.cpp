@@ -12,4 +12,14 @@ shardc::runtime::Status createRankDevice(const Options &options, std::unique_ptr
   return shardc::runtime::createCudaDevice(0, out);
 }
 
+shardc::runtime::PeakMemoryReport memoryReportOf(const shardc::runtime::Executor &executor,
+                                                 const shardc::runtime::MemoryTracker &tracker) {
+  if (executor.device() == nullptr)
+    return shardc::runtime::comparePeakMemory(executor.program(), tracker);
+  const std::string name = executor.device()->describe();
+  return shardc::runtime::compareDevicePeakMemory(executor.program(), tracker, name.c_str(),
+                                                  executor.device()->memoryCounters().peak,
+                                                  executor.workspaceBytes());
+}
+
 } // namespace shardrun

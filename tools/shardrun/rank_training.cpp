@@ -366,7 +366,7 @@ private:
                (worldSize > 1 ? "this rank's data" : "the whole data set") +
                ", not part of the plan)";
     if (ran > 0) {
-      out_->report.memory = comparePeakMemory(executor_.program(), *tracker_);
+      out_->report.memory = memoryReportOf(executor_, *tracker_);
     } else {
       // Resumed at the final step: no step ran, so the step outputs were never allocated and
       // there is no peak to hold against the plan.

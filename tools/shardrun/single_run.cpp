@@ -73,7 +73,7 @@ std::optional<Failure> runOnce(const Options &options, const LoadedBundle &bundl
                program.ops_size(), ms, outputs.size(), outputs.size() == 1 ? "" : "s",
                options.outputsDir->c_str());
   RankReport report;
-  report.memory = comparePeakMemory(program, *tracker);
+  report.memory = memoryReportOf(*executor, *tracker);
   return printRankReports({report}, 1);
 }
 
