@@ -125,10 +125,16 @@ Status Executor::create(const program::Program &program,
                              "): " + sized.message());
       executor->workspaceBytes_ = std::max(executor->workspaceBytes_, need);
     }
-    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, static_cast<size_t>(prog.arena_bytes()),
+    // The sizes the host allocator would take (rounded as AlignedBuffer rounds), which are the
+    // plan's: the device's measured peak is then the plan's exactly.
+    auto allocation = [](uint64_t bytes) {
+      return static_cast<size_t>(AlignedBuffer::allocationSize(bytes));
+    };
+    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, allocation(prog.arena_bytes()),
                                                   "the arena", &executor->deviceArena_));
-    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, static_cast<size_t>(prog.weights_bytes()),
+    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, allocation(prog.weights_bytes()),
                                                   "the weights", &executor->deviceWeights_));
+    executor->workspaceBytes_ = allocation(executor->workspaceBytes_);
     SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device,
                                                   static_cast<size_t>(executor->workspaceBytes_),
                                                   "the workspace", &executor->deviceWorkspace_));

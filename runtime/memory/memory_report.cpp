@@ -55,6 +55,7 @@ PeakMemoryReport compareDevicePeakMemory(const program::Program &program,
                                          uint64_t deviceMeasuredPeak, uint64_t workspaceBytes) {
   PeakMemoryReport report;
   const PlannedMemory plan = planPeakMemory(program);
+  // workspaceBytes is already the allocation's size (rounded as the plan's).
   const uint64_t planned = plan.arena + plan.weights + workspaceBytes;
   report.planned = true;
   report.agrees = planned == deviceMeasuredPeak;

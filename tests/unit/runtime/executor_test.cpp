@@ -90,13 +90,18 @@ void runAddMatmulOn(Device &device) {
   ASSERT_TRUE(status.isOk()) << status.message();
   EXPECT_EQ(executor->device(), &device);
   const program::Program &p = executor->program();
-  // The workspace: at least the program's (a device's kernels may need more).
+  // The host allocator's sizes (as planned); the workspace at least the program's (a device's
+  // kernels may need more).
+  const uint64_t planned = AlignedBuffer::allocationSize(p.arena_bytes()) +
+                           AlignedBuffer::allocationSize(p.weights_bytes()) +
+                           AlignedBuffer::allocationSize(p.workspace_bytes());
   if (device.kind() == DeviceKind::Cpu)
-    EXPECT_EQ(device.memoryCounters().inUse - before,
-              p.arena_bytes() + p.weights_bytes() + p.workspace_bytes());
+    EXPECT_EQ(device.memoryCounters().inUse - before, planned);
   else
-    EXPECT_GE(device.memoryCounters().inUse - before,
-              p.arena_bytes() + p.weights_bytes() + p.workspace_bytes());
+    EXPECT_GE(device.memoryCounters().inUse - before, planned);
+  EXPECT_EQ(device.memoryCounters().inUse - before,
+            AlignedBuffer::allocationSize(p.arena_bytes()) +
+                AlignedBuffer::allocationSize(p.weights_bytes()) + executor->workspaceBytes());
   for (const std::vector<float> &x :
        {std::vector<float>{1, 2, 3, 4, 5, 6}, std::vector<float>{-3, 0.25f, 8, 1, -1, 0}}) {
     std::map<std::string, HostTensor> outputs;
