@@ -30,6 +30,7 @@ PACKAGES=(
   nlohmann-json3-dev libxxhash-dev libcli11-dev libfmt-dev
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-protobuf python3-venv
+  python3-xxhash
 )
 
 missing=()

@@ -1,7 +1,6 @@
 #include "runtime/checkpoint/checkpoint.h"
 
 #include "runtime/support/file_io.h"
-#include "runtime/support/fnv1a.h"
 #include "runtime/support/json.h"
 #include "runtime/support/quote.h"
 
@@ -12,6 +11,7 @@
 #include <set>
 #include <system_error>
 #include <vector>
+#include <xxhash.h>
 
 namespace shardc::runtime {
 
@@ -106,7 +106,7 @@ JsonValue manifestFileJson(const ManifestFile &file) {
   JsonValue v = JsonValue::object();
   v.add("name", JsonValue::string(file.name));
   v.add("size", JsonValue::unsignedInteger(file.size));
-  v.add("fnv1a64", JsonValue::string(hex64(file.checksum)));
+  v.add("xxh3_64", JsonValue::string(hex64(file.checksum)));
   return v;
 }
 
@@ -145,7 +145,7 @@ Status parseManifestFile(const std::string &source, const JsonValue &files,
     return Status::error(what + " is missing or not an object");
   const JsonValue *name = entry->find("name");
   const JsonValue *size = entry->find("size");
-  const JsonValue *checksum = entry->find("fnv1a64");
+  const JsonValue *checksum = entry->find("xxh3_64");
   if (name == nullptr || !name->isString() || !isDataFileName(name->stringValue(), kind))
     return Status::error(what + ".name is missing or not a valid data file name (" + kind.prefix +
                          "....safetensors)");
@@ -153,7 +153,7 @@ Status parseManifestFile(const std::string &source, const JsonValue &files,
     return Status::error(what + ".size is missing or not a non-negative integer");
   if (checksum == nullptr || !checksum->isString() ||
       !parseHex64(checksum->stringValue(), &out->checksum))
-    return Status::error(what + ".fnv1a64 is missing or not 16 lowercase hex digits");
+    return Status::error(what + ".xxh3_64 is missing or not 16 lowercase hex digits");
   out->name = name->stringValue();
   return Status::ok();
 }
@@ -201,7 +201,12 @@ Status parseManifest(const std::string &source, const std::vector<uint8_t> &byte
   if (version != kCheckpointFormatVersion)
     return Status::error(source + ": unsupported checkpoint format version " +
                          std::to_string(version) +
-                         " (supported: " + std::to_string(kCheckpointFormatVersion) + ")");
+                         " (supported: " + std::to_string(kCheckpointFormatVersion) +
+                         (version >= 1 && version < kCheckpointFormatVersion
+                              ? "; an older shardrun wrote it, with checksums this one no longer "
+                                "computes"
+                              : "") +
+                         ")");
   SHARDC_RETURN_IF_ERROR(parseManifestEntry(source, root, &out->latest));
   out->older.clear();
   if (const JsonValue *older = root.find("older")) {
@@ -247,7 +252,7 @@ Status writeDataFile(const std::string &dir, const DataFileKind &kind, int64_t s
   SHARDC_RETURN_IF_ERROR(encodeSafetensors(
       refs, {{"format", kFormatName}, {"step", std::to_string(step)}}, path, &image));
   out->size = image.size();
-  out->checksum = fnv1a64(image.data(), image.size());
+  out->checksum = XXH3_64bits(image.data(), image.size());
   return writeFileAtomically(path, image.data(), image.size());
 }
 
@@ -276,7 +281,7 @@ Status loadDataFile(const std::string &dir, const ManifestFile &file,
     return Status::error(path + ": size is " + std::to_string(bytes.size()) + " bytes, " +
                          kCheckpointManifestName + " says " + std::to_string(file.size) +
                          " (file truncated or altered)");
-  if (fnv1a64(bytes.data(), bytes.size()) != file.checksum)
+  if (XXH3_64bits(bytes.data(), bytes.size()) != file.checksum)
     return Status::error(path + ": checksum mismatch (file damaged or altered)");
   return parseSafetensors(bytes.data(), bytes.size(), path, tensors, nullptr);
 }

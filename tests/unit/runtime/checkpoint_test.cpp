@@ -111,7 +111,7 @@ TEST(Checkpoint, ManifestRecordsSizesAndChecksums) {
   EXPECT_EQ(params->find("name")->stringValue(), "params-00000003.safetensors");
   ASSERT_TRUE(params->find("size")->asUint64(&size));
   EXPECT_EQ(size, testing::readBytes(dir.file("params-00000003.safetensors")).size());
-  EXPECT_EQ(params->find("fnv1a64")->stringValue().size(), 16u);
+  EXPECT_EQ(params->find("xxh3_64")->stringValue().size(), 16u);
 }
 
 TEST(Checkpoint, LaterSaveReplacesEarlierAndCleansUp) {
@@ -274,22 +274,26 @@ TEST(Checkpoint, RejectsBadManifests) {
       {"[]", manifestPath + ": not a JSON object"},
       {withReplaced("\"shardc-checkpoint\"", "\"other\""),
        manifestPath + ": not a shardc checkpoint manifest"},
-      {withReplaced("\"format_version\": 1", "\"format_version\": 2"),
-       manifestPath + ": unsupported checkpoint format version 2 (supported: 1)"},
+      {withReplaced("\"format_version\": 2", "\"format_version\": 3"),
+       manifestPath + ": unsupported checkpoint format version 3 (supported: 2)"},
+      // Version 1 checksummed the data files with FNV-1a ("fnv1a64").
+      {withReplaced("\"format_version\": 2", "\"format_version\": 1"),
+       manifestPath + ": unsupported checkpoint format version 1 (supported: 2; an older "
+                      "shardrun wrote it, with checksums this one no longer computes)"},
       {withReplaced("\"step\": 4", "\"step\": -4"),
        manifestPath + ": step is missing or not a non-negative integer"},
       {withReplaced("\"params-00000004.safetensors\"", "\"../params-00000004.safetensors\""),
        manifestPath + ": files.params.name is missing or not a valid data file name"},
       {withReplaced("\"optimizer-00000004.safetensors\"", "\"params-00000004.safetensors\""),
        manifestPath + ": files.optimizer.name is missing or not a valid data file name"},
-      {withReplaced("\"fnv1a64\": \"", "\"fnv1a64\": \"X"),
-       manifestPath + ": files.params.fnv1a64 is missing or not 16 lowercase hex digits"},
-      {withReplaced("\"format_version\": 1", "\"format_version\": 1, \"older\": {}"),
+      {withReplaced("\"xxh3_64\": \"", "\"xxh3_64\": \"X"),
+       manifestPath + ": files.params.xxh3_64 is missing or not 16 lowercase hex digits"},
+      {withReplaced("\"format_version\": 2", "\"format_version\": 2, \"older\": {}"),
        manifestPath + ": older is not an array"},
-      {withReplaced("\"format_version\": 1", "\"format_version\": 1, \"older\": [7]"),
+      {withReplaced("\"format_version\": 2", "\"format_version\": 2, \"older\": [7]"),
        manifestPath + ": older[0] is not an object"},
-      {withReplaced("\"format_version\": 1",
-                    "\"format_version\": 1, \"older\": [{\"step\": 2, \"rng_seed\": 0}]"),
+      {withReplaced("\"format_version\": 2",
+                    "\"format_version\": 2, \"older\": [{\"step\": 2, \"rng_seed\": 0}]"),
        manifestPath + ": older[0]: rng_counter is missing or not a non-negative integer"},
   };
   for (const Case &c : cases) {
