@@ -27,8 +27,10 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libopenblas-dev
+  nlohmann-json3-dev libxxhash-dev libcli11-dev libfmt-dev
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-protobuf python3-venv
+  python3-xxhash
 )
 
 missing=()

@@ -1,9 +1,10 @@
 #include "runtime/checkpoint/checkpoint.h"
 
 #include "runtime/support/file_io.h"
-#include "runtime/support/fnv1a.h"
-#include "runtime/support/json.h"
 #include "runtime/support/quote.h"
+#include "runtime/support/strict_json.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <set>
 #include <system_error>
 #include <vector>
+#include <xxhash.h>
 
 namespace shardc::runtime {
 
@@ -66,11 +68,7 @@ std::string joinPath(const std::string &dir, const std::string &name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
-std::string hex64(uint64_t value) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
-  return buf;
-}
+std::string hex64(uint64_t value) { return fmt::format("{:016x}", value); }
 
 bool parseHex64(const std::string &text, uint64_t *out) {
   if (text.size() != 16)
@@ -102,73 +100,77 @@ bool isDataFileName(const std::string &name, const DataFileKind &kind) {
   return true;
 }
 
-JsonValue manifestFileJson(const ManifestFile &file) {
-  JsonValue v = JsonValue::object();
-  v.add("name", JsonValue::string(file.name));
-  v.add("size", JsonValue::unsignedInteger(file.size));
-  v.add("fnv1a64", JsonValue::string(hex64(file.checksum)));
-  return v;
+Json manifestFileJson(const ManifestFile &file) {
+  return {{"name", file.name}, {"size", file.size}, {"xxh3_64", hex64(file.checksum)}};
 }
 
 // The entry's keys, into `object` (the manifest's root for the latest one).
-void addEntryJson(const ManifestEntry &entry, JsonValue *object) {
-  object->add("step", JsonValue::integer(entry.step));
-  object->add("rng_seed", JsonValue::unsignedInteger(entry.rngSeed));
-  object->add("rng_counter", JsonValue::unsignedInteger(entry.rngCounter));
-  object->add("data_position", JsonValue::integer(entry.dataPosition));
-  JsonValue &files = object->add("files", JsonValue::object());
-  files.add(kParamsFile.key, manifestFileJson(entry.params));
-  files.add(kOptimizerFile.key, manifestFileJson(entry.optimizer));
+void addEntryJson(const ManifestEntry &entry, Json *object) {
+  (*object)["step"] = entry.step;
+  (*object)["rng_seed"] = entry.rngSeed;
+  (*object)["rng_counter"] = entry.rngCounter;
+  (*object)["data_position"] = entry.dataPosition;
+  (*object)["files"] = {{kParamsFile.key, manifestFileJson(entry.params)},
+                        {kOptimizerFile.key, manifestFileJson(entry.optimizer)}};
 }
 
+// Every string in it is ASCII (file names checked by isDataFileName, hex digits), so dump()
+// has nothing to reject.
 std::string encodeManifest(const Manifest &m) {
-  JsonValue root = JsonValue::object();
-  root.add("format", JsonValue::string(kFormatName));
-  root.add("format_version", JsonValue::integer(kCheckpointFormatVersion));
+  Json root = {{"format", kFormatName}, {"format_version", kCheckpointFormatVersion}};
   addEntryJson(m.latest, &root);
   if (!m.older.empty()) {
-    JsonValue &older = root.add("older", JsonValue::array());
+    Json &older = root["older"] = Json::array();
     for (const ManifestEntry &entry : m.older) {
-      JsonValue object = JsonValue::object();
+      Json object = Json::object();
       addEntryJson(entry, &object);
-      older.push(std::move(object));
+      older.push_back(std::move(object));
     }
   }
-  return writeJsonPretty(root);
+  return root.dump(2) + "\n";
 }
 
-Status parseManifestFile(const std::string &source, const JsonValue &files,
-                         const DataFileKind &kind, ManifestFile *out) {
+// The member `key` of `object`, or null (also when `object` is not an object).
+const Json *member(const Json &object, const char *key) {
+  if (!object.is_object())
+    return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+Status parseManifestFile(const std::string &source, const Json &files, const DataFileKind &kind,
+                         ManifestFile *out) {
   std::string what = source + ": files." + kind.key;
-  const JsonValue *entry = files.find(kind.key);
-  if (entry == nullptr || !entry->isObject())
+  const Json *entry = member(files, kind.key);
+  if (entry == nullptr || !entry->is_object())
     return Status::error(what + " is missing or not an object");
-  const JsonValue *name = entry->find("name");
-  const JsonValue *size = entry->find("size");
-  const JsonValue *checksum = entry->find("fnv1a64");
-  if (name == nullptr || !name->isString() || !isDataFileName(name->stringValue(), kind))
+  const Json *name = member(*entry, "name");
+  const Json *size = member(*entry, "size");
+  const Json *checksum = member(*entry, "xxh3_64");
+  if (name == nullptr || !name->is_string() ||
+      !isDataFileName(name->get_ref<const std::string &>(), kind))
     return Status::error(what + ".name is missing or not a valid data file name (" + kind.prefix +
                          "....safetensors)");
-  if (size == nullptr || !size->asUint64(&out->size))
+  if (size == nullptr || !asUint64(*size, &out->size))
     return Status::error(what + ".size is missing or not a non-negative integer");
-  if (checksum == nullptr || !checksum->isString() ||
-      !parseHex64(checksum->stringValue(), &out->checksum))
-    return Status::error(what + ".fnv1a64 is missing or not 16 lowercase hex digits");
-  out->name = name->stringValue();
+  if (checksum == nullptr || !checksum->is_string() ||
+      !parseHex64(checksum->get_ref<const std::string &>(), &out->checksum))
+    return Status::error(what + ".xxh3_64 is missing or not 16 lowercase hex digits");
+  out->name = name->get<std::string>();
   return Status::ok();
 }
 
 // `object`'s step, seed, counter, data position and files; `source` names it in messages.
-Status parseManifestEntry(const std::string &source, const JsonValue &object, ManifestEntry *out) {
+Status parseManifestEntry(const std::string &source, const Json &object, ManifestEntry *out) {
   auto getInt = [&](const char *key, int64_t *value) -> Status {
-    const JsonValue *v = object.find(key);
-    if (v == nullptr || !v->asInt64(value) || *value < 0)
+    const Json *v = member(object, key);
+    if (v == nullptr || !asInt64(*v, value) || *value < 0)
       return Status::error(source + ": " + key + " is missing or not a non-negative integer");
     return Status::ok();
   };
   auto getUint = [&](const char *key, uint64_t *value) -> Status {
-    const JsonValue *v = object.find(key);
-    if (v == nullptr || !v->asUint64(value))
+    const Json *v = member(object, key);
+    if (v == nullptr || !asUint64(*v, value))
       return Status::error(source + ": " + key + " is missing or not a non-negative integer");
     return Status::ok();
   };
@@ -176,41 +178,43 @@ Status parseManifestEntry(const std::string &source, const JsonValue &object, Ma
   SHARDC_RETURN_IF_ERROR(getUint("rng_seed", &out->rngSeed));
   SHARDC_RETURN_IF_ERROR(getUint("rng_counter", &out->rngCounter));
   SHARDC_RETURN_IF_ERROR(getInt("data_position", &out->dataPosition));
-  const JsonValue *files = object.find("files");
-  if (files == nullptr || !files->isObject())
+  const Json *files = member(object, "files");
+  if (files == nullptr || !files->is_object())
     return Status::error(source + ": files is missing or not an object");
   SHARDC_RETURN_IF_ERROR(parseManifestFile(source, *files, kParamsFile, &out->params));
   return parseManifestFile(source, *files, kOptimizerFile, &out->optimizer);
 }
 
-Status parseManifest(const std::string &source, const std::vector<uint8_t> &bytes, Manifest *out) {
-  JsonValue root;
-  Status status = parseJson(reinterpret_cast<const char *>(bytes.data()), bytes.size(), &root);
-  if (!status.isOk())
-    return Status::error(source + ": " + status.message());
-  if (!root.isObject())
+Status parseManifestJson(const std::string &source, const Json &root, Manifest *out) {
+  if (!root.is_object())
     return Status::error(source + ": not a JSON object");
-  const JsonValue *format = root.find("format");
-  if (format == nullptr || !format->isString() || format->stringValue() != kFormatName)
+  const Json *format = member(root, "format");
+  if (format == nullptr || !format->is_string() ||
+      format->get_ref<const std::string &>() != kFormatName)
     return Status::error(source + ": not a shardc checkpoint manifest (\"format\" is not \"" +
                          kFormatName + "\")");
   int64_t version = 0;
-  const JsonValue *versionValue = root.find("format_version");
-  if (versionValue == nullptr || !versionValue->asInt64(&version))
+  const Json *versionValue = member(root, "format_version");
+  if (versionValue == nullptr || !asInt64(*versionValue, &version))
     return Status::error(source + ": format_version is missing or not an integer");
   if (version != kCheckpointFormatVersion)
     return Status::error(source + ": unsupported checkpoint format version " +
                          std::to_string(version) +
-                         " (supported: " + std::to_string(kCheckpointFormatVersion) + ")");
+                         " (supported: " + std::to_string(kCheckpointFormatVersion) +
+                         (version >= 1 && version < kCheckpointFormatVersion
+                              ? "; an older shardrun wrote it, with checksums this one no longer "
+                                "computes"
+                              : "") +
+                         ")");
   SHARDC_RETURN_IF_ERROR(parseManifestEntry(source, root, &out->latest));
   out->older.clear();
-  if (const JsonValue *older = root.find("older")) {
-    if (!older->isArray())
+  if (const Json *older = member(root, "older")) {
+    if (!older->is_array())
       return Status::error(source + ": older is not an array");
-    for (size_t i = 0; i < older->elements().size(); ++i) {
-      const JsonValue &item = older->elements()[i];
+    for (size_t i = 0; i < older->size(); ++i) {
+      const Json &item = (*older)[i];
       const std::string where = source + ": older[" + std::to_string(i) + "]";
-      if (!item.isObject())
+      if (!item.is_object())
         return Status::error(where + " is not an object");
       ManifestEntry entry;
       SHARDC_RETURN_IF_ERROR(parseManifestEntry(where, item, &entry));
@@ -218,6 +222,19 @@ Status parseManifest(const std::string &source, const std::vector<uint8_t> &byte
     }
   }
   return Status::ok();
+}
+
+Status parseManifest(const std::string &source, const std::vector<uint8_t> &bytes, Manifest *out) {
+  Json root;
+  Status status = parseJson(reinterpret_cast<const char *>(bytes.data()), bytes.size(), &root);
+  if (!status.isOk())
+    return Status::error(source + ": " + status.message());
+  try {
+    return parseManifestJson(source, root, out);
+  } catch (const Json::exception &e) {
+    // Every value's type is checked before it is read; this is a net, not a path.
+    return Status::error(source + ": " + e.what());
+  }
 }
 
 // "params-00000010.safetensors", or with ".N" before the suffix when the current manifest
@@ -247,7 +264,7 @@ Status writeDataFile(const std::string &dir, const DataFileKind &kind, int64_t s
   SHARDC_RETURN_IF_ERROR(encodeSafetensors(
       refs, {{"format", kFormatName}, {"step", std::to_string(step)}}, path, &image));
   out->size = image.size();
-  out->checksum = fnv1a64(image.data(), image.size());
+  out->checksum = XXH3_64bits(image.data(), image.size());
   return writeFileAtomically(path, image.data(), image.size());
 }
 
@@ -276,7 +293,7 @@ Status loadDataFile(const std::string &dir, const ManifestFile &file,
     return Status::error(path + ": size is " + std::to_string(bytes.size()) + " bytes, " +
                          kCheckpointManifestName + " says " + std::to_string(file.size) +
                          " (file truncated or altered)");
-  if (fnv1a64(bytes.data(), bytes.size()) != file.checksum)
+  if (XXH3_64bits(bytes.data(), bytes.size()) != file.checksum)
     return Status::error(path + ": checksum mismatch (file damaged or altered)");
   return parseSafetensors(bytes.data(), bytes.size(), path, tensors, nullptr);
 }

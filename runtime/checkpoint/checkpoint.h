@@ -4,7 +4,7 @@
 //   params-SSSSSSSS.safetensors     the model parameters (SSSSSSSS = the step, 8+ digits)
 //   optimizer-SSSSSSSS.safetensors  the optimizer state (moments etc.), by the optimizer's names
 //   manifest.json                   format version, step, RNG seed and counter, data position,
-//                                   and for each data file its name, size and FNV-1a 64 checksum;
+//                                   and for each data file its name, size and XXH3-64 checksum;
 //                                   under "older" the same for each earlier checkpoint kept
 //                                   (saveCheckpoint's `keep`), most recent first
 //
@@ -38,7 +38,9 @@
 
 namespace shardc::runtime {
 
-constexpr int kCheckpointFormatVersion = 1;
+// Version 2 checksums the data files with XXH3-64 ("xxh3_64"); version 1 had FNV-1a 64
+// ("fnv1a64"), which this runtime no longer computes, so it refuses those manifests.
+constexpr int kCheckpointFormatVersion = 2;
 constexpr const char *kCheckpointManifestName = "manifest.json";
 
 struct CheckpointContents {

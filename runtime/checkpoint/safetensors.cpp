@@ -1,8 +1,8 @@
 #include "runtime/checkpoint/safetensors.h"
 
 #include "runtime/support/file_io.h"
-#include "runtime/support/json.h"
 #include "runtime/support/quote.h"
+#include "runtime/support/strict_json.h"
 
 #include <algorithm>
 #include <cstring>
@@ -74,21 +74,21 @@ struct HeaderEntry {
 };
 
 // Reads one tensor entry {"dtype", "shape", "data_offsets"}; errors name the tensor.
-Status parseEntry(const std::string &source, const std::string &name, const JsonValue &value,
+Status parseEntry(const std::string &source, const std::string &name, const Json &value,
                   HeaderEntry *out) {
   std::string prefix = tensorPrefix(source, name);
-  if (!value.isObject())
+  if (!value.is_object())
     return Status::error(prefix + "header entry is not an object");
-  const JsonValue *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
-  for (const auto &member : value.members()) {
-    if (member.first == "dtype")
-      dtype = &member.second;
-    else if (member.first == "shape")
-      shape = &member.second;
-    else if (member.first == "data_offsets")
-      offsets = &member.second;
+  const Json *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
+  for (const auto &member : value.items()) {
+    if (member.key() == "dtype")
+      dtype = &member.value();
+    else if (member.key() == "shape")
+      shape = &member.value();
+    else if (member.key() == "data_offsets")
+      offsets = &member.value();
     else
-      return Status::error(prefix + "unexpected field " + quoteForMessage(member.first));
+      return Status::error(prefix + "unexpected field " + quoteForMessage(member.key()));
   }
   if (dtype == nullptr || shape == nullptr || offsets == nullptr)
     return Status::error(prefix + "missing field '" +
@@ -96,24 +96,25 @@ Status parseEntry(const std::string &source, const std::string &name, const Json
                           : shape == nullptr ? "shape"
                                              : "data_offsets") +
                          "'");
-  if (!dtype->isString())
+  if (!dtype->is_string())
     return Status::error(prefix + "'dtype' is not a string");
+  const std::string &dtypeName = dtype->get_ref<const std::string &>();
   out->name = name;
-  out->code = codeNamed(dtype->stringValue());
+  out->code = codeNamed(dtypeName);
   if (out->code == nullptr)
-    return Status::error(prefix + "unsupported dtype " + quoteForMessage(dtype->stringValue()) +
+    return Status::error(prefix + "unsupported dtype " + quoteForMessage(dtypeName) +
                          " (supported: " + kSupportedDtypes + ")");
-  if (!shape->isArray())
+  if (!shape->is_array())
     return Status::error(prefix + "'shape' is not an array");
   out->shape.clear();
-  for (const JsonValue &dim : shape->elements()) {
+  for (const Json &dim : *shape) {
     int64_t d;
-    if (!dim.asInt64(&d) || d < 0)
+    if (!asInt64(dim, &d) || d < 0)
       return Status::error(prefix + "'shape' holds something other than a non-negative integer");
     out->shape.push_back(d);
   }
-  if (!offsets->isArray() || offsets->elements().size() != 2 ||
-      !offsets->elements()[0].asUint64(&out->begin) || !offsets->elements()[1].asUint64(&out->end))
+  if (!offsets->is_array() || offsets->size() != 2 || !asUint64((*offsets)[0], &out->begin) ||
+      !asUint64((*offsets)[1], &out->end))
     return Status::error(prefix + "'data_offsets' is not a pair of non-negative integers");
   return Status::ok();
 }
@@ -140,30 +141,30 @@ Status parseHeader(const uint8_t *data, size_t size, const std::string &source,
     return Status::error(source + ": truncated: header length is " + std::to_string(headerLength) +
                          " bytes, the file has " + std::to_string(size - kLengthPrefixBytes) +
                          " after the length");
-  JsonValue header;
+  Json header;
   Status status =
       parseJson(reinterpret_cast<const char *>(data + kLengthPrefixBytes), headerLength, &header);
   if (!status.isOk())
     return Status::error(source + ": header: " + status.message());
-  if (!header.isObject())
+  if (!header.is_object())
     return Status::error(source + ": header is not a JSON object");
 
   entries->clear();
-  for (const auto &member : header.members()) {
-    if (member.first == kMetadataKey) {
-      if (!member.second.isObject())
+  for (const auto &member : header.items()) {
+    if (member.key() == kMetadataKey) {
+      if (!member.value().is_object())
         return Status::error(source + ": '__metadata__' is not an object");
-      for (const auto &item : member.second.members()) {
-        if (!item.second.isString())
-          return Status::error(source + ": '__metadata__' value of " + quoteForMessage(item.first) +
-                               " is not a string");
+      for (const auto &item : member.value().items()) {
+        if (!item.value().is_string())
+          return Status::error(source + ": '__metadata__' value of " +
+                               quoteForMessage(item.key()) + " is not a string");
         if (metadata != nullptr)
-          (*metadata)[item.first] = item.second.stringValue();
+          (*metadata)[item.key()] = item.value().get<std::string>();
       }
       continue;
     }
     HeaderEntry entry;
-    SHARDC_RETURN_IF_ERROR(parseEntry(source, member.first, member.second, &entry));
+    SHARDC_RETURN_IF_ERROR(parseEntry(source, member.key(), member.value(), &entry));
     entries->push_back(std::move(entry));
   }
 
@@ -248,26 +249,27 @@ Status encodeSafetensors(const std::vector<NamedTensorRef> &tensors,
     return a.ref->name < b.ref->name;
   });
 
-  JsonValue header = JsonValue::object();
-  if (!metadata.empty()) {
-    JsonValue &meta = header.add(kMetadataKey, JsonValue::object());
-    for (const auto &item : metadata)
-      meta.add(item.first, JsonValue::string(item.second));
-  }
+  Json header = Json::object();
+  if (!metadata.empty())
+    header[kMetadataKey] = metadata; // a std::map: its keys sorted
   uint64_t offset = 0;
   for (const Item &item : items) {
-    JsonValue entry = JsonValue::object();
-    entry.add("dtype", JsonValue::string(item.code->name));
-    JsonValue &shape = entry.add("shape", JsonValue::array());
-    for (int64_t dim : item.ref->tensor->shape)
-      shape.push(JsonValue::integer(dim));
-    JsonValue &offsets = entry.add("data_offsets", JsonValue::array());
-    offsets.push(JsonValue::unsignedInteger(offset));
+    const uint64_t begin = offset;
     offset += item.ref->tensor->bytes.size();
-    offsets.push(JsonValue::unsignedInteger(offset));
-    header.add(item.ref->name, std::move(entry));
+    header[item.ref->name] = {{"dtype", item.code->name},
+                              {"shape", item.ref->tensor->shape},
+                              {"data_offsets", {begin, offset}}};
   }
-  std::string text = writeJson(header);
+  // Compact, and strings as they are (no \uXXXX for non-ASCII), as the Python library writes.
+  // A name or metadata string that is not UTF-8 cannot be written as JSON.
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const Json::exception &) {
+    return Status::error(target +
+                         ": cannot write the header: a tensor name or metadata string is not "
+                         "valid UTF-8");
+  }
   // Padding keeps the data section 8-aligned, so readers can map tensors in place.
   text.append((8 - text.size() % 8) % 8, ' ');
 
@@ -313,7 +315,12 @@ Status parseSafetensors(const uint8_t *data, size_t size, const std::string &sou
   std::vector<HeaderEntry> entries;
   SafetensorsMetadata parsedMetadata;
   size_t dataStart = 0;
-  SHARDC_RETURN_IF_ERROR(parseHeader(data, size, source, &entries, &parsedMetadata, &dataStart));
+  try {
+    SHARDC_RETURN_IF_ERROR(parseHeader(data, size, source, &entries, &parsedMetadata, &dataStart));
+  } catch (const Json::exception &e) {
+    // parseHeader checks each value's type before reading it; this is a net, not a path.
+    return Status::error(source + ": header: " + e.what());
+  }
   tensors->clear();
   for (HeaderEntry &entry : entries) {
     HostTensor tensor;

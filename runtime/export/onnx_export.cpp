@@ -1,7 +1,6 @@
 #include "runtime/export/onnx_export.h"
 
 #include "runtime/support/file_io.h"
-#include "runtime/support/fnv1a.h"
 #include "runtime/support/quote.h"
 
 #include "onnx/onnx_pb.h"
@@ -17,6 +16,7 @@
 #include <map>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 // raw_data and external data are little-endian; the trained values are copied as they are in
 // memory.
@@ -94,7 +94,7 @@ Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExport
   {
     std::vector<uint8_t> bytes;
     SHARDC_RETURN_IF_ERROR(readFile(path, &bytes));
-    if (fnv1a64(bytes.data(), bytes.size()) != bundle.source_onnx_checksum())
+    if (XXH3_64bits(bytes.data(), bytes.size()) != bundle.source_onnx_checksum())
       return Status::error(path + ": checksum mismatch (file truncated, damaged or altered)");
     if (bytes.size() > static_cast<size_t>(INT_MAX))
       return Status::error(path + ": 2 GiB or larger; protobuf cannot parse it");

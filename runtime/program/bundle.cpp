@@ -3,10 +3,10 @@
 #include "runtime/program/program_validation.h"
 #include "runtime/program/rank_program.h"
 #include "runtime/support/file_io.h"
-#include "runtime/support/fnv1a.h"
 #include "runtime/support/quote.h"
 #include "runtime/training/sharded_tensor.h"
 
+#include <fmt/format.h>
 #include <google/protobuf/stubs/common.h>
 #if GOOGLE_PROTOBUF_VERSION < 4022000
 #include <google/protobuf/stubs/logging.h>
@@ -17,9 +17,9 @@
 #include <climits>
 #include <cstring>
 #include <sys/stat.h>
-#include <cstdio>
 #include <utility>
 #include <vector>
+#include <xxhash.h>
 
 namespace shardc::runtime {
 
@@ -73,6 +73,12 @@ Status readBundleProgram(const std::string &dir, LoadedBundle *out) {
   std::vector<uint8_t> bytes;
   SHARDC_RETURN_IF_ERROR(readFile(path, &bytes));
   const std::string checksumPath = joinPath(dir, kProgramChecksumFile);
+  const std::string formerChecksumPath = joinPath(dir, kFormerProgramChecksumFile);
+  if (!pathExists(checksumPath) && pathExists(formerChecksumPath))
+    return Status::error(fmt::format(
+        "{}: a bundle of an older shardc (format version 2 or earlier, FNV-1a checksums); this "
+        "runtime reads format version {}: recompile the model",
+        formerChecksumPath, kBundleFormatVersion));
   if (!pathExists(checksumPath))
     return Status::error(dir + ": missing " + kProgramChecksumFile +
                          " (written by every shardc that checksums program.pb): recompile the "
@@ -87,10 +93,7 @@ Status readBundleProgram(const std::string &dir, LoadedBundle *out) {
 }
 
 std::string programChecksumText(const void *data, size_t size) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%016llx\n",
-                static_cast<unsigned long long>(fnv1a64(data, size)));
-  return text;
+  return fmt::format("{:016x}\n", XXH3_64bits(data, size));
 }
 
 Status parseBundleProgram(const void *data, size_t size, const std::string &path,
@@ -112,15 +115,15 @@ Status parseBundleProgram(const void *data, size_t size, const std::string &path
   if (!parsed || out->format_version() == 0)
     return Status::error(path + ": truncated or not a shardc program");
   if (out->format_version() < kOldestBundleFormatVersion ||
-      out->format_version() > kBundleFormatVersion)
-    return Status::error(path + ": format version " + std::to_string(out->format_version()) +
-                         " is not supported (this runtime reads versions " +
-                         std::to_string(kOldestBundleFormatVersion) + " to " +
-                         std::to_string(kBundleFormatVersion) + "); recompile the model");
-  if (out->format_version() < 2 && out->ranks_size() > 0)
-    return Status::error(path + ": format version " + std::to_string(out->format_version()) +
-                         " has no rank placements, but the bundle lists " +
-                         std::to_string(out->ranks_size()));
+      out->format_version() > kBundleFormatVersion) {
+    const std::string readable =
+        kOldestBundleFormatVersion == kBundleFormatVersion
+            ? fmt::format("version {}", kBundleFormatVersion)
+            : fmt::format("versions {} to {}", kOldestBundleFormatVersion, kBundleFormatVersion);
+    return Status::error(fmt::format(
+        "{}: format version {} is not supported (this runtime reads {}); recompile the model",
+        path, out->format_version(), readable));
+  }
   const std::string &mode = out->mode();
   if (mode != "forward" && mode != "train")
     return Status::error(path + ": unknown mode " + quoteForMessage(mode) +
@@ -254,15 +257,19 @@ Status validateBundleAndLoadWeights(LoadedBundle *loaded) {
   auto weights = std::make_shared<AlignedBuffer>();
   SHARDC_RETURN_IF_ERROR(AlignedBuffer::allocate(regionBytes, "weights", weights.get()));
   SHARDC_RETURN_IF_ERROR(readFileRange(weightsPath, 0, regionBytes, weights->data()));
-  uint64_t checksum = fnv1a64(weights->data(), weights->size());
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(),
+                                                                 &XXH3_freeState);
+  if (hash == nullptr || XXH3_64bits_reset(hash.get()) != XXH_OK ||
+      XXH3_64bits_update(hash.get(), weights->data(), weights->size()) != XXH_OK)
+    return Status::error(weightsPath + ": cannot allocate the checksum state");
   constexpr uint64_t kChunkBytes = uint64_t{4} << 20;
   std::vector<uint8_t> chunk;
   for (uint64_t offset = regionBytes; offset < fileBytes; offset += kChunkBytes) {
     chunk.resize(std::min(kChunkBytes, fileBytes - offset));
     SHARDC_RETURN_IF_ERROR(readFileRange(weightsPath, offset, chunk.size(), chunk.data()));
-    checksum = fnv1a64(chunk.data(), chunk.size(), checksum);
+    XXH3_64bits_update(hash.get(), chunk.data(), chunk.size());
   }
-  if (checksum != bundle.weights_checksum())
+  if (XXH3_64bits_digest(hash.get()) != bundle.weights_checksum())
     return Status::error(weightsPath + ": checksum mismatch (file damaged)");
   loaded->weights = std::move(weights);
   loaded->weightsPath = weightsPath;

@@ -1,5 +1,5 @@
 // Loading a compiled bundle: a directory holding program.pb (a binary shardc.program.Bundle),
-// its checksum program.pb.fnv1a64 (16 hex digits of FNV-1a 64 and a newline: one flipped byte
+// its checksum program.pb.xxh3_64 (16 hex digits of XXH3-64 and a newline: one flipped byte
 // of program.pb could otherwise turn a weight decay of 0.01 into -655.36 and still parse) and,
 // unless it was compiled for planning only, the weights file it names.
 //
@@ -20,10 +20,11 @@
 
 namespace shardc::runtime {
 
-// Version 2 added placed bundles (Bundle.ranks, StateInit.block_offsets); version 1 bundles,
-// one program per rank, are still read.
-constexpr uint32_t kBundleFormatVersion = 2;
-constexpr uint32_t kOldestBundleFormatVersion = 1;
+// Version 2 added placed bundles (Bundle.ranks, StateInit.block_offsets); version 3 checksums
+// program.pb, weights.bin and source.onnx with XXH3-64 instead of FNV-1a 64. Older bundles
+// cannot be verified and are refused (recompile).
+constexpr uint32_t kBundleFormatVersion = 3;
+constexpr uint32_t kOldestBundleFormatVersion = 3;
 
 struct LoadedBundle {
   std::string dir; // as the user spelled it, for messages
@@ -35,11 +36,13 @@ struct LoadedBundle {
   std::string weightsPath; // the weights file, for readInitialValue
 };
 
-constexpr const char *kProgramChecksumFile = "program.pb.fnv1a64";
-// The content of program.pb.fnv1a64 for a program.pb of these bytes.
+constexpr const char *kProgramChecksumFile = "program.pb.xxh3_64";
+// What bundles before format version 3 had instead (FNV-1a 64): named in the error for one.
+constexpr const char *kFormerProgramChecksumFile = "program.pb.fnv1a64";
+// The content of program.pb.xxh3_64 for a program.pb of these bytes.
 std::string programChecksumText(const void *data, size_t size);
 
-// Reads DIR/program.pb, verifies it against program.pb.fnv1a64 (a missing or different
+// Reads DIR/program.pb, verifies it against program.pb.xxh3_64 (a missing or different
 // checksum is an error naming the file), parses it and checks only what identifies it: a
 // shardc bundle of a
 // supported format version and a known mode. Lets a caller decide by mode (training bundles

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import xxhash  # python3-xxhash (tools/setup.sh)
 
 # ONNX ops (default domain) that shardc compiles.
 SUPPORTED_OPS = frozenset("""
@@ -195,20 +196,13 @@ def input_shape_flags(model_dir):
     return flags
 
 
-def fnv1a64(data):
-    """FNV-1a 64 of `data` (runtime/support/fnv1a.h)."""
-    h = 0xcbf29ce484222325
-    for byte in data:
-        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
 def write_program_checksum(bundle):
-    """Re-signs BUNDLE/program.pb after a test edited it on purpose (program.pb.fnv1a64, as
-    shardc writes it), so that what the edit is about is what the loader meets."""
+    """Re-signs BUNDLE/program.pb after a test edited it on purpose (program.pb.xxh3_64: XXH3-64
+    as 16 hex digits and a newline, as shardc writes it), so that what the edit is about is what
+    the loader meets."""
     data = open(os.path.join(bundle, "program.pb"), "rb").read()
-    with open(os.path.join(bundle, "program.pb.fnv1a64"), "w") as f:
-        f.write(f"{fnv1a64(data):016x}\n")
+    with open(os.path.join(bundle, "program.pb.xxh3_64"), "w") as f:
+        f.write(xxhash.xxh3_64_hexdigest(data) + "\n")
 
 
 def metric_lines(path):

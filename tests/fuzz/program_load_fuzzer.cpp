@@ -9,7 +9,7 @@
 // expected outcome for most inputs; crashes, leaks, timeouts, runaway memory and error
 // messages of more than one line are bugs.
 //
-// program.pb.fnv1a64 is not involved: readBundleProgram checks it before parsing, but a
+// program.pb.xxh3_64 is not involved: readBundleProgram checks it before parsing, but a
 // checksum guards against damage, not against a crafted file whose checksum was recomputed,
 // so the parser and validators must hold up on their own.
 //

@@ -1,9 +1,13 @@
 //===- CommandLine.cpp ------------------------------------------------------------------===//
 #include "CommandLine.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -168,195 +172,274 @@ std::optional<std::string> checkOptimizerFlags(const TrainStepOptions &train,
   return std::nullopt;
 }
 
+// Thrown by a flag's callback to end the parse: with a usage error in shardc's words, or
+// successfully after --help / --version printed what they print. CLI11 passes exceptions other
+// than its own through parse().
+struct UsageFailure {
+  std::string message;
+};
+struct PrintedAndDone {};
+
+[[noreturn]] void fail(std::string message) { throw UsageFailure{std::move(message)}; }
+
+// The optimizer flags checkOptimizerFlags looks at.
+const char *const kOptimizerFlags[] = {"--beta1",    "--beta2",     "--eps",     "--weight-decay",
+                                       "--momentum", "--grad-clip", "--nesterov"};
+
+// shardc's flags on a CLI11 app. Each flag that takes a value is an option whose callback runs
+// as soon as CLI11 has read it (trigger_on_parse: errors come in the order of the command line,
+// and --help stops the parse where it stands) and checks the value itself, so that the accepted
+// syntax and the messages stay shardc's. The help text is kUsage, not CLI11's generated one.
+class FlagSet {
+public:
+  explicit FlagSet(Options &options) : options_(options) {
+    app_.set_help_flag();
+    // Unknown options and a second model are left in remaining(), for the messages below.
+    app_.allow_extras();
+    app_.add_flag_callback("-h,--help", [] {
+          std::fputs(kUsage, stdout);
+          throw PrintedAndDone{};
+        })
+        ->trigger_on_parse();
+    app_.add_flag_callback("--version", [] {
+          std::puts("shardc 0.1.0");
+          throw PrintedAndDone{};
+        })
+        ->trigger_on_parse();
+    app_.add_option("model", options.model);
+    app_.add_flag("--explain", options.explain);
+    app_.add_flag("--no-weights", options.withoutWeights);
+    app_.add_flag("--nesterov", options.train.nesterov);
+
+    value("-o,--output", "-o needs a directory", [this](const std::string &v) {
+      if (v.empty())
+        fail("-o needs a directory");
+      options_.output = v;
+    });
+    value("--mode", "--mode needs a value (forward or train)", [this](const std::string &v) {
+      if (v != "forward" && v != "train")
+        fail("--mode '" + v + "': expected forward or train");
+      options_.mode = v == "forward" ? Mode::Forward : Mode::Train;
+    });
+    value("--precision", "--precision needs a value (fp32, bf16 or fp16)",
+          [this](const std::string &v) {
+            if (v != "fp32" && v != "bf16" && v != "fp16")
+              fail("--precision '" + v + "': expected fp32, bf16 or fp16");
+            options_.train.precision = v;
+            options_.train.dynamicLossScale = v == "fp16";
+          });
+    value("--reduce-dtype", "--reduce-dtype needs a value (fp32, bf16 or fp16)",
+          [this](const std::string &v) {
+            if (v != "fp32" && v != "bf16" && v != "fp16")
+              fail("--reduce-dtype '" + v + "': expected fp32, bf16 or fp16");
+            options_.train.reduceDtype = v == "fp32" ? "f32" : v == "bf16" ? "bf16" : "f16";
+            reduceDtype_ = v;
+          });
+    value("--half-storage", "--half-storage needs on or off", [this](const std::string &v) {
+      if (v != "on" && v != "off")
+        fail("--half-storage needs on or off");
+      options_.train.halfStorage = v == "on";
+    });
+    const char *lossScaleInit =
+        "--loss-scale-init needs a power of two from 2^-126 to 2^127, e.g. 65536";
+    value("--loss-scale-init", lossScaleInit, [this, lossScaleInit](const std::string &v) {
+      double scale = 0;
+      // A power of two, as GradScaler's growth and backoff keep it: the scale stays exact.
+      if (!parseNumber(v, scale) || !(scale > 0) || std::ilogb(scale) < -126 ||
+          std::ilogb(scale) > 127 || std::ldexp(1.0, std::ilogb(scale)) != scale)
+        fail(lossScaleInit);
+      options_.train.lossScaleInit = scale;
+    });
+    const char *growth = "--loss-scale-growth-interval needs a whole number of steps >= 1";
+    value("--loss-scale-growth-interval", growth, [this, growth](const std::string &v) {
+      double n = 0;
+      if (!parseNumber(v, n) || n < 1 || n > 1e9 || n != std::floor(n))
+        fail(growth);
+      options_.train.lossScaleGrowthInterval = static_cast<int64_t>(n);
+    });
+    value("--emit", "--emit needs a value (mlir)", [this](const std::string &v) {
+      if (v != "mlir")
+        fail("--emit '" + v + "': only --emit=mlir is supported");
+      options_.emitMlir = true;
+    });
+    value("--dump-ir-after-all", "--dump-ir-after-all needs a directory",
+          [this](const std::string &v) {
+            if (v.empty())
+              fail("--dump-ir-after-all needs a directory");
+            options_.dumpIrDir = v;
+          });
+    value("--input-shape", "--input-shape needs NAME=DIMS, e.g. input_ids=8x128",
+          [this](const std::string &v) {
+            size_t eq = v.rfind('=');
+            std::vector<int64_t> dims;
+            if (eq == std::string::npos || eq == 0 ||
+                !parseDims(std::string_view(v).substr(eq + 1), dims))
+              fail("--input-shape '" + v +
+                   "': expected NAME=DIMS with sizes separated by 'x', e.g. input_ids=8x128");
+            std::string name = v.substr(0, eq);
+            if (options_.inputShapes.count(name))
+              fail("--input-shape given twice for '" + name + "'");
+            options_.inputShapes[name] = dims;
+          });
+    value("--optimizer", "--optimizer needs adamw or sgd", [this](const std::string &v) {
+      if (v != "adamw" && v != "sgd")
+        fail("--optimizer needs adamw or sgd");
+      options_.train.optimizer = v;
+    });
+    number("--beta1", &options.train.beta1);
+    number("--beta2", &options.train.beta2);
+    number("--eps", &options.train.eps);
+    number("--momentum", &options.train.momentum);
+    number("--grad-clip", &options.train.gradClip);
+    number("--weight-decay", &options.train.weightDecay);
+    regex("--freeze", &options.train.freeze);
+    regex("--trainable", &options.train.trainable);
+    regex("--fsdp-unit", &options.fsdpUnit);
+    const char *gpus = "--gpus needs a whole number of devices from 1 to 65536";
+    value("--gpus", gpus, [this, gpus](const std::string &v) {
+      double n = 0;
+      if (!parseNumber(v, n) || n < 1 || n > 65536 || n != std::floor(n))
+        fail(gpus);
+      options_.gpus = static_cast<int>(n);
+    });
+    const char *strategy = "--strategy needs a value (auto, dp, zero1, zero2, zero3, fsdp, tp or "
+                           "KEY=VALUE,...)";
+    value("--strategy", strategy, [this, strategy](const std::string &v) {
+      if (v.empty())
+        fail(strategy);
+      options_.strategyText = v;
+    });
+    const char *gpuMemory = "--gpu-memory needs a size such as 80GiB, 512MiB or a byte count";
+    value("--gpu-memory", gpuMemory, [this, gpuMemory](const std::string &v) {
+      if (!parseByteSize(v, options_.gpuMemoryBytes))
+        fail(gpuMemory);
+    });
+    const char *bucketMb = "--bucket-mb needs a positive number of MiB";
+    value("--bucket-mb", bucketMb, [this, bucketMb](const std::string &v) {
+      if (!parseNumber(v, options_.bucketMb) || options_.bucketMb <= 0)
+        fail(bucketMb);
+    });
+    const char *shard = "--shard needs REGEX=SPEC, e.g. 'mlp\\..*\\.weight=[{tp},{}]' or "
+                        "'.*norm.*=replicated'";
+    value("--shard", shard, [this, shard](const std::string &v) {
+      if (v.find('=') == std::string::npos)
+        fail(shard);
+      options_.shardOverrides.push_back(v);
+    });
+    value("--remat", "--remat needs a value (none, full, selective or auto)",
+          [this](const std::string &v) {
+            if (v != "none" && v != "full" && v != "selective" && v != "auto")
+              fail("--remat '" + v + "': expected none, full, selective or auto");
+            options_.train.remat = v;
+          });
+    const char *microBatches =
+        "--micro-batches needs a whole number of microbatches from 1 to 65536";
+    value("--micro-batches", microBatches, [this, microBatches](const std::string &v) {
+      double n = 0;
+      if (!parseNumber(v, n) || n < 1 || n > 65536 || n != std::floor(n))
+        fail(microBatches);
+      options_.microBatches = static_cast<int64_t>(n);
+    });
+  }
+
+  ParseResult parse(int argc, char **argv) {
+    // CLI11 reads "--flag=" as the flag alone and takes the next argument as its value; here it
+    // is an empty value, as "--flag ''" is (for the flags that take a value).
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg.size() > 3 && arg.compare(0, 2, "--") == 0 && arg.find('=') == arg.size() - 1 &&
+          missingValue_.count(arg.substr(0, arg.size() - 1)) != 0) {
+        args.push_back(arg.substr(0, arg.size() - 1));
+        args.emplace_back();
+      } else {
+        args.push_back(arg);
+      }
+    }
+    // CLI11 parses a reversed list (the next argument at the back).
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    try {
+      app_.parse(reversed);
+    } catch (const PrintedAndDone &) {
+      return ParseResult::ExitSuccess;
+    } catch (const UsageFailure &failure) {
+      return usageError(failure.message);
+    } catch (const CLI::ArgumentMismatch &e) {
+      // A flag that takes a value always takes the next argument, so only the last one can
+      // lack its value.
+      if (!args.empty())
+        if (auto it = missingValue_.find(args.back()); it != missingValue_.end())
+          return usageError(it->second);
+      return usageError(e.what());
+    } catch (const CLI::ParseError &e) {
+      return usageError(e.what());
+    }
+    for (const std::string &extra : app_.remaining()) {
+      if (!extra.empty() && extra[0] == '-' && extra != "-")
+        return usageError("unknown option '" + extra + "'");
+      return usageError("more than one model given ('" + options_.model + "' and '" + extra +
+                        "')");
+    }
+    return ParseResult::Ok;
+  }
+
+  bool given(const char *flag) const { return app_.count(flag) > 0; }
+  // --reduce-dtype's value, when given.
+  const std::string &reduceDtype() const { return reduceDtype_; }
+
+private:
+  // A flag that takes one value ("-o,--output": a short and a long name); `missing` is the
+  // error when it has none.
+  void value(const std::string &names, const std::string &missing,
+             std::function<void(const std::string &)> set) {
+    for (size_t begin = 0, comma; begin <= names.size(); begin = comma + 1) {
+      comma = std::min(names.find(',', begin), names.size());
+      missingValue_[names.substr(begin, comma - begin)] = missing;
+    }
+    app_.add_option_function<std::string>(names, std::move(set))->trigger_on_parse();
+  }
+
+  void number(const char *flag, double *slot) {
+    const std::string message = std::string(flag) + " needs a non-negative number";
+    value(flag, message, [slot, message](const std::string &v) {
+      double number = 0;
+      if (!parseNumber(v, number) || number < 0)
+        fail(message);
+      *slot = number;
+    });
+  }
+
+  void regex(const char *flag, std::string *slot) {
+    const std::string message =
+        std::string(flag) + " needs a regular expression over parameter names";
+    value(flag, message, [slot, message](const std::string &v) {
+      if (v.empty())
+        fail(message);
+      *slot = v;
+    });
+  }
+
+  Options &options_;
+  CLI::App app_{"shardc"};
+  std::map<std::string, std::string> missingValue_; // flag -> the error when its value is missing
+  std::string reduceDtype_;
+};
+
 } // namespace
 
 ParseResult parseCommandLine(int argc, char **argv, Options &options) {
+  FlagSet flags(options);
+  if (ParseResult result = flags.parse(argc, argv); result != ParseResult::Ok)
+    return result;
   std::set<std::string> optimizerFlags; // the optimizer options given, for checkOptimizerFlags
-  bool lossScaleFlags = false;          // --loss-scale-init / --loss-scale-growth-interval given
-  std::string reduceDtypeFlag;          // --reduce-dtype's value, when given
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool hasInlineValue = false;
-    if (arg.rfind("--", 0) == 0) {
-      if (size_t eq = arg.find('='); eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        hasInlineValue = true;
-      }
-    }
-    // Takes the flag's value from "--flag=value" or the next argument.
-    auto takeValue = [&](const char *flag) -> bool {
-      if (hasInlineValue)
-        return true;
-      if (i + 1 >= argc)
-        return false;
-      value = argv[++i];
-      (void)flag;
-      return true;
-    };
-
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return ParseResult::ExitSuccess;
-    }
-    if (arg == "--version") {
-      std::puts("shardc 0.1.0");
-      return ParseResult::ExitSuccess;
-    }
-    if (arg == "-o" || arg == "--output") {
-      if (!takeValue("-o") || value.empty())
-        return usageError("-o needs a directory");
-      options.output = value;
-    } else if (arg == "--mode") {
-      if (!takeValue("--mode"))
-        return usageError("--mode needs a value (forward or train)");
-      if (value == "forward")
-        options.mode = Mode::Forward;
-      else if (value == "train")
-        options.mode = Mode::Train;
-      else
-        return usageError("--mode '" + value + "': expected forward or train");
-    } else if (arg == "--precision") {
-      if (!takeValue("--precision"))
-        return usageError("--precision needs a value (fp32, bf16 or fp16)");
-      if (value != "fp32" && value != "bf16" && value != "fp16")
-        return usageError("--precision '" + value + "': expected fp32, bf16 or fp16");
-      options.train.precision = value;
-      options.train.dynamicLossScale = value == "fp16";
-    } else if (arg == "--reduce-dtype") {
-      if (!takeValue("--reduce-dtype"))
-        return usageError("--reduce-dtype needs a value (fp32, bf16 or fp16)");
-      if (value != "fp32" && value != "bf16" && value != "fp16")
-        return usageError("--reduce-dtype '" + value + "': expected fp32, bf16 or fp16");
-      options.train.reduceDtype = value == "fp32" ? "f32" : value == "bf16" ? "bf16" : "f16";
-      reduceDtypeFlag = value;
-    } else if (arg == "--half-storage") {
-      if (!takeValue("--half-storage") || (value != "on" && value != "off"))
-        return usageError("--half-storage needs on or off");
-      options.train.halfStorage = value == "on";
-    } else if (arg == "--loss-scale-init") {
-      double scale = 0;
-      // A power of two, as GradScaler's growth and backoff keep it: the scale stays exact.
-      if (!takeValue("--loss-scale-init") || !parseNumber(value, scale) || !(scale > 0) ||
-          std::ilogb(scale) < -126 || std::ilogb(scale) > 127 ||
-          std::ldexp(1.0, std::ilogb(scale)) != scale)
-        return usageError("--loss-scale-init needs a power of two from 2^-126 to 2^127, e.g. "
-                          "65536");
-      options.train.lossScaleInit = scale;
-      lossScaleFlags = true;
-    } else if (arg == "--loss-scale-growth-interval") {
-      double n = 0;
-      if (!takeValue("--loss-scale-growth-interval") || !parseNumber(value, n) || n < 1 ||
-          n > 1e9 || n != std::floor(n))
-        return usageError("--loss-scale-growth-interval needs a whole number of steps >= 1");
-      options.train.lossScaleGrowthInterval = static_cast<int64_t>(n);
-      lossScaleFlags = true;
-    } else if (arg == "--emit") {
-      if (!takeValue("--emit"))
-        return usageError("--emit needs a value (mlir)");
-      if (value != "mlir")
-        return usageError("--emit '" + value + "': only --emit=mlir is supported");
-      options.emitMlir = true;
-    } else if (arg == "--dump-ir-after-all") {
-      if (!takeValue("--dump-ir-after-all") || value.empty())
-        return usageError("--dump-ir-after-all needs a directory");
-      options.dumpIrDir = value;
-    } else if (arg == "--input-shape") {
-      if (!takeValue("--input-shape"))
-        return usageError("--input-shape needs NAME=DIMS, e.g. input_ids=8x128");
-      size_t eq = value.rfind('=');
-      std::vector<int64_t> dims;
-      if (eq == std::string::npos || eq == 0 || !parseDims(std::string_view(value).substr(eq + 1), dims))
-        return usageError("--input-shape '" + value +
-                          "': expected NAME=DIMS with sizes separated by 'x', e.g. input_ids=8x128");
-      std::string name = value.substr(0, eq);
-      if (options.inputShapes.count(name))
-        return usageError("--input-shape given twice for '" + name + "'");
-      options.inputShapes[name] = dims;
-    } else if (arg == "--optimizer") {
-      if (!takeValue("--optimizer") || (value != "adamw" && value != "sgd"))
-        return usageError("--optimizer needs adamw or sgd");
-      options.train.optimizer = value;
-    } else if (arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
-               arg == "--weight-decay" || arg == "--momentum" || arg == "--grad-clip") {
-      double number = 0;
-      if (!takeValue(arg.c_str()) || !parseNumber(value, number) || number < 0)
-        return usageError(arg + " needs a non-negative number");
-      optimizerFlags.insert(arg);
-      if (arg == "--beta1")
-        options.train.beta1 = number;
-      else if (arg == "--beta2")
-        options.train.beta2 = number;
-      else if (arg == "--eps")
-        options.train.eps = number;
-      else if (arg == "--momentum")
-        options.train.momentum = number;
-      else if (arg == "--grad-clip")
-        options.train.gradClip = number;
-      else {
-        options.train.weightDecay = number;
-        options.weightDecayGiven = true;
-      }
-    } else if (arg == "--nesterov") {
-      options.train.nesterov = true;
-      optimizerFlags.insert(arg);
-    } else if (arg == "--freeze" || arg == "--trainable") {
-      if (!takeValue(arg.c_str()) || value.empty())
-        return usageError(arg + " needs a regular expression over parameter names");
-      (arg == "--freeze" ? options.train.freeze : options.train.trainable) = value;
-    } else if (arg == "--gpus") {
-      double n = 0;
-      if (!takeValue("--gpus") || !parseNumber(value, n) || n < 1 || n > 65536 ||
-          n != std::floor(n))
-        return usageError("--gpus needs a whole number of devices from 1 to 65536");
-      options.gpus = static_cast<int>(n);
-    } else if (arg == "--strategy") {
-      if (!takeValue("--strategy") || value.empty())
-        return usageError("--strategy needs a value (auto, dp, zero1, zero2, zero3, fsdp, tp or "
-                          "KEY=VALUE,...)");
-      options.strategyText = value;
-    } else if (arg == "--gpu-memory") {
-      if (!takeValue("--gpu-memory") || !parseByteSize(value, options.gpuMemoryBytes))
-        return usageError("--gpu-memory needs a size such as 80GiB, 512MiB or a byte count");
-    } else if (arg == "--bucket-mb") {
-      if (!takeValue("--bucket-mb") || !parseNumber(value, options.bucketMb) ||
-          options.bucketMb <= 0)
-        return usageError("--bucket-mb needs a positive number of MiB");
-    } else if (arg == "--fsdp-unit") {
-      if (!takeValue("--fsdp-unit") || value.empty())
-        return usageError("--fsdp-unit needs a regular expression over parameter names");
-      options.fsdpUnit = value;
-    } else if (arg == "--shard") {
-      if (!takeValue("--shard") || value.find('=') == std::string::npos)
-        return usageError("--shard needs REGEX=SPEC, e.g. 'mlp\\..*\\.weight=[{tp},{}]' or "
-                          "'.*norm.*=replicated'");
-      options.shardOverrides.push_back(value);
-    } else if (arg == "--remat") {
-      if (!takeValue("--remat"))
-        return usageError("--remat needs a value (none, full, selective or auto)");
-      if (value != "none" && value != "full" && value != "selective" && value != "auto")
-        return usageError("--remat '" + value + "': expected none, full, selective or auto");
-      options.train.remat = value;
-    } else if (arg == "--micro-batches") {
-      double n = 0;
-      if (!takeValue("--micro-batches") || !parseNumber(value, n) || n < 1 || n > 65536 ||
-          n != std::floor(n))
-        return usageError("--micro-batches needs a whole number of microbatches from 1 to 65536");
-      options.microBatches = static_cast<int64_t>(n);
-    } else if (arg == "--explain") {
-      options.explain = true;
-    } else if (arg == "--no-weights") {
-      options.withoutWeights = true;
-    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
-      return usageError("unknown option '" + std::string(argv[i]) + "'");
-    } else {
-      if (!options.model.empty())
-        return usageError("more than one model given ('" + options.model + "' and '" + arg +
-                          "')");
-      options.model = arg;
-    }
-  }
+  for (const char *flag : kOptimizerFlags)
+    if (flags.given(flag))
+      optimizerFlags.insert(flag);
+  options.weightDecayGiven = flags.given("--weight-decay");
+  // --loss-scale-init / --loss-scale-growth-interval given.
+  const bool lossScaleFlags =
+      flags.given("--loss-scale-init") || flags.given("--loss-scale-growth-interval");
+  const std::string &reduceDtypeFlag = flags.reduceDtype();
   if (options.model.empty())
     return usageError("no model given");
   if (std::optional<std::string> bad = checkOptimizerFlags(options.train, optimizerFlags))

@@ -1,7 +1,12 @@
 #include "tools/shardrun/options.h"
 
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -76,6 +81,12 @@ const char *const kLoopFlags[] = {"--tokens",       "--seed",        "--metrics"
                                   "--on-nonfinite", "--overwrite", "--keep-checkpoints",
                                   "--resume-step"};
 
+// Thrown by an option's callback to end the parse with shardrun's own usage message (CLI11
+// passes exceptions other than its own through parse()).
+struct UsageFailure {
+  std::string message;
+};
+
 // Parses a positive decimal integer no larger than `max`.
 bool parsePositive(const std::string &text, long long max, long long *out) {
   if (text.empty() || text.size() > 18)
@@ -136,152 +147,200 @@ std::optional<Failure> checkLoopArgs(const Options &options) {
   return std::nullopt;
 }
 
+// shardrun's flags on a CLI11 app. Every flag that takes a value is an option whose callback
+// runs as soon as CLI11 has read it (trigger_on_parse, so errors come in the order of the
+// command line) and checks the value itself: the accepted syntax (no "0x10", no "+5") and the
+// messages stay shardrun's. The help text is kUsage, not CLI11's generated one.
+class FlagSet {
+public:
+  explicit FlagSet(Options *options) : options_(options) {
+    app_.set_help_flag();
+    // Unknown flags and a second BUNDLE are left in remaining(), for the messages below.
+    app_.allow_extras();
+    app_.add_flag("-h,--help", options->help);
+    app_.add_flag("--overwrite", options->overwrite);
+    bundle_ = app_.add_option("bundle", options->bundle);
+
+    text("--data", "a directory", &options->dataDir);
+    text("--outputs", "a directory", &options->outputsDir);
+    text("--tokens", "a token file", &options->tokensFile);
+    text("--metrics", "a file", &options->metricsFile);
+    text("--save", "a directory", &options->saveDir);
+    text("--resume", "a checkpoint directory", &options->resumeDir);
+    text("--export-onnx", "a file", &options->exportOnnx);
+    choice("--schedule", "constant or cosine", {"constant", "cosine"}, &options->schedule);
+    choice("--on-nonfinite", "stop or skip-step", {"stop", "skip-step"}, &options->onNonFinite);
+    choice("--comm", "local, mpi or nccl", {"local", "mpi", "nccl"}, &options->comm);
+    choice("--device", "cpu, cuda or auto", {"cpu", "cuda", "auto"}, &options->device);
+
+    positive("--threads", "a thread count", 4096, [this](long long n) {
+      options_->threads = static_cast<int>(n);
+    });
+    positive("--steps", "a step count", 1000000000000LL,
+             [this](long long n) { options_->steps = n; });
+    positive("--save-every", "a step count", 1000000000000LL,
+             [this](long long n) { options_->saveEvery = n; });
+    positive("--keep-checkpoints", "a checkpoint count", 1000000,
+             [this](long long n) { options_->keepCheckpoints = n; });
+    value("--seed", "a seed", [this](const std::string &flag, const std::string &v) {
+      uint64_t seed = 0;
+      if (!parseUnsigned(v, &seed))
+        fail(flag + ": expected an integer from 0 to 2^64-1, got '" + v + "'");
+      options_->seed = seed;
+    });
+    stepNumber("--resume-step", "a step", &options->resumeStep, /*once=*/true);
+    stepNumber("--warmup-steps", "a step count", &options->warmupSteps, /*once=*/false);
+    rate("--lr", "a learning rate", &options->lr);
+    rate("--min-lr", "a learning rate", &options->minLr);
+    seconds("--comm-timeout", &options->commTimeout);
+    seconds("--io-timeout", &options->ioTimeout);
+  }
+
+  std::optional<Failure> parse(int argc, char **argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    // CLI11 reads "--flag=" as the flag alone and takes the next argument as its value; here it
+    // is an empty value, as "--flag ''" is (for the flags that take a value).
+    std::vector<std::string> split;
+    for (const std::string &arg : args) {
+      if (arg.size() > 3 && arg.compare(0, 2, "--") == 0 && arg.find('=') == arg.size() - 1 &&
+          expects_.count(arg.substr(0, arg.size() - 1)) != 0) {
+        split.push_back(arg.substr(0, arg.size() - 1));
+        split.emplace_back();
+      } else {
+        split.push_back(arg);
+      }
+    }
+    // CLI11 parses a reversed list (the next argument at the back).
+    std::vector<std::string> reversed(split.rbegin(), split.rend());
+    try {
+      app_.parse(reversed);
+    } catch (const UsageFailure &failure) {
+      return usageError(failure.message);
+    } catch (const CLI::ArgumentMismatch &e) {
+      // A flag that takes a value always takes the next argument, so only the last one can
+      // lack its value.
+      if (!split.empty())
+        if (auto it = expects_.find(split.back()); it != expects_.end())
+          return usageError(split.back() + " needs a value (" + it->second + ")");
+      return usageError(e.what());
+    } catch (const CLI::ParseError &e) {
+      return usageError(e.what());
+    }
+    for (const std::string &extra : app_.remaining()) {
+      if (extra.size() > 1 && extra[0] == '-')
+        return usageError("unknown flag '" +
+                          (extra.compare(0, 2, "--") == 0 ? extra.substr(0, extra.find('='))
+                                                           : extra) +
+                          "'");
+      return usageError("unexpected argument '" + extra + "' (only one BUNDLE can be run)");
+    }
+    return std::nullopt;
+  }
+
+  bool bundleGiven() const { return bundle_->count() > 0; }
+  bool given(const char *flag) const { return app_.count(flag) > 0; }
+
+private:
+  [[noreturn]] static void fail(std::string message) { throw UsageFailure{std::move(message)}; }
+
+  // A flag taking one value: `check` gets it after the common check that it is not empty.
+  void value(const char *flag, const char *expects,
+             std::function<void(const std::string &, const std::string &)> check) {
+    expects_[flag] = expects;
+    const std::string name = flag, what = expects;
+    app_.add_option_function<std::string>(
+            flag,
+            [name, what, check](const std::string &v) {
+              if (v.empty())
+                fail(name + " needs a value (" + what + "), got an empty string");
+              check(name, v);
+            })
+        ->trigger_on_parse();
+  }
+
+  void text(const char *flag, const char *expects, std::optional<std::string> *slot) {
+    value(flag, expects, [slot](const std::string &name, const std::string &v) {
+      if (*slot)
+        fail(name + " given more than once");
+      *slot = v;
+    });
+  }
+
+  void choice(const char *flag, const char *expects, std::vector<std::string> allowed,
+              std::optional<std::string> *slot) {
+    const std::string what = expects;
+    value(flag, expects, [slot, allowed, what](const std::string &name, const std::string &v) {
+      if (*slot)
+        fail(name + " given more than once");
+      if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+        fail(name + ": expected " + what + ", got '" + v + "'");
+      *slot = v;
+    });
+  }
+
+  void positive(const char *flag, const char *expects, long long max,
+                std::function<void(long long)> store) {
+    value(flag, expects, [max, store](const std::string &name, const std::string &v) {
+      long long number = 0;
+      if (!parsePositive(v, max, &number))
+        fail(name + ": expected a positive integer, got '" + v + "'");
+      store(number);
+    });
+  }
+
+  void stepNumber(const char *flag, const char *expects, std::optional<long long> *slot,
+                  bool once) {
+    value(flag, expects, [slot, once](const std::string &name, const std::string &v) {
+      uint64_t number = 0;
+      if (!parseUnsigned(v, &number) || number > 1000000000000ULL)
+        fail(name + ": expected a non-negative integer, got '" + v + "'");
+      if (once && *slot)
+        fail(name + " given more than once");
+      *slot = static_cast<long long>(number);
+    });
+  }
+
+  void rate(const char *flag, const char *expects, std::optional<double> *slot) {
+    value(flag, expects, [slot](const std::string &name, const std::string &v) {
+      double number = 0;
+      if (!parseRate(v, &number))
+        fail(name + ": expected a non-negative number, got '" + v + "'");
+      *slot = number;
+    });
+  }
+
+  void seconds(const char *flag, std::optional<double> *slot) {
+    value(flag, "a number of seconds", [slot](const std::string &name, const std::string &v) {
+      double number = 0;
+      if (!parseRate(v, &number) || number <= 0)
+        fail(name + ": expected a positive number of seconds, got '" + v + "'");
+      if (*slot)
+        fail(name + " given more than once");
+      *slot = number;
+    });
+  }
+
+  Options *options_;
+  CLI::App app_{"shardrun"};
+  CLI::Option *bundle_ = nullptr;
+  std::map<std::string, std::string> expects_; // flag -> what its value is, for messages
+};
+
 } // namespace
 
 std::optional<Failure> parseArgs(int argc, char **argv, Options *options) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  bool bundleSeen = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      options->help = true;
-      continue;
-    }
-    if (arg == "--overwrite") {
-      options->overwrite = true;
-      continue;
-    }
-    if (arg.size() > 1 && arg[0] == '-') {
-      // "--flag value" or "--flag=value".
-      std::string flag = arg, value;
-      bool hasValue = false;
-      size_t eq = arg.find('=');
-      if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-        flag = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-        hasValue = true;
-      }
-      const char *expects = flag == "--data"           ? "a directory"
-                            : flag == "--outputs"      ? "a directory"
-                            : flag == "--threads"      ? "a thread count"
-                            : flag == "--steps"        ? "a step count"
-                            : flag == "--tokens"       ? "a token file"
-                            : flag == "--seed"         ? "a seed"
-                            : flag == "--metrics"      ? "a file"
-                            : flag == "--save"         ? "a directory"
-                            : flag == "--save-every"   ? "a step count"
-                            : flag == "--resume"       ? "a checkpoint directory"
-                            : flag == "--resume-step"  ? "a step"
-                            : flag == "--keep-checkpoints" ? "a checkpoint count"
-                            : flag == "--lr"           ? "a learning rate"
-                            : flag == "--schedule"     ? "constant or cosine"
-                            : flag == "--on-nonfinite" ? "stop or skip-step"
-                            : flag == "--warmup-steps" ? "a step count"
-                            : flag == "--min-lr"       ? "a learning rate"
-                            : flag == "--export-onnx"  ? "a file"
-                            : flag == "--comm"         ? "local, mpi or nccl"
-                            : flag == "--device"       ? "cpu, cuda or auto"
-                            : flag == "--comm-timeout" ? "a number of seconds"
-                            : flag == "--io-timeout"   ? "a number of seconds"
-                                                       : nullptr;
-      if (expects == nullptr)
-        return usageError("unknown flag '" + flag + "'");
-      if (!hasValue) {
-        if (i + 1 >= args.size())
-          return usageError(flag + " needs a value (" + expects + ")");
-        value = args[++i];
-      }
-      if (value.empty())
-        return usageError(flag + " needs a value (" + expects + "), got an empty string");
-      std::optional<std::string> *textSlot = flag == "--data"          ? &options->dataDir
-                                             : flag == "--outputs"     ? &options->outputsDir
-                                             : flag == "--tokens"      ? &options->tokensFile
-                                             : flag == "--metrics"     ? &options->metricsFile
-                                             : flag == "--save"        ? &options->saveDir
-                                             : flag == "--resume"      ? &options->resumeDir
-                                             : flag == "--schedule"    ? &options->schedule
-                                             : flag == "--on-nonfinite" ? &options->onNonFinite
-                                             : flag == "--export-onnx" ? &options->exportOnnx
-                                             : flag == "--comm"        ? &options->comm
-                                             : flag == "--device"      ? &options->device
-                                                                       : nullptr;
-      if (textSlot != nullptr) {
-        if (*textSlot)
-          return usageError(flag + " given more than once");
-        if (flag == "--on-nonfinite" && value != "stop" && value != "skip-step")
-          return usageError("--on-nonfinite: expected stop or skip-step, got '" + value + "'");
-        if (flag == "--schedule" && value != "constant" && value != "cosine")
-          return usageError("--schedule: expected constant or cosine, got '" + value + "'");
-        if (flag == "--comm" && value != "local" && value != "mpi" && value != "nccl")
-          return usageError("--comm: expected local, mpi or nccl, got '" + value + "'");
-        if (flag == "--device" && value != "cpu" && value != "cuda" && value != "auto")
-          return usageError("--device: expected cpu, cuda or auto, got '" + value + "'");
-        *textSlot = value;
-      } else if (flag == "--comm-timeout" || flag == "--io-timeout") {
-        double seconds = 0;
-        if (!parseRate(value, &seconds) || seconds <= 0)
-          return usageError(flag + ": expected a positive number of seconds, got '" + value +
-                            "'");
-        std::optional<double> &slot =
-            flag == "--comm-timeout" ? options->commTimeout : options->ioTimeout;
-        if (slot)
-          return usageError(flag + " given more than once");
-        slot = seconds;
-      } else if (flag == "--lr" || flag == "--min-lr") {
-        double rate = 0;
-        if (!parseRate(value, &rate))
-          return usageError(flag + ": expected a non-negative number, got '" + value + "'");
-        (flag == "--lr" ? options->lr : options->minLr) = rate;
-      } else if (flag == "--seed") {
-        uint64_t seed = 0;
-        if (!parseUnsigned(value, &seed))
-          return usageError("--seed: expected an integer from 0 to 2^64-1, got '" + value + "'");
-        options->seed = seed;
-      } else if (flag == "--resume-step") {
-        uint64_t number = 0;
-        if (!parseUnsigned(value, &number) || number > 1000000000000ULL)
-          return usageError("--resume-step: expected a non-negative integer, got '" + value + "'");
-        if (options->resumeStep)
-          return usageError("--resume-step given more than once");
-        options->resumeStep = static_cast<long long>(number);
-      } else if (flag == "--warmup-steps") {
-        uint64_t number = 0;
-        if (!parseUnsigned(value, &number) || number > 1000000000000ULL)
-          return usageError("--warmup-steps: expected a non-negative integer, got '" + value + "'");
-        options->warmupSteps = static_cast<long long>(number);
-      } else {
-        long long number = 0;
-        long long max = flag == "--threads"            ? 4096
-                        : flag == "--keep-checkpoints" ? 1000000
-                                                       : 1000000000000LL;
-        if (!parsePositive(value, max, &number))
-          return usageError(flag + ": expected a positive integer, got '" + value + "'");
-        if (flag == "--threads")
-          options->threads = static_cast<int>(number);
-        else if (flag == "--save-every")
-          options->saveEvery = number;
-        else if (flag == "--keep-checkpoints")
-          options->keepCheckpoints = number;
-        else
-          options->steps = number;
-      }
-      continue;
-    }
-    if (bundleSeen)
-      return usageError("unexpected argument '" + arg + "' (only one BUNDLE can be run)");
-    options->bundle = arg;
-    bundleSeen = true;
-  }
+  FlagSet flags(options);
+  if (auto failure = flags.parse(argc, argv))
+    return failure;
   if (options->help)
     return std::nullopt;
-  if (!bundleSeen)
+  if (!flags.bundleGiven())
     return usageError("missing BUNDLE (the directory written by shardc)");
   if (options->steps)
     return checkLoopArgs(*options);
   for (const char *flag : kLoopFlags)
-    for (const std::string &arg : args)
-      if (arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0)
-        return usageError(std::string(flag) + " applies to the training loop; give --steps K");
+    if (flags.given(flag))
+      return usageError(std::string(flag) + " applies to the training loop; give --steps K");
   if (!options->outputsDir)
     return usageError("missing --outputs DIR2");
   return std::nullopt;

@@ -3,12 +3,12 @@
 
 #include "runtime/program/bundle.h"
 #include "runtime/support/file_io.h"
-#include "runtime/support/fnv1a.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 namespace shardc {
 
@@ -40,7 +40,7 @@ bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vect
   std::string weightsPath = dir + "/" + kWeightsFileName;
   if (weights) {
     bundle.set_weights_file(kWeightsFileName);
-    bundle.set_weights_checksum(runtime::fnv1a64(weights->data(), weights->size()));
+    bundle.set_weights_checksum(XXH3_64bits(weights->data(), weights->size()));
     if (!writeFile(weightsPath, weights->data(), weights->size(), error))
       return false;
   } else {
@@ -51,7 +51,7 @@ bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vect
   std::string sourcePath = dir + "/" + kSourceOnnxFileName;
   if (sourceOnnx) {
     bundle.set_source_onnx_file(kSourceOnnxFileName);
-    bundle.set_source_onnx_checksum(runtime::fnv1a64(sourceOnnx->data(), sourceOnnx->size()));
+    bundle.set_source_onnx_checksum(XXH3_64bits(sourceOnnx->data(), sourceOnnx->size()));
     if (!writeFile(sourcePath, sourceOnnx->data(), sourceOnnx->size(), error))
       return false;
   } else {

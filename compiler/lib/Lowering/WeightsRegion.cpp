@@ -3,9 +3,8 @@
 
 #include "shardc/Lowering/MemoryPlanner.h"
 
-#include "runtime/support/fnv1a.h"
-
 #include <cstring>
+#include <xxhash.h>
 
 namespace shardc {
 
@@ -48,9 +47,11 @@ const std::string *WeightsRegion::absentName(uint64_t offset) const {
 }
 
 uint64_t WeightsRegion::contentHash(uint64_t offset, uint64_t size) const {
-  if (const std::string *name = absentName(offset))
-    return runtime::fnv1a64(name->data(), name->size(), runtime::fnv1a64("absent:", 7));
-  return runtime::fnv1a64(data(offset), size);
+  if (const std::string *name = absentName(offset)) {
+    const std::string key = "absent:" + *name;
+    return XXH3_64bits(key.data(), key.size());
+  }
+  return XXH3_64bits(data(offset), size);
 }
 
 bool WeightsRegion::sameContent(uint64_t offset, const WeightsRegion &other, uint64_t otherOffset,

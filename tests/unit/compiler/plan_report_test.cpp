@@ -8,7 +8,6 @@
 
 #include "runtime/comm/comm_cost.h"
 #include "runtime/memory/planned_memory.h"
-#include "runtime/support/json.h"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +17,7 @@ using namespace shardc;
 using shardc::testing::collectPlanJsonKeys;
 using shardc::testing::documentedPlanJsonKeys;
 using shardc::testing::findParameter;
+using shardc::testing::parsePlanJson;
 using shardc::testing::u64Of;
 using runtime::CollectiveKind;
 
@@ -420,57 +420,56 @@ TEST(PlanText, SingleRankKeepsItsFormat) {
   EXPECT_NE(formatPlan(bundle, notes).find("== Strategy decision\n  one GPU: nothing to shard\n"),
             std::string::npos);
 
-  runtime::JsonValue json;
-  ASSERT_TRUE(runtime::parseJson(formatPlanJson(bundle), &json).isOk());
-  EXPECT_EQ(u64Of(json.find("world_size")), 1u);
-  EXPECT_TRUE(json.find("zero_accounting")->isNull());
+  runtime::Json json;
+  ASSERT_TRUE(parsePlanJson(formatPlanJson(bundle), &json));
+  EXPECT_EQ(u64Of(json.at("world_size")), 1u);
+  EXPECT_TRUE(json.at("zero_accounting").is_null());
 }
 
 TEST(PlanJson, ParsesAndHoldsTheSummary) {
   PlanNotes notes;
   notes.strategyDecision = {"chosen: dp=3,zero=3 \"quoted\"\ttab"};
   std::string text = formatPlanJson(makeBundle(), notes);
-  runtime::JsonValue root;
-  runtime::Status status = runtime::parseJson(text, &root);
-  ASSERT_TRUE(status.isOk()) << status.message();
-  ASSERT_TRUE(root.isObject());
-  EXPECT_EQ(u64Of(root.find("format_version")), 1u);
-  EXPECT_EQ(root.find("strategy")->stringValue(), "dp=3,zero=3");
-  EXPECT_EQ(u64Of(root.find("zero_stage")), 3u);
-  EXPECT_EQ(root.find("strategy_decision")->elements().at(0).stringValue(),
+  runtime::Json root;
+  ASSERT_TRUE(parsePlanJson(text, &root));
+  ASSERT_TRUE(root.is_object());
+  EXPECT_EQ(u64Of(root.at("format_version")), 1u);
+  EXPECT_EQ(root.at("strategy").get<std::string>(), "dp=3,zero=3");
+  EXPECT_EQ(u64Of(root.at("zero_stage")), 3u);
+  EXPECT_EQ(root.at("strategy_decision").at(0).get<std::string>(),
             "chosen: dp=3,zero=3 \"quoted\"\ttab");
 
-  const runtime::JsonValue *comm = root.find("communication");
+  const runtime::Json &comm = root.at("communication");
   ASSERT_NE(comm, nullptr);
-  EXPECT_EQ(u64Of(comm->find("bytes_sent")), 96u);
-  EXPECT_EQ(u64Of(comm->find("planned_comm_bytes")), 96u);
-  EXPECT_TRUE(comm->find("matches_plan")->boolValue());
-  const auto &collectives = comm->find("collectives")->elements();
+  EXPECT_EQ(u64Of(comm.at("bytes_sent")), 96u);
+  EXPECT_EQ(u64Of(comm.at("planned_comm_bytes")), 96u);
+  EXPECT_TRUE(comm.at("matches_plan").get<bool>());
+  const auto &collectives = comm.at("collectives");
   ASSERT_EQ(collectives.size(), 3u);
-  EXPECT_EQ(collectives[0].find("kind")->stringValue(), "all_gather");
-  EXPECT_EQ(collectives[0].find("unit")->stringValue(), "fc");
-  EXPECT_TRUE(collectives[0].find("bucket")->isNull());
-  EXPECT_EQ(u64Of(collectives[1].find("bucket")), 0u);
-  EXPECT_EQ(u64Of(collectives[2].find("bytes_sent")), 16u);
+  EXPECT_EQ(collectives[0].at("kind").get<std::string>(), "all_gather");
+  EXPECT_EQ(collectives[0].at("unit").get<std::string>(), "fc");
+  EXPECT_TRUE(collectives[0].at("bucket").is_null());
+  EXPECT_EQ(u64Of(collectives[1].at("bucket")), 0u);
+  EXPECT_EQ(u64Of(collectives[2].at("bytes_sent")), 16u);
 
-  const auto &params = root.find("parameters")->elements();
+  const auto &params = root.at("parameters");
   ASSERT_EQ(params.size(), 3u);
-  EXPECT_EQ(params[0].find("sharding")->find("text")->stringValue(),
+  EXPECT_EQ(params[0].at("sharding").at("text").get<std::string>(),
             "flat_shard 4/3, padding 2 elements");
-  EXPECT_EQ(u64Of(params[0].find("sharding")->find("padding_elements")), 2u);
-  EXPECT_EQ(params[0].find("optimizer_state")->elements().size(), 2u);
+  EXPECT_EQ(u64Of(params[0].at("sharding").at("padding_elements")), 2u);
+  EXPECT_EQ(params[0].at("optimizer_state").size(), 2u);
 
-  const auto &memory = root.find("memory_per_rank")->elements();
+  const auto &memory = root.at("memory_per_rank");
   ASSERT_EQ(memory.size(), 2u);
-  EXPECT_EQ(memory[0].find("ranks")->elements().size(), 2u);
-  EXPECT_EQ(u64Of(memory[0].find("model_state")->find("whole_gradient_bytes")), 52u);
+  EXPECT_EQ(memory[0].at("ranks").size(), 2u);
+  EXPECT_EQ(u64Of(memory[0].at("model_state").at("whole_gradient_bytes")), 52u);
 
-  const runtime::JsonValue *zero = root.find("zero_accounting");
-  EXPECT_EQ(u64Of(zero->find("psi")), 13u);
-  EXPECT_EQ(zero->find("formulas")->elements().at(3).find("formula")->stringValue(), "16Ψ/N");
-  EXPECT_EQ(u64Of(zero->find("actual")->find("total_bytes")), 80u);
+  const runtime::Json &zero = root.at("zero_accounting");
+  EXPECT_EQ(u64Of(zero.at("psi")), 13u);
+  EXPECT_EQ(zero.at("formulas").at(3).at("formula").get<std::string>(), "16Ψ/N");
+  EXPECT_EQ(u64Of(zero.at("actual").at("total_bytes")), 80u);
 
-  EXPECT_EQ(root.find("programs")->elements().size(), 2u);
+  EXPECT_EQ(root.at("programs").size(), 2u);
 }
 
 // Every key docs/plan-format.md lists for plan.json (the backquoted first cell of each row of
@@ -495,8 +494,8 @@ TEST(PlanJson, KeysMatchTheDocumentation) {
   }
   std::set<std::string> present;
   for (const program::Bundle &bundle : {makeBundle(), meshed}) {
-    runtime::JsonValue root;
-    ASSERT_TRUE(runtime::parseJson(formatPlanJson(bundle), &root).isOk());
+    runtime::Json root;
+    ASSERT_TRUE(parsePlanJson(formatPlanJson(bundle), &root));
     collectPlanJsonKeys(root, present);
   }
   for (const std::string &key : documented)

@@ -9,7 +9,6 @@
 #include "tests/unit/compiler/plan_test_util.h"
 
 #include "runtime/memory/planned_memory.h"
-#include "runtime/support/json.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +19,7 @@ using namespace shardc;
 using shardc::testing::collectPlanJsonKeys;
 using shardc::testing::documentedPlanJsonKeys;
 using shardc::testing::findParameter;
+using shardc::testing::parsePlanJson;
 using shardc::testing::u64Of;
 
 namespace {
@@ -488,49 +488,48 @@ TEST(PlanTensorParallel, Text) {
 }
 
 TEST(PlanTensorParallel, Json) {
-  runtime::JsonValue root;
-  runtime::Status status = runtime::parseJson(formatPlanJson(makeBundle()), &root);
-  ASSERT_TRUE(status.isOk()) << status.message();
-  const auto &axes = root.find("mesh_axes")->elements();
+  runtime::Json root;
+  ASSERT_TRUE(parsePlanJson(formatPlanJson(makeBundle()), &root));
+  const auto &axes = root.at("mesh_axes");
   ASSERT_EQ(axes.size(), 2u);
-  EXPECT_EQ(axes[1].find("name")->stringValue(), "tp");
-  EXPECT_EQ(u64Of(axes[1].find("size")), static_cast<uint64_t>(kTp));
-  const auto &groups = root.find("groups")->elements();
+  EXPECT_EQ(axes[1].at("name").get<std::string>(), "tp");
+  EXPECT_EQ(u64Of(axes[1].at("size")), static_cast<uint64_t>(kTp));
+  const auto &groups = root.at("groups");
   ASSERT_EQ(groups.size(), 2u);
-  EXPECT_EQ(groups[1].find("name")->stringValue(), "dp");
-  EXPECT_EQ(groups[1].find("members")->elements().size(), 2u);
+  EXPECT_EQ(groups[1].at("name").get<std::string>(), "dp");
+  EXPECT_EQ(groups[1].at("members").size(), 2u);
 
-  const auto &params = root.find("parameters")->elements();
+  const auto &params = root.at("parameters");
   ASSERT_EQ(params.size(), 3u);
-  EXPECT_EQ(params[1].find("name")->stringValue(), "w2");
-  EXPECT_EQ(params[1].find("sharding_spec")->stringValue(), "[{}, {tp}]");
-  const auto &shape = params[1].find("global_shape")->elements();
+  EXPECT_EQ(params[1].at("name").get<std::string>(), "w2");
+  EXPECT_EQ(params[1].at("sharding_spec").get<std::string>(), "[{}, {tp}]");
+  const auto &shape = params[1].at("global_shape");
   ASSERT_EQ(shape.size(), 2u);
-  EXPECT_EQ(u64Of(&shape[0]), 5u);
-  EXPECT_EQ(u64Of(&shape[1]), 6u);
-  EXPECT_EQ(params[1].find("sharding")->find("kind")->stringValue(), "block");
-  EXPECT_EQ(u64Of(params[1].find("sharding")->find("block_elements")), 15u);
+  EXPECT_EQ(u64Of(shape[0]), 5u);
+  EXPECT_EQ(u64Of(shape[1]), 6u);
+  EXPECT_EQ(params[1].at("sharding").at("kind").get<std::string>(), "block");
+  EXPECT_EQ(u64Of(params[1].at("sharding").at("block_elements")), 15u);
   EXPECT_EQ(
-      params[1].find("optimizer_state")->elements().at(0).find("sharding_spec")->stringValue(),
+      params[1].at("optimizer_state").at(0).at("sharding_spec").get<std::string>(),
       "[{}, {tp}] + flat/dp");
-  EXPECT_EQ(params[2].find("sharding_spec")->stringValue(), "replicated");
+  EXPECT_EQ(params[2].at("sharding_spec").get<std::string>(), "replicated");
 
   const Psi psi = psiOf();
-  const runtime::JsonValue *totals = root.find("parameter_totals");
-  EXPECT_EQ(u64Of(totals->find("trained_split_elements")), static_cast<uint64_t>(psi.split));
-  EXPECT_EQ(u64Of(totals->find("trained_replicated_elements")),
+  const runtime::Json &totals = root.at("parameter_totals");
+  EXPECT_EQ(u64Of(totals.at("trained_split_elements")), static_cast<uint64_t>(psi.split));
+  EXPECT_EQ(u64Of(totals.at("trained_replicated_elements")),
             static_cast<uint64_t>(psi.replicated));
-  EXPECT_EQ(u64Of(totals->find("trained_elements_per_rank")), static_cast<uint64_t>(psi.rank));
-  const runtime::JsonValue *zero = root.find("zero_accounting");
-  EXPECT_EQ(u64Of(zero->find("psi_rank")), static_cast<uint64_t>(psi.rank));
-  EXPECT_EQ(u64Of(zero->find("ranks")), static_cast<uint64_t>(kDp));
+  EXPECT_EQ(u64Of(totals.at("trained_elements_per_rank")), static_cast<uint64_t>(psi.rank));
+  const runtime::Json &zero = root.at("zero_accounting");
+  EXPECT_EQ(u64Of(zero.at("psi_rank")), static_cast<uint64_t>(psi.rank));
+  EXPECT_EQ(u64Of(zero.at("ranks")), static_cast<uint64_t>(kDp));
 
-  const runtime::JsonValue *byGroup = root.find("communication")->find("by_group");
+  const runtime::Json &byGroup = root.at("communication").at("by_group");
   ASSERT_NE(byGroup, nullptr);
-  EXPECT_EQ(u64Of(byGroup->find("tp")), tpBytes());
-  EXPECT_EQ(u64Of(byGroup->find("dp")), dpBytes());
-  EXPECT_EQ(u64Of(byGroup->find("world")), worldBytes());
-  EXPECT_TRUE(root.find("communication")->find("matches_plan")->boolValue());
+  EXPECT_EQ(u64Of(byGroup.at("tp")), tpBytes());
+  EXPECT_EQ(u64Of(byGroup.at("dp")), dpBytes());
+  EXPECT_EQ(u64Of(byGroup.at("world")), worldBytes());
+  EXPECT_TRUE(root.at("communication").at("matches_plan").get<bool>());
 
   // Every key of this bundle's plan.json is documented.
   std::set<std::string> documented = documentedPlanJsonKeys(), present;
@@ -553,11 +552,11 @@ TEST(PlanTensorParallel, LayoutDecisionsInTextAndJson) {
   EXPECT_NE(text.find(section), std::string::npos) << text;
   EXPECT_EQ(formatPlan(makeBundle()).find("Tensor-parallel layout"), std::string::npos);
 
-  runtime::JsonValue root;
-  ASSERT_TRUE(runtime::parseJson(formatPlanJson(makeBundle(), notes), &root).isOk());
-  const auto &layout = root.find("tp_layout")->elements();
+  runtime::Json root;
+  ASSERT_TRUE(parsePlanJson(formatPlanJson(makeBundle(), notes), &root));
+  const auto &layout = root.at("tp_layout");
   ASSERT_EQ(layout.size(), 2u);
-  EXPECT_EQ(layout[1].stringValue(), notes.layoutDecisions[1]);
+  EXPECT_EQ(layout[1].get<std::string>(), notes.layoutDecisions[1]);
 }
 
 } // namespace

@@ -15,21 +15,29 @@ const PlanParameter *findParameter(const PlanSummary &s, const std::string &name
   return nullptr;
 }
 
-void collectPlanJsonKeys(const runtime::JsonValue &value, std::set<std::string> &keys) {
-  for (const auto &[key, member] : value.members()) {
-    keys.insert(key);
-    if (key != "by_group")
-      collectPlanJsonKeys(member, keys);
-  }
-  for (const runtime::JsonValue &element : value.elements())
-    collectPlanJsonKeys(element, keys);
+::testing::AssertionResult parsePlanJson(const std::string &text, runtime::Json *out) {
+  runtime::Status status = runtime::parseJson(text.data(), text.size(), out);
+  if (!status.isOk())
+    return ::testing::AssertionFailure() << status.message();
+  return ::testing::AssertionSuccess();
 }
 
-uint64_t u64Of(const runtime::JsonValue *v) {
+void collectPlanJsonKeys(const runtime::Json &value, std::set<std::string> &keys) {
+  if (value.is_object()) {
+    for (const auto &member : value.items()) {
+      keys.insert(member.key());
+      if (member.key() != "by_group")
+        collectPlanJsonKeys(member.value(), keys);
+    }
+  } else if (value.is_array()) {
+    for (const runtime::Json &element : value)
+      collectPlanJsonKeys(element, keys);
+  }
+}
+
+uint64_t u64Of(const runtime::Json &v) {
   uint64_t out = 0;
-  EXPECT_NE(v, nullptr);
-  if (v)
-    EXPECT_TRUE(v->asUint64(&out));
+  EXPECT_TRUE(runtime::asUint64(v, &out)) << v.dump();
   return out;
 }
 

@@ -4,7 +4,9 @@
 
 #include "shardc/Lowering/PlanSummary.h"
 
-#include "runtime/support/json.h"
+#include "runtime/support/strict_json.h"
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <set>
@@ -15,12 +17,15 @@ namespace shardc::testing {
 // The parameter named `name` in the summary, or null.
 const PlanParameter *findParameter(const PlanSummary &s, const std::string &name);
 
+// plan.json's text, parsed as the runtime parses JSON, into `out`; the parse error on failure.
+::testing::AssertionResult parsePlanJson(const std::string &text, runtime::Json *out);
+
 // Every object key anywhere in `value`, except those of communication.by_group, whose keys are
 // the names of groups.
-void collectPlanJsonKeys(const runtime::JsonValue &value, std::set<std::string> &keys);
+void collectPlanJsonKeys(const runtime::Json &value, std::set<std::string> &keys);
 
-// The value as an unsigned integer; a test failure (and 0) when it is absent or not one.
-uint64_t u64Of(const runtime::JsonValue *v);
+// The value as an unsigned integer; a test failure (and 0) when it is not one.
+uint64_t u64Of(const runtime::Json &v);
 
 // The keys docs/plan-format.md lists for plan.json: the backquoted first cell of each row of
 // the key tables in its "## plan.json" section (empty when the file or section is missing).

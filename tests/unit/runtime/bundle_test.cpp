@@ -2,7 +2,6 @@
 // it with a message naming the file and the offending item.
 #include "runtime/executor/executor.h"
 #include "runtime/program/bundle.h"
-#include "runtime/support/fnv1a.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <string>
+#include <xxhash.h>
 
 namespace shardc::runtime {
 namespace {
@@ -82,11 +82,30 @@ TEST(Bundle, ProgramChecksum) {
   flipped[flipped.size() / 2] ^= 0x01;
   testing::writeBytes(dir.file("program.pb"), flipped);
   EXPECT_EQ(loadError(dir), dir.file("program.pb") +
-                                ": checksum mismatch with program.pb.fnv1a64 (file damaged or "
+                                ": checksum mismatch with program.pb.xxh3_64 (file damaged or "
                                 "altered)");
-  std::filesystem::remove(dir.file("program.pb.fnv1a64"));
-  EXPECT_EQ(loadError(dir), dir.path() + ": missing program.pb.fnv1a64 (written by every shardc "
+  std::filesystem::remove(dir.file("program.pb.xxh3_64"));
+  EXPECT_EQ(loadError(dir), dir.path() + ": missing program.pb.xxh3_64 (written by every shardc "
                                          "that checksums program.pb): recompile the bundle");
+}
+
+// The checksum file is 16 lowercase hex digits of XXH3-64 (seed 0) and a newline: what
+// Python's xxhash.xxh3_64_hexdigest prints for the same bytes.
+TEST(Bundle, ProgramChecksumText) {
+  EXPECT_EQ(programChecksumText("", 0), "2d06800538d394c2\n");
+  EXPECT_EQ(programChecksumText("shardc", 6), "1776926e0ea7742c\n");
+}
+
+// A bundle of a shardc before format version 3 (FNV-1a checksums, program.pb.fnv1a64) is
+// refused in one line that names its checksum file, whatever its program.pb holds.
+TEST(Bundle, OlderFormatIsRefusedNamingTheFile) {
+  TempDir dir;
+  writeBundle(dir, validBundle(), kWeights, /*fixChecksum=*/true);
+  std::filesystem::rename(dir.file("program.pb.xxh3_64"), dir.file("program.pb.fnv1a64"));
+  EXPECT_EQ(loadError(dir), dir.file("program.pb.fnv1a64") +
+                                ": a bundle of an older shardc (format version 2 or earlier, "
+                                "FNV-1a checksums); this runtime reads format version 3: "
+                                "recompile the model");
 }
 
 TEST(Bundle, GarbageOrEmptyProgram) {
@@ -99,8 +118,8 @@ TEST(Bundle, GarbageOrEmptyProgram) {
 
 TEST(Bundle, InvalidUtf8IsOneErrorWithoutProtobufLogs) {
   TempDir dir;
-  // format_version = 1, then field 2 (mode, a proto3 string) holding the bytes ff fe.
-  testing::writeProgramFile(dir, std::string("\x08\x01\x12\x02\xff\xfe", 6));
+  // format_version = 3, then field 2 (mode, a proto3 string) holding the bytes ff fe.
+  testing::writeProgramFile(dir, std::string("\x08\x03\x12\x02\xff\xfe", 6));
   ::testing::internal::CaptureStderr();
   std::string message = loadError(dir);
   std::string logged = ::testing::internal::GetCapturedStderr();
@@ -149,9 +168,13 @@ TEST(Bundle, MutatedProgramsNeverCrash) {
 }
 
 TEST(Bundle, FormatVersionAndMode) {
-  EXPECT_EQ(errorAfter([](auto &b) { b.set_format_version(3); }),
-            "B/program.pb: format version 3 is not supported (this runtime reads versions 1 to "
-            "2); recompile the model");
+  EXPECT_EQ(errorAfter([](auto &b) { b.set_format_version(4); }),
+            "B/program.pb: format version 4 is not supported (this runtime reads version 3); "
+            "recompile the model");
+  // Versions 1 and 2 checksummed with FNV-1a: a program.pb of theirs is refused as well.
+  EXPECT_EQ(errorAfter([](auto &b) { b.set_format_version(2); }),
+            "B/program.pb: format version 2 is not supported (this runtime reads version 3); "
+            "recompile the model");
   EXPECT_EQ(errorAfter([](auto &b) { b.set_mode("infer"); }),
             "B/program.pb: unknown mode 'infer' (expected 'forward' or 'train')");
 }
@@ -270,7 +293,7 @@ TEST(Bundle, WeightsChecks) {
   {
     TempDir dir;
     program::Bundle bundle = validBundle();
-    bundle.set_weights_checksum(fnv1a64(kWeights.data(), kWeights.size()));
+    bundle.set_weights_checksum(XXH3_64bits(kWeights.data(), kWeights.size()));
     std::string damaged = kWeights;
     damaged[17] ^= 0x10;
     writeBundle(dir, bundle, damaged, /*fixChecksum=*/false);
@@ -316,7 +339,7 @@ TEST(Bundle, InitialValuesAfterTheRegion) {
     // The checksum covers the initial values too.
     TempDir dir;
     program::Bundle checked = bundle;
-    checked.set_weights_checksum(fnv1a64(file.data(), file.size()));
+    checked.set_weights_checksum(XXH3_64bits(file.data(), file.size()));
     std::string damaged = file;
     damaged[140] ^= 0x10;
     writeBundle(dir, checked, damaged, /*fixChecksum=*/false);

@@ -1,7 +1,7 @@
 // Checkpoint directories: round trips, detection of truncated or altered files, and the
 // crash-safety property of the manifest-last save scheme.
 #include "runtime/checkpoint/checkpoint.h"
-#include "runtime/support/json.h"
+#include "runtime/support/strict_json.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <algorithm>
@@ -97,21 +97,17 @@ TEST(Checkpoint, RoundTrip) {
 TEST(Checkpoint, ManifestRecordsSizesAndChecksums) {
   TempDir dir;
   ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(3, 2.0f)).isOk());
-  JsonValue manifest;
-  ASSERT_TRUE(parseJson(testing::readBytes(dir.file("manifest.json")), &manifest).isOk());
-  int64_t version = 0, step = 0;
-  uint64_t seed = 0, size = 0;
-  ASSERT_TRUE(manifest.find("format_version")->asInt64(&version));
-  ASSERT_TRUE(manifest.find("step")->asInt64(&step));
-  ASSERT_TRUE(manifest.find("rng_seed")->asUint64(&seed));
-  EXPECT_EQ(version, kCheckpointFormatVersion);
-  EXPECT_EQ(step, 3);
-  EXPECT_EQ(seed, 0xfedcba9876543210ULL);
-  const JsonValue *params = manifest.find("files")->find("params");
-  EXPECT_EQ(params->find("name")->stringValue(), "params-00000003.safetensors");
-  ASSERT_TRUE(params->find("size")->asUint64(&size));
-  EXPECT_EQ(size, testing::readBytes(dir.file("params-00000003.safetensors")).size());
-  EXPECT_EQ(params->find("fnv1a64")->stringValue().size(), 16u);
+  const std::string text = testing::readBytes(dir.file("manifest.json"));
+  Json manifest;
+  ASSERT_TRUE(parseJson(text.data(), text.size(), &manifest).isOk());
+  EXPECT_EQ(manifest.at("format_version"), kCheckpointFormatVersion);
+  EXPECT_EQ(manifest.at("step"), 3);
+  EXPECT_EQ(manifest.at("rng_seed").get<uint64_t>(), 0xfedcba9876543210ULL);
+  const Json &params = manifest.at("files").at("params");
+  EXPECT_EQ(params.at("name"), "params-00000003.safetensors");
+  EXPECT_EQ(params.at("size").get<uint64_t>(),
+            testing::readBytes(dir.file("params-00000003.safetensors")).size());
+  EXPECT_EQ(params.at("xxh3_64").get<std::string>().size(), 16u);
 }
 
 TEST(Checkpoint, LaterSaveReplacesEarlierAndCleansUp) {
@@ -274,22 +270,33 @@ TEST(Checkpoint, RejectsBadManifests) {
       {"[]", manifestPath + ": not a JSON object"},
       {withReplaced("\"shardc-checkpoint\"", "\"other\""),
        manifestPath + ": not a shardc checkpoint manifest"},
-      {withReplaced("\"format_version\": 1", "\"format_version\": 2"),
-       manifestPath + ": unsupported checkpoint format version 2 (supported: 1)"},
+      {withReplaced("\"format_version\": 2", "\"format_version\": 3"),
+       manifestPath + ": unsupported checkpoint format version 3 (supported: 2)"},
+      // Version 1 checksummed the data files with FNV-1a ("fnv1a64").
+      {withReplaced("\"format_version\": 2", "\"format_version\": 1"),
+       manifestPath + ": unsupported checkpoint format version 1 (supported: 2; an older "
+                      "shardrun wrote it, with checksums this one no longer computes)"},
       {withReplaced("\"step\": 4", "\"step\": -4"),
        manifestPath + ": step is missing or not a non-negative integer"},
+      {withReplaced("\"step\": 4", "\"step\": 4.5"),
+       manifestPath + ": step is missing or not a non-negative integer"},
+      {withReplaced("\"step\": 4", "\"step\": \"4\""),
+       manifestPath + ": step is missing or not a non-negative integer"},
+      {withReplaced("\"step\": 4", "\"step\": 4, \"step\": 5"),
+       manifestPath + ": malformed JSON: duplicate key \"step\""},
+      {withReplaced("\"files\": {", "\"files\": ["), manifestPath + ": malformed JSON at byte "},
       {withReplaced("\"params-00000004.safetensors\"", "\"../params-00000004.safetensors\""),
        manifestPath + ": files.params.name is missing or not a valid data file name"},
       {withReplaced("\"optimizer-00000004.safetensors\"", "\"params-00000004.safetensors\""),
        manifestPath + ": files.optimizer.name is missing or not a valid data file name"},
-      {withReplaced("\"fnv1a64\": \"", "\"fnv1a64\": \"X"),
-       manifestPath + ": files.params.fnv1a64 is missing or not 16 lowercase hex digits"},
-      {withReplaced("\"format_version\": 1", "\"format_version\": 1, \"older\": {}"),
+      {withReplaced("\"xxh3_64\": \"", "\"xxh3_64\": \"X"),
+       manifestPath + ": files.params.xxh3_64 is missing or not 16 lowercase hex digits"},
+      {withReplaced("\"format_version\": 2", "\"format_version\": 2, \"older\": {}"),
        manifestPath + ": older is not an array"},
-      {withReplaced("\"format_version\": 1", "\"format_version\": 1, \"older\": [7]"),
+      {withReplaced("\"format_version\": 2", "\"format_version\": 2, \"older\": [7]"),
        manifestPath + ": older[0] is not an object"},
-      {withReplaced("\"format_version\": 1",
-                    "\"format_version\": 1, \"older\": [{\"step\": 2, \"rng_seed\": 0}]"),
+      {withReplaced("\"format_version\": 2",
+                    "\"format_version\": 2, \"older\": [{\"step\": 2, \"rng_seed\": 0}]"),
        manifestPath + ": older[0]: rng_counter is missing or not a non-negative integer"},
   };
   for (const Case &c : cases) {
@@ -376,9 +383,10 @@ TEST(Checkpoint, KeepOneWritesNoOlderList) {
   TempDir dir;
   ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(1, 1.0f)).isOk());
   ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(2, 1.0f)).isOk());
-  JsonValue manifest;
-  ASSERT_TRUE(parseJson(testing::readBytes(dir.file("manifest.json")), &manifest).isOk());
-  EXPECT_EQ(manifest.find("older"), nullptr);
+  const std::string text = testing::readBytes(dir.file("manifest.json"));
+  Json manifest;
+  ASSERT_TRUE(parseJson(text.data(), text.size(), &manifest).isOk());
+  EXPECT_FALSE(manifest.contains("older"));
   EXPECT_FALSE(saveCheckpoint(dir.path(), sampleContents(3, 1.0f), 0).isOk());
 }
 

@@ -2,6 +2,7 @@
 
 #include "runtime/comm/comm_cost.h"
 #include "runtime/memory/planned_memory.h"
+#include "runtime/program/bundle.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <algorithm>
@@ -135,7 +136,7 @@ std::vector<float> linearInitialWeights() { return {1, 2, 3, 4, 5}; }
 
 program::Bundle linearSgdBundle(int world, int batch) {
   program::Bundle bundle;
-  bundle.set_format_version(1);
+  bundle.set_format_version(kBundleFormatVersion);
   bundle.set_mode("train");
   bundle.set_source_model("linear.onnx");
   bundle.set_world_size(world);

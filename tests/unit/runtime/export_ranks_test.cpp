@@ -2,7 +2,6 @@
 // parameter are gathered, so the exported model is byte for byte the one a single rank exports.
 // (In the ONNX export's test binary: it needs libonnx's messages to write source.onnx.)
 #include "runtime/data/npy.h"
-#include "runtime/support/fnv1a.h"
 #include "tests/unit/runtime/data_parallel_program.h"
 #include "tests/unit/runtime/shardrun_runner.h"
 #include "tests/unit/runtime/test_util.h"
@@ -12,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <xxhash.h>
 
 namespace shardc::runtime {
 namespace {
@@ -42,7 +42,7 @@ void writeLinearBundle(const TempDir &dir, int world) {
   const std::string source = linearSourceModel();
   testing::writeBytes(dir.file("source.onnx"), source);
   bundle.set_source_onnx_file("source.onnx");
-  bundle.set_source_onnx_checksum(fnv1a64(source.data(), source.size()));
+  bundle.set_source_onnx_checksum(XXH3_64bits(source.data(), source.size()));
   testing::writeBundle(dir, bundle, testing::linearSgdWeights());
 }
 

@@ -1,8 +1,8 @@
 // The ONNX export of trained models (runtime/export): a source.onnx template and a program
 // written here, the exporter run on them, the written model parsed back and compared.
 #include "runtime/export/onnx_export.h"
+#include "runtime/program/bundle.h"
 #include "runtime/support/file_io.h"
-#include "runtime/support/fnv1a.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include "onnx/onnx_pb.h"
@@ -15,6 +15,7 @@
 #include <string>
 #include <sys/stat.h>
 #include <vector>
+#include <xxhash.h>
 
 namespace shardc::runtime {
 namespace {
@@ -60,7 +61,7 @@ onnx::ModelProto sourceModel() {
 // exporter reads: state_init, input bindings, buffers).
 program::Bundle trainBundle(std::vector<int64_t> wShape = {2, 3}) {
   program::Bundle bundle;
-  bundle.set_format_version(1);
+  bundle.set_format_version(kBundleFormatVersion);
   bundle.set_mode("train");
   bundle.set_world_size(1);
   program::Program *p = bundle.add_programs();
@@ -89,7 +90,7 @@ struct Fixture {
     std::string bytes = model.SerializeAsString();
     testing::writeBytes(dir.file("source.onnx"), bytes);
     bundle.set_source_onnx_file("source.onnx");
-    bundle.set_source_onnx_checksum(fnv1a64(bytes.data(), bytes.size()));
+    bundle.set_source_onnx_checksum(XXH3_64bits(bytes.data(), bytes.size()));
     loaded.dir = dir.path();
     loaded.bundle = std::move(bundle);
     values["w"] = testing::makeTensor<float>(program::F32, {2, 3}, {1, 2, 3, 4, 5, 6.5f});

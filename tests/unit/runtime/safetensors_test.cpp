@@ -200,7 +200,15 @@ TEST(Safetensors, RejectsBadFraming) {
 
 TEST(Safetensors, RejectsBadHeaders) {
   EXPECT_THAT(parseError(image("{", "")), StartsWith("x.safetensors: header: malformed JSON"));
-  EXPECT_THAT(parseError(image("{\"a\":1.5}", "")), HasSubstr("only integers"));
+  // A number where a tensor entry belongs, or a fraction where an integer does.
+  EXPECT_EQ(parseError(image("{\"a\":1.5}", "")),
+            "x.safetensors: tensor 'a': header entry is not an object");
+  const std::string data(8, '\0');
+  EXPECT_EQ(parseError(image("{" + entry("w", "F32", "[2.0]", "[0,8]") + "}", data)),
+            "x.safetensors: tensor 'w': 'shape' holds something other than a non-negative "
+            "integer");
+  EXPECT_EQ(parseError(image("{" + entry("w", "F32", "[2]", "[0,8e0]") + "}", data)),
+            "x.safetensors: tensor 'w': 'data_offsets' is not a pair of non-negative integers");
   EXPECT_EQ(parseError(image("[]", "")), "x.safetensors: header is not a JSON object");
   EXPECT_THAT(parseError(image("{\"x\":{\"dtype\":\"F32\"}}\xff", "")),
               StartsWith("x.safetensors: header: malformed JSON"));

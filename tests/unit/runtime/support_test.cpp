@@ -1,8 +1,7 @@
-// Support helpers: FNV-1a, file I/O, aligned buffers, tensor file names.
+// Support helpers: file I/O, aligned buffers, tensor file names.
 #include "runtime/data/tensor_file_name.h"
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/file_io.h"
-#include "runtime/support/fnv1a.h"
 #include "runtime/support/quote.h"
 #include "tests/unit/runtime/test_util.h"
 
@@ -18,17 +17,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::TempDir;
-
-TEST(Fnv1a, KnownValues) {
-  // Reference values of the 64-bit FNV-1a function.
-  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ULL);
-  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cULL);
-  EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ULL);
-}
-
-TEST(Fnv1a, ChainsAcrossPieces) {
-  EXPECT_EQ(fnv1a64("bar", 3, fnv1a64("foo", 3)), fnv1a64("foobar", 6));
-}
 
 TEST(AlignedBuffer, AlignedZeroedAndNeverNull) {
   AlignedBuffer empty;

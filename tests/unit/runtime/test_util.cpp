@@ -2,7 +2,6 @@
 
 #include "runtime/kernels/kernel.h"
 #include "runtime/program/bundle.h"
-#include "runtime/support/fnv1a.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include <iterator>
 #include <random>
 #include <system_error>
+#include <xxhash.h>
 
 namespace shardc::runtime::testing {
 
@@ -123,7 +123,7 @@ std::vector<float> addMatmulWeight() { return {1.0f, 2.0f, -1.0f, 0.5f, 3.0f, -2
 
 program::Bundle addMatmulBundle() {
   program::Bundle bundle;
-  bundle.set_format_version(1);
+  bundle.set_format_version(kBundleFormatVersion);
   bundle.set_mode("forward");
   bundle.set_source_model("model.onnx");
   bundle.set_world_size(1);
@@ -175,7 +175,7 @@ void writeProgramFile(const TempDir &dir, const std::string &bytes) {
 void writeBundle(const TempDir &dir, program::Bundle bundle, const std::string &weights,
                  bool fixChecksum) {
   if (fixChecksum)
-    bundle.set_weights_checksum(fnv1a64(weights.data(), weights.size()));
+    bundle.set_weights_checksum(XXH3_64bits(weights.data(), weights.size()));
   writeProgramFile(dir, bundle.SerializeAsString());
   // A weights_file that escapes the bundle is left for the loader to reject.
   if (!bundle.weights_file().empty() && bundle.weights_file().find('/') == std::string::npos)
