@@ -64,7 +64,7 @@ PeakMemoryReport compareDevicePeakMemory(const program::Program &program,
       "; host: step inputs " + std::to_string(host[static_cast<size_t>(MemoryUse::StepInputs)]) +
       ", step outputs " + std::to_string(host[static_cast<size_t>(MemoryUse::StepOutputs)]) +
       " bytes at the host's peak";
-  report.text = std::string("memory on ") + deviceName + ": " +
+  report.text = std::string("memory: on ") + deviceName + ": " +
                 (report.agrees ? "planned peak " + std::to_string(planned) +
                                      " bytes, measured peak " + std::to_string(deviceMeasuredPeak)
                                : "measured peak " + std::to_string(deviceMeasuredPeak) +
