@@ -3,6 +3,7 @@
 // (cpu/movement_checks.h); the device then runs one generic copy, y[i] = x[offset(i)] over the
 // planned walk, dispatched on element size only (as the CPU kernels are).
 #include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/gather_indices.h"
 #include "runtime/kernels/cpu/movement_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
@@ -15,20 +16,8 @@ namespace shardc::runtime::cuda {
 
 namespace {
 
-template <typename Fn> Status visitElementSize(DType dtype, Fn &&fn) {
-  switch (dtypeSize(dtype)) {
-  case 1:
-    return fn(uint8_t{});
-  case 2:
-    return fn(uint16_t{});
-  case 4:
-    return fn(uint32_t{});
-  case 8:
-    return fn(uint64_t{});
-  default:
-    return Status::error(std::string("unsupported dtype ") + dtypeName(dtype));
-  }
-}
+// Moving elements needs their size only: the CPU kernels' visitor.
+using cpu::visitElementSize;
 
 // A CUDA runtime call's error as a Status naming the kernel.
 Status cudaStatus(const char *kernel, const char *what, cudaError_t error) {

@@ -4,6 +4,7 @@
 // NaN propagation in max/min, cast's float -> int pinning), with CUDA's libm for the
 // transcendental functions (within a few ulp of the CPU's).
 #include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/elementwise_checks.h"
 #include "runtime/kernels/cuda/cuda_common.cuh"
 #include "runtime/kernels/cuda/cuda_kernels.h"
@@ -14,49 +15,19 @@ namespace shardc::runtime::cuda {
 
 namespace {
 
-// ---- dispatch ----------------------------------------------------------------------------------
+// ---- dispatch: the CPU kernels' visitors (dtype -> element type); casts add CUDA's 16-bit
+// float types ----------------------------------------------------------------------------------
 
-template <typename Fn> Status visitNumeric(DType dtype, Fn &&fn) {
-  switch (dtype) {
-  case program::F32:
-    return fn(float{});
-  case program::I64:
-    return fn(int64_t{});
-  case program::I32:
-    return fn(int32_t{});
-  default:
-    return Status::error(std::string("unsupported dtype ") + dtypeName(dtype) +
-                         ", expected f32, i64 or i32");
-  }
-}
-
-template <typename Fn> Status visitAny(DType dtype, Fn &&fn) {
-  if (dtype == program::BOOL)
-    return fn(uint8_t{});
-  return visitNumeric(dtype, fn);
-}
+using cpu::visitAnyDtype;
+using cpu::visitElementSize;
+using cpu::visitNumeric;
 
 template <typename Fn> Status visitCastable(DType dtype, Fn &&fn) {
   if (dtype == program::BF16)
     return fn(bf16{});
   if (dtype == program::F16)
     return fn(f16{});
-  return visitAny(dtype, fn);
-}
-
-template <typename Fn> Status visitElementSize(DType dtype, Fn &&fn) {
-  switch (dtypeSize(dtype)) {
-  case 1:
-    return fn(uint8_t{});
-  case 2:
-    return fn(uint16_t{});
-  case 4:
-    return fn(uint32_t{});
-  case 8:
-    return fn(uint64_t{});
-  default:
-    return Status::error(std::string("unsupported dtype ") + dtypeName(dtype));
-  }
+  return visitAnyDtype(dtype, fn);
 }
 
 // ---- unary -------------------------------------------------------------------------------------
@@ -188,7 +159,7 @@ template <typename Op>
 Status comparison(const char *kernel, KernelArgs &args, bool allowBool, Op op) {
   cpu::StridedLoop loop;
   SHARDC_RETURN_IF_ERROR(cpu::checkComparison(kernel, args, allowBool, &loop));
-  return visitAny(args.inputs[0].dtype, [&](auto tag) {
+  return visitAnyDtype(args.inputs[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     return launchBinary<T, T, uint8_t>(kernel, loop, args, op);
   });
