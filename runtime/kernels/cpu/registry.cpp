@@ -2,6 +2,7 @@
 // initialisers because the kernels live in a static library, where the linker drops object
 // files nothing references (and their registrations with them).
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/kernel_entry.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,12 +11,6 @@
 namespace shardc::runtime {
 
 namespace {
-
-struct KernelEntry {
-  const char *name;
-  KernelFn fn;
-  WorkspaceFn workspace = nullptr; // null: the kernel needs no workspace
-};
 
 // Sorted by name (checked by the unit tests), so lookups can binary-search.
 constexpr KernelEntry kCpuKernels[] = {
@@ -113,30 +108,18 @@ constexpr InPlacePair kInPlacePairs[] = {
     {"sgd_update", 2, 1},   // momentum_buffer -> new_momentum_buffer
 };
 
-const KernelEntry *findEntry(const std::string &name) {
-  const auto *end = std::end(kCpuKernels);
-  const auto *it = std::lower_bound(std::begin(kCpuKernels), end, name,
-                                    [](const KernelEntry &e, const std::string &n) {
-                                      return std::strcmp(e.name, n.c_str()) < 0;
-                                    });
-  if (it == end || name != it->name)
-    return nullptr;
-  return it;
-}
-
 } // namespace
 
 KernelFn findCpuKernel(const std::string &name) {
-  const KernelEntry *entry = findEntry(name);
+  const KernelEntry *entry = findKernelEntry(kCpuKernels, name);
   return entry ? entry->fn : nullptr;
 }
 
 Status cpuKernelWorkspaceBytes(const std::string &name, const KernelArgs &args, uint64_t *bytes) {
-  const KernelEntry *entry = findEntry(name);
+  const KernelEntry *entry = findKernelEntry(kCpuKernels, name);
   if (entry == nullptr)
     return Status::error("unknown kernel '" + name + "'");
-  *bytes = 0;
-  return entry->workspace ? entry->workspace(args, bytes) : Status::ok();
+  return entryWorkspaceBytes(*entry, args, bytes);
 }
 
 bool kernelUpdatesInPlace(const std::string &name, int input, int output) {
@@ -147,11 +130,7 @@ bool kernelUpdatesInPlace(const std::string &name, int input, int output) {
 }
 
 std::vector<std::string> cpuKernelNames() {
-  std::vector<std::string> names;
-  for (const KernelEntry &e : kCpuKernels)
-    names.emplace_back(e.name);
-  std::sort(names.begin(), names.end());
-  return names;
+  return kernelEntryNames(kCpuKernels);
 }
 
 } // namespace shardc::runtime

@@ -1,6 +1,7 @@
 // The CUDA kernel table: the kernels with a CUDA implementation so far. A program using any
 // other kernel is refused on --device cuda before it runs, naming the kernel.
 #include "runtime/kernels/cuda/cuda_kernels.h"
+#include "runtime/kernels/kernel_entry.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,12 +10,6 @@
 namespace shardc::runtime::cuda {
 
 namespace {
-
-struct KernelEntry {
-  const char *name;
-  KernelFn fn;
-  WorkspaceFn workspace = nullptr; // null: the kernel needs no workspace
-};
 
 // Sorted by name (checked by the unit tests), so lookups can binary-search.
 constexpr KernelEntry kCudaKernels[] = {
@@ -76,37 +71,20 @@ constexpr KernelEntry kCudaKernels[] = {
     {"where", whereKernel},
 };
 
-const KernelEntry *findEntry(const std::string &name) {
-  const auto *end = std::end(kCudaKernels);
-  const auto *it = std::lower_bound(std::begin(kCudaKernels), end, name,
-                                    [](const KernelEntry &e, const std::string &n) {
-                                      return std::strcmp(e.name, n.c_str()) < 0;
-                                    });
-  if (it == end || name != it->name)
-    return nullptr;
-  return it;
-}
-
 } // namespace
 
 KernelFn findKernel(const std::string &name) {
-  const KernelEntry *entry = findEntry(name);
+  const KernelEntry *entry = findKernelEntry(kCudaKernels, name);
   return entry ? entry->fn : nullptr;
 }
 
 Status kernelWorkspaceBytes(const std::string &name, const KernelArgs &args, uint64_t *bytes) {
-  const KernelEntry *entry = findEntry(name);
+  const KernelEntry *entry = findKernelEntry(kCudaKernels, name);
   if (entry == nullptr)
     return Status::error("kernel '" + name + "' has no cuda implementation");
-  *bytes = 0;
-  return entry->workspace ? entry->workspace(args, bytes) : Status::ok();
+  return entryWorkspaceBytes(*entry, args, bytes);
 }
 
-std::vector<std::string> kernelNames() {
-  std::vector<std::string> names;
-  for (const KernelEntry &entry : kCudaKernels)
-    names.emplace_back(entry.name);
-  return names;
-}
+std::vector<std::string> kernelNames() { return kernelEntryNames(kCudaKernels); }
 
 } // namespace shardc::runtime::cuda
