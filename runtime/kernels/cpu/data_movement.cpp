@@ -5,6 +5,7 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/movement_checks.h"
+#include "runtime/kernels/cpu/pad_scan_checks.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -52,32 +53,14 @@ namespace {
 
 // y = x with pads[d] elements before and pads[d + rank] after dimension d (negative: removed),
 // the new ones `value`: fills y, then copies the block of x that lands in it, walked by the
-// kernels' strided loop with x as operand 0 and y as operand 1.
+// shared plan (pad_scan_checks.h) with x as operand 0 and y as operand 1.
 template <typename T>
 void padRows(const Tensor &x, const Tensor &y, const std::vector<int64_t> &pads, T value) {
   T *out = y.as<T>();
   std::fill(out, out + y.numel(), value);
-  const size_t rank = x.shape.size();
-  const std::vector<int64_t> xs = contiguousStrides(x.shape), ys = contiguousStrides(y.shape);
   StridedLoop loop;
-  loop.numOperands = 2;
-  for (size_t d = 0; d < rank; ++d) {
-    // The first index read in x, the first written in y, and how many.
-    const int64_t fromX = std::max<int64_t>(0, -pads[d]), toY = std::max<int64_t>(0, pads[d]);
-    const int64_t count = std::min(x.shape[d] - fromX, y.shape[d] - toY);
-    if (count <= 0)
-      return;
-    loop.dims.push_back(count);
-    loop.strides[0].push_back(xs[d]);
-    loop.strides[1].push_back(ys[d]);
-    loop.baseOffsets[0] += fromX * xs[d];
-    loop.baseOffsets[1] += toY * ys[d];
-  }
-  if (rank == 0) { // a scalar walk is one dim of size 1
-    loop.dims = {1};
-    loop.strides[0] = loop.strides[1] = {0};
-  }
-  loop.coalesce();
+  if (!planPad(x, y, pads, &loop))
+    return;
   const T *in = x.as<T>();
   forEachRow(loop, [&](int64_t, const int64_t *offsets, const int64_t *steps, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
@@ -88,26 +71,10 @@ void padRows(const Tensor &x, const Tensor &y, const std::vector<int64_t> &pads,
 } // namespace
 
 Status padKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("pad", args, Arity::exactly(1), Arity::exactly(1)));
-  const Tensor &x = args.inputs[0], &y = args.outputs[0];
   std::vector<int64_t> pads;
   double value = 0;
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "pads", &pads));
-  SHARDC_RETURN_IF_ERROR(getDoubleAttr(args, "value", &value));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("pad", "x", x, "y", y));
-  const size_t rank = x.shape.size();
-  if (pads.size() != 2 * rank || y.shape.size() != rank)
-    return Status::error("pad: attribute 'pads' needs 2 entries per dim of x " + x.describe() +
-                         " and y " + y.describe() + " its rank, got " +
-                         std::to_string(pads.size()) + " pads");
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t limit = int64_t(1) << 40;
-    if (std::abs(pads[d]) > limit || std::abs(pads[d + rank]) > limit ||
-        y.shape[d] != x.shape[d] + pads[d] + pads[d + rank])
-      return Status::error("pad: y " + y.describe() + " is not x " + x.describe() +
-                           " with pads " + std::to_string(pads[d]) + ", " +
-                           std::to_string(pads[d + rank]) + " on dim " + std::to_string(d));
-  }
+  SHARDC_RETURN_IF_ERROR(checkPad(args, &pads, &value));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
   switch (x.dtype) {
   case program::F32:
     padRows<float>(x, y, pads, static_cast<float>(value));
@@ -133,19 +100,10 @@ Status expandKernel(KernelArgs &args) {
 }
 
 Status cumSumKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("cum_sum", args, Arity::exactly(1), Arity::exactly(1)));
+  int64_t axis = 0;
+  bool exclusive = false, reverse = false;
+  SHARDC_RETURN_IF_ERROR(checkCumSum(args, &axis, &exclusive, &reverse));
   const Tensor &x = args.inputs[0], &y = args.outputs[0];
-  int64_t axis = 0, exclusive = 0, reverse = 0;
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", &axis));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "exclusive", &exclusive));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "reverse", &reverse));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("cum_sum", "x", x, "y", y));
-  SHARDC_RETURN_IF_ERROR(expectShape("cum_sum", "y", y, x.shape));
-  if (axis < 0 || axis >= static_cast<int64_t>(x.rank()))
-    return Status::error("cum_sum: axis " + std::to_string(axis) + " is out of range for x " +
-                         x.describe());
-  if (x.dtype == program::BOOL)
-    return Status::error("cum_sum: x must be numeric, got " + x.describe());
   const size_t a = static_cast<size_t>(axis);
   const int64_t outer = dimsProduct(x.shape, 0, a), length = x.shape[a];
   const int64_t inner = dimsProduct(x.shape, a + 1, x.shape.size());
@@ -176,57 +134,16 @@ Status cumSumKernel(KernelArgs &args) {
 }
 
 Status scatterNdKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(
-      checkOperands("scatter_nd", args, Arity::exactly(3), Arity::exactly(1)));
+  ScatterNdPlan plan;
+  SHARDC_RETURN_IF_ERROR(checkScatterNd(args, &plan));
   const Tensor &data = args.inputs[0], &indices = args.inputs[1], &updates = args.inputs[2];
   const Tensor &y = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("scatter_nd", "data", data, "y", y));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("scatter_nd", "data", data, "updates", updates));
-  SHARDC_RETURN_IF_ERROR(expectShape("scatter_nd", "y", y, data.shape));
-  std::string reduction;
-  SHARDC_RETURN_IF_ERROR(getStringAttr(args, "reduction", &reduction));
-  enum class Combine { kNone, kAdd, kMul, kMax, kMin };
-  const Combine combine = reduction == "none" ? Combine::kNone
-                          : reduction == "add" ? Combine::kAdd
-                          : reduction == "mul" ? Combine::kMul
-                          : reduction == "max" ? Combine::kMax
-                          : reduction == "min" ? Combine::kMin
-                                               : static_cast<Combine>(-1);
-  if (static_cast<int>(combine) < 0)
-    return Status::error("scatter_nd: attribute 'reduction' '" + reduction +
-                         "' is not none, add, mul, max or min");
-  if (combine != Combine::kNone && data.dtype == program::BOOL)
-    return Status::error("scatter_nd: reduction '" + reduction + "' on bool data " +
-                         data.describe());
-  if (indices.dtype != program::I64 && indices.dtype != program::I32)
-    return Status::error("scatter_nd: indices must be i64 or i32, got " + indices.describe());
-  if (indices.rank() < 1)
-    return Status::error("scatter_nd: indices must have rank >= 1, got " + indices.describe());
-  const int64_t k = indices.shape.back();
-  if (k < 1 || k > static_cast<int64_t>(data.rank()))
-    return Status::error("scatter_nd: index tuples of length " + std::to_string(k) +
-                         " do not address data " + data.describe());
-  std::vector<int64_t> expected(indices.shape.begin(), indices.shape.end() - 1);
-  expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
-  SHARDC_RETURN_IF_ERROR(expectShape("scatter_nd", "updates", updates, expected));
-  const int64_t tuples = dimsProduct(indices.shape, 0, indices.shape.size() - 1);
-  const int64_t slice = dimsProduct(data.shape, static_cast<size_t>(k), data.shape.size());
+  const int64_t tuples = plan.tuples, slice = plan.slice;
+  const ScatterCombine combine = plan.combine;
+  using Combine = ScatterCombine;
   // The flat offset of tuple t's slice in data (negative indices from the end).
   auto tupleOffset = [&](int64_t t, int64_t *offset) {
-    *offset = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      const int64_t at = t * k + j;
-      int64_t index = indices.dtype == program::I64 ? indices.as<int64_t>()[at]
-                                                    : indices.as<int32_t>()[at];
-      const int64_t size = data.shape[static_cast<size_t>(j)];
-      if (index < -size || index >= size)
-        return Status::error("scatter_nd: index " + std::to_string(index) + " of tuple " +
-                             std::to_string(t) + " is out of range for dim " +
-                             std::to_string(j) + " of data " + data.describe());
-      *offset = *offset * size + (index < 0 ? index + size : index);
-    }
-    *offset *= slice;
-    return Status::ok();
+    return scatterNdTupleOffset(plan, data, indices, t, offset);
   };
   // Every tuple is checked before anything is written, so an error leaves y untouched; the
   // offsets are computed again while writing rather than kept (no scratch memory).

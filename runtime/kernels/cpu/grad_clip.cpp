@@ -11,6 +11,7 @@
 // This file is compiled with -ffp-contract=off: only the explicit std::fma calls may fuse.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/grad_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <cmath>
@@ -61,15 +62,8 @@ Status takeNorms(Workspace &workspace, const KernelArgs &args, float **norms) {
 } // namespace
 
 Status globalNormKernel(KernelArgs &args) {
-  const char *kernel = "global_norm";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::atLeast(1), Arity::exactly(1)));
-  for (size_t i = 0; i < args.inputs.size(); ++i) {
-    const std::string role = "input " + std::to_string(i);
-    SHARDC_RETURN_IF_ERROR(expectDtype(kernel, role.c_str(), args.inputs[i], program::F32));
-  }
+  SHARDC_RETURN_IF_ERROR(checkGlobalNorm(args));
   const Tensor &out = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "total_norm", out, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "total_norm", out, {}));
   // torch.stack of the per-gradient norms, then their norm, in input order.
   Workspace workspace(args);
   float *norms = nullptr;
@@ -89,16 +83,9 @@ Status globalNormWorkspace(const KernelArgs &args, uint64_t *bytes) {
 }
 
 Status scaleByClipKernel(KernelArgs &args) {
-  const char *kernel = "scale_by_clip";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(2), Arity::exactly(1)));
-  const Tensor &grad = args.inputs[0], &totalNorm = args.inputs[1], &out = args.outputs[0];
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "grad", grad, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "total_norm", totalNorm, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "total_norm", totalNorm, {}));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "output", out, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kernel, "output", out, grad.shape));
   float maxNorm = 0;
-  SHARDC_RETURN_IF_ERROR(getFloatAttr(args, "max_norm", &maxNorm));
+  SHARDC_RETURN_IF_ERROR(checkScaleByClip(args, &maxNorm));
+  const Tensor &grad = args.inputs[0], &totalNorm = args.inputs[1], &out = args.outputs[0];
 
   // The Python literal 1e-6 becomes a float32 when added to the 0-d float32 tensor.
   const float shifted = totalNorm.as<float>()[0] + static_cast<float>(1e-6);

@@ -5,8 +5,8 @@
 //           gelu'(x) = s + x * 2 s (1 - s) * sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 // The tanh form is differentiated through the sigmoid the forward evaluates, which is the same
 // function as the tanh expression.
-#include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/grad_checks.h"
 
 #include <cmath>
 #include <string>
@@ -14,8 +14,6 @@
 namespace shardc::runtime::cpu {
 
 namespace {
-
-constexpr const char *kKernel = "gelu_grad";
 
 float geluErfDerivative(float v) {
   constexpr float kInvSqrt2 = 0.70710678118654752440f;
@@ -52,15 +50,9 @@ void apply(const Tensor &dy, const Tensor &x, const Tensor &dx, Derivative deriv
 } // namespace
 
 Status geluGradKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands(kKernel, args, Arity::exactly(2), Arity::exactly(1)));
-  const Tensor &dy = args.inputs[0], &x = args.inputs[1], &dx = args.outputs[0];
   std::string approximate;
-  SHARDC_RETURN_IF_ERROR(getStringAttr(args, "approximate", &approximate));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "x", x, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dy", dy, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dy", dy, x.shape));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dx", dx, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dx", dx, x.shape));
+  SHARDC_RETURN_IF_ERROR(checkGeluGrad(args, &approximate));
+  const Tensor &dy = args.inputs[0], &x = args.inputs[1], &dx = args.outputs[0];
   if (approximate == "none") {
     apply(dy, x, dx, geluErfDerivative);
     return Status::ok();
@@ -69,9 +61,7 @@ Status geluGradKernel(KernelArgs &args) {
     apply(dy, x, dx, geluTanhDerivative);
     return Status::ok();
   }
-  return Status::error(std::string(kKernel) +
-                       ": attribute 'approximate' must be \"none\" or \"tanh\", got \"" +
-                       approximate + "\"");
+  return geluGradApproximateError(approximate);
 }
 
 } // namespace shardc::runtime::cpu

@@ -7,6 +7,7 @@
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/grad_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -37,38 +38,10 @@ Status reduceMaxGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
 }
 
 Status reduceMaxGradKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands(kKernel, args, Arity::exactly(3), Arity::exactly(1)));
+  std::vector<bool> reduced;
+  SHARDC_RETURN_IF_ERROR(checkReduceMaxGrad(args, &reduced));
   const Tensor &dy = args.inputs[0], &x = args.inputs[1], &y = args.inputs[2];
   const Tensor &dx = args.outputs[0];
-  std::vector<int64_t> axes;
-  int64_t keepdims = 0;
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "axes", &axes));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "keepdims", &keepdims));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "x", x, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "y", y, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dy", dy, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype(kKernel, "dx", dx, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dx", dx, x.shape));
-  // The axes rules and the keepdims-adjusted shape of y are reduce_max's.
-  if (axes.empty())
-    return Status::error(std::string(kKernel) + ": attribute 'axes' is empty");
-  std::vector<bool> reduced(x.shape.size(), false);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    SHARDC_RETURN_IF_ERROR(expectAxis(kKernel, "axes", axes[i], x.rank()));
-    if (i > 0 && axes[i] <= axes[i - 1])
-      return Status::error(std::string(kKernel) +
-                           ": attribute 'axes' must be sorted and without duplicates");
-    reduced[static_cast<size_t>(axes[i])] = true;
-  }
-  std::vector<int64_t> yShape;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (!reduced[d])
-      yShape.push_back(x.shape[d]);
-    else if (keepdims)
-      yShape.push_back(1);
-  }
-  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "y", y, yShape));
-  SHARDC_RETURN_IF_ERROR(expectShape(kKernel, "dy", dy, yShape));
 
   // Walk x in memory order; operand 0 indexes y (and dy, which has y's layout).
   StridedLoop loop = planReductionWalk(x.shape, reduced);

@@ -9,6 +9,7 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/gather_indices.h"
+#include "runtime/kernels/cpu/pad_scan_checks.h"
 
 #include <cstring>
 #include <limits>
@@ -57,54 +58,9 @@ Status gatherGradWorkspace(const KernelArgs &args, uint64_t *bytes) {
 }
 
 Status padForSliceKernel(KernelArgs &args) {
-  const char *kernel = "pad_for_slice";
-  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::exactly(1), Arity::exactly(1)));
-  const Tensor &dy = args.inputs[0], &dx = args.outputs[0];
-  std::vector<int64_t> starts, steps;
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "starts", &starts));
-  SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "steps", &steps));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, "dy", dy, "dx", dx));
-  const size_t rank = dx.shape.size();
-  if (starts.size() != rank || steps.size() != rank)
-    return Status::error(std::string(kernel) +
-                         ": attributes 'starts' and 'steps' need one entry per dim of dx " +
-                         dx.describe() + ", got " + std::to_string(starts.size()) + " and " +
-                         std::to_string(steps.size()));
-  if (dy.shape.size() != rank)
-    return Status::error(std::string(kernel) + ": dy " + dy.describe() +
-                         " must have the rank of dx " + dx.describe());
-  // The same plan and extent checks as the forward `slice` (data_movement.cpp), with dx in the
-  // role of x and dy in the role of y: element i of dim d of dy lands at
-  // starts[d] + i * steps[d] of dx.
-  const std::vector<int64_t> dxStrides = contiguousStrides(dx.shape);
   StridedLoop loop;
-  loop.numOperands = 1;
-  loop.dims = dy.shape;
-  loop.strides[0].resize(rank);
-  int64_t base = 0;
-  const bool empty = dy.numel() == 0;
-  for (size_t d = 0; d < rank; ++d) {
-    if (steps[d] == 0 || steps[d] == std::numeric_limits<int64_t>::min())
-      return Status::error(std::string(kernel) + ": invalid step " + std::to_string(steps[d]) +
-                           " for dim " + std::to_string(d));
-    const int64_t count = dy.shape[d];
-    if (!empty) {
-      const int64_t first = starts[d];
-      const bool firstOk = first >= 0 && first < dx.shape[d];
-      const int64_t span = count - 1;
-      const bool lastOk = firstOk && (steps[d] > 0 ? span <= (dx.shape[d] - 1 - first) / steps[d]
-                                                   : span <= first / -steps[d]);
-      if (!lastOk)
-        return Status::error(std::string(kernel) + ": dim " + std::to_string(d) + " writes " +
-                             std::to_string(count) + " elements from " + std::to_string(first) +
-                             " with step " + std::to_string(steps[d]) + ", outside dx's extent " +
-                             std::to_string(dx.shape[d]));
-      base += first * dxStrides[d];
-    }
-    loop.strides[0][d] = count > 1 && !empty ? steps[d] * dxStrides[d] : 0;
-  }
-  loop.baseOffsets[0] = base;
-  loop.coalesce();
+  SHARDC_RETURN_IF_ERROR(planPadForSlice(args, &loop));
+  const Tensor &dy = args.inputs[0], &dx = args.outputs[0];
 
   if (dx.sizeBytes() > 0)
     std::memset(dx.data, 0, dx.sizeBytes());

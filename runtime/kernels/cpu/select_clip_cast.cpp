@@ -5,6 +5,7 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/elementwise_checks.h"
+#include "runtime/kernels/cpu/grad_checks.h"
 #include "runtime/kernels/cpu/half_float.h"
 
 #include <type_traits>
@@ -33,21 +34,9 @@ Status whereKernel(KernelArgs &args) {
 }
 
 Status clipKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("clip", args, Arity::withOptional(1, 2), Arity::exactly(1)));
+  const Tensor *lo = nullptr, *hi = nullptr;
+  SHARDC_RETURN_IF_ERROR(checkClip(args, &lo, &hi));
   const Tensor &x = args.inputs[0], &y = args.outputs[0];
-  const Tensor noBound;
-  const Tensor &lo = args.inputs.size() > 1 ? args.inputs[1] : noBound;
-  const Tensor &hi = args.inputs.size() > 2 ? args.inputs[2] : noBound;
-  SHARDC_RETURN_IF_ERROR(expectNumeric("clip", "x", x));
-  SHARDC_RETURN_IF_ERROR(expectSameDtype("clip", "x", x, "y", y));
-  SHARDC_RETURN_IF_ERROR(expectShape("clip", "y", y, x.shape));
-  for (const auto &[bound, role] : {std::pair<const Tensor *, const char *>{&lo, "min"},
-                                    std::pair<const Tensor *, const char *>{&hi, "max"}}) {
-    if (!bound->present())
-      continue;
-    SHARDC_RETURN_IF_ERROR(expectSameDtype("clip", "x", x, role, *bound));
-    SHARDC_RETURN_IF_ERROR(expectSingleElement("clip", role, *bound));
-  }
   return visitNumeric(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *in = x.as<T>();
@@ -55,9 +44,9 @@ Status clipKernel(KernelArgs &args) {
     const int64_t n = x.numel();
     // min(max(x, lo), hi) as in ONNX: when lo > hi every element becomes hi. The comparisons
     // are written so that a NaN element stays NaN.
-    const bool hasLo = lo.present(), hasHi = hi.present();
-    const T vlo = hasLo ? lo.as<T>()[0] : T(0);
-    const T vhi = hasHi ? hi.as<T>()[0] : T(0);
+    const bool hasLo = lo != nullptr, hasHi = hi != nullptr;
+    const T vlo = hasLo ? lo->as<T>()[0] : T(0);
+    const T vhi = hasHi ? hi->as<T>()[0] : T(0);
     for (int64_t i = 0; i < n; ++i) {
       T v = in[i];
       if (hasLo && v < vlo)
