@@ -96,4 +96,22 @@ Status nllLossKernel(KernelArgs &args);
 Status nllLossGradKernel(KernelArgs &args);
 Status nllLossGradWorkspace(const KernelArgs &args, uint64_t *bytes);
 
+// gradients.cu: gelu_grad, clip, reduce_max_grad.
+Status geluGradKernel(KernelArgs &args);
+Status clipKernel(KernelArgs &args);
+Status reduceMaxGradKernel(KernelArgs &args);
+Status reduceMaxGradWorkspace(const KernelArgs &args, uint64_t *bytes);
+
+// grad_clip.cu: global_norm, scale_by_clip (bit-identical to the CPU's).
+Status globalNormKernel(KernelArgs &args);
+Status globalNormWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status scaleByClipKernel(KernelArgs &args);
+
+// pad_scan.cu: pad, pad_for_slice, cum_sum, scatter_nd.
+Status padKernel(KernelArgs &args);
+Status padForSliceKernel(KernelArgs &args);
+Status cumSumKernel(KernelArgs &args);
+Status scatterNdKernel(KernelArgs &args);
+Status scatterNdWorkspace(const KernelArgs &args, uint64_t *bytes);
+
 } // namespace shardc::runtime::cuda
