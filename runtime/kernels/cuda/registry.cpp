@@ -22,6 +22,7 @@ constexpr KernelEntry kCudaKernels[] = {
     {"copy", copyKernel},
     {"cos", cosKernel},
     {"div", divKernel},
+    {"dropout", dropoutKernel},
     {"equal", equalKernel},
     {"erf", erfKernel},
     {"exp", expKernel},
