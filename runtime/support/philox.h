@@ -9,6 +9,8 @@
 // exactly what an uninterrupted run drew at step k).
 #pragma once
 
+#include "runtime/support/philox_core.h" // the algorithm, shared with device code
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -22,20 +24,12 @@ using PhiloxBlock = std::array<uint32_t, 4>;
 // One Philox4x32-10 block: 4 random 32-bit words for (counter, key).
 PhiloxBlock philox4x32(const PhiloxCounter &counter, const PhiloxKey &key);
 
-// A float uniform in [0, 1) from the top 24 bits of `bits` (every value a multiple of 2^-24,
-// exactly representable in f32, so 1.0 is never produced).
-inline float uniformFloat(uint32_t bits) {
-  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
-}
+// uniformFloat(bits), a float uniform in [0, 1), and philoxStreamId(step, tensorId) are in
+// philox_core.h.
 
 // Tensor id reserved for data sampling (token-window offsets), so that the data stream of a
 // step never coincides with the stream of a tensor the model draws from (dropout etc.).
 constexpr uint32_t kDataSamplingStreamTensorId = 0xFFFFFFFFu;
-
-// The stream id of the random values tensor `tensorId` uses at training step `step`.
-constexpr uint64_t philoxStreamId(uint32_t step, uint32_t tensorId) {
-  return (static_cast<uint64_t>(step) << 32) | tensorId;
-}
 
 // An endless sequence of 32-bit words keyed by (seed, streamId): word i is word i % 4 of the
 // Philox block with counter (i / 4 as 64 bits, streamId as 64 bits) under key = seed. Distinct

@@ -6,75 +6,27 @@
 // in the whole tensor: the block starts at split_offset along split_dim (the batch's rows) and,
 // when it is also split on another mesh axis (tensor or sequence parallelism), at block_offset
 // along block_dim.
-#include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/dropout_checks.h"
 #include "runtime/support/philox.h"
 
-#include <limits>
+#include <algorithm>
 #include <vector>
 
 namespace shardc::runtime::cpu {
 
 Status dropoutKernel(KernelArgs &args) {
-  SHARDC_RETURN_IF_ERROR(checkOperands("dropout", args, Arity::exactly(3), Arity::exactly(2)));
+  DropoutAttrs attrs;
+  SHARDC_RETURN_IF_ERROR(checkDropout(args, &attrs));
   const Tensor &x = args.inputs[0], &seed = args.inputs[1], &step = args.inputs[2];
   const Tensor &y = args.outputs[0], &mask = args.outputs[1];
-  SHARDC_RETURN_IF_ERROR(expectDtype("dropout", "x", x, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectDtype("dropout", "seed", seed, program::I64));
-  SHARDC_RETURN_IF_ERROR(expectDtype("dropout", "step", step, program::I64));
-  SHARDC_RETURN_IF_ERROR(expectSingleElement("dropout", "seed", seed));
-  SHARDC_RETURN_IF_ERROR(expectSingleElement("dropout", "step", step));
-  SHARDC_RETURN_IF_ERROR(expectDtype("dropout", "y", y, program::F32));
-  SHARDC_RETURN_IF_ERROR(expectShape("dropout", "y", y, x.shape));
-  SHARDC_RETURN_IF_ERROR(expectDtype("dropout", "mask", mask, program::BOOL));
-  SHARDC_RETURN_IF_ERROR(expectShape("dropout", "mask", mask, x.shape));
-  float ratio = 0.0f;
-  int64_t stream = 0;
-  SHARDC_RETURN_IF_ERROR(getFloatAttr(args, "ratio", &ratio));
-  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "stream", &stream));
-  if (!(ratio >= 0.0f && ratio < 1.0f))
-    return Status::error("dropout: ratio must be in [0, 1), got " + std::to_string(ratio));
-  // The last stream id belongs to data sampling (philox.h).
-  if (stream < 0 || stream >= static_cast<int64_t>(kDataSamplingStreamTensorId))
-    return Status::error("dropout: stream must be in [0, 2^32 - 1), got " +
-                         std::to_string(stream));
+  const float ratio = attrs.ratio;
+  const int64_t stream = attrs.stream;
   const int64_t stepValue = step.as<int64_t>()[0];
-  if (stepValue < 0 || stepValue > std::numeric_limits<uint32_t>::max())
-    return Status::error("dropout: step " + std::to_string(stepValue) +
-                         " is outside [0, 2^32 - 1]");
-
-  // The block's place in the whole tensor (the whole tensor itself when not split): its
-  // offset along each dimension.
-  std::vector<int64_t> global = x.shape;
-  std::vector<int64_t> offset(x.shape.size(), 0);
-  if (hasAttr(args, "global_shape")) {
-    SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "global_shape", &global));
-    bool fits = global.size() == x.shape.size();
-    std::vector<bool> split(offset.size(), false); // a dimension the block cuts
-    for (const char *dimKey : {"split_dim", "block_dim"}) {
-      if (!hasAttr(args, dimKey))
-        continue;
-      int64_t dim = 0, at = 0;
-      SHARDC_RETURN_IF_ERROR(getIntAttr(args, dimKey, &dim));
-      SHARDC_RETURN_IF_ERROR(getIntAttr(
-          args, std::string(dimKey) == "split_dim" ? "split_offset" : "block_offset", &at));
-      fits = fits && dim >= 0 && dim < static_cast<int64_t>(offset.size()) && at >= 0 &&
-             !split[dim];
-      if (fits) {
-        offset[dim] = at;
-        split[dim] = true;
-      }
-    }
-    for (size_t d = 0; fits && d < global.size(); ++d)
-      fits = split[d] ? offset[d] <= global[d] - x.shape[d] : x.shape[d] == global[d];
-    if (!fits) {
-      std::string at;
-      for (int64_t o : offset)
-        at += (at.empty() ? "" : ", ") + std::to_string(o);
-      return Status::error("dropout: " + x.describe() + " is not a block at offsets [" + at +
-                           "] of the whole tensor " + shapeString(global));
-    }
-  }
+  SHARDC_RETURN_IF_ERROR(checkDropoutStep(stepValue));
+  DropoutBlock block;
+  SHARDC_RETURN_IF_ERROR(dropoutBlockOf(args, &block));
+  const std::vector<int64_t> &global = block.global, &offset = block.offset;
   // Runs along the last dimension are contiguous in both the block and the whole tensor; each
   // starts at the whole tensor's index of its first element.
   const size_t rank = global.size();
@@ -89,7 +41,7 @@ Status dropoutKernel(KernelArgs &args) {
                                            static_cast<uint32_t>(stream)));
   // y = x * noise with noise = keep ? 1/(1-ratio) : 0, the product PyTorch's dropout computes
   // (so a dropped element is x * 0, and keeps the sign of zero and NaN of x * 0).
-  const float scale = 1.0f / (1.0f - ratio);
+  const float scale = attrs.scale;
   const float *in = x.as<float>();
   float *out = y.as<float>();
   uint8_t *keep = mask.as<uint8_t>();

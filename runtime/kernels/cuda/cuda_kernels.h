@@ -75,6 +75,9 @@ Status reduceMaxKernel(KernelArgs &args);
 Status adamwUpdateKernel(KernelArgs &args);
 Status sgdUpdateKernel(KernelArgs &args);
 
+// dropout.cu: dropout (bit-identical to the CPU's).
+Status dropoutKernel(KernelArgs &args);
+
 // softmax.cu: softmax, log_softmax and their backwards.
 Status softmaxKernel(KernelArgs &args);
 Status logSoftmaxKernel(KernelArgs &args);

@@ -24,6 +24,7 @@ constexpr KernelEntry kCudaKernels[] = {
     {"cos", cosKernel},
     {"cum_sum", cumSumKernel},
     {"div", divKernel},
+    {"dropout", dropoutKernel},
     {"equal", equalKernel},
     {"erf", erfKernel},
     {"exp", expKernel},
