@@ -40,9 +40,9 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/case/tiny_gpt/model.onnx" "
   "$shardc" "$dir/case/tiny_gpt/model_batch8.onnx" --gpus 2 --strategy dp=2,zero=1 \
     -o "$dir/case/dp2.shard"
   "$shardc" "$dir/case/tiny_gpt/model.onnx" --gpus 2 --strategy tp=2 -o "$dir/case/tp2.shard"
-  # The MLP and the BERT-like encoder too, for training on --device cuda.
+  # The MLP, the BERT-like encoder and the GPT with dropout too, for training on --device cuda.
   local model
-  for model in mlp_classifier bert_encoder; do
+  for model in mlp_classifier bert_encoder dropout_gpt; do
     "$python" "$here/tests/models/export_$model.py" --out "$dir/case/$model" >/dev/null
     "$python" "$here/tests/models/train_reference.py" --model "$model" \
       --model-dir "$dir/case/$model" --out "$dir/case/torch_$model" --make-data 4 --steps 30
@@ -212,7 +212,7 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
   # run on the CPU (within 1e-5 per step) and PyTorch's losses; the device's measured memory
   # must be the plan's (shardrun fails otherwise).
   local case_name case_bundle case_data case_torch vs_cpu vs_torch
-  for case_name in tiny_gpt mlp_classifier bert_encoder; do
+  for case_name in tiny_gpt mlp_classifier bert_encoder dropout_gpt; do
     case_bundle="$work/$case_name.shard" case_data="$work/torch_$case_name/data"
     case_torch="$work/torch_$case_name/losses.jsonl"
     if [[ $case_name == tiny_gpt ]]; then
