@@ -1,6 +1,7 @@
 #include "runtime/kernels/cpu/grad_checks.h"
 
 #include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/reduce_checks.h"
 
 #include <utility>
 
@@ -83,23 +84,8 @@ Status checkReduceMaxGrad(const KernelArgs &args, std::vector<bool> *reduced) {
   SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "dx", dx, program::F32));
   SHARDC_RETURN_IF_ERROR(expectShape(kernel, "dx", dx, x.shape));
   // The axes rules and the keepdims-adjusted shape of y are reduce_max's.
-  if (axes.empty())
-    return Status::error(std::string(kernel) + ": attribute 'axes' is empty");
-  reduced->assign(x.shape.size(), false);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axes", axes[i], x.rank()));
-    if (i > 0 && axes[i] <= axes[i - 1])
-      return Status::error(std::string(kernel) +
-                           ": attribute 'axes' must be sorted and without duplicates");
-    (*reduced)[static_cast<size_t>(axes[i])] = true;
-  }
   std::vector<int64_t> yShape;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (!(*reduced)[d])
-      yShape.push_back(x.shape[d]);
-    else if (keepdims)
-      yShape.push_back(1);
-  }
+  SHARDC_RETURN_IF_ERROR(planReducedShape(kernel, x.shape, axes, keepdims != 0, reduced, &yShape));
   SHARDC_RETURN_IF_ERROR(expectShape(kernel, "y", y, yShape));
   return expectShape(kernel, "dy", dy, yShape);
 }

@@ -16,27 +16,37 @@ Status checkReduce(const char *kernel, const KernelArgs &args, std::vector<bool>
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "keepdims", &keepdims));
   SHARDC_RETURN_IF_ERROR(expectNumeric(kernel, "x", x));
   SHARDC_RETURN_IF_ERROR(expectSameDtype(kernel, "x", x, "y", y));
+  std::vector<int64_t> expected;
+  SHARDC_RETURN_IF_ERROR(planReducedShape(kernel, x.shape, axes, keepdims != 0, reduced, &expected));
+  *groupSize = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if ((*reduced)[d])
+      *groupSize *= x.shape[d];
+  return expectShape(kernel, "y", y, expected);
+}
+
+Status planReducedShape(const char *kernel, const std::vector<int64_t> &shape,
+                        const std::vector<int64_t> &axes, bool keepdims,
+                        std::vector<bool> *reduced, std::vector<int64_t> *reducedShape) {
   if (axes.empty())
     return Status::error(std::string(kernel) + ": attribute 'axes' is empty");
-  reduced->assign(x.shape.size(), false);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  reduced->assign(shape.size(), false);
   for (size_t i = 0; i < axes.size(); ++i) {
-    SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axes", axes[i], x.rank()));
+    SHARDC_RETURN_IF_ERROR(expectAxis(kernel, "axes", axes[i], rank));
     if (i > 0 && axes[i] <= axes[i - 1])
       return Status::error(std::string(kernel) +
                            ": attribute 'axes' must be sorted and without duplicates");
     (*reduced)[static_cast<size_t>(axes[i])] = true;
   }
-  std::vector<int64_t> expected;
-  *groupSize = 1;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
+  reducedShape->clear();
+  for (size_t d = 0; d < shape.size(); ++d) {
     if (!(*reduced)[d])
-      expected.push_back(x.shape[d]);
+      reducedShape->push_back(shape[d]);
     else if (keepdims)
-      expected.push_back(1);
-    if ((*reduced)[d])
-      *groupSize *= x.shape[d];
+      reducedShape->push_back(1);
   }
-  return expectShape(kernel, "y", y, expected);
+  return Status::ok();
 }
 
 } // namespace shardc::runtime::cpu

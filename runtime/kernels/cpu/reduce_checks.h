@@ -16,4 +16,11 @@ namespace shardc::runtime::cpu {
 Status checkReduce(const char *kernel, const KernelArgs &args, std::vector<bool> *reduced,
                    int64_t *groupSize);
 
+// The reduction's 'axes' rules (non-empty, in range, sorted, unique) over a tensor of `shape`:
+// which dims are reduced, and the reduced tensor's shape (1 in the reduced dims with
+// `keepdims`, else without them). Shared by the reductions and reduce_max_grad.
+Status planReducedShape(const char *kernel, const std::vector<int64_t> &shape,
+                        const std::vector<int64_t> &axes, bool keepdims,
+                        std::vector<bool> *reduced, std::vector<int64_t> *reducedShape);
+
 } // namespace shardc::runtime::cpu
