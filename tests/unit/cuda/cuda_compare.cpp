@@ -126,6 +126,28 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 bool cudaVisible(std::string *why) { return cudaDeviceAvailable(why); }
 
+std::string expectSameErrorOnBothDevices(const std::string &kernel,
+                                         const std::vector<Tensor> &inputs,
+                                         const std::vector<Tensor> &outputs, const Attrs &attrs) {
+  std::string messages[2];
+  const DeviceKind devices[2] = {DeviceKind::Cpu, DeviceKind::Cuda};
+  for (int d = 0; d < 2; ++d) {
+    KernelFn fn = findKernel(devices[d], kernel);
+    EXPECT_NE(fn, nullptr) << kernel << " on " << deviceKindName(devices[d]);
+    if (fn == nullptr)
+      return "";
+    KernelArgs args;
+    args.inputs = inputs;
+    args.outputs = outputs;
+    args.attrs = &attrs.map();
+    const Status status = fn(args);
+    EXPECT_FALSE(status.isOk()) << kernel << " on " << deviceKindName(devices[d]);
+    messages[d] = status.message();
+  }
+  EXPECT_EQ(messages[0], messages[1]) << kernel;
+  return messages[0];
+}
+
 double compareWithCpu(const KernelCase &c) {
   const std::string label = c.kernel + " (seed " + std::to_string(c.seed) + ")";
   std::mt19937_64 rng(c.seed);

@@ -51,6 +51,12 @@ struct KernelCase {
   std::vector<std::pair<int, int>> inPlace;
 };
 
+// Calls `kernel` on the CPU and on CUDA with the same operands (type-only tensors: the checks
+// read no data, so no GPU is needed). Both must fail with the same message, which is returned.
+std::string expectSameErrorOnBothDevices(const std::string &kernel,
+                                         const std::vector<Tensor> &inputs,
+                                         const std::vector<Tensor> &outputs, const Attrs &attrs);
+
 // Whether a CUDA device is visible; `why` says why not.
 bool cudaVisible(std::string *why);
 

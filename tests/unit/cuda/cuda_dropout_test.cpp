@@ -102,33 +102,16 @@ TEST(CudaDropout, ErrorsAreTheCpuErrors) {
   for (Attrs attrs : {Attrs().f("ratio", 1.0f).i("stream", 0),
                       Attrs().f("ratio", 0.5f).i("stream", 0xFFFFFFFFLL),
                       Attrs().f("ratio", 0.5f)}) {
-    std::vector<std::string> messages;
-    for (DeviceKind device : {DeviceKind::Cpu, DeviceKind::Cuda}) {
-      KernelArgs args;
-      args.inputs = {typeOnlyTensor(F32, {3, 5}), typeOnlyTensor(I64, {}),
-                     typeOnlyTensor(I64, {})};
-      args.outputs = {typeOnlyTensor(F32, {3, 5}), typeOnlyTensor(BOOL, {3, 5})};
-      args.attrs = &attrs.map();
-      const Status s = findKernel(device, "dropout")(args);
-      EXPECT_FALSE(s.isOk());
-      messages.push_back(s.message());
-    }
-    EXPECT_EQ(messages[0], messages[1]);
+    expectSameErrorOnBothDevices(
+        "dropout", {typeOnlyTensor(F32, {3, 5}), typeOnlyTensor(I64, {}), typeOnlyTensor(I64, {})},
+        {typeOnlyTensor(F32, {3, 5}), typeOnlyTensor(BOOL, {3, 5})}, attrs);
   }
-  std::vector<std::string> messages;
   Attrs attrs;
   attrs.f("ratio", 0.5f).i("stream", 0);
-  for (DeviceKind device : {DeviceKind::Cpu, DeviceKind::Cuda}) {
-    KernelArgs args;
-    args.inputs = {typeOnlyTensor(F32, {3, 5}), typeOnlyTensor(F32, {}), typeOnlyTensor(I64, {})};
-    args.outputs = {typeOnlyTensor(F32, {3, 5}), typeOnlyTensor(BOOL, {3, 5})};
-    args.attrs = &attrs.map();
-    const Status s = findKernel(device, "dropout")(args);
-    EXPECT_FALSE(s.isOk());
-    messages.push_back(s.message());
-  }
-  EXPECT_EQ(messages[0], messages[1]);
-  EXPECT_NE(messages[0].find("seed is f32, expected i64"), std::string::npos) << messages[0];
+  const std::string message = expectSameErrorOnBothDevices(
+      "dropout", {typeOnlyTensor(F32, {3, 5}), typeOnlyTensor(F32, {}), typeOnlyTensor(I64, {})},
+      {typeOnlyTensor(F32, {3, 5}), typeOnlyTensor(BOOL, {3, 5})}, attrs);
+  EXPECT_NE(message.find("seed is f32, expected i64"), std::string::npos) << message;
 }
 
 // The CPU rejects a step outside [0, 2^32); the GPU cannot, and writes NaN and an all-zero mask.

@@ -207,21 +207,8 @@ TEST(CudaMovement, BadAttributesGiveTheCpuErrors) {
   cases.push_back({"slice", typeOnlyTensor(F32, {2, 3, 4}),
                    Attrs().ints("starts", {0, 1, 0}).ints("steps", {1, 1, 1})});
   cases.push_back({"concat", typeOnlyTensor(F32, {2, 3, 5}), Attrs().i("axis", 2)});
-  for (BadCase &bad : cases) {
-    std::vector<Status> results;
-    for (DeviceKind device : {DeviceKind::Cpu, DeviceKind::Cuda}) {
-      KernelArgs args;
-      args.inputs = {x};
-      args.outputs = {bad.y};
-      args.attrs = &bad.attrs.map();
-      KernelFn fn = findKernel(device, bad.kernel);
-      ASSERT_NE(fn, nullptr) << bad.kernel;
-      results.push_back(fn(args));
-    }
-    EXPECT_FALSE(results[0].isOk()) << bad.kernel;
-    EXPECT_FALSE(results[1].isOk()) << bad.kernel;
-    EXPECT_EQ(results[0].message(), results[1].message()) << bad.kernel;
-  }
+  for (const BadCase &bad : cases)
+    expectSameErrorOnBothDevices(bad.kernel, {x}, {bad.y}, bad.attrs);
 }
 
 // An out-of-range index is an error on the CPU; the CUDA kernel checks the indices on the host
