@@ -14,6 +14,18 @@ namespace {
 
 constexpr size_t kAlignment = 256;
 
+// aligned_alloc of `bytes` (which it needs rounded up to the alignment; a zero-byte buffer still
+// gets a unique pointer), or an error naming `what`.
+Status alignedAllocation(size_t bytes, const char *what, void **out) {
+  const size_t rounded =
+      bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  *out = std::aligned_alloc(kAlignment, rounded);
+  if (*out == nullptr)
+    return Status::error(std::string("out of host memory allocating ") + what + " (" +
+                         std::to_string(bytes) + " bytes)");
+  return Status::ok();
+}
+
 class CpuStream final : public DeviceStream {
 public:
   void *nativeHandle() const override { return nullptr; }
@@ -27,13 +39,8 @@ public:
   std::string describe() const override { return "cpu"; }
 
   Status allocate(size_t bytes, const char *what, void **out) override {
-    // aligned_alloc needs a size that is a multiple of the alignment, and a zero-byte buffer
-    // still gets a unique pointer.
-    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment * (bytes == 0);
-    void *p = std::aligned_alloc(kAlignment, rounded);
-    if (p == nullptr)
-      return Status::error(std::string("out of host memory allocating ") + what + " (" +
-                           std::to_string(bytes) + " bytes)");
+    void *p = nullptr;
+    SHARDC_RETURN_IF_ERROR(alignedAllocation(bytes, what, &p));
     {
       std::lock_guard<std::mutex> lock(mutex_);
       sizes_[p] = bytes;
@@ -58,12 +65,7 @@ public:
   }
 
   Status allocateHost(size_t bytes, const char *what, void **out) override {
-    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment * (bytes == 0);
-    *out = std::aligned_alloc(kAlignment, rounded);
-    if (*out == nullptr)
-      return Status::error(std::string("out of host memory allocating ") + what + " (" +
-                           std::to_string(bytes) + " bytes)");
-    return Status::ok();
+    return alignedAllocation(bytes, what, out);
   }
   void freeHost(void *pointer) override { std::free(pointer); }
 
