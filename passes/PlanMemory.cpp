@@ -82,7 +82,22 @@ llvm::DenseMap<unsigned, mlir::BlockArgument> findInPlaceUpdates(mlir::func::Fun
   return updates;
 }
 
+// The position of the first op after `op` that reads one of its results (the terminator's
+// position when only the graph's outputs do).
+int64_t firstReaderPosition(mlir::Operation *op,
+                            const llvm::DenseMap<mlir::Operation *, int64_t> &position,
+                            int64_t end) {
+  int64_t first = end;
+  for (mlir::Value result : op->getResults())
+    for (mlir::Operation *user : result.getUsers())
+      if (auto it = position.find(user); it != position.end())
+        first = std::min(first, it->second);
+  return first;
+}
+
 struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+
   void runOnOperation() override {
     mlir::func::FuncOp func = getOperation();
     mlir::Block &body = func.getBody().front();
@@ -122,15 +137,44 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         if (!addValue(arg, -1))
           return signalPassFailure();
 
+    llvm::DenseMap<mlir::Operation *, int64_t> positions;
+    int64_t end = 0;
+    for (mlir::Operation &op : body.without_terminator())
+      positions[&op] = end++;
+    mlir::Builder builder(func.getContext());
+
     int64_t position = 0;
     for (mlir::Operation &op : body.without_terminator()) {
       if (!llvm::isa<graph::ConstantOp>(op))
         for (mlir::Value r : op.getResults())
           if (!addValue(r, position))
             return signalPassFailure();
+      // An asynchronous collective reads its operands until it completes, just before its
+      // first reader: nothing may take their bytes before then.
+      int64_t readsUntil = position;
+      op.removeAttr(kAsyncAttr);
+      if (overlapCollectives && !llvm::isa<graph::ConstantOp>(op)) {
+        mlir::FailureOr<KernelCall> call = mapToKernel(&op);
+        if (mlir::failed(call))
+          return signalPassFailure();
+        const int64_t reader = firstReaderPosition(&op, positions, end);
+        // State updated in place is overwritten by its last reader: a collective still
+        // reading it then would race with that write (rare: collectives read state early).
+        bool readsOverwrittenState = false;
+        for (mlir::Value operand : op.getOperands())
+          for (auto [result, arg] : inPlace)
+            if (operand == arg) {
+              mlir::Operation *writer = terminator->getOperand(result).getDefiningOp();
+              readsOverwrittenState |= writer && positions.lookup(writer) < reader;
+            }
+        if (runtime::kernelMovesDataBetweenRanks(call->kernel) && reader > position + 1 && !readsOverwrittenState) {
+          op.setAttr(kAsyncAttr, builder.getUnitAttr());
+          readsUntil = reader - 1;
+        }
+      }
       for (mlir::Value operand : op.getOperands())
         if (auto it = index.find(operand); it != index.end())
-          lifetimes[it->second].last = std::max(lifetimes[it->second].last, position);
+          lifetimes[it->second].last = std::max(lifetimes[it->second].last, readsUntil);
       ++position;
     }
     // Graph outputs must survive until the runtime copies them out after the last op; state
@@ -142,7 +186,6 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
 
     MemoryPlan plan = planMemory(lifetimes);
 
-    mlir::Builder builder(func.getContext());
     for (mlir::BlockArgument arg : body.getArguments())
       if (auto it = index.find(arg); it != index.end())
         func.setArgAttr(arg.getArgNumber(), kArgOffsetAttr,
@@ -160,8 +203,9 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       func.setResultAttr(result, kInPlaceAttr, builder.getUnitAttr());
 
     // The kernels' data-sized temporaries come from one workspace per rank, allocated once:
-    // it must hold the largest need of any op.
-    uint64_t workspaceBytes = 0;
+    // it must hold the largest need of any op. The asynchronous collectives run while other
+    // kernels use it, so theirs come from a second one.
+    uint64_t workspaceBytes = 0, commWorkspaceBytes = 0;
     for (mlir::Operation &op : body.without_terminator()) {
       if (llvm::isa<graph::ConstantOp>(op))
         continue;
@@ -177,10 +221,13 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       }
       if (bytes > 0)
         op.setAttr(kWorkspaceAttr, builder.getI64IntegerAttr(static_cast<int64_t>(bytes)));
-      workspaceBytes = std::max(workspaceBytes, bytes);
+      uint64_t &need = op.hasAttr(kAsyncAttr) ? commWorkspaceBytes : workspaceBytes;
+      need = std::max(need, bytes);
     }
     func->setAttr(kWorkspaceBytesAttr,
                   builder.getI64IntegerAttr(static_cast<int64_t>(workspaceBytes)));
+    func->setAttr(kCommWorkspaceBytesAttr,
+                  builder.getI64IntegerAttr(static_cast<int64_t>(commWorkspaceBytes)));
   }
 };
 

@@ -89,10 +89,15 @@ Status Executor::create(const program::Program &program,
       SHARDC_RETURN_IF_ERROR(Arena::create(prog.arena_bytes(), std::move(weights),
                                            prog.weights_bytes(), &executor->arena_));
     }
-    // validateProgram checked that every op's need fits in workspace_bytes.
+    // validateProgram checked that every op's need fits in workspace_bytes (an asynchronous
+    // collective's in comm_workspace_bytes).
     MemoryScope scope(tracker, MemoryUse::Workspace);
     SHARDC_RETURN_IF_ERROR(AlignedBuffer::allocate(static_cast<size_t>(prog.workspace_bytes()),
                                                    "workspace", &executor->workspace_));
+    if (prog.comm_workspace_bytes() > 0)
+      SHARDC_RETURN_IF_ERROR(
+          AlignedBuffer::allocate(static_cast<size_t>(prog.comm_workspace_bytes()),
+                                  "communication workspace", &executor->commWorkspace_));
     arenaBase = executor->arena_.base(program::ARENA);
     weightsBase = executor->arena_.base(program::WEIGHTS);
   } else {
@@ -187,6 +192,18 @@ Status Executor::create(const program::Program &program,
     for (int index : prog.ops(i).outputs())
       if (inPlaceBuffer[static_cast<size_t>(index)])
         executor->firstStateWrite_ = i;
+  executor->completesAt_.resize(static_cast<size_t>(prog.ops_size()) + 1);
+  for (int i = 0; i < prog.ops_size(); ++i)
+    if (prog.ops(i).completes_before() != 0) {
+      // validateProgram checked that it lies after i, within the program.
+      executor->completesAt_[static_cast<size_t>(prog.ops(i).completes_before())].push_back(i);
+      ++executor->asyncCollectives_;
+    }
+  executor->movesData_.assign(static_cast<size_t>(prog.ops_size()), false);
+  for (int i = 0; i < prog.ops_size(); ++i)
+    executor->movesData_[static_cast<size_t>(i)] = kernelMovesDataBetweenRanks(prog.ops(i).kernel());
+  executor->tickets_.assign(static_cast<size_t>(prog.ops_size()), 0);
+  executor->issued_.assign(static_cast<size_t>(prog.ops_size()), false);
   executor->groups_.resize(static_cast<size_t>(prog.groups_size()));
   executor->lastRunGroupComm_.resize(static_cast<size_t>(prog.groups_size()));
   *out = std::move(executor);
@@ -369,6 +386,14 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   }
 
   SHARDC_RETURN_IF_ERROR(createGroupCommunicators());
+  // A run that failed left its collectives to finish (or fail) on their own: they are over
+  // before this run reuses their memory, and their outcome belonged to that run.
+  if (commThread_ != nullptr) {
+    int ignored = -1;
+    (void)commThread_->drain(&ignored);
+    commThread_->clearFailure();
+    std::fill(issued_.begin(), issued_.end(), false);
+  }
 
   // The counters only grow, so the difference is what this run's collectives sent. (A fixed
   // number of groups: nothing here allocates.)
@@ -448,6 +473,100 @@ Status Executor::locateNonFinite(const std::map<std::string, HostTensor> &inputs
   return status;
 }
 
+Status Executor::opError(size_t index, const std::string &cause) const {
+  const program::Op &op = program_.ops(static_cast<int>(index));
+  std::string opName = op.name().empty() ? "#" + std::to_string(index) : quoteForMessage(op.name());
+  // The kernel name is not quoted: validation guarantees it is one of the known names.
+  return Status::error("rank " + std::to_string(program_.rank()) + ", op " + opName +
+                       " (kernel " + op.kernel() + "): " + cause);
+}
+
+void Executor::recordTimeline(size_t maxSpansPerLane) {
+  timeline_ = std::make_unique<OpTimeline>(maxSpansPerLane);
+}
+
+void Executor::prepareArgs(size_t index) {
+  PreparedOp &prepared = ops_[index];
+  const program::Op &op = program_.ops(static_cast<int>(index));
+  KernelArgs &args = prepared.args;
+  args.inputs.resize(op.inputs_size());
+  for (int i = 0; i < op.inputs_size(); ++i)
+    refreshTensor(op.inputs(i) < 0 ? absentTensor() : bufferViews_[op.inputs(i)],
+                  &args.inputs[i]);
+  args.outputs.resize(op.outputs_size());
+  for (int i = 0; i < op.outputs_size(); ++i)
+    refreshTensor(bufferViews_[op.outputs(i)], &args.outputs[i]);
+  args.attrs = &op.attrs();
+  if (device_ != nullptr) {
+    // A device runs every op in order: its one workspace covers the collectives too.
+    args.workspace = deviceWorkspace_.data();
+    args.workspaceBytes = workspaceBytes_;
+  } else if (op.completes_before() != 0) {
+    args.workspace = commWorkspace_.data();
+    args.workspaceBytes = program_.comm_workspace_bytes();
+  } else {
+    args.workspace = workspace_.data();
+    args.workspaceBytes = program_.workspace_bytes();
+  }
+  args.comm = prepared.group < 0 ? comm_ : groups_[static_cast<size_t>(prepared.group)].get();
+  args.stream = stream_ != nullptr ? stream_->nativeHandle() : nullptr;
+}
+
+Status Executor::callKernel(size_t index, TimelineLane lane) {
+  PreparedOp &prepared = ops_[index];
+  // Kernels report errors through Status; this only keeps a stray exception (e.g. bad_alloc
+  // inside a library) from crossing the runtime API, or ending the communication thread.
+  try {
+    if (timeline_ == nullptr)
+      return prepared.kernel(prepared.args);
+    OpSpan span;
+    span.op = static_cast<int32_t>(index);
+    span.run = runIndex_;
+    span.lane = lane;
+    span.startNs = wallClockNs();
+    Status status = prepared.kernel(prepared.args);
+    span.endNs = wallClockNs();
+    timeline_->add(span);
+    return status;
+  } catch (const std::exception &e) {
+    return Status::error(std::string("internal error: ") + e.what());
+  } catch (...) {
+    return Status::error("internal error: unknown exception");
+  }
+}
+
+Status Executor::completeBefore(size_t index) {
+  for (int collective : completesAt_[index])
+    SHARDC_RETURN_IF_ERROR(complete(static_cast<size_t>(collective)));
+  return Status::ok();
+}
+
+Status Executor::completeAll() {
+  for (size_t i = 0; i < issued_.size(); ++i)
+    SHARDC_RETURN_IF_ERROR(complete(i));
+  return Status::ok();
+}
+
+Status Executor::complete(size_t collective) {
+  if (!issued_[collective])
+    return Status::ok(); // ran in order, or already waited for
+  issued_[collective] = false;
+  OpSpan span;
+  span.startNs = timeline_ != nullptr ? wallClockNs() : 0;
+  int failedOp = -1;
+  Status status = commThread_->waitFor(tickets_[collective], &failedOp);
+  if (timeline_ != nullptr) {
+    span.op = static_cast<int32_t>(collective);
+    span.run = runIndex_;
+    span.lane = TimelineLane::Wait;
+    span.endNs = wallClockNs();
+    timeline_->add(span);
+  }
+  if (!status.isOk())
+    return opError(static_cast<size_t>(failedOp), status.message());
+  return Status::ok();
+}
+
 Status Executor::runOps(const StateUpdateGate &gate) {
   // Looking for the first non-finite value reads every f32 output; on a device, through a host
   // copy (a diagnosis run, so its allocation and synchronisation do not matter).
@@ -459,55 +578,55 @@ Status Executor::runOps(const StateUpdateGate &gate) {
     return readView(out, hostCopy.data(), hostCopy.size() * sizeof(float)).isOk() &&
            holdsNonFinite(hostCopy.data(), out.numel(), checkInfinities_);
   };
-  size_t current = 0;
-  auto opError = [&](const std::string &cause) {
-    const program::Op &op = program_.ops(static_cast<int>(current));
-    std::string opName =
-        op.name().empty() ? "#" + std::to_string(current) : quoteForMessage(op.name());
-    // The kernel name is not quoted: validation guarantees it is one of the known names.
-    return Status::error("rank " + std::to_string(program_.rank()) + ", op " + opName +
-                         " (kernel " + op.kernel() + "): " + cause);
-  };
-  // Kernels report errors through Status; this only keeps a stray exception (e.g. bad_alloc
-  // inside a library) from crossing the runtime API.
-  try {
-    for (; current < ops_.size(); ++current) {
-      if (gate && current == static_cast<size_t>(firstStateWrite_) && !gate())
-        return Status::ok();
-      PreparedOp &prepared = ops_[current];
-      const program::Op &op = program_.ops(static_cast<int>(current));
-      KernelArgs &args = prepared.args;
-      args.inputs.resize(op.inputs_size());
-      for (int i = 0; i < op.inputs_size(); ++i)
-        refreshTensor(op.inputs(i) < 0 ? absentTensor() : bufferViews_[op.inputs(i)],
-                      &args.inputs[i]);
-      args.outputs.resize(op.outputs_size());
-      for (int i = 0; i < op.outputs_size(); ++i)
-        refreshTensor(bufferViews_[op.outputs(i)], &args.outputs[i]);
-      args.attrs = &op.attrs();
-      args.workspace = device_ != nullptr ? deviceWorkspace_.data() : workspace_.data();
-      args.workspaceBytes = device_ != nullptr ? workspaceBytes_ : program_.workspace_bytes();
-      args.comm = prepared.group < 0 ? comm_ : groups_[static_cast<size_t>(prepared.group)].get();
-      args.stream = stream_ != nullptr ? stream_->nativeHandle() : nullptr;
+  // The asynchronous collectives overlap the ops before their completion point on the CPU,
+  // with a communicator; a diagnosis run checks every op's outputs as it ends, so it runs them
+  // in order.
+  overlapThisRun_ = overlapCollectives_ && asyncCollectives_ > 0 && comm_ != nullptr &&
+                    memoryOnHost() && device_ == nullptr && checkFinite_ == nullptr;
+  if (overlapThisRun_ && commThread_ == nullptr)
+    commThread_ = std::make_unique<CommThread>(
+        asyncCollectives_ + 1, [this](int op) { return callKernel(op, TimelineLane::Comm); });
+  const int32_t run = runIndex_;
+  struct RunCount {
+    int32_t *index;
+    int32_t next;
+    ~RunCount() { *index = next; }
+  } countRun{&runIndex_, run + 1};
 
-      Status status = prepared.kernel(args);
-      if (!status.isOk())
-        return opError(status.message());
-      if (checkFinite_ != nullptr && checkFinite_->op < 0 && checkFinite_->input.empty())
-        for (const Tensor &out : args.outputs)
-          if (out.dtype == program::F32 && outputHoldsNonFinite(out)) {
-            checkFinite_->op = static_cast<int>(current);
-            checkFinite_->opName = op.name();
-            checkFinite_->kernel = op.kernel();
-            break;
-          }
+  for (size_t current = 0; current < ops_.size(); ++current) {
+    SHARDC_RETURN_IF_ERROR(completeBefore(current));
+    if (gate && current == static_cast<size_t>(firstStateWrite_)) {
+      // The gate reads outputs (the loss), which a pending collective may still be writing.
+      SHARDC_RETURN_IF_ERROR(completeAll());
+      if (!gate()) {
+        return Status::ok();
+      }
     }
-  } catch (const std::exception &e) {
-    return opError(std::string("internal error: ") + e.what());
-  } catch (...) {
-    return opError("internal error: unknown exception");
+    prepareArgs(current);
+    const program::Op &op = program_.ops(static_cast<int>(current));
+    if (overlapThisRun_ && movesData_[current]) {
+      // Every collective goes through the communication thread, the one thread using the
+      // rank's communicators while it runs, so that they see the collectives in program order;
+      // one that is not asynchronous is waited for at once.
+      tickets_[current] = commThread_->issue(static_cast<int>(current));
+      issued_[current] = true;
+      if (op.completes_before() == 0)
+        SHARDC_RETURN_IF_ERROR(complete(current));
+      continue;
+    }
+    Status status = callKernel(current, TimelineLane::Compute);
+    if (!status.isOk())
+      return opError(current, status.message());
+    if (checkFinite_ != nullptr && checkFinite_->op < 0 && checkFinite_->input.empty())
+      for (const Tensor &out : ops_[current].args.outputs)
+        if (out.dtype == program::F32 && outputHoldsNonFinite(out)) {
+          checkFinite_->op = static_cast<int>(current);
+          checkFinite_->opName = op.name();
+          checkFinite_->kernel = op.kernel();
+          break;
+        }
   }
-  return Status::ok();
+  return completeAll();
 }
 
 } // namespace shardc::runtime

@@ -6,7 +6,9 @@
 
 #include "runtime/comm/communicator.h"
 #include "runtime/device/device.h"
+#include "runtime/executor/comm_thread.h"
 #include "runtime/executor/host_tensor.h"
+#include "runtime/executor/op_timeline.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/memory/arena.h"
 #include "runtime/memory/memory_tracker.h"
@@ -150,6 +152,20 @@ public:
   // Program.groups(i)'s communicator; null before createGroupCommunicators().
   Communicator *groupCommunicator(int index) const;
 
+  // Whether the asynchronous collectives (Op.completes_before) run on the rank's communication
+  // thread, overlapping the ops up to their completion point (the default), or in program
+  // order like any op. Either way the results are the same, bit for bit. With overlap, the
+  // other collectives run on that thread too (waited for at once), so that the communicators
+  // see all of them in program order from one thread. They always run in order on a device
+  // other than the CPU, in a single-rank run and in locateNonFinite's run.
+  void setCollectiveOverlap(bool overlap) { overlapCollectives_ = overlap; }
+  // Records when each op of the following runs starts and ends (timeline()), keeping at most
+  // `maxSpansPerLane` spans per lane; only on the CPU (a device's kernels return when queued).
+  void recordTimeline(size_t maxSpansPerLane);
+  const OpTimeline *timeline() const { return timeline_.get(); }
+  // The asynchronous collectives' scratch: the program's comm_workspace_bytes.
+  uint64_t commWorkspaceBytes() const { return program_.comm_workspace_bytes(); }
+
 private:
   // An op ready to call: its kernel and the arguments it is called with. `args` is refreshed
   // from the buffer views before every call (so a kernel that modified its arguments cannot
@@ -164,6 +180,19 @@ private:
   // Runs the ops in order; with `gate`, asks it before op firstStateWrite_ and stops there
   // when it answers false.
   Status runOps(const StateUpdateGate &gate);
+  // Prepares op `index`'s arguments for a call (refreshed from the buffer views).
+  void prepareArgs(size_t index);
+  // Runs op `index`'s kernel; with a timeline, records it on `lane`.
+  Status callKernel(size_t index, TimelineLane lane);
+  // Waits for the asynchronous collectives that complete before op `index` (all of them at
+  // ops_size()); an error names the collective that failed.
+  Status completeBefore(size_t index);
+  // Waits for every asynchronous collective still running, in program order.
+  Status completeAll();
+  // Waits for asynchronous collective `collective` when it was issued and not waited for.
+  Status complete(size_t collective);
+  // "rank R, op 'NAME' (kernel K): cause".
+  Status opError(size_t index, const std::string &cause) const;
   // The index in program_.inputs() of the input `name` when it is state updated in place,
   // else -1.
   int inPlaceInput(const std::string &name) const;
@@ -196,11 +225,29 @@ private:
   std::vector<Tensor> bufferViews_; // one view per program buffer
   std::vector<PreparedOp> ops_;
   std::map<std::string, int> inputIndex_; // graph input name -> index in program_.inputs()
+  // [j]: the asynchronous collectives that complete before op j (j = ops_size(): at the end).
+  std::vector<std::vector<int>> completesAt_;
+  size_t asyncCollectives_ = 0;
+  // Per op: whether its kernel sends data between ranks (kernelMovesDataBetweenRanks).
+  std::vector<bool> movesData_;
+  bool overlapCollectives_ = true;
+  bool overlapThisRun_ = false;
+  // Per op: the communication thread's ticket of its last issue; issued_[i] whether it is
+  // issued in the current run and not yet waited for.
+  std::vector<uint64_t> tickets_;
+  std::vector<bool> issued_;
+  AlignedBuffer commWorkspace_; // program_.comm_workspace_bytes, the asynchronous collectives'
+  std::unique_ptr<OpTimeline> timeline_;
+  int32_t runIndex_ = 0;
   // State updated in place: the index of the first op writing any of it (ops_size() when
   // none does), and per input binding whether its bytes were fed (by an input, setState or
   // stateView).
   int firstStateWrite_ = 0;
   std::vector<bool> stateFed_;
+  // Started by the first run that overlaps collectives. Declared last, so destroyed first: it
+  // finishes the collectives still running (a run that failed does not wait for them) while
+  // the memory they use is still there.
+  std::unique_ptr<CommThread> commThread_;
 };
 
 } // namespace shardc::runtime

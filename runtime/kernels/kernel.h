@@ -70,6 +70,10 @@ struct KernelArgs {
 // Whether `kernel` is one of the collective kernels: those that take a communicator, and the
 // "group" and "dtype" attributes (docs/kernels.md, "Collectives").
 bool isCollectiveKernel(const std::string &kernel);
+// Whether `kernel` sends data between ranks (all_reduce, reduce_scatter, all_gather): the
+// collectives that may run asynchronously (Op.completes_before). shard_slice, also a
+// collective kernel, only cuts this rank's shard.
+bool kernelMovesDataBetweenRanks(const std::string &kernel);
 
 using KernelFn = Status (*)(KernelArgs &args);
 

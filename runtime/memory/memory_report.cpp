@@ -19,7 +19,7 @@ MemoryByUse plannedByUse(const PlannedMemory &plan) {
   MemoryByUse bytes{};
   bytes[static_cast<size_t>(MemoryUse::Arena)] = plan.arena;
   bytes[static_cast<size_t>(MemoryUse::Weights)] = plan.weights;
-  bytes[static_cast<size_t>(MemoryUse::Workspace)] = plan.workspace;
+  bytes[static_cast<size_t>(MemoryUse::Workspace)] = plan.workspace + plan.commWorkspace;
   bytes[static_cast<size_t>(MemoryUse::StepInputs)] = plan.stepInputs;
   bytes[static_cast<size_t>(MemoryUse::StepOutputs)] = plan.stepOutputs;
   return bytes;

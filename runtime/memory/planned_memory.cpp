@@ -28,8 +28,12 @@ void planArenaPeak(const program::Program &program, PlannedMemory *plan) {
   for (const program::Binding &binding : program.inputs())
     touch(binding.buffer(), -1, /*writes=*/true);
   for (int64_t i = 0; i < numOps; ++i) {
-    for (int buffer : program.ops(static_cast<int>(i)).inputs())
-      touch(buffer, i, /*writes=*/false);
+    // An asynchronous collective reads its operands until just before the op it completes
+    // before.
+    const program::Op &op = program.ops(static_cast<int>(i));
+    const int64_t readsUntil = op.completes_before() > i ? op.completes_before() - 1 : i;
+    for (int buffer : op.inputs())
+      touch(buffer, readsUntil, /*writes=*/false);
     for (int buffer : program.ops(static_cast<int>(i)).outputs())
       touch(buffer, i, /*writes=*/true);
   }
@@ -120,6 +124,9 @@ PlannedMemory planPeakMemory(const program::Program &program, bool findWorkspace
   planArenaPeak(program, &plan);
   planWeights(program, &plan);
   plan.workspace = AlignedBuffer::allocationSize(program.workspace_bytes());
+  plan.commWorkspace = program.comm_workspace_bytes() > 0
+                           ? AlignedBuffer::allocationSize(program.comm_workspace_bytes())
+                           : 0;
   if (findWorkspaceOp) {
     uint64_t largest = 0;
     for (int i = 0; i < program.ops_size(); ++i) {
@@ -137,7 +144,8 @@ PlannedMemory planPeakMemory(const program::Program &program, bool findWorkspace
   for (const program::Binding &binding : program.outputs())
     if (!binding.in_place())
       plan.stepOutputs += program.buffers(binding.buffer()).size_bytes();
-  plan.total = plan.arena + plan.weights + plan.workspace + plan.stepInputs + plan.stepOutputs;
+  plan.total = plan.arena + plan.weights + plan.workspace + plan.commWorkspace +
+               plan.stepInputs + plan.stepOutputs;
   return plan;
 }
 

@@ -6,7 +6,8 @@
 //   weights      one allocation of weights_bytes (the WEIGHTS region at the start of the
 //                bundle's weights file; the initial values after it are read into the step
 //                inputs, not held)
-//   workspace    one allocation of workspace_bytes (the kernels' scratch)
+//   workspace    one allocation of workspace_bytes (the kernels' scratch), and one of
+//                comm_workspace_bytes when it is not 0 (the asynchronous collectives')
 //   step inputs  a host tensor per graph input (size_bytes each): what shardrun reads, or the
 //                training loop carries and feeds, every run of the program; none for state
 //                updated in place (Binding.in_place), which lives in the arena from step to step
@@ -14,7 +15,7 @@
 //                (again none for state updated in place)
 //
 // Each region is an AlignedBuffer, counted as AlignedBuffer::allocationSize (rounded up to 64
-// bytes, at least 64). All five are held at once after the first run, so the peak is their sum.
+// bytes, at least 64). All of them are held at once after the first run, so the peak is their sum.
 // The compiler stores the total in Program.planned_peak_bytes and prints the breakdown in
 // plan.txt; shardrun compares it with what its MemoryTracker measured.
 #pragma once
@@ -53,6 +54,8 @@ struct PlannedMemory {
   uint64_t weightsPadding = 0;
 
   uint64_t workspace = 0;
+  // The asynchronous collectives' scratch (Program.comm_workspace_bytes; 0 when there is none).
+  uint64_t commWorkspace = 0;
   // The op whose kernel needs the largest workspace (-1 when none needs any); only filled in
   // when asked for (it runs every op's workspace-size function).
   int64_t workspaceOp = -1;

@@ -148,6 +148,44 @@ Status validateCollectiveAttrs(const Program &program, const Op &op, const std::
   return Status::ok();
 }
 
+// An asynchronous collective (Op.completes_before) runs while the ops up to that point do: none
+// of them may touch its results' bytes, or write over its operands'.
+Status validateAsyncCollective(const Program &program, int index, const std::string &what) {
+  const Op &op = program.ops(index);
+  const int64_t until = op.completes_before();
+  if (!kernelMovesDataBetweenRanks(op.kernel()))
+    return Status::error(what + ": completes_before is set, but kernel " + op.kernel() +
+                         " is not an all_reduce, reduce_scatter or all_gather");
+  if (until <= index + 1 || until > program.ops_size())
+    return Status::error(what + ": completes_before is " + std::to_string(until) +
+                         ", not after the next op and at most the number of ops (" +
+                         std::to_string(program.ops_size()) + ")");
+  // The later ops' buffer indices are validated with those ops: an invalid one touches nothing.
+  auto valid = [&](int buffer) { return buffer >= 0 && buffer < program.buffers_size(); };
+  auto touches = [&](int buffer, const google::protobuf::RepeatedField<int32_t> &of) {
+    for (int other : of)
+      if (valid(other) && valid(buffer) &&
+          overlaps(program.buffers(buffer), program.buffers(other)))
+        return true;
+    return false;
+  };
+  for (int j = index + 1; j < until; ++j) {
+    const Op &between = program.ops(j);
+    for (int in : between.inputs())
+      if (touches(in, op.outputs()))
+        return Status::error(what + ": op " + std::to_string(j) +
+                             " reads its results before it completes (completes_before " +
+                             std::to_string(until) + ")");
+    for (int out : between.outputs())
+      if (touches(out, op.outputs()) || touches(out, op.inputs()))
+        return Status::error(what + ": op " + std::to_string(j) +
+                             " writes over its operands or results before it completes "
+                             "(completes_before " +
+                             std::to_string(until) + ")");
+  }
+  return Status::ok();
+}
+
 Status validateOp(const Program &program, int index) {
   const Op &op = program.ops(index);
   std::string what = describeOp(index, op);
@@ -191,13 +229,20 @@ Status validateOp(const Program &program, int index) {
                              describeBuffer(op.outputs(j), program.buffers(op.outputs(j))) + ")");
   }
 
-  // The kernel's scratch comes from the one workspace. An op whose operands its kernel's size
-  // function rejects is left to fail when it runs, with the kernel's own message.
+  if (op.completes_before() != 0)
+    SHARDC_RETURN_IF_ERROR(validateAsyncCollective(program, index, what));
+
+  // The kernel's scratch comes from the one workspace (an asynchronous collective's from the
+  // communication workspace). An op whose operands its kernel's size function rejects is left
+  // to fail when it runs, with the kernel's own message.
+  const bool async = op.completes_before() != 0;
+  const uint64_t available = async ? program.comm_workspace_bytes() : program.workspace_bytes();
   uint64_t workspace = 0;
-  if (opWorkspaceBytes(program, index, &workspace).isOk() && workspace > program.workspace_bytes())
+  if (opWorkspaceBytes(program, index, &workspace).isOk() && workspace > available)
     return Status::error(what + ": kernel " + op.kernel() + " needs " + std::to_string(workspace) +
-                         " bytes of workspace, but workspace_bytes is " +
-                         std::to_string(program.workspace_bytes()));
+                         " bytes of workspace, but " +
+                         (async ? "comm_workspace_bytes" : "workspace_bytes") + " is " +
+                         std::to_string(available));
   return Status::ok();
 }
 

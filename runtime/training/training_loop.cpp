@@ -106,7 +106,7 @@ Status TrainingLoop::create(Executor *executor, const InitialValueReader &readIn
     else
       loop->inputs_[name] = zerosLike(inputBuffer(program, name));
   }
-  loop->recordInfinities();
+  SHARDC_RETURN_IF_ERROR(loop->recordInfinities());
   if (executor->isInPlaceState(kStepInputName)) {
     const int64_t zero = 0;
     SHARDC_RETURN_IF_ERROR(executor->writeState(kStepInputName, &zero, sizeof zero));
@@ -135,28 +135,26 @@ const Tensor TrainingLoop::carried(const std::string &name) const {
   return it == inputs_.end() ? Tensor() : const_cast<HostTensor &>(it->second).view();
 }
 
-HostTensor TrainingLoop::copyOfCarried(const std::string &name) const {
+Status TrainingLoop::copyOfCarried(const std::string &name, HostTensor *out) const {
   MemoryScope uncounted(nullptr, MemoryUse::StepInputs);
-  if (executor_->memoryOnHost() || !executor_->isInPlaceState(name))
-    return copyToHostTensor(carried(name));
+  if (executor_->memoryOnHost() || !executor_->isInPlaceState(name)) {
+    *out = copyToHostTensor(carried(name));
+    return Status::ok();
+  }
   // State in device memory: downloaded.
   const Tensor *state = executor_->stateView(name);
-  HostTensor copy = makeHostTensor(state->dtype, state->shape);
-  Status status = executor_->readState(name, copy.bytes.data(), copy.bytes.size());
-  if (!status.isOk()) {
-    // A copy off a failing GPU: no value read here (a checkpoint, an export) may be written
-    // wrong, and callers have no way to fail, so the run ends here, saying why.
-    std::fprintf(stderr, "shardrun: error: reading %s from the device: %s\n", name.c_str(),
-                 status.message().c_str());
-    std::_Exit(1);
-  }
-  return copy;
+  *out = makeHostTensor(state->dtype, state->shape);
+  Status status = executor_->readState(name, out->bytes.data(), out->bytes.size());
+  if (!status.isOk())
+    return Status::error("reading " + quoteForMessage(name) + " from the device: " +
+                         status.message());
+  return Status::ok();
 }
 
 const HostTensor *TrainingLoop::value(const std::string &name) const {
   if (executor_->isInPlaceState(name)) {
-    valueCopies_[name] = copyOfCarried(name);
-    return &valueCopies_[name];
+    HostTensor &copy = valueCopies_[name];
+    return copyOfCarried(name, &copy).isOk() ? &copy : nullptr;
   }
   auto it = inputs_.find(name);
   return it == inputs_.end() ? nullptr : &it->second;
@@ -215,19 +213,19 @@ Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
   } else {
     *inputs_[kStepInputName].as<int64_t>() = checkpoint.step;
   }
-  recordInfinities();
-  return Status::ok();
+  return recordInfinities();
 }
 
-void TrainingLoop::snapshot(CheckpointContents *out) const {
+Status TrainingLoop::snapshot(CheckpointContents *out) const {
   out->params.clear();
   out->optimizerState.clear();
   for (const std::string &name : signature_.params)
-    out->params[name] = copyOfCarried(name);
+    SHARDC_RETURN_IF_ERROR(copyOfCarried(name, &out->params[name]));
   for (const std::string &name : signature_.optimizerState)
-    out->optimizerState[name] = copyOfCarried(name);
+    SHARDC_RETURN_IF_ERROR(copyOfCarried(name, &out->optimizerState[name]));
   out->step = step_ - skipped_;
   out->dataPosition = step_;
+  return Status::ok();
 }
 
 const program::Sharding *TrainingLoop::shardingOf(const std::string &name) const {
@@ -255,13 +253,18 @@ Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents
         std::make_pair(&signature_.optimizerState, &out->optimizerState)})
     for (const std::string &name : *names) {
       const program::Sharding *sharding = shardingOf(name);
+      // A failed read is reported after the gathers, which every rank must still join.
+      HostTensor part;
+      Status read = copyOfCarried(name, &part);
       if (sharding == nullptr) {
-        (*tensors)[name] = copyOfCarried(name); // the same on every rank
+        SHARDC_RETURN_IF_ERROR(read);
+        (*tensors)[name] = std::move(part); // the same on every rank
         continue;
       }
       Status status = gatherShards(axisCommunicator(comm, sharding->shard_axis()),
                                    axisCommunicator(comm, sharding->block_axis()), *sharding,
-                                   copyOfCarried(name), &(*tensors)[name]);
+                                   part, &(*tensors)[name]);
+      SHARDC_RETURN_IF_ERROR(read);
       if (!status.isOk())
         return Status::error("gathering the shards of " + quoteForMessage(name) + ": " +
                              status.message());
@@ -286,27 +289,46 @@ std::pair<int64_t, int64_t> countNonFinite(const Tensor &t) {
 }
 } // namespace
 
-void TrainingLoop::recordInfinities() {
-  infinitiesAtStart_.clear();
-  for (const auto *names : {&signature_.params, &signature_.optimizerState})
-    for (const std::string &name : *names)
-      infinitiesAtStart_[name] =
-          countNonFinite(executor_->memoryOnHost() ? carried(name)
-                                                   : copyOfCarried(name).view())
-              .second;
+Status TrainingLoop::nonFiniteOf(const std::string &name,
+                                 std::pair<int64_t, int64_t> *nanAndInf) const {
+  if (executor_->memoryOnHost() || !executor_->isInPlaceState(name)) {
+    // In host memory: counted in place (this runs after every step that went non-finite).
+    *nanAndInf = countNonFinite(carried(name));
+    return Status::ok();
+  }
+  HostTensor copy;
+  SHARDC_RETURN_IF_ERROR(copyOfCarried(name, &copy));
+  *nanAndInf = countNonFinite(copy.view());
+  return Status::ok();
 }
 
-int TrainingLoop::firstUnsoundState() const {
+Status TrainingLoop::recordInfinities() {
+  infinitiesAtStart_.clear();
+  for (const auto *names : {&signature_.params, &signature_.optimizerState})
+    for (const std::string &name : *names) {
+      std::pair<int64_t, int64_t> nanAndInf;
+      SHARDC_RETURN_IF_ERROR(nonFiniteOf(name, &nanAndInf));
+      infinitiesAtStart_[name] = nanAndInf.second;
+    }
+  return Status::ok();
+}
+
+Status TrainingLoop::firstUnsoundState(int *first) const {
+  *first = -1;
   int index = 0;
   for (const auto *names : {&signature_.params, &signature_.optimizerState})
     for (const std::string &name : *names) {
-      auto [nans, infinities] = countNonFinite(carried(name));
+      std::pair<int64_t, int64_t> nanAndInf;
+      SHARDC_RETURN_IF_ERROR(nonFiniteOf(name, &nanAndInf));
       auto start = infinitiesAtStart_.find(name);
-      if (nans > 0 || infinities > (start == infinitiesAtStart_.end() ? 0 : start->second))
-        return index;
+      if (nanAndInf.first > 0 ||
+          nanAndInf.second > (start == infinitiesAtStart_.end() ? 0 : start->second)) {
+        *first = index;
+        return Status::ok();
+      }
       ++index;
     }
-  return -1;
+  return Status::ok();
 }
 
 bool TrainingLoop::lastLossScale(float *scale, bool *overflow) const {

@@ -56,7 +56,8 @@ public:
   // The current value of a carried tensor (parameter, optimizer state, "step"); null if unknown.
   // This rank's shard for a sharded tensor. State the program updates in place lives in the
   // executor's arena: this is a copy of it, made on demand outside the program's memory (no
-  // MemoryScope) and valid until the next call for the same name.
+  // MemoryScope) and valid until the next call for the same name; null too when it is in device
+  // memory and could not be read (callers that must report why use snapshot()).
   const HostTensor *value(const std::string &name) const;
 
   // The seed training-mode dropout draws its masks from (the run's --seed; 0 until set). A
@@ -70,7 +71,8 @@ public:
   Status restore(const CheckpointContents &checkpoint);
   // Copies the state into `out` (params, optimizerState, step; the caller fills the rest), as
   // this rank holds it (shards of sharded tensors).
-  void snapshot(CheckpointContents *out) const;
+  // Fails when state in device memory cannot be read.
+  Status snapshot(CheckpointContents *out) const;
   // The same with full tensors: every sharded tensor gathered from all ranks through `comm`.
   // A collective when the program shards anything: every rank calls it at the same step. The
   // memory it takes is not the program's (no MemoryScope), like a checkpoint's.
@@ -88,16 +90,20 @@ public:
   // The first parameter or optimizer state tensor (index into params, then optimizerState)
   // whose part on this rank holds a NaN, or more infinities than when the run started or
   // resumed (a float mask buffer holds -inf by design), -1 when every one is sound.
-  int firstUnsoundState() const;
+  // *first is that index; an error when state in device memory cannot be read.
+  Status firstUnsoundState(int *first) const;
 
 private:
   // A view of the current value of a carried tensor: the executor's arena for state updated
   // in place, else the tensor the loop feeds.
   const Tensor carried(const std::string &name) const;
-  // A copy of it, not counted as the program's memory.
-  HostTensor copyOfCarried(const std::string &name) const;
+  // A copy of it, not counted as the program's memory (downloaded from device memory, which
+  // may fail).
+  Status copyOfCarried(const std::string &name, HostTensor *out) const;
+  // The NaNs and infinities of a carried tensor (none unless f32).
+  Status nonFiniteOf(const std::string &name, std::pair<int64_t, int64_t> *nanAndInf) const;
   // Counts each carried tensor's infinities, for firstUnsoundState.
-  void recordInfinities();
+  Status recordInfinities();
   std::map<std::string, int64_t> infinitiesAtStart_;
 
   TrainingLoop() = default;

@@ -66,6 +66,10 @@ parallelism (training; docs/cli.md):
                             e.g. 80GiB, 512MiB
                             (default: unlimited)
   --bucket-mb X             gradient bucket size in MiB for dp and zero1/zero2 (default 25)
+  --comm-overlap on|off     run each collective asynchronously while the ops before its first
+                            reader run (a bucket's reduction overlaps the rest of the
+                            backward pass; its buffers stay reserved until then), or in
+                            program order (default on)
   --fsdp-unit REGEX         zero3: the part of a parameter's name that names its FSDP unit
                             (default: automatic, e.g. transformer blocks "h.0", "h.1", ...)
   --remat none|full|selective|auto
@@ -319,6 +323,12 @@ public:
       if (!parseNumber(v, options_.bucketMb) || options_.bucketMb <= 0)
         fail(bucketMb);
     });
+    value("--comm-overlap", "--comm-overlap needs a value (on or off)",
+          [this](const std::string &v) {
+            if (v != "on" && v != "off")
+              fail("--comm-overlap '" + v + "': expected on or off");
+            options_.commOverlap = v == "on";
+          });
     const char *shard = "--shard needs REGEX=SPEC, e.g. 'mlp\\..*\\.weight=[{tp},{}]' or "
                         "'.*norm.*=replicated'";
     value("--shard", shard, [this, shard](const std::string &v) {

@@ -31,6 +31,9 @@ struct Options {
   ParallelStrategy strategy;  // parsed from strategyText for `gpus`
   uint64_t gpuMemoryBytes = 0; // --gpu-memory; 0: unlimited
   double bucketMb = 25.0;
+  // --comm-overlap: collectives run asynchronously, overlapping the ops before their first
+  // reader (the plan-memory pass's overlap-collectives).
+  bool commOverlap = true;
   std::string fsdpUnit;
   // --micro-batches: each device's rows run as this many microbatches per step, gradients
   // accumulated before the reduction and the update.

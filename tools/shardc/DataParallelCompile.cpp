@@ -72,6 +72,7 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
     dp.zeroStage = strategy.zero;
     dp.localRows = slice.rows;
     dp.bucketMb = opts.bucketMb;
+    dp.overlapCollectives = opts.commOverlap;
     dp.fsdpUnit = opts.fsdpUnit;
     dp.microBatches = opts.microBatches;
     mlir::FailureOr<EmittedProgram> emitted = compileVariant(dp);

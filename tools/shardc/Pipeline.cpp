@@ -176,7 +176,9 @@ mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dum
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldConstants());
   if (train)
     pm.nest<mlir::func::FuncOp>().addPass(shardc::createHoistLoss());
-  pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory());
+  PlanMemoryOptions planMemory;
+  planMemory.overlapCollectives = dp == nullptr || dp->overlapCollectives;
+  pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory(planMemory));
   if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))
     return mlir::failure();
   return pm.run(module);

@@ -19,6 +19,7 @@ struct DataParallelOptions {
   int64_t microBatches = 1; // the rows run as this many microbatches (shardc-micro-batches)
   double bucketMb = 25.0;
   std::string fsdpUnit;
+  bool overlapCollectives = true; // plan-memory's overlap-collectives
 };
 
 // The passes on the global program, once per compilation: [decompose-mean-loss when sharding

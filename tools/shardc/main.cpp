@@ -443,6 +443,7 @@ public:
       dp.zeroStage = s.zero;
       dp.localRows = rows;
       dp.bucketMb = opts_.bucketMb;
+      dp.overlapCollectives = opts_.commOverlap;
       dp.fsdpUnit = opts_.fsdpUnit;
       dp.microBatches = opts_.microBatches;
       mlir::OwningOpRef<mlir::ModuleOp> local(step->module->clone());

@@ -62,6 +62,12 @@ const char kUsage[] =
     "                     (default 30)\n"
     "  --io-timeout S     seconds the ranks wait for the slowest to load the bundle and data,\n"
     "                     and for rank 0 to write a --save-every checkpoint (default 600)\n"
+    "  --comm-overlap on|off  run the collectives the compiler made asynchronous on each\n"
+    "                     rank's communication thread, overlapping the ops before their first\n"
+    "                     reader (default on), or in program order; the results are the same\n"
+    "  --trace FILE       write every rank's timeline (kernels, collectives on the\n"
+    "                     communication thread, waits for them) as a Chrome trace (JSON, for\n"
+    "                     Perfetto or chrome://tracing); CPU ranks only\n"
     "  --device cpu|cuda|auto  where each rank's memory lives and its kernels run (default\n"
     "                     cpu; auto: cuda when a GPU is visible). On cuda every rank of this\n"
     "                     process uses GPU 0; a program using a kernel that has no CUDA\n"
@@ -79,7 +85,7 @@ const char *const kLoopFlags[] = {"--tokens",       "--seed",        "--metrics"
                                   "--save-every",   "--resume",      "--lr",       "--schedule",
                                   "--warmup-steps", "--min-lr",      "--export-onnx",
                                   "--on-nonfinite", "--overwrite", "--keep-checkpoints",
-                                  "--resume-step"};
+                                  "--resume-step", "--trace"};
 
 // Thrown by an option's callback to end the parse with shardrun's own usage message (CLI11
 // passes exceptions other than its own through parse()).
@@ -168,6 +174,8 @@ public:
     text("--save", "a directory", &options->saveDir);
     text("--resume", "a checkpoint directory", &options->resumeDir);
     text("--export-onnx", "a file", &options->exportOnnx);
+    text("--trace", "a file", &options->traceFile);
+    choice("--comm-overlap", "on or off", {"on", "off"}, &options->commOverlap);
     choice("--schedule", "constant or cosine", {"constant", "cosine"}, &options->schedule);
     choice("--on-nonfinite", "stop or skip-step", {"stop", "skip-step"}, &options->onNonFinite);
     choice("--comm", "local, mpi or nccl", {"local", "mpi", "nccl"}, &options->comm);

@@ -52,6 +52,10 @@ struct Options {
   // --device cpu|cuda|auto: where the ranks' memory lives and their kernels run (default cpu).
   std::optional<std::string> device;
   std::optional<double> commTimeout;
+  // --comm-overlap on|off: asynchronous collectives on the communication thread (default on).
+  std::optional<std::string> commOverlap;
+  // --trace FILE: every rank's timeline as a Chrome trace, written at the end of the run.
+  std::optional<std::string> traceFile;
   std::optional<double> ioTimeout;
   bool help = false;
 };

@@ -2,9 +2,11 @@
 
 #include "tools/shardrun/device_option.h"
 
+#include "runtime/executor/chrome_trace.h"
 #include "runtime/executor/executor.h"
 #include "runtime/memory/memory_report.h"
 #include "runtime/program/rank_program.h"
+#include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 #include "runtime/training/batch_source.h"
 #include "runtime/training/progress.h"
@@ -29,6 +31,10 @@ using namespace shardc::runtime;
 namespace program = shardc::program;
 
 namespace {
+
+// --trace keeps each rank's first spans per thread (24 bytes each): a million cover thousands
+// of steps of a large model and cap a rank's trace memory at 24 MiB a thread.
+constexpr size_t kTraceSpansPerLane = size_t{1} << 20;
 
 // What a rank holds for its run.
 struct RankState {
@@ -63,10 +69,17 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
   status = createRankDevice(options, &state->device);
   if (!status.isOk())
     return status;
+  if (options.traceFile && state->device != nullptr && state->device->kind() != DeviceKind::Cpu)
+    return Status::error("--trace times CPU ranks only: a " +
+                         std::string(deviceKindName(state->device->kind())) +
+                         " device's kernels return before they run, and are not timed yet");
   status = Executor::create(program, run.bundle->weights, &state->executor, tracker, comm,
                             state->device.get());
   if (!status.isOk())
     return Status::error(bundleDir + ": " + status.message());
+  state->executor->setCollectiveOverlap(options.commOverlap.value_or("on") == "on");
+  if (options.traceFile)
+    state->executor->recordTimeline(kTraceSpansPerLane);
   const LoadedBundle &bundle = *run.bundle;
   status = TrainingLoop::create(
       state->executor.get(),
@@ -146,6 +159,8 @@ public:
     if (lead_)
       SHARDC_RETURN_IF_ERROR(run_.metrics.close());
     SHARDC_RETURN_IF_ERROR(writeFinalState());
+    if (options_.traceFile)
+      SHARDC_RETURN_IF_ERROR(writeTrace(*options_.traceFile));
     report();
     return Status::ok();
   }
@@ -211,7 +226,10 @@ private:
       SHARDC_RETURN_IF_ERROR(
           checkSoundState("the final state (step " + std::to_string(loop_.step()) + ")"));
     std::optional<CheckpointContents> full;
-    if (save || (writesParams && (comm_ != nullptr || shardsAnything(executor_.program())))) {
+    // The consolidated snapshot also reports a failed read of state in device memory, which
+    // value() cannot.
+    if (save || (writesParams && (comm_ != nullptr || shardsAnything(executor_.program()) ||
+                                  !executor_.memoryOnHost()))) {
       full.emplace();
       SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &*full));
     }
@@ -293,7 +311,9 @@ private:
   // more infinities than at the start (TrainingLoop::firstUnsoundState): the first such tensor
   // in the signature's order over all ranks is named.
   Status checkSoundState(const std::string &what) {
-    float key = static_cast<float>(loop_.firstUnsoundState() + 1); // 0: sound
+    int first = -1;
+    SHARDC_RETURN_IF_ERROR(loop_.firstUnsoundState(&first));
+    float key = static_cast<float>(first + 1); // 0: sound
     int rank = rank_;
     SHARDC_RETURN_IF_ERROR(earliestOverRanks(&key, &rank));
     if (key == 0)
@@ -323,6 +343,34 @@ private:
     return "nothing was saved";
   }
 
+  // Every rank's timeline, gathered to rank 0, which writes them as one Chrome trace.
+  Status writeTrace(const std::string &path) {
+    const OpTimeline &timeline = *executor_.timeline();
+    std::vector<std::vector<OpSpan>> spans;
+    Status status = gatherTimelines(comm_, timeline.spans(), &spans);
+    if (!status.isOk())
+      return Status::error("--trace: gathering the ranks' timelines: " + status.message());
+    if (!lead_)
+      return Status::ok();
+    std::vector<program::Program> programs(spans.size());
+    std::vector<RankTimeline> ranks(spans.size());
+    for (size_t r = 0; r < spans.size(); ++r) {
+      SHARDC_RETURN_IF_ERROR(programOfRank(run_.bundle->bundle, static_cast<int>(r), &programs[r]));
+      ranks[r].rank = static_cast<int>(r);
+      ranks[r].program = &programs[r];
+      ranks[r].spans = std::move(spans[r]);
+    }
+    const std::string json = chromeTraceJson(ranks);
+    status = writeFileAtomically(path, json.data(), json.size());
+    if (!status.isOk())
+      return Status::error("--trace: " + status.message());
+    traceNote_ = "; wrote the timeline to " + path;
+    if (timeline.dropped() > 0)
+      traceNote_ += " (rank 0 kept its first " + std::to_string(kTraceSpansPerLane) +
+                    " spans per thread, " + std::to_string(timeline.dropped()) + " more dropped)";
+    return Status::ok();
+  }
+
   // Rank 0's summary line and every rank's memory report.
   void report() {
     const int64_t ran = loop_.step() - firstStep_;
@@ -350,6 +398,7 @@ private:
       if (options_.outputsDir)
         summary += "; wrote " + std::to_string(loop_.signature().params.size()) +
                    " parameters to " + *options_.outputsDir;
+      summary += traceNote_;
       if (run_.exporter)
         summary +=
             "; exported the trained model to " + *options_.exportOnnx +
@@ -396,6 +445,7 @@ private:
   uint64_t allocationsAfterFirstStep_ = 0;
   double seconds_ = 0;
   OnnxExportResult exported_;
+  std::string traceNote_; // what the summary says of --trace
 };
 
 } // namespace

@@ -185,6 +185,7 @@ Json memoryJson(const program::Bundle &bundle, const PlanSummary &s,
   o.emplace("weights", std::move(weights));
   o.emplace("workspace_bytes", u64(m.workspace));
   o.emplace("workspace_op", i64(m.workspaceOp));
+  o.emplace("comm_workspace_bytes", u64(m.commWorkspace));
   o.emplace("step_inputs_bytes", u64(m.stepInputs));
   o.emplace("step_outputs_bytes", u64(m.stepOutputs));
   Json state = Json::object();
@@ -343,6 +344,7 @@ Json programJson(const program::Program &p, const std::vector<int> &group) {
   o.emplace("arena_bytes", u64(p.arena_bytes()));
   o.emplace("weights_bytes", u64(p.weights_bytes()));
   o.emplace("workspace_bytes", u64(p.workspace_bytes()));
+  o.emplace("comm_workspace_bytes", u64(p.comm_workspace_bytes()));
   o.emplace("planned_peak_bytes", u64(p.planned_peak_bytes()));
   o.emplace("planned_comm_bytes", u64(p.planned_comm_bytes()));
   o.emplace("inputs", bindingsJson(p.inputs()));
@@ -372,6 +374,8 @@ Json programJson(const program::Program &p, const std::vector<int> &group) {
     e.emplace("name", str(op.name()));
     e.emplace("inputs", intArray(op.inputs()));
     e.emplace("outputs", intArray(op.outputs()));
+    if (op.completes_before() != 0)
+      e.emplace("completes_before", i64(op.completes_before()));
     ops.push_back(std::move(e));
   }
   o.emplace("ops", std::move(ops));

@@ -205,7 +205,9 @@ constexpr program::BufferRole kRoleOrder[] = {
 void formatMemory(const program::Program &p, std::ostringstream &os) {
   runtime::PlannedMemory plan = runtime::planPeakMemory(p, /*findWorkspaceOp=*/true);
   os << "memory: planned peak " << exactBytes(p.planned_peak_bytes())
-     << " = arena + weights + workspace + step inputs + step outputs\n";
+     << " = arena + weights + workspace"
+     << (plan.commWorkspace > 0 ? " + communication workspace" : "")
+     << " + step inputs + step outputs\n";
   os << "  arena: " << exactBytes(plan.arena) << ", at its peak "
      << schedulePoint(p, plan.arenaPeakPoint) << ":\n";
   for (program::BufferRole role : kRoleOrder) {
@@ -226,6 +228,14 @@ void formatMemory(const program::Program &p, std::ostringstream &os) {
        << "', " << p.workspace_bytes() << " bytes)";
   }
   os << "\n";
+  if (plan.commWorkspace > 0) {
+    int async = 0;
+    for (const program::Op &op : p.ops())
+      async += op.completes_before() != 0 ? 1 : 0;
+    os << "  communication workspace: " << exactBytes(plan.commWorkspace) << " (the scratch of "
+       << async << " asynchronous collective" << (async == 1 ? "" : "s")
+       << ", which run while the ops before their first reader do)\n";
+  }
   os << "  step inputs: " << exactBytes(plan.stepInputs) << " (host tensors, one per input)\n";
   os << "  step outputs: " << exactBytes(plan.stepOutputs) << " (host tensors, one per output)\n";
 }
@@ -234,7 +244,11 @@ void formatOps(const program::Program &p, std::ostringstream &os) {
   os << "\nprogram (A@ = arena offset, W@ = weights offset, in bytes):\n";
   for (int i = 0; i < p.ops_size(); ++i) {
     const program::Op &op = p.ops(i);
-    os << "  #" << i << " " << op.kernel() << " '" << op.name() << "'\n      in: ";
+    os << "  #" << i << " " << op.kernel() << " '" << op.name() << "'";
+    if (op.completes_before() != 0)
+      os << " (asynchronous: overlaps #" << i + 1 << "..#" << op.completes_before() - 1
+         << ", complete before #" << op.completes_before() << ")";
+    os << "\n      in: ";
     for (int j = 0; j < op.inputs_size(); ++j)
       os << (j ? ", " : "") << operand(p, op.inputs(j));
     os << "\n      out: ";
@@ -647,7 +661,9 @@ void formatMemoryPerRank(const PlanSummary &s, std::ostringstream &os) {
   bytesRow("    unused", [](const PlanRank &r) { return r.memory.arenaUnused; });
   bytesRow("  weights (frozen parameters, constants)",
            [](const PlanRank &r) { return r.memory.weights; });
-  bytesRow("  workspace", [](const PlanRank &r) { return r.memory.workspace; });
+  bytesRow("  workspace", [](const PlanRank &r) {
+    return r.memory.workspace + r.memory.commWorkspace;
+  });
   bytesRow("  step inputs (host)", [](const PlanRank &r) { return r.memory.stepInputs; });
   bytesRow("  step outputs (host)", [](const PlanRank &r) { return r.memory.stepOutputs; });
   row("model state stored:", [](const PlanRank &) { return std::string(); });

@@ -57,6 +57,8 @@ public:
     if (!workspace)
       return func_.emitError("the workspace is not planned (run --shardc-plan-memory first)");
     out_.program.set_workspace_bytes(workspace.getInt());
+    if (auto comm = func_->getAttrOfType<IntegerAttr>(kCommWorkspaceBytesAttr))
+      out_.program.set_comm_workspace_bytes(comm.getInt());
     // A mesh of several axes: its axes (each rank's program adds its coordinate and groups,
     // RankPrograms.h).
     if (auto meshRef = func_->getAttrOfType<FlatSymbolRefAttr>(graph::kMeshAttr))
@@ -71,6 +73,7 @@ public:
     for (Operation &op : body.without_terminator())
       if (failed(addOp(op)))
         return failure();
+    setCompletionPoints(body);
     for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands())) {
       program::Binding *binding = out_.program.add_outputs();
       binding->set_name(resultName(func_, i));
@@ -101,6 +104,22 @@ public:
   }
 
 private:
+  // An asynchronous collective (the plan-memory pass marked it) completes before the first op
+  // that reads its results, at the end of the run when only graph outputs do.
+  void setCompletionPoints(Block &body) {
+    for (Operation &op : body.without_terminator()) {
+      auto emitted = programIndex_.find(&op);
+      if (emitted == programIndex_.end() || !op.hasAttr(kAsyncAttr))
+        continue;
+      int32_t first = out_.program.ops_size();
+      for (Value result : op.getResults())
+        for (Operation *user : result.getUsers())
+          if (auto reader = programIndex_.find(user); reader != programIndex_.end())
+            first = std::min(first, reader->second);
+      out_.program.mutable_ops(emitted->second)->set_completes_before(first);
+    }
+  }
+
   program::Buffer *newBuffer(Value v, std::string name, program::BufferKind kind,
                              program::BufferRole role) {
     auto type = cast<RankedTensorType>(v.getType());
@@ -283,6 +302,7 @@ private:
     FailureOr<KernelCall> call = mapToKernel(&op);
     if (failed(call))
       return failure();
+    programIndex_[&op] = out_.program.ops_size();
     program::Op *emitted = out_.program.add_ops();
     emitted->set_kernel(call->kernel);
     emitted->set_name(opName(&op));
@@ -299,6 +319,7 @@ private:
   const WeightStore &weights_;
   EmittedProgram out_;
   llvm::DenseMap<Value, int32_t> buffers_;
+  llvm::DenseMap<Operation *, int32_t> programIndex_; // each emitted op's index in the program
 };
 
 } // namespace

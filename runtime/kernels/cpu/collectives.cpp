@@ -415,8 +415,11 @@ Status shardSliceKernel(KernelArgs &args) {
 namespace shardc::runtime {
 
 bool isCollectiveKernel(const std::string &kernel) {
-  return kernel == "all_reduce" || kernel == "reduce_scatter" || kernel == "all_gather" ||
-         kernel == "shard_slice";
+  return kernelMovesDataBetweenRanks(kernel) || kernel == "shard_slice";
+}
+
+bool kernelMovesDataBetweenRanks(const std::string &kernel) {
+  return kernel == "all_reduce" || kernel == "reduce_scatter" || kernel == "all_gather";
 }
 
 } // namespace shardc::runtime

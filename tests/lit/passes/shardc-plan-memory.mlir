@@ -4,7 +4,7 @@
 // time and offsets alternate. The graph output lives to the end.
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: %arg0: tensor<16xf32> {graph.input = "x", shardc.offset = 0 : i64}
-// CHECK-SAME: attributes {shardc.arena_bytes = 128 : i64, shardc.workspace_bytes = 0 : i64}
+// CHECK-SAME: attributes {shardc.arena_bytes = 128 : i64, shardc.comm_workspace_bytes = 0 : i64, shardc.workspace_bytes = 0 : i64}
 // CHECK: graph.exp %arg0 {shardc.offsets = array<i64: 64>}
 // CHECK: graph.tanh %{{.*}} {shardc.offsets = array<i64: 0>}
 // CHECK: graph.neg %{{.*}} {shardc.offsets = array<i64: 64>}

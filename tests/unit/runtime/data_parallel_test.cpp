@@ -7,6 +7,8 @@
 #include "runtime/comm/local/local_comm.h"
 #include "runtime/data/npy.h"
 #include "runtime/executor/executor.h"
+#include "runtime/memory/planned_memory.h"
+#include "runtime/program/program_validation.h"
 #include "runtime/memory/memory_report.h"
 #include "runtime/memory/memory_tracker.h"
 #include "runtime/training/batch_source.h"
@@ -77,12 +79,16 @@ public:
   Rank &rank(int r) { return ranks_[static_cast<size_t>(r)]; }
   program::Bundle &bundle() { return bundle_; }
   Communicator *comm(int r) { return comms_.empty() ? nullptr : comms_[r].get(); }
+  // Called on each rank's executor once it is created.
+  std::function<void(Executor &)> configure;
 
   // Creates rank r's executor, loop and data source.
   Status setUp(int r) {
     Rank &rank = this->rank(r);
     SHARDC_RETURN_IF_ERROR(Executor::create(bundle_.programs(r), weights_, &rank.executor,
                                             rank.tracker.get(), comm(r)));
+    if (configure)
+      configure(*rank.executor);
     SHARDC_RETURN_IF_ERROR(TrainingLoop::create(
         rank.executor.get(),
         [this](const program::StateInit &init, uint8_t *dst) {
@@ -279,6 +285,87 @@ TEST_P(DataParallelTest, RanksTrainExactlyLikeOneRank) {
   EXPECT_EQ(full.step, 3);
 }
 
+// Makes the loss's all_reduce (read by nobody: the loss is an output) and the gradient's
+// reduce_scatter (read by the optimizer update two ops later) asynchronous, as shardc's
+// plan-memory pass does, with their scratch in a communication workspace.
+void makeCollectivesAsync(program::Bundle *bundle) {
+  for (program::Program &p : *bundle->mutable_programs()) {
+    int sgd = -1;
+    for (int i = 0; i < p.ops_size(); ++i)
+      if (p.ops(i).kernel() == "sgd_update")
+        sgd = i;
+    for (int i = 0; i < p.ops_size(); ++i) {
+      if (p.ops(i).kernel() == "all_reduce")
+        p.mutable_ops(i)->set_completes_before(p.ops_size());
+      if (p.ops(i).kernel() == "reduce_scatter")
+        p.mutable_ops(i)->set_completes_before(sgd);
+    }
+    p.set_comm_workspace_bytes(p.workspace_bytes());
+    p.set_planned_peak_bytes(planPeakMemory(p).total);
+    Status valid = validateProgram(p);
+    EXPECT_TRUE(valid.isOk()) << valid.message();
+  }
+}
+
+// The collectives run on each rank's communication thread, overlapping the ops before their
+// first reader: the training is bit for bit that of one rank, and of the same ranks running
+// them in order; each rank's timeline holds them on the communication thread and the rank's
+// waits for them; the memory is the plan's, the communication workspace included.
+TEST_P(DataParallelTest, AsynchronousCollectivesTrainExactlyLikeOneRank) {
+  const int world = GetParam();
+  constexpr int kSteps = 3;
+  Ranks one(1, data_.path()), overlapped(world, data_.path()), inOrder(world, data_.path());
+  makeCollectivesAsync(&overlapped.bundle());
+  makeCollectivesAsync(&inOrder.bundle());
+  overlapped.configure = [](Executor &executor) { executor.recordTimeline(1000); };
+  inOrder.configure = [](Executor &executor) { executor.setCollectiveOverlap(false); };
+  for (Ranks *ranks : {&one, &overlapped, &inOrder}) {
+    Status status = ranks->train(kSteps);
+    ASSERT_TRUE(status.isOk()) << status.message();
+  }
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(overlapped.rank(r).losses, one.rank(0).losses) << "rank " << r;
+    EXPECT_EQ(inOrder.rank(r).losses, one.rank(0).losses) << "rank " << r;
+    EXPECT_EQ(floatsOf(*overlapped.rank(r).loop->value("w")),
+              floatsOf(*inOrder.rank(r).loop->value("w")));
+    const program::Program &program = overlapped.bundle().programs(r);
+    EXPECT_GT(program.comm_workspace_bytes(), 0u);
+    for (Ranks *ranks : {&overlapped, &inOrder}) {
+      PeakMemoryReport memory = comparePeakMemory(program, *ranks->rank(r).tracker);
+      EXPECT_TRUE(memory.agrees) << "rank " << r << ": " << memory.text;
+    }
+
+    const OpTimeline *timeline = overlapped.rank(r).executor->timeline();
+    ASSERT_NE(timeline, nullptr);
+    // Every collective runs on the communication thread (the all_gather too, whose reader is
+    // the next op: it is waited for at once), every other kernel on the rank's thread.
+    int collectives = 0;
+    for (const program::Op &op : program.ops())
+      collectives += kernelMovesDataBetweenRanks(op.kernel()) ? 1 : 0;
+    ASSERT_EQ(collectives, 3);
+    int comm = 0, waits = 0, compute = 0;
+    for (const OpSpan &span : timeline->spans()) {
+      const bool collective = kernelMovesDataBetweenRanks(program.ops(span.op).kernel());
+      EXPECT_LE(span.startNs, span.endNs);
+      EXPECT_LT(span.run, kSteps);
+      if (span.lane == TimelineLane::Comm) {
+        ++comm;
+        EXPECT_TRUE(collective) << program.ops(span.op).kernel();
+      } else if (span.lane == TimelineLane::Wait) {
+        ++waits;
+        EXPECT_TRUE(collective) << program.ops(span.op).kernel();
+      } else {
+        ++compute;
+        EXPECT_FALSE(collective) << program.ops(span.op).kernel();
+      }
+    }
+    EXPECT_EQ(comm, collectives * kSteps) << "rank " << r;
+    EXPECT_EQ(waits, collectives * kSteps) << "rank " << r;
+    EXPECT_EQ(compute, (program.ops_size() - collectives) * kSteps) << "rank " << r;
+    EXPECT_EQ(inOrder.rank(r).executor->timeline(), nullptr);
+  }
+}
+
 // A checkpoint written by N ranks is the one a single rank writes at the same step, file for
 // file; either resumes the other's run exactly.
 TEST_P(DataParallelTest, CheckpointsMoveBetweenRankCounts) {
@@ -332,7 +419,7 @@ TEST_P(DataParallelTest, RestoreChecksTheFullShape) {
   Ranks ranks(world, data_.path());
   ASSERT_TRUE(ranks.setUp(world - 1).isOk());
   CheckpointContents checkpoint;
-  ranks.rank(world - 1).loop->snapshot(&checkpoint); // the rank's shards, not full tensors
+  ASSERT_TRUE(ranks.rank(world - 1).loop->snapshot(&checkpoint).isOk()); // the rank's shards, not full tensors
   Status status = ranks.rank(world - 1).loop->restore(checkpoint);
   ASSERT_FALSE(status.isOk());
   EXPECT_THAT(status.message(), HasSubstr("the program expects f32[5]"));

@@ -231,7 +231,7 @@ TEST_P(TrainingLoopTest, RestoredSnapshotContinuesBitIdentically) {
   float loss = 0;
   ASSERT_TRUE(loop->runStep(batches.get(), 0.25f, &loss).isOk());
   CheckpointContents checkpoint;
-  loop->snapshot(&checkpoint);
+  ASSERT_TRUE(loop->snapshot(&checkpoint).isOk());
   EXPECT_EQ(checkpoint.step, 1);
   ASSERT_EQ(checkpoint.params.count("w"), 1u);
   ASSERT_EQ(checkpoint.optimizerState.count("w.momentum_buffer"), 1u);
@@ -276,7 +276,7 @@ TEST_P(TrainingLoopTest, MemoryIsAsPlannedAndLaterStepsAllocateNothing) {
     ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk());
   EXPECT_EQ(tracker.allocationCount(), afterFirstStep) << "steps 2..4 allocated";
   CheckpointContents checkpoint;
-  loop->snapshot(&checkpoint); // outside any scope: not counted, not part of the plan
+  ASSERT_TRUE(loop->snapshot(&checkpoint).isOk()); // outside any scope: not counted, not part of the plan
   ASSERT_TRUE(loop->restore(checkpoint).isOk());
   ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk());
   EXPECT_EQ(tracker.allocationCount(), afterFirstStep) << "restore or step 5 allocated";
@@ -290,7 +290,7 @@ TEST_P(TrainingLoopTest, RestoreRejectsAnotherModelsCheckpoint) {
   std::unique_ptr<TrainingLoop> loop = makeLoop();
   ASSERT_NE(loop, nullptr);
   CheckpointContents checkpoint;
-  loop->snapshot(&checkpoint);
+  ASSERT_TRUE(loop->snapshot(&checkpoint).isOk());
 
   CheckpointContents renamed = checkpoint;
   renamed.params["v"] = renamed.params["w"];
