@@ -30,6 +30,8 @@ struct ForwardScratch {
   float *acc = nullptr;                           // [rows, Dv]: unnormalised output
   float *rowMax = nullptr;                        // [rows]: m
   double *rowSum = nullptr;                       // [rows]: l
+  float *factors = nullptr;                       // dropout: [rows, cols] factors
+  uint32_t *words = nullptr;                      // dropout: [cols] Philox words
 };
 
 // The kernel's takes, shared with its workspace-size function.
@@ -43,7 +45,12 @@ Status takeForwardScratch(Workspace &workspace, const AttentionPlan &plan, Forwa
   SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows * cols, &s->scores));
   SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows * plan.valueDim, &s->acc));
   SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows, &s->rowMax));
-  return workspace.take(kKernel, rows, &s->rowSum);
+  SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows, &s->rowSum));
+  if (plan.dropout.enabled) {
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows * cols, &s->factors));
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, cols, &s->words));
+  }
+  return Status::ok();
 }
 
 // Folds one tile of scores into the running state of its rows: the scores become the
@@ -76,7 +83,7 @@ void onlineSoftmaxStep(int64_t rows, int64_t cols, int64_t valueDim, float *scor
 }
 
 void attentionForward(const KernelArgs &args, const AttentionPlan &plan,
-                      const ForwardScratch &s) {
+                      const PhiloxStream &philox, const ForwardScratch &s) {
   const Tensor &q = args.inputs[0], &k = args.inputs[1], &v = args.inputs[2];
   const float *mask = plan.hasMask ? args.inputs[3].as<float>() : nullptr;
   const Tensor &out = args.outputs[0];
@@ -98,6 +105,13 @@ void attentionForward(const KernelArgs &args, const AttentionPlan &plan,
         const float *vTile = f32Elements(v, (b * Sk + j0) * Dv, cols * Dv, s.v);
         scoreTile(plan, mask, b, i0, rows, j0, cols, qTile, kTile, s.scores);
         onlineSoftmaxStep(rows, cols, Dv, s.scores, s);
+        if (plan.dropout.enabled) {
+          // The sums above are of the undropped probabilities (softmax's); only the output
+          // sums the dropped ones, as dropout after softmax would.
+          dropoutFactors(plan, philox, b, i0, rows, j0, cols, s.words, s.factors);
+          for (int64_t e = 0; e < rows * cols; ++e)
+            s.scores[e] *= s.factors[e];
+        }
         sgemm(false, false, rows, Dv, cols, 1.0f, s.scores, vTile, 1.0f, s.acc);
       }
       for (int64_t r = 0; r < rows; ++r) {
@@ -128,7 +142,10 @@ Status attentionKernel(KernelArgs &args) {
   Workspace workspace(args);
   ForwardScratch scratch;
   SHARDC_RETURN_IF_ERROR(takeForwardScratch(workspace, plan, &scratch));
-  attentionForward(args, plan, scratch);
+  PhiloxStream philox(0, 0);
+  if (plan.dropout.enabled)
+    SHARDC_RETURN_IF_ERROR(attentionPhilox(kKernel, args, kAttentionSeedInput, plan, &philox));
+  attentionForward(args, plan, philox, scratch);
   return Status::ok();
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/kernels/cpu/attention_checks.h"
 
 #include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/dropout_checks.h"
 
 #include <string>
 #include <vector>
@@ -121,6 +122,87 @@ Status readAttributes(const char *kernel, const KernelArgs &args, AttentionPlan 
   return Status::ok();
 }
 
+// Dropout on the probabilities: the seed and step inputs (both or neither), `dropout_ratio` and
+// `stream` as the dropout kernel's `ratio` and `stream`, and where the probabilities [..., S, Sk]
+// lie in the whole tensor the mask is drawn over (the dropout kernel's block attributes).
+Status planDropout(const char *kernel, const KernelArgs &args, size_t seedInput,
+                   const std::vector<int64_t> &scores, AttentionPlan *plan) {
+  const bool hasSeed = args.inputs.size() > seedInput && args.inputs[seedInput].present();
+  const bool hasStep = args.inputs.size() > seedInput + 1 && args.inputs[seedInput + 1].present();
+  if (!hasSeed && !hasStep) {
+    if (hasAttr(args, "dropout_ratio"))
+      return Status::error(prefixed(kernel, "attribute 'dropout_ratio' needs the seed and step "
+                                            "inputs"));
+    return Status::ok();
+  }
+  if (!hasSeed || !hasStep)
+    return Status::error(prefixed(kernel, std::string(hasSeed ? "step" : "seed") + " (input " +
+                                              std::to_string(hasSeed ? seedInput + 1 : seedInput) +
+                                              ") is required with " +
+                                              (hasSeed ? "seed" : "step")));
+  const Tensor &seed = args.inputs[seedInput], &step = args.inputs[seedInput + 1];
+  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "seed", seed, program::I64));
+  SHARDC_RETURN_IF_ERROR(expectDtype(kernel, "step", step, program::I64));
+  SHARDC_RETURN_IF_ERROR(expectSingleElement(kernel, "seed", seed));
+  SHARDC_RETURN_IF_ERROR(expectSingleElement(kernel, "step", step));
+  float ratio = 0.0f;
+  int64_t stream = 0;
+  SHARDC_RETURN_IF_ERROR(withKernel(kernel, getFloatAttr(args, "dropout_ratio", &ratio)));
+  SHARDC_RETURN_IF_ERROR(withKernel(kernel, getIntAttr(args, "stream", &stream)));
+  DropoutAttrs attrs;
+  SHARDC_RETURN_IF_ERROR(checkDropoutRatioAndStream(kernel, "dropout_ratio", ratio, stream,
+                                                    &attrs));
+  DropoutBlock block;
+  SHARDC_RETURN_IF_ERROR(dropoutBlockOfShape(kernel, args, scores,
+                                             "the probability tensor " + shapeString(scores),
+                                             &block));
+  AttentionDropout &drop = plan->dropout;
+  drop.enabled = true;
+  drop.ratio = attrs.ratio;
+  drop.scale = attrs.scale;
+  drop.stream = attrs.stream;
+  const size_t rank = scores.size();
+  std::vector<int64_t> wholeStride(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    wholeStride[d - 1] = wholeStride[d] * block.global[d];
+  drop.queryOffset = block.offset[rank - 2];
+  drop.keyOffset = block.offset[rank - 1];
+  drop.wholeKeys = block.global[rank - 1];
+  // The leading dims, innermost first; a dim joins the group inside it when that group spans
+  // whole strides of it (then both are one coordinate of the merged group), as the CUDA dropout
+  // kernel merges them. Size-1 dims contribute only their offset.
+  std::vector<int64_t> size, offset, stride;
+  int64_t fixedOffset = 0;
+  for (size_t d = rank - 2; d-- > 0;) {
+    if (scores[d] == 1) {
+      fixedOffset += block.offset[d] * wholeStride[d];
+      continue;
+    }
+    if (!size.empty() && wholeStride[d] == size.back() * stride.back()) {
+      offset.back() += block.offset[d] * size.back();
+      size.back() *= scores[d];
+    } else {
+      size.push_back(scores[d]);
+      offset.push_back(block.offset[d]);
+      stride.push_back(wholeStride[d]);
+    }
+  }
+  if (size.size() > static_cast<size_t>(kMaxAttentionIndexDims))
+    return Status::error(prefixed(kernel, "the probabilities " + shapeString(scores) +
+                                              " are a block cut along more than " +
+                                              std::to_string(kMaxAttentionIndexDims) +
+                                              " leading index groups"));
+  drop.baseOffset = fixedOffset;
+  drop.groups = static_cast<int>(size.size());
+  for (int g = 0; g < drop.groups; ++g) {
+    const size_t from = size.size() - 1 - static_cast<size_t>(g);
+    drop.size[g] = size[from];
+    drop.offset[g] = offset[from];
+    drop.wholeStride[g] = stride[from];
+  }
+  return Status::ok();
+}
+
 // The operands every call has (q, k, v, mask) and the attributes.
 Status checkCommon(const char *kernel, const KernelArgs &args, size_t seedInput,
                    AttentionPlan *plan) {
@@ -131,14 +213,7 @@ Status checkCommon(const char *kernel, const KernelArgs &args, size_t seedInput,
   if (args.inputs.size() > 3 && args.inputs[3].present())
     SHARDC_RETURN_IF_ERROR(planMask(kernel, args.inputs[3], scores, plan));
   SHARDC_RETURN_IF_ERROR(readAttributes(kernel, args, plan));
-  const bool hasSeed = args.inputs.size() > seedInput && args.inputs[seedInput].present();
-  const bool hasStep = args.inputs.size() > seedInput + 1 && args.inputs[seedInput + 1].present();
-  if (hasSeed || hasStep)
-    return Status::error(prefixed(kernel, "dropout (the seed and step inputs) is not supported"));
-  if (hasAttr(args, "dropout_ratio"))
-    return Status::error(prefixed(kernel, "attribute 'dropout_ratio' needs the seed and step "
-                                          "inputs"));
-  return Status::ok();
+  return planDropout(kernel, args, seedInput, scores, plan);
 }
 
 // An output of `dtype` and `shape`.

@@ -51,6 +51,7 @@ struct AttentionDropout {
   int64_t size[kMaxAttentionIndexDims] = {};
   int64_t offset[kMaxAttentionIndexDims] = {};
   int64_t wholeStride[kMaxAttentionIndexDims] = {};
+  int64_t baseOffset = 0;                 // the whole index of the size-1 leading dims' offsets
   int64_t queryOffset = 0, keyOffset = 0; // P's offsets along S and Sk
   int64_t wholeKeys = 0;                  // the whole tensor's Sk: the stride of a query row
 };
@@ -58,7 +59,7 @@ struct AttentionDropout {
 // The whole-tensor index of P element (b, i, 0).
 SHARDC_HOST_DEVICE inline int64_t rowWholeIndex(const AttentionDropout &drop, int64_t b,
                                                 int64_t i) {
-  int64_t whole = (i + drop.queryOffset) * drop.wholeKeys + drop.keyOffset;
+  int64_t whole = drop.baseOffset + (i + drop.queryOffset) * drop.wholeKeys + drop.keyOffset;
   for (int g = drop.groups - 1; g >= 0; --g) {
     whole += (b % drop.size[g] + drop.offset[g]) * drop.wholeStride[g];
     b /= drop.size[g];

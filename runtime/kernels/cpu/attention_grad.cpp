@@ -30,6 +30,9 @@ struct BackwardScratch {
   float *dprobs = nullptr;            // [rows, cols]: dp, then ds
   float *dq = nullptr;                // [rows, D]
   float *delta = nullptr;             // [rows]
+  float *factors = nullptr;           // dropout: [rows, cols] factors
+  float *dropped = nullptr;           // dropout: [rows, cols] p * factor
+  uint32_t *words = nullptr;          // dropout: [cols] Philox words
 };
 
 Status takeBackwardScratch(Workspace &workspace, const AttentionPlan &plan, BackwardScratch *s) {
@@ -46,7 +49,13 @@ Status takeBackwardScratch(Workspace &workspace, const AttentionPlan &plan, Back
   SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows * cols, &s->probs));
   SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows * cols, &s->dprobs));
   SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows * D, &s->dq));
-  return workspace.take(kKernel, rows, &s->delta);
+  SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows, &s->delta));
+  if (plan.dropout.enabled) {
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows * cols, &s->factors));
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, rows * cols, &s->dropped));
+    SHARDC_RETURN_IF_ERROR(workspace.take(kKernel, cols, &s->words));
+  }
+  return Status::ok();
 }
 
 // delta_i = dout_i . out_i for the tile's rows, summed in double.
@@ -69,7 +78,7 @@ void rowDeltas(const Tensor &out, const Tensor &dout, int64_t first, int64_t row
 }
 
 void attentionBackward(const KernelArgs &args, const AttentionPlan &plan,
-                       const BackwardScratch &s) {
+                       const PhiloxStream &philox, const BackwardScratch &s) {
   const Tensor &q = args.inputs[0], &k = args.inputs[1], &v = args.inputs[2];
   const float *mask = plan.hasMask ? args.inputs[3].as<float>() : nullptr;
   const Tensor &out = args.inputs[4], &dout = args.inputs[6];
@@ -108,9 +117,21 @@ void attentionBackward(const KernelArgs &args, const AttentionPlan &plan,
           for (int64_t c = 0; c < cols; ++c)
             p[c] = fastExp(p[c] - rowLse[r]);
         }
-        // dp = dout vᵀ; dv += pᵀ dout.
+        // dp = dout vᵀ; dv += pᵀ dout. With dropout the output summed the dropped
+        // probabilities p * factor: dv takes those, and dp flows back through the factor
+        // (the dropout's backward) before the softmax's; delta = dout . out is still
+        // sum_j p_ij (dp_ij * factor_ij).
         sgemm(false, true, rows, cols, Dv, 1.0f, doutTile, vTile, 0.0f, s.dprobs);
-        sgemm(true, false, cols, Dv, rows, 1.0f, s.probs, doutTile, 1.0f, dvAcc + j0 * Dv);
+        const float *summed = s.probs;
+        if (plan.dropout.enabled) {
+          dropoutFactors(plan, philox, b, i0, rows, j0, cols, s.words, s.factors);
+          for (int64_t e = 0; e < rows * cols; ++e) {
+            s.dropped[e] = s.probs[e] * s.factors[e];
+            s.dprobs[e] *= s.factors[e];
+          }
+          summed = s.dropped;
+        }
+        sgemm(true, false, cols, Dv, rows, 1.0f, summed, doutTile, 1.0f, dvAcc + j0 * Dv);
         // ds = p (dp - delta), in place of dp.
         for (int64_t r = 0; r < rows; ++r) {
           const float *p = s.probs + r * cols;
@@ -141,7 +162,11 @@ Status attentionGradKernel(KernelArgs &args) {
   Workspace workspace(args);
   BackwardScratch scratch;
   SHARDC_RETURN_IF_ERROR(takeBackwardScratch(workspace, plan, &scratch));
-  attentionBackward(args, plan, scratch);
+  PhiloxStream philox(0, 0);
+  if (plan.dropout.enabled)
+    SHARDC_RETURN_IF_ERROR(
+        attentionPhilox(kKernel, args, kAttentionGradSeedInput, plan, &philox));
+  attentionBackward(args, plan, philox, scratch);
   return Status::ok();
 }
 

@@ -5,11 +5,14 @@
 
 #include "runtime/kernels/cpu/attention_checks.h"
 #include "runtime/kernels/cpu/blas.h"
+#include "runtime/kernels/cpu/dropout_checks.h"
 #include "runtime/kernels/cpu/half_float.h"
+#include "runtime/support/philox.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 namespace shardc::runtime::cpu {
 
@@ -88,6 +91,36 @@ inline void scoreTile(const AttentionPlan &plan, const float *mask, int64_t b, i
         s[c] = kMinusInf;
     }
   }
+}
+
+// The dropout factor of each probability of a tile: scale where the dropout kernel's mask keeps
+// it, 0 where it drops it (factors[r * cols + c] for (i0 + r, j0 + c) of batch b). `words` holds
+// `cols` Philox words.
+inline void dropoutFactors(const AttentionPlan &plan, const PhiloxStream &philox, int64_t b,
+                           int64_t i0, int64_t rows, int64_t j0, int64_t cols, uint32_t *words,
+                           float *factors) {
+  const AttentionDropout &drop = plan.dropout;
+  for (int64_t r = 0; r < rows; ++r) {
+    philox.fill(static_cast<uint64_t>(rowWholeIndex(drop, b, i0 + r) + j0),
+                static_cast<size_t>(cols), words);
+    for (int64_t c = 0; c < cols; ++c)
+      factors[r * cols + c] = uniformFloat(words[c]) >= drop.ratio ? drop.scale : 0.0f;
+  }
+}
+
+// The Philox stream of a call with dropout, after checking the step's value (which only the
+// kernel can read).
+inline Status attentionPhilox(const char *kernel, const KernelArgs &args, size_t seedInput,
+                              const AttentionPlan &plan, PhiloxStream *philox) {
+  const int64_t seed = args.inputs[seedInput].as<int64_t>()[0];
+  const int64_t step = args.inputs[seedInput + 1].as<int64_t>()[0];
+  const Status stepOk = checkDropoutStep(step);
+  if (!stepOk.isOk())
+    return Status::error(std::string(kernel) + ": " + stepOk.message());
+  *philox = PhiloxStream(static_cast<uint64_t>(seed),
+                         philoxStreamId(static_cast<uint32_t>(step),
+                                        static_cast<uint32_t>(plan.dropout.stream)));
+  return Status::ok();
 }
 
 } // namespace shardc::runtime::cpu

@@ -579,6 +579,220 @@ TEST(Attention, Bf16WithinBf16RoundingOfTheReference) {
               worstOut, worstGrad);
 }
 
+// ---- dropout: the unfused softmax -> dropout -> matmul ----------------------------------------
+
+struct DropoutSetup {
+  int64_t seed = 0x5eed, step = 7, stream = 3;
+  float ratio = 0.3f;
+  Attrs blockAttrs; // global_shape etc. (none: the probabilities are the whole tensor)
+  bool hasBlock = false;
+};
+
+Attrs withDropout(const Problem &p, const DropoutSetup &d) {
+  Attrs a = d.hasBlock ? d.blockAttrs : Attrs();
+  a.f("scale", p.scale).f("dropout_ratio", d.ratio).i("stream", d.stream);
+  if (p.causal)
+    a.i("causal", 1);
+  return a;
+}
+
+// f32 scores s = scale q kᵀ + mask (-inf where causal hides a key), from the double reference.
+std::vector<float> scoresOf(const Problem &p, const Inputs &in) {
+  const std::vector<double> q = valuesOf(in.q), k = valuesOf(in.k);
+  const std::vector<double> mask = in.hasMask ? valuesOf(in.mask) : std::vector<double>();
+  const std::vector<int64_t> scoresShape = p.shape(p.S, p.Sk), maskShape = p.maskShape();
+  std::vector<float> s(static_cast<size_t>(p.batch() * p.S * p.Sk));
+  for (int64_t e = 0; e < static_cast<int64_t>(s.size()); ++e) {
+    const int64_t b = e / (p.S * p.Sk), i = e / p.Sk % p.S, j = e % p.Sk;
+    double dot = 0;
+    for (int64_t c = 0; c < p.D; ++c)
+      dot += q[(b * p.S + i) * p.D + c] * k[(b * p.Sk + j) * p.D + c];
+    double v = static_cast<double>(p.scale) * dot;
+    if (in.hasMask)
+      v += mask[broadcastSource(unravel(e, scoresShape), maskShape)];
+    if (p.causal && j > i + (p.Sk - p.S))
+      v = -kInf;
+    s[static_cast<size_t>(e)] = static_cast<float>(v);
+  }
+  return s;
+}
+
+// Fused attention (and attention_grad) with dropout against the unfused kernels: softmax, then
+// dropout (the same seed, step, stream and block attributes) over the probabilities, then
+// matmul; the backward against matmul's and dropout's backward (in double), softmax_grad, and
+// the products with k and q (in double).
+void checkDropoutComposition(const Problem &p, const DropoutSetup &d, WorstErrors *worst) {
+  SCOPED_TRACE(p.name());
+  const Inputs in = makeInputs(p);
+  const std::vector<int64_t> scoresShape = p.shape(p.S, p.Sk);
+  const int64_t axis = static_cast<int64_t>(scoresShape.size()) - 1;
+  const HostTensor seed = HostTensor::scalar<int64_t>(d.seed);
+  const HostTensor step = HostTensor::scalar<int64_t>(d.step);
+  // The unfused forward.
+  const HostTensor scores = HostTensor::of<float>(scoresShape, scoresOf(p, in));
+  HostTensor probs(program::F32, scoresShape), dropped(program::F32, scoresShape);
+  HostTensor keep(program::BOOL, scoresShape), unfusedOut(program::F32, p.shape(p.S, p.Dv));
+  ASSERT_KERNEL_OK(runKernel("softmax", {scores}, {probs}, Attrs().i("axis", axis)));
+  Attrs dropoutAttrs = d.hasBlock ? d.blockAttrs : Attrs();
+  dropoutAttrs.f("ratio", d.ratio).i("stream", d.stream);
+  ASSERT_KERNEL_OK(runKernel("dropout", {probs, seed, step}, {dropped, keep}, dropoutAttrs));
+  ASSERT_KERNEL_OK(runKernel("matmul", {dropped, in.v}, {unfusedOut}));
+  // The fused one.
+  std::vector<int64_t> lseShape = p.lead;
+  lseShape.push_back(p.S);
+  HostTensor out(program::F32, p.shape(p.S, p.Dv)), lse(program::F32, lseShape);
+  const Tensor mask = in.hasMask ? in.mask.view() : absent();
+  ASSERT_KERNEL_OK(runKernel("attention", {in.q, in.k, in.v, mask, seed, step}, {out, lse},
+                             withDropout(p, d)));
+  const double outErr = relativeError(valuesOf(out), valuesOf(unfusedOut), "out");
+  EXPECT_LE(outErr, 1e-6);
+  worst->out = std::max(worst->out, outErr);
+
+  // The unfused backward for dout.
+  const int64_t B = p.batch(), S = p.S, Sk = p.Sk, D = p.D, Dv = p.Dv;
+  const std::vector<float> doutValues = randomFloats(B * S * Dv, -1, 1, p.seed + 9);
+  const HostTensor dout = HostTensor::of<float>(p.shape(S, Dv), doutValues);
+  const std::vector<double> v = valuesOf(in.v), q = valuesOf(in.q), k = valuesOf(in.k);
+  const std::vector<double> droppedValues = valuesOf(dropped);
+  const std::vector<uint8_t> kept = keep.values<uint8_t>();
+  const float dropScale = 1.0f / (1.0f - d.ratio);
+  std::vector<float> dprobs(static_cast<size_t>(B * S * Sk));
+  ReferenceGrad expected;
+  expected.dv.assign(B * Sk * Dv, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < Sk; ++j) {
+        const int64_t e = (b * S + i) * Sk + j;
+        double ddropped = 0; // d loss / d dropped = dout vᵀ
+        for (int64_t c = 0; c < Dv; ++c) {
+          ddropped += doutValues[(b * S + i) * Dv + c] * v[(b * Sk + j) * Dv + c];
+          expected.dv[(b * Sk + j) * Dv + c] +=
+              droppedValues[e] * doutValues[(b * S + i) * Dv + c];
+        }
+        dprobs[e] = static_cast<float>(ddropped * (kept[e] ? dropScale : 0.0f));
+      }
+  HostTensor dscores(program::F32, scoresShape);
+  ASSERT_KERNEL_OK(runKernel("softmax_grad", {HostTensor::of<float>(scoresShape, dprobs), probs},
+                             {dscores}, Attrs().i("axis", axis)));
+  const std::vector<double> ds = valuesOf(dscores);
+  expected.dq.assign(B * S * D, 0.0);
+  expected.dk.assign(B * Sk * D, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < Sk; ++j)
+        for (int64_t c = 0; c < D; ++c) {
+          const double g = p.scale * ds[(b * S + i) * Sk + j];
+          expected.dq[(b * S + i) * D + c] += g * k[(b * Sk + j) * D + c];
+          expected.dk[(b * Sk + j) * D + c] += g * q[(b * S + i) * D + c];
+        }
+  Backward g{HostTensor(program::F32, p.shape(S, D)), HostTensor(program::F32, p.shape(Sk, D)),
+             HostTensor(program::F32, p.shape(Sk, Dv))};
+  ASSERT_KERNEL_OK(runKernel("attention_grad",
+                             {in.q, in.k, in.v, mask, out, lse, dout, seed, step},
+                             {g.dq, g.dk, g.dv}, withDropout(p, d)));
+  const double dqErr = relativeError(valuesOf(g.dq), expected.dq, "dq");
+  const double dkErr = relativeError(valuesOf(g.dk), expected.dk, "dk");
+  const double dvErr = relativeError(valuesOf(g.dv), expected.dv, "dv");
+  EXPECT_LE(dqErr, 1e-6);
+  EXPECT_LE(dkErr, 1e-6);
+  EXPECT_LE(dvErr, 1e-6);
+  worst->dq = std::max(worst->dq, dqErr);
+  worst->dk = std::max(worst->dk, dkErr);
+  worst->dv = std::max(worst->dv, dvErr);
+  // Some probabilities were dropped and some kept.
+  int64_t keptCount = 0;
+  for (uint8_t x : kept)
+    keptCount += x;
+  if (kept.size() >= 50) {
+    EXPECT_GT(keptCount, 0);
+    EXPECT_LT(keptCount, static_cast<int64_t>(kept.size()));
+  }
+}
+
+TEST(AttentionDropout, EqualsSoftmaxDropoutMatmulOfTheUnfusedKernels) {
+  WorstErrors worst;
+  unsigned seed = 2000;
+  int n = 0;
+  for (const auto &[S, Sk, D] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 7, 8}, {7, 130, 33}, {65, 64, 1}, {130, 65, 8}, {64, 64, 33}}) {
+    for (bool causal : {false, true}) {
+      if (causal && S > Sk)
+        continue;
+      Problem p;
+      p.lead = kLeads[n % kLeads.size()];
+      p.S = S;
+      p.Sk = Sk;
+      p.D = D;
+      p.Dv = D + 2;
+      p.maskKind = static_cast<MaskKind>(n % 4);
+      p.causal = causal;
+      p.seed = seed += 10;
+      ++n;
+      checkDropoutComposition(p, DropoutSetup(), &worst);
+    }
+  }
+  worst.print("AttentionDropout.EqualsSoftmaxDropoutMatmulOfTheUnfusedKernels");
+}
+
+// A block of the whole probability tensor (data parallel along the batch, sequence parallel
+// along the queries): the mask is the whole tensor's at the block's offsets, as the dropout
+// kernel draws it with the same attributes.
+TEST(AttentionDropout, BlockOfTheWholeTensorDrawsTheDropoutKernelsMask) {
+  WorstErrors worst;
+  Problem p;
+  p.lead = {2, 3};
+  p.S = 65;
+  p.Sk = 70;
+  p.D = 8;
+  p.Dv = 6;
+  p.maskKind = MaskKind::KeyPadding;
+  p.seed = 3000;
+  DropoutSetup d;
+  d.hasBlock = true;
+  d.blockAttrs.ints("global_shape", {6, 3, 200, 70})
+      .i("split_dim", 0)
+      .i("split_offset", 4)
+      .i("block_dim", 2)
+      .i("block_offset", 130);
+  checkDropoutComposition(p, d, &worst);
+  // The key dim cut too (block_dim on the last dim).
+  DropoutSetup keys;
+  keys.hasBlock = true;
+  keys.blockAttrs.ints("global_shape", {2, 3, 65, 140}).i("block_dim", 3).i("block_offset", 70);
+  checkDropoutComposition(p, keys, &worst);
+  worst.print("AttentionDropout.BlockOfTheWholeTensorDrawsTheDropoutKernelsMask");
+}
+
+TEST(AttentionDropout, BadDropoutOperandsAndAttributesAreNamed) {
+  HostTensor q(program::F32, {3, 4}), k(program::F32, {5, 4}), v(program::F32, {5, 6});
+  HostTensor out(program::F32, {3, 6}), lse(program::F32, {3});
+  const HostTensor seed = HostTensor::scalar<int64_t>(1), step = HostTensor::scalar<int64_t>(2);
+  const Attrs good = Attrs().f("scale", 1).f("dropout_ratio", 0.1f).i("stream", 0);
+  EXPECT_KERNEL_ERROR(runKernel("attention", {q, k, v, absent(), seed}, {out, lse}, good),
+                      "attention: step (input 5) is required with seed");
+  EXPECT_KERNEL_ERROR(
+      runKernel("attention", {q, k, v, absent(), seed, step}, {out, lse},
+                Attrs().f("scale", 1).f("dropout_ratio", 1.0f).i("stream", 0)),
+      "attention: dropout_ratio must be in [0, 1), got 1.000000");
+  EXPECT_KERNEL_ERROR(runKernel("attention", {q, k, v, absent(), seed, step}, {out, lse},
+                                Attrs().f("scale", 1).f("dropout_ratio", 0.1f)),
+                      "attention: missing attribute 'stream'");
+  EXPECT_KERNEL_ERROR(runKernel("attention", {q, k, v}, {out, lse},
+                                Attrs().f("scale", 1).f("dropout_ratio", 0.1f)),
+                      "attention: attribute 'dropout_ratio' needs the seed and step inputs");
+  const HostTensor seed32 = HostTensor::scalar<int32_t>(1);
+  EXPECT_KERNEL_ERROR(runKernel("attention", {q, k, v, absent(), seed32, step}, {out, lse}, good),
+                      "attention: seed is i32, expected i64");
+  Attrs block = good;
+  block.ints("global_shape", {3, 5}).i("split_dim", 0).i("split_offset", 1);
+  EXPECT_KERNEL_ERROR(runKernel("attention", {q, k, v, absent(), seed, step}, {out, lse}, block),
+                      "attention: the probability tensor [3x5] is not a block at offsets [1, 0]");
+  const HostTensor badStep = HostTensor::scalar<int64_t>(-1);
+  EXPECT_KERNEL_ERROR(
+      runKernel("attention", {q, k, v, absent(), seed, badStep}, {out, lse}, good),
+      "attention: dropout: step -1 is outside [0, 2^32 - 1]");
+}
+
 // ---- malformed calls: one-line errors naming the operand -------------------------------------
 
 struct BadCall {
