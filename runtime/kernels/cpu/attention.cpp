@@ -3,7 +3,8 @@
 // a running maximum m and sum l per query row, the output accumulator rescaled by
 // exp(m_old - m_new) whenever the maximum grows. The tile products run on OpenBLAS sgemm; the
 // workspace holds one tile of scores, the tile's accumulators and, for bf16, widened copies of
-// the q, k and v tiles: its size depends on D and Dv only, never on B * H, S or Sk.
+// the q, k and v tiles (with dropout, a tile of factors): its size depends on D, Dv and at most
+// one tile of S and Sk, never on B * H.
 #include "runtime/kernels/cpu/attention_checks.h"
 #include "runtime/kernels/cpu/attention_tiles.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
