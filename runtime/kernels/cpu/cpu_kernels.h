@@ -61,6 +61,12 @@ Status logSoftmaxKernel(KernelArgs &args);
 Status softmaxWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status logSoftmaxWorkspace(const KernelArgs &args, uint64_t *bytes);
 
+// attention.cpp, attention_grad.cpp (fused, tiled scaled dot-product attention; no S x Sk buffer)
+Status attentionKernel(KernelArgs &args);
+Status attentionWorkspace(const KernelArgs &args, uint64_t *bytes);
+Status attentionGradKernel(KernelArgs &args);
+Status attentionGradWorkspace(const KernelArgs &args, uint64_t *bytes);
+
 // reduce.cpp
 Status reduceSumKernel(KernelArgs &args);
 Status reduceMeanKernel(KernelArgs &args);

@@ -25,11 +25,17 @@ Status checkDropout(const KernelArgs &args, DropoutAttrs *attrs) {
   int64_t stream = 0;
   SHARDC_RETURN_IF_ERROR(getFloatAttr(args, "ratio", &ratio));
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "stream", &stream));
+  return checkDropoutRatioAndStream("dropout", "ratio", ratio, stream, attrs);
+}
+
+Status checkDropoutRatioAndStream(const char *kernel, const char *ratioName, float ratio,
+                                  int64_t stream, DropoutAttrs *attrs) {
   if (!(ratio >= 0.0f && ratio < 1.0f))
-    return Status::error("dropout: ratio must be in [0, 1), got " + std::to_string(ratio));
+    return Status::error(std::string(kernel) + ": " + ratioName + " must be in [0, 1), got " +
+                         std::to_string(ratio));
   // The last stream id belongs to data sampling (philox.h).
   if (stream < 0 || stream >= static_cast<int64_t>(kDataSamplingStreamTensorId))
-    return Status::error("dropout: stream must be in [0, 2^32 - 1), got " +
+    return Status::error(std::string(kernel) + ": stream must be in [0, 2^32 - 1), got " +
                          std::to_string(stream));
   attrs->ratio = ratio;
   attrs->stream = stream;
@@ -45,15 +51,21 @@ Status checkDropoutStep(int64_t step) {
 
 Status dropoutBlockOf(const KernelArgs &args, DropoutBlock *block) {
   const Tensor &x = args.inputs[0];
+  return dropoutBlockOfShape("dropout", args, x.shape, x.describe(), block);
+}
+
+Status dropoutBlockOfShape(const char *kernel, const KernelArgs &args,
+                           const std::vector<int64_t> &shape, const std::string &what,
+                           DropoutBlock *block) {
   // The block's place in the whole tensor (the whole tensor itself when not split): its
   // offset along each dimension.
   std::vector<int64_t> &global = block->global, &offset = block->offset;
-  global = x.shape;
-  offset.assign(x.shape.size(), 0);
+  global = shape;
+  offset.assign(shape.size(), 0);
   if (!hasAttr(args, "global_shape"))
     return Status::ok();
   SHARDC_RETURN_IF_ERROR(getIntsAttr(args, "global_shape", &global));
-  bool fits = global.size() == x.shape.size();
+  bool fits = global.size() == shape.size();
   std::vector<bool> split(offset.size(), false); // a dimension the block cuts
   for (const char *dimKey : {"split_dim", "block_dim"}) {
     if (!hasAttr(args, dimKey))
@@ -70,12 +82,12 @@ Status dropoutBlockOf(const KernelArgs &args, DropoutBlock *block) {
     }
   }
   for (size_t d = 0; fits && d < global.size(); ++d)
-    fits = split[d] ? offset[d] <= global[d] - x.shape[d] : x.shape[d] == global[d];
+    fits = split[d] ? offset[d] <= global[d] - shape[d] : shape[d] == global[d];
   if (!fits) {
     std::string at;
     for (int64_t o : offset)
       at += (at.empty() ? "" : ", ") + std::to_string(o);
-    return Status::error("dropout: " + x.describe() + " is not a block at offsets [" + at +
+    return Status::error(std::string(kernel) + ": " + what + " is not a block at offsets [" + at +
                          "] of the whole tensor " + shapeString(global));
   }
   return Status::ok();

@@ -8,6 +8,7 @@
 #include "runtime/kernels/kernel.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace shardc::runtime::cpu {
@@ -24,6 +25,11 @@ Status checkDropout(const KernelArgs &args, DropoutAttrs *attrs);
 // The step's value must fit the 32 bits of the Philox stream id it goes into.
 Status checkDropoutStep(int64_t step);
 
+// The ratio (attribute `ratioName`) in [0, 1) and the stream below the data-sampling stream; the
+// part of checkDropout that the kernels fusing a dropout (attention) share.
+Status checkDropoutRatioAndStream(const char *kernel, const char *ratioName, float ratio,
+                                  int64_t stream, DropoutAttrs *attrs);
+
 // Where x lies in the whole tensor its mask is drawn over: the whole tensor's shape and x's
 // offset along each dimension (x itself, offsets 0, without the global_shape attribute).
 struct DropoutBlock {
@@ -33,5 +39,10 @@ struct DropoutBlock {
 // Reads global_shape, split_dim/split_offset and block_dim/block_offset, failing when x is not a
 // block of the whole tensor at those offsets. Call after checkDropout.
 Status dropoutBlockOf(const KernelArgs &args, DropoutBlock *block);
+// The same for a mask drawn over a tensor of `shape` that is not an operand (attention's
+// probabilities), described as `what` in messages.
+Status dropoutBlockOfShape(const char *kernel, const KernelArgs &args,
+                           const std::vector<int64_t> &shape, const std::string &what,
+                           DropoutBlock *block);
 
 } // namespace shardc::runtime::cpu

@@ -20,6 +20,8 @@ constexpr KernelEntry kCpuKernels[] = {
     {"all_gather", cpu::allGatherKernel, cpu::allGatherWorkspace},
     {"all_reduce", cpu::allReduceKernel, cpu::allReduceWorkspace},
     {"and", cpu::andKernel},
+    {"attention", cpu::attentionKernel, cpu::attentionWorkspace},
+    {"attention_grad", cpu::attentionGradKernel, cpu::attentionGradWorkspace},
     {"avg_pool", cpu::avgPoolKernel},
     {"avg_pool_grad", cpu::avgPoolGradKernel},
     {"cast", cpu::castKernel},

@@ -84,6 +84,10 @@ Status logSoftmaxKernel(KernelArgs &args);
 Status softmaxGradKernel(KernelArgs &args);
 Status logSoftmaxGradKernel(KernelArgs &args);
 
+// attention.cu: attention and its backward (flash style, no workspace, deterministic).
+Status attentionKernel(KernelArgs &args);
+Status attentionGradKernel(KernelArgs &args);
+
 // layer_norm.cu: layer_norm and its backward.
 Status layerNormKernel(KernelArgs &args);
 Status layerNormWorkspace(const KernelArgs &args, uint64_t *bytes);

@@ -17,6 +17,8 @@ constexpr KernelEntry kCudaKernels[] = {
     {"adamw_update", adamwUpdateKernel},
     {"add", addKernel},
     {"and", andKernel},
+    {"attention", attentionKernel},
+    {"attention_grad", attentionGradKernel},
     {"cast", castKernel},
     {"clip", clipKernel},
     {"concat", concatKernel},
