@@ -82,16 +82,16 @@ llvm::DenseMap<unsigned, mlir::BlockArgument> findInPlaceUpdates(mlir::func::Fun
   return updates;
 }
 
-// The position of the first op after `op` that reads one of its results (the terminator's
-// position when only the graph's outputs do).
-int64_t firstReaderPosition(mlir::Operation *op,
-                            const llvm::DenseMap<mlir::Operation *, int64_t> &position,
-                            int64_t end) {
-  int64_t first = end;
+// The first op after `op` that reads one of its results, null when only the graph's outputs
+// do (ops are compared by `position`).
+mlir::Operation *firstReader(mlir::Operation *op,
+                             const llvm::DenseMap<mlir::Operation *, int64_t> &position) {
+  mlir::Operation *first = nullptr;
   for (mlir::Value result : op->getResults())
     for (mlir::Operation *user : result.getUsers())
-      if (auto it = position.find(user); it != position.end())
-        first = std::min(first, it->second);
+      if (auto it = position.find(user);
+          it != position.end() && (!first || it->second < position.lookup(first)))
+        first = user;
   return first;
 }
 
@@ -137,10 +137,15 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         if (!addValue(arg, -1))
           return signalPassFailure();
 
-    llvm::DenseMap<mlir::Operation *, int64_t> positions;
-    int64_t end = 0;
-    for (mlir::Operation &op : body.without_terminator())
+    // Every op's position, and the program index of each op the program runs (constants go to
+    // the weights): the emitter numbers the program's ops so.
+    llvm::DenseMap<mlir::Operation *, int64_t> positions, programIndex;
+    int64_t end = 0, programOps = 0;
+    for (mlir::Operation &op : body.without_terminator()) {
       positions[&op] = end++;
+      if (!llvm::isa<graph::ConstantOp>(op))
+        programIndex[&op] = programOps++;
+    }
     mlir::Builder builder(func.getContext());
 
     int64_t position = 0;
@@ -157,7 +162,11 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         mlir::FailureOr<KernelCall> call = mapToKernel(&op);
         if (mlir::failed(call))
           return signalPassFailure();
-        const int64_t reader = firstReaderPosition(&op, positions, end);
+        mlir::Operation *readerOp = firstReader(&op, positions);
+        const int64_t reader = readerOp ? positions.lookup(readerOp) : end;
+        // Whether the program runs an op between the two (constants are no ops there).
+        const int64_t programReader = readerOp ? programIndex.lookup(readerOp) : programOps;
+        const bool opsBetween = programReader > programIndex.lookup(&op) + 1;
         // State updated in place is overwritten by its last reader: a collective still
         // reading it then would race with that write (rare: collectives read state early).
         bool readsOverwrittenState = false;
@@ -167,7 +176,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
               mlir::Operation *writer = terminator->getOperand(result).getDefiningOp();
               readsOverwrittenState |= writer && positions.lookup(writer) < reader;
             }
-        if (runtime::kernelMovesDataBetweenRanks(call->kernel) && reader > position + 1 && !readsOverwrittenState) {
+        if (runtime::kernelMovesDataBetweenRanks(call->kernel) && opsBetween &&
+            !readsOverwrittenState) {
           op.setAttr(kAsyncAttr, builder.getUnitAttr());
           readsUntil = reader - 1;
         }

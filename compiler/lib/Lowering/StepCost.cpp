@@ -87,10 +87,16 @@ FailureOr<PlannedStepCost> plannedStepCost(func::FuncOp planned) {
                                               collectiveOperands(call->inputs),
                                               collectiveOperands(call->outputs));
   }
+  // The asynchronous collectives' workspace, a second allocation when there is one.
+  auto comm = planned->getAttrOfType<IntegerAttr>(kCommWorkspaceBytesAttr);
+  const uint64_t commWorkspace = comm && comm.getInt() > 0
+                                     ? AlignedBuffer::allocationSize(
+                                           static_cast<uint64_t>(comm.getInt()))
+                                     : 0;
   cost.peakBytes = AlignedBuffer::allocationSize(static_cast<uint64_t>(arena.getInt())) +
                    AlignedBuffer::allocationSize(weights) +
                    AlignedBuffer::allocationSize(static_cast<uint64_t>(workspace.getInt())) +
-                   stepInputs + stepOutputs;
+                   commWorkspace + stepInputs + stepOutputs;
   return cost;
 }
 
