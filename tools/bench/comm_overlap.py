@@ -73,8 +73,8 @@ def main():
     for round_index in range(args.rounds):
         for overlap in ("on", "off"):
             metrics = os.path.join(args.work, f"metrics_{overlap}_{round_index}.jsonl")
-            launcher = [args.mpirun, "--oversubscribe", "-np", str(args.ranks)] \
-                if args.mpirun else []
+            launcher = [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+                        str(args.ranks)] if args.mpirun else []
             subprocess.run(launcher + [args.shardrun, bundle, "--steps", str(args.steps),
                                        "--data", data_dir, "--lr", str(LR), "--threads", "1",
                                        "--comm-overlap", overlap, "--metrics", metrics],
