@@ -201,7 +201,8 @@ Status Executor::create(const program::Program &program,
     }
   executor->movesData_.assign(static_cast<size_t>(prog.ops_size()), false);
   for (int i = 0; i < prog.ops_size(); ++i)
-    executor->movesData_[static_cast<size_t>(i)] = kernelMovesDataBetweenRanks(prog.ops(i).kernel());
+    executor->movesData_[static_cast<size_t>(i)] =
+        kernelMovesDataBetweenRanks(prog.ops(i).kernel());
   executor->tickets_.assign(static_cast<size_t>(prog.ops_size()), 0);
   executor->issued_.assign(static_cast<size_t>(prog.ops_size()), false);
   executor->groups_.resize(static_cast<size_t>(prog.groups_size()));
@@ -356,6 +357,14 @@ const Tensor *Executor::outputView(const std::string &name) const {
 
 Status Executor::run(const std::map<std::string, HostTensor> &inputs,
                      std::map<std::string, HostTensor> *outputs, const StateUpdateGate &gate) {
+  // A run that failed left its collectives to finish (or fail) on their own: they are over
+  // before this run writes into the arena, and their outcome belonged to that run.
+  if (commThread_ != nullptr) {
+    int ignored = -1;
+    (void)commThread_->drain(&ignored);
+    commThread_->clearFailure();
+    std::fill(issued_.begin(), issued_.end(), false);
+  }
   // Check everything before touching the arena.
   for (const auto &[name, tensor] : inputs)
     SHARDC_RETURN_IF_ERROR(checkInput(name, tensor));
@@ -386,14 +395,6 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   }
 
   SHARDC_RETURN_IF_ERROR(createGroupCommunicators());
-  // A run that failed left its collectives to finish (or fail) on their own: they are over
-  // before this run reuses their memory, and their outcome belonged to that run.
-  if (commThread_ != nullptr) {
-    int ignored = -1;
-    (void)commThread_->drain(&ignored);
-    commThread_->clearFailure();
-    std::fill(issued_.begin(), issued_.end(), false);
-  }
 
   // The counters only grow, so the difference is what this run's collectives sent. (A fixed
   // number of groups: nothing here allocates.)

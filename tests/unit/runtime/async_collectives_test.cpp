@@ -140,7 +140,9 @@ TEST(AsyncCollectiveValidation, MisplacedCompletionPointsAreErrors) {
        "completes_before is set, but kernel sgd_update is not an all_reduce, reduce_scatter or "
        "all_gather"},
       {"the very next op",
-       [](AsyncProgram &a) { a.program.mutable_ops(a.scatter)->set_completes_before(a.scatter + 1); },
+       [](AsyncProgram &a) {
+         a.program.mutable_ops(a.scatter)->set_completes_before(a.scatter + 1);
+       },
        "not after the next op"},
       {"past the end",
        [](AsyncProgram &a) {

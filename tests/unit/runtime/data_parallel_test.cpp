@@ -419,7 +419,8 @@ TEST_P(DataParallelTest, RestoreChecksTheFullShape) {
   Ranks ranks(world, data_.path());
   ASSERT_TRUE(ranks.setUp(world - 1).isOk());
   CheckpointContents checkpoint;
-  ASSERT_TRUE(ranks.rank(world - 1).loop->snapshot(&checkpoint).isOk()); // the rank's shards, not full tensors
+  // The rank's shards, not full tensors.
+  ASSERT_TRUE(ranks.rank(world - 1).loop->snapshot(&checkpoint).isOk());
   Status status = ranks.rank(world - 1).loop->restore(checkpoint);
   ASSERT_FALSE(status.isOk());
   EXPECT_THAT(status.message(), HasSubstr("the program expects f32[5]"));

@@ -276,7 +276,8 @@ TEST_P(TrainingLoopTest, MemoryIsAsPlannedAndLaterStepsAllocateNothing) {
     ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk());
   EXPECT_EQ(tracker.allocationCount(), afterFirstStep) << "steps 2..4 allocated";
   CheckpointContents checkpoint;
-  ASSERT_TRUE(loop->snapshot(&checkpoint).isOk()); // outside any scope: not counted, not part of the plan
+  // Outside any scope: not counted, not part of the plan.
+  ASSERT_TRUE(loop->snapshot(&checkpoint).isOk());
   ASSERT_TRUE(loop->restore(checkpoint).isOk());
   ASSERT_TRUE(loop->runStep(batches.get(), 0.5f, &loss).isOk());
   EXPECT_EQ(tracker.allocationCount(), afterFirstStep) << "restore or step 5 allocated";
