@@ -405,6 +405,7 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   for (size_t g = 0; g < groups_.size(); ++g)
     lastRunGroupComm_[g] = countersOf(groups_[g].get());
   Status status = runOps(gate);
+  ++runIndex_; // the timeline's run number, whatever the outcome
   // The kernels of a device only queued their work: it must be done (and its errors known)
   // before the outputs are read.
   if (device_ != nullptr && status.isOk())
@@ -582,17 +583,11 @@ Status Executor::runOps(const StateUpdateGate &gate) {
   // The asynchronous collectives overlap the ops before their completion point on the CPU,
   // with a communicator; a diagnosis run checks every op's outputs as it ends, so it runs them
   // in order.
-  overlapThisRun_ = overlapCollectives_ && asyncCollectives_ > 0 && comm_ != nullptr &&
-                    memoryOnHost() && device_ == nullptr && checkFinite_ == nullptr;
-  if (overlapThisRun_ && commThread_ == nullptr)
+  const bool overlap = overlapCollectives_ && asyncCollectives_ > 0 && comm_ != nullptr &&
+                       device_ == nullptr && checkFinite_ == nullptr;
+  if (overlap && commThread_ == nullptr)
     commThread_ = std::make_unique<CommThread>(
         asyncCollectives_ + 1, [this](int op) { return callKernel(op, TimelineLane::Comm); });
-  const int32_t run = runIndex_;
-  struct RunCount {
-    int32_t *index;
-    int32_t next;
-    ~RunCount() { *index = next; }
-  } countRun{&runIndex_, run + 1};
 
   for (size_t current = 0; current < ops_.size(); ++current) {
     SHARDC_RETURN_IF_ERROR(completeBefore(current));
@@ -605,7 +600,7 @@ Status Executor::runOps(const StateUpdateGate &gate) {
     }
     prepareArgs(current);
     const program::Op &op = program_.ops(static_cast<int>(current));
-    if (overlapThisRun_ && movesData_[current]) {
+    if (overlap && movesData_[current]) {
       // Every collective goes through the communication thread, the one thread using the
       // rank's communicators while it runs, so that they see the collectives in program order;
       // one that is not asynchronous is waited for at once.

@@ -16,6 +16,7 @@
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/status.h"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -231,14 +232,14 @@ private:
   // Per op: whether its kernel sends data between ranks (kernelMovesDataBetweenRanks).
   std::vector<bool> movesData_;
   bool overlapCollectives_ = true;
-  bool overlapThisRun_ = false;
   // Per op: the communication thread's ticket of its last issue; issued_[i] whether it is
   // issued in the current run and not yet waited for.
   std::vector<uint64_t> tickets_;
   std::vector<bool> issued_;
   AlignedBuffer commWorkspace_; // program_.comm_workspace_bytes, the asynchronous collectives'
   std::unique_ptr<OpTimeline> timeline_;
-  int32_t runIndex_ = 0;
+  // Read by the communication thread too: a failed run's collectives may still be recording.
+  std::atomic<int32_t> runIndex_{0};
   // State updated in place: the index of the first op writing any of it (ops_size() when
   // none does), and per input binding whether its bytes were fed (by an input, setState or
   // stateView).

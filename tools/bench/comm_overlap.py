@@ -27,16 +27,11 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "tests", "models"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "tests", "e2e"))
 import export_tiny_gpt as gpt  # noqa: E402
+from e2e_util import input_shape_flags  # noqa: E402
 import train_reference  # noqa: E402
 from train_throughput import LR, WARMUP, configure_model  # noqa: E402
-
-
-def input_shape_flags(model_dir):
-    """--input-shape flags from the export's input_shapes.txt (its symbolic dimensions)."""
-    path = os.path.join(model_dir, "input_shapes.txt")
-    lines = open(path).read().split() if os.path.exists(path) else []
-    return [flag for line in lines for flag in ("--input-shape", line)]
 
 
 def main():
