@@ -590,8 +590,11 @@ def ShardParameters : Pass<"shardc-shard-parameters", "mlir::func::FuncOp"> {
     numeric component, "h.3", else the owning module, "fc1"). For the forward pass and again
     for the backward pass, each unit's whole parameters come from one `graph.all_gather
     {unit = ...}` placed before the previous unit's first use (prefetch: the next unit is
-    gathered while the current one computes) and die after their last use in that pass. Each
-    unit's gradients are reduce-scattered once final; the optimizer updates and returns shards.
+    gathered while the current one computes) and die after their last use in that pass. With
+    microbatches (ops tagged `graph.micro_batch` by shardc-micro-batches) every microbatch's
+    forward and backward pass gathers again, so whole parameters never live across the loop.
+    Each unit's gradients are reduce-scattered once final; the optimizer updates and returns
+    shards.
 
     After (2 ranks):
     ```mlir

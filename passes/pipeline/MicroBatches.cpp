@@ -259,6 +259,7 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
           }
           Operation *clone = b.clone(*op, mbMap[k]);
           clone->setLoc(graph::suffixedLoc(op->getLoc(), "/mb" + std::to_string(k)));
+          clone->setAttr(graph::kMicroBatchAttr, b.getI64IntegerAttr(k));
           if (auto dropout = dyn_cast<graph::DropoutOp>(clone))
             markMicroBatchBlock(dropout, k);
           for (auto [orig, copy] : llvm::zip(op->getResults(), clone->getResults())) {

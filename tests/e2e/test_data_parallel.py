@@ -7,7 +7,8 @@ Each model of --models (the test models of tests/models) is exported in each sty
 --styles with a global batch of 8 rows: "dynamic" with dynamic_axes (shapes computed by
 Shape -> Gather -> Reshape chains, the batch pinned to 8), "static" as torch.onnx.export does by
 default (the batch and sequence baked into Reshape constants). For each, every strategy in
-{dp, zero1, zero2, zero3} on every N in --ranks (default 2, 3, 4, 8; 3 splits the batch 3+3+2)
+{dp, zero1, zero2, zero3} on every N in --ranks (default: N = 2 and 3 for every strategy, 3
+splitting the batch 3+3+2, and N = 8, one row per rank, for dp and zero3)
 trains 30 AdamW steps with `shardrun` (N ranks as threads, the `local` backend) on the same
 data as a single-rank run of the same export. Checked per case:
   * every step's loss within 1e-5 (relative) of the single-rank run's;
@@ -51,6 +52,9 @@ GLOBAL_BATCH = 8
 LOSS_RTOL = 1e-5
 PARAM_RTOL = 1e-4
 STRATEGIES = ["dp", "zero1", "zero2", "zero3"]
+# The rank counts each strategy runs on by default: even and uneven splits of the batch for all,
+# and 8 ranks of one row each where the layout differs most (no sharding, everything sharded).
+DEFAULT_RANKS = {"dp": [2, 3, 8], "zero1": [2, 3], "zero2": [2, 3], "zero3": [2, 3, 8]}
 # Attention key biases: their exact gradient is 0 (q . (k + b) shifts all of a query's scores by
 # q . b, which softmax ignores). The GPT's fused c_attn.bias holds the keys' in its middle third,
 # BERT's attention.key.bias is all key bias.
@@ -209,7 +213,7 @@ def main():
     p.add_argument("--shardc", required=True)
     p.add_argument("--shardrun", required=True)
     p.add_argument("--work", required=True)
-    p.add_argument("--ranks", default="2,3,4,8")
+    p.add_argument("--ranks", help="rank counts for every strategy (default: DEFAULT_RANKS)")
     p.add_argument("--models",
                    default="mlp_classifier,tiny_gpt,tied_gpt,dropout_gpt,bert_encoder")
     p.add_argument("--styles", default="dynamic,static")
@@ -222,7 +226,9 @@ def main():
         model = Model(model_name, style, args)
         for strategy in STRATEGIES:
             stage = STRATEGIES.index(strategy)
-            for ranks in [int(n) for n in args.ranks.split(",")]:
+            rank_counts = ([int(n) for n in args.ranks.split(",")] if args.ranks
+                           else DEFAULT_RANKS[strategy])
+            for ranks in rank_counts:
                 def case(model=model, strategy=strategy, stage=stage, ranks=ranks):  # noqa: E306
                     # Small buckets so that dp, zero1 and zero2 issue several.
                     result = model.run(f"{strategy}_{ranks}",

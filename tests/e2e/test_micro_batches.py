@@ -9,11 +9,14 @@ GPT, the GPT with dropout, the BERT-like encoder and the MLP classifier, in both
 steps from the same weights on the same batches. Checks:
 
   follows   every step's loss within 1e-6 (relative) of the 1-rank run without microbatches:
-            K = 2, 4 and 8 on one device, and K = 2 on dp=2, dp=2,zero=3 and dp=2,tp=2,zero=1
-            (dropout masks keyed on each microbatch's rows: the same mask as without them)
-  memory    on every run, shardrun's measured peak equals the planned peak; on one device the
-            activations at the planned peak (plan.txt) shrink as K grows; plan.txt and
-            plan.json state the microbatches
+            K = 2, 4 and 8 on one device, K = 2 on dp=2, dp=2,zero=3 and dp=2,tp=2,zero=1, and
+            K = 1, 2 and 4 on dp=2,zero=3 (dropout masks keyed on each microbatch's rows: the
+            same mask as without them)
+  memory    on every run, shardrun's measured peak equals the planned peak; on one device and
+            under ZeRO-3 the activations at the planned peak (plan.txt) shrink as K grows (ZeRO-3
+            gathers each unit again for every microbatch's forward and backward pass rather
+            than holding it whole across the loop); plan.txt and plan.json state the
+            microbatches
   refused   rows that do not divide into K microbatches, a model whose batch cannot be split
             (PyTorch's sequence-first nn.MultiheadAttention merges it into its heads): one line,
             exit 1; --micro-batches 0 and --mode forward --micro-batches 2: one usage line,
@@ -41,7 +44,12 @@ CASES = [
     ("tiny_gpt", "static", [("k2", ["--micro-batches", "2"]), ("k4", ["--micro-batches", "4"]),
                             ("k8", ["--micro-batches", "8"]),
                             ("dp2_k2", ["--gpus", "2", "--strategy", "dp=2",
-                                        "--micro-batches", "2"])]),
+                                        "--micro-batches", "2"]),
+                            ("dp2_zero3", ["--gpus", "2", "--strategy", "dp=2,zero=3"]),
+                            ("dp2_zero3_k2", ["--gpus", "2", "--strategy", "dp=2,zero=3",
+                                              "--micro-batches", "2"]),
+                            ("dp2_zero3_k4", ["--gpus", "2", "--strategy", "dp=2,zero=3",
+                                              "--micro-batches", "4"])]),
     ("tiny_gpt", "dynamic", [("k2", ["--micro-batches", "2"])]),
     ("dropout_gpt", "static", [("k4", ["--micro-batches", "4"]),
                                ("dp2_zero3_k2", ["--gpus", "2", "--strategy", "dp=2,zero=3",
@@ -91,32 +99,40 @@ def check_model(model, style, runs, args, results):
         results.append((False, f"{model}_{style} k1: {base}"))
         return
     base_losses, _, base_activations, _, _ = base
-    activations = {1: base_activations}
+    # Activations at the planned peak, per strategy (the flags but the microbatches) and K.
+    activations = {"1 device": {1: base_activations}}
     for name, flags in runs:
         got = train(args, model_dir, os.path.join(work, f"{name}.shard"), data, flags)
         if isinstance(got, str):
             results.append((False, f"{model}_{style} {name}: {got}"))
             continue
         run_losses, peaks, acts, plan, plan_json = got
-        k = int(flags[flags.index("--micro-batches") + 1])
+        k, strategy = 1, flags
+        if "--micro-batches" in flags:
+            at = flags.index("--micro-batches")
+            k, strategy = int(flags[at + 1]), flags[:at] + flags[at + 2:]
         diff = worst(run_losses, base_losses)
         peaks_equal = bool(peaks) and all(p == m for p, m in peaks)
-        stated = (f"\nmicro-batches: {k} per rank" in plan and
-                  plan_json.get("micro_batches") == k)
+        stated = (k == 1 or f"\nmicro-batches: {k} per rank" in plan) and \
+            plan_json.get("micro_batches", 1) == k
+        if "zero=3" in strategy and k > 1:
+            # ZeRO-3 gathers each unit again for every microbatch's forward and backward pass.
+            stated = stated and all(f"'{p}/mb{k - 1}/" in plan for p in ("forward", "backward"))
         ok = (len(run_losses) == args.steps and diff <= RTOL and peaks_equal and stated)
         results.append((ok, f"{model}_{style} {name}: worst {diff:.2e} (<= {RTOL:g}) over "
                             f"{len(run_losses)} steps; planned = measured peak on "
                             f"{len(peaks)} rank(s): {peaks_equal}"
                             + (f" ({peaks[0][0]} bytes)" if peaks else "")
                             + f"; plan states the microbatches: {stated}"))
-        if "--gpus" not in flags:
-            activations[k] = acts
-    ks = sorted(activations)
-    if len(ks) > 1:
-        shrinking = all(activations[a] is not None and activations[b] is not None and
-                        activations[b] < activations[a] for a, b in zip(ks, ks[1:]))
-        results.append((shrinking, f"{model}_{style} activations at the planned peak by K: " +
-                        ", ".join(f"K={k}: {activations[k]} B" for k in ks)))
+        activations.setdefault(" ".join(strategy) or "1 device", {})[k] = acts
+    for strategy, by_k in activations.items():
+        ks = sorted(by_k)
+        if len(ks) < 2 or ks[0] != 1:
+            continue
+        shrinking = all(by_k[a] is not None and by_k[b] is not None and by_k[b] < by_k[a]
+                        for a, b in zip(ks, ks[1:]))
+        results.append((shrinking, f"{model}_{style} {strategy}: activations at the planned "
+                        "peak by K: " + ", ".join(f"K={k}: {by_k[k]} B" for k in ks)))
 
 
 def check_refusals(args, results):

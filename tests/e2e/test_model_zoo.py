@@ -13,7 +13,8 @@ the newest release that runs on Debian's torch 1.13) and Debian's torchvision. T
                  with batch_first False (sequence-first [seq, batch] inputs) and True, a
                  sequence-first nn.MultiheadAttention block, and a small CNN of Conv2d (strided,
                  grouped, dilated), BatchNorm2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d
-  torchvision    ResNet-18 (10 classes, 32x32 images)
+  torchvision    ResNet-18 (10 classes, 32x32 images; 4 of them, and 10 steps for every
+                 check below, which its convolutions make the costliest on a CPU)
 each exported by torch.onnx.export (opset 17, training mode) in two styles: "static" (no
 dynamic_axes: batch and sequence baked into the graph; plain torch.onnx.export, so shardc guesses
 the trained set, and BART's final_logits_bias, a zero buffer nothing tells from a parameter, is
@@ -84,9 +85,12 @@ class Spec:
     """One zoo model: build() makes the module (forward(*inputs) -> loss, or a tuple starting
     with it); inputs() its batch by name; dynamic the symbolic axes of the dynamic export."""
 
-    def __init__(self, build, inputs, dynamic, lr=1e-3, batch_split_refused=None, freeze=None):
+    def __init__(self, build, inputs, dynamic, lr=1e-3, batch_split_refused=None, freeze=None,
+                 steps=STEPS):
         self.build, self.inputs, self.dynamic = build, inputs, dynamic
         self.lr = lr
+        # Training steps per run: fewer for a model whose steps cost seconds on a 2-core CPU.
+        self.steps = steps
         # A finite buffer nothing in the graph tells from a parameter: without the export's
         # record shardc guesses (and warns), and the user settles it with --freeze REGEX.
         self.freeze = freeze
@@ -355,7 +359,10 @@ MODELS = {
     "torch_mha": Spec(TorchAttentionBlock, token_batch_seq_first, TOKENS_SEQ_FIRST,
                       batch_split_refused=MHA_BATCH_MERGED),
     "small_cnn": Spec(small_cnn, lambda: image_batch(16, batch=4), IMAGES_DYNAMIC),
-    "resnet18": Spec(resnet18, lambda: image_batch(32, batch=8), IMAGES_DYNAMIC, lr=1e-5),
+    # 11M parameters and convolutions on 32x32 images: 10 steps on 4 images keep its ten
+    # checks within a minute on 2 cores.
+    "resnet18": Spec(resnet18, lambda: image_batch(32, batch=4), IMAGES_DYNAMIC, lr=1e-5,
+                     steps=10),
 }
 
 
@@ -421,21 +428,22 @@ class Zoo:
                                 self.args.timeout)
         return None if res.ok else f"shardc {' '.join(flags)}: {res.describe()}"
 
-    def train(self, bundle, data, metrics, lr, *flags):
-        res = e2e_util.run_tool([self.args.shardrun, bundle, "--steps", str(STEPS), "--data",
+    def train(self, bundle, data, metrics, lr, steps, *flags):
+        res = e2e_util.run_tool([self.args.shardrun, bundle, "--steps", str(steps), "--data",
                                  data, "--lr", str(lr), "--metrics", metrics, *flags],
                                 self.args.timeout)
         if not res.ok:
             return f"shardrun {bundle}: {res.describe()}"
         return [json.loads(line)["loss"] for line in open(metrics)]
 
-    def torch_run(self, model, batch, lr, dtype):
-        """30 AdamW steps of a copy of `model` in `dtype`: the losses and the final buffers."""
+    def torch_run(self, model, batch, lr, steps, dtype):
+        """`steps` AdamW steps of a copy of `model` in `dtype`: the losses and the final
+        buffers."""
         model = copy.deepcopy(model).to(dtype)
         args = [t.to(dtype) if t.is_floating_point() else t for t in batch.values()]
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
         losses = []
-        for _ in range(STEPS):
+        for _ in range(steps):
             optimizer.zero_grad()
             loss = model(*args)
             loss.backward()
@@ -476,9 +484,11 @@ class Zoo:
         else:
             check("forward", err)
 
-        reference, torch_buffers = self.torch_run(model, batch, spec.lr, torch.float32)
+        reference, torch_buffers = self.torch_run(model, batch, spec.lr, spec.steps,
+                                                  torch.float32)
         try:
-            reference64, buffers64 = self.torch_run(model, batch, spec.lr, torch.float64)
+            reference64, buffers64 = self.torch_run(model, batch, spec.lr, spec.steps,
+                                                    torch.float64)
             floor = worst_relative(reference, reference64)
         except RuntimeError as e:
             # Some models do not run in float64 (BART's mask fill converts float64's minimum
@@ -492,7 +502,7 @@ class Zoo:
         exported = os.path.join(out, "trained.onnx")
         err = self.compile(path, one, shape_flags)
         single = err or self.train(one, data, os.path.join(out, "train.jsonl"), spec.lr,
-                                   "--export-onnx", exported)
+                                   spec.steps, "--export-onnx", exported)
         if isinstance(single, str):
             check("train", single)
             return "; ".join(errors)
@@ -535,7 +545,7 @@ class Zoo:
             bundle = os.path.join(out, f"{check_name}.shard")
             err = self.compile(path, bundle, shape_flags, *flags)
             return err or self.train(bundle, data, os.path.join(out, f"{check_name}.jsonl"),
-                                     spec.lr)
+                                     spec.lr, spec.steps)
 
         for check_name, flags, splits_batch in (
                 ("dp2_zero3", ["--gpus", "2", "--strategy", "zero3"], True),

@@ -19,6 +19,6 @@ cd "$work"
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 LSAN_OPTIONS="suppressions=$src/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 export ASAN_OPTIONS LSAN_OPTIONS
-exec "$fuzzer" -max_total_time=45 -rss_limit_mb=4096 -timeout=10 \
+exec "$fuzzer" -max_total_time=30 -rss_limit_mb=4096 -timeout=10 \
   -dict="$src/onnx.dict" -artifact_prefix="$work/artifacts/" -print_final_stats=1 \
   "$work/corpus" "$work/seeds"

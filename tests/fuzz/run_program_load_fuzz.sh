@@ -21,6 +21,6 @@ cd "$work/bundle"
 # library) needs a suppression, so every leak reported is the loader's own.
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export ASAN_OPTIONS
-exec "$fuzzer" -max_total_time=45 -rss_limit_mb=2048 -timeout=10 \
+exec "$fuzzer" -max_total_time=30 -rss_limit_mb=2048 -timeout=10 \
   -dict="$src/program.dict" -artifact_prefix="$work/artifacts/" -print_final_stats=1 \
   "$work/corpus" "$work/seeds"

@@ -24,13 +24,13 @@
 // CHECK-NEXT: %[[COUNT:.*]] = graph.add %[[C0]], %[[C1]]
 // Phase 2, microbatch 0: forward, loss, backward.
 // CHECK-NEXT: %[[X0:.*]] = graph.slice %arg0 {ends = array<i64: 2, 3>, {{.*}}starts = array<i64: 0, 0>
-// CHECK-NEXT: %[[S0:.*]] = graph.matmul %[[X0]], %arg2 {{.*}} -> tensor<2x5xf32>
+// CHECK-NEXT: %[[S0:.*]] = graph.matmul %[[X0]], %arg2 {graph.micro_batch = 0 : i64{{.*}} -> tensor<2x5xf32>
 // CHECK-NEXT: %[[L0:.*]], %[[P0:.*]] = graph.softmax_cross_entropy_loss %[[S0]], %[[Y0]]
 // CHECK-NEXT: %[[M0:.*]] = graph.div %[[L0]], %[[COUNT]]
 // CHECK: %[[G0:.*]] = graph.matmul {{.*}} -> tensor<3x5xf32>
 // Microbatch 1, its loss and gradient added to microbatch 0's.
 // CHECK-NEXT: %[[X1:.*]] = graph.slice %arg0 {ends = array<i64: 4, 3>, {{.*}}starts = array<i64: 2, 0>
-// CHECK-NEXT: %[[S1:.*]] = graph.matmul %[[X1]], %arg2
+// CHECK-NEXT: %[[S1:.*]] = graph.matmul %[[X1]], %arg2 {graph.micro_batch = 1 : i64
 // CHECK-NEXT: %[[L1:.*]], %{{.*}} = graph.softmax_cross_entropy_loss %[[S1]], %[[Y1]]
 // CHECK-NEXT: %[[M1:.*]] = graph.div %[[L1]], %[[COUNT]]
 // CHECK-NEXT: %[[LOSS:.*]] = graph.add %[[M0]], %[[M1]]

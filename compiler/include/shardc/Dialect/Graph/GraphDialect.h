@@ -62,6 +62,10 @@ inline constexpr llvm::StringLiteral kRematAttr = "graph.remat";
 inline constexpr llvm::StringLiteral kRematUnitsAttr = "graph.remat_units";
 // On a training step whose batch is run as several microbatches: how many.
 inline constexpr llvm::StringLiteral kMicroBatchesAttr = "graph.micro_batches";
+// On each op shardc-micro-batches cloned for one microbatch: its index. ZeRO-3 gathers a unit's
+// parameters once per microbatch and pass (forward, backward) from it, as FSDP does, rather
+// than holding them whole across the loop.
+inline constexpr llvm::StringLiteral kMicroBatchAttr = "graph.micro_batch";
 // On a training dropout whose tensor is also split along a dimension on another mesh axis
 // (tensor or sequence parallelism): [that dimension, the mesh axis, the block's size]; the
 // runtime sets each device's offset from its coordinate on the axis.
