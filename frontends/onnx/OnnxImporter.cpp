@@ -7,6 +7,7 @@
 //===-------------------------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxImporter.h"
 
+#include "frontends/onnx/DoubleConstants.h"
 #include "frontends/onnx/ErrorReporting.h"
 #include "frontends/onnx/GraphBuilder.h"
 #include "frontends/onnx/Initializers.h"
@@ -59,6 +60,7 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
   if (failed(loadInitializers(ctx, graph, initOptions, initializers, result.weights, errors)) ||
       failed(inlineConstantNodeData(ctx, graph, baseDir, errors)))
     return failure();
+  narrowDoubleConstantsCastToFloat(graph);
 
   // libonnx checks first what it can check robustly; its shape inference waits until the
   // importer has accepted every node (see ModelValidation.h).

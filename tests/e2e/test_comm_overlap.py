@@ -18,7 +18,9 @@ dp=2,tp=2,zero=3 (4 ranks as threads). Checks:
   trace     `--trace FILE` is a Chrome trace (JSON) with one process per rank, whose
             communication thread holds every collective of every step, and on at
             least one rank a collective span overlaps in time a kernel span of the rank's own
-            thread (the overlap itself; which ranks show it depends on their timing)
+            thread (the overlap itself; which ranks show it depends on their timing, and on a
+            machine busy with other work the threads may take turns: the traced run is
+            repeated, up to 3 runs, until one shows it)
   refused   a bad --comm-overlap value (shardc and shardrun), --trace without --steps: one line
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
@@ -126,9 +128,17 @@ def check(model, style, args, results):
         except (OSError, ValueError) as e:
             results.append((False, f"{label} trace: {e}"))
             continue
+        overlap, comm_spans = overlapping_ranks(trace, ranks)
+        runs = 1
+        while not overlap and runs < 3:
+            again = train(args, model_dir, bundle, data, flags, ["--trace", trace_path])
+            if isinstance(again, str):
+                break
+            runs += 1
+            trace = json.load(open(trace_path))
+            overlap, comm_spans = overlapping_ranks(trace, ranks)
         names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
                  if e.get("ph") == "M" and e["name"] == "process_name"}
-        overlap, comm_spans = overlapping_ranks(trace, ranks)
         # Every collective of the rank's program (plan.json), every step: the communication
         # thread runs all of them, so that they keep their order.
         expected = {}
@@ -143,7 +153,7 @@ def check(model, style, args, results):
         results.append((ok, f"{label} trace: {len(trace['traceEvents'])} events, ranks "
                             f"{sorted(names)}; collective spans per rank {comm_spans} "
                             f"(expected {expected}); a collective overlaps a kernel on ranks "
-                            f"{sorted(overlap)}"))
+                            f"{sorted(overlap)} (traced runs: {runs})"))
 
 
 def check_refusals(args, results):

@@ -6,14 +6,14 @@
 Runs under a Python that has `transformers` (tools/setup.sh makes .venv with transformers 4.49,
 the newest release that runs on Debian's torch 1.13) and Debian's torchvision. The models:
   Hugging Face   GPT-2, Llama (grouped-query attention, RoPE), Mistral, Qwen2, BERT and RoBERTa
-                 (masked-LM head), OPT, BART and T5 (encoder-decoder), ViT (image
+                 (masked-LM head), OPT, BLOOM, BART and T5 (encoder-decoder), ViT (image
                  classification): built from their config classes with small
                  random sizes (hidden 64, 2 layers, 4 heads, vocab 256), the model's own loss
   torch.nn       nn.TransformerEncoder (batch-first, causal float mask buffer), nn.Transformer
                  with batch_first False (sequence-first [seq, batch] inputs) and True, a
                  sequence-first nn.MultiheadAttention block, and a small CNN of Conv2d (strided,
                  grouped, dilated), BatchNorm2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d
-  torchvision    ResNet-18 (10 classes, 32x32 images; 4 of them, and 10 steps for every
+  torchvision    ResNet-18 (10 classes, 32x32 images; 10 steps instead of 30 for every
                  check below, which its convolutions make the costliest on a CPU)
 each exported by torch.onnx.export (opset 17, training mode) in two styles: "static" (no
 dynamic_axes: batch and sequence baked into the graph; plain torch.onnx.export, so shardc guesses
@@ -188,6 +188,16 @@ def hf_opt():
     return HuggingFaceLoss(transformers.OPTForCausalLM(config), list(TOKENS_DYNAMIC))
 
 
+def hf_bloom():
+    """BLOOM: ALiBi position biases, and its attention scale traced as a float64 constant cast
+    to float32."""
+    import transformers
+    config = transformers.BloomConfig(vocab_size=VOCAB, hidden_size=64, n_layer=2, n_head=4,
+                                      hidden_dropout=0.0, attention_dropout=0.0,
+                                      use_cache=False, attn_implementation="eager")
+    return HuggingFaceLoss(transformers.BloomForCausalLM(config), list(TOKENS_DYNAMIC))
+
+
 def hf_seq2seq(kind):
     """BART or T5 with its own loss: the decoder's inputs are the labels shifted right, which
     the export computes with ScatterND."""
@@ -344,6 +354,7 @@ MODELS = {
     "bert_mlm": Spec(hf_bert, token_batch, TOKENS_DYNAMIC),
     "roberta": Spec(hf_roberta, token_batch, TOKENS_DYNAMIC),
     "opt": Spec(hf_opt, token_batch, TOKENS_DYNAMIC),
+    "bloom": Spec(hf_bloom, token_batch, TOKENS_DYNAMIC),
     "bart": Spec(hf_seq2seq("bart"), token_batch, TOKENS_DYNAMIC,
                  batch_split_refused=SCATTER_WHOLE, freeze="model.final_logits_bias"),
     "t5": Spec(hf_seq2seq("t5"), token_batch, TOKENS_DYNAMIC, batch_split_refused=SCATTER_WHOLE),
@@ -359,9 +370,9 @@ MODELS = {
     "torch_mha": Spec(TorchAttentionBlock, token_batch_seq_first, TOKENS_SEQ_FIRST,
                       batch_split_refused=MHA_BATCH_MERGED),
     "small_cnn": Spec(small_cnn, lambda: image_batch(16, batch=4), IMAGES_DYNAMIC),
-    # 11M parameters and convolutions on 32x32 images: 10 steps on 4 images keep its ten
-    # checks within a minute on 2 cores.
-    "resnet18": Spec(resnet18, lambda: image_batch(32, batch=4), IMAGES_DYNAMIC, lr=1e-5,
+    # 11M parameters and convolutions on 32x32 images: 10 steps keep its ten checks within
+    # about a minute on 2 cores.
+    "resnet18": Spec(resnet18, lambda: image_batch(32, batch=8), IMAGES_DYNAMIC, lr=1e-5,
                      steps=10),
 }
 

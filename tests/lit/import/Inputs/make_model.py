@@ -309,6 +309,21 @@ def dynamic_reshape():
     return model(nodes, [vi("x", F32, [2, 6]), vi("shape", I64, [2])], [vi("y", F32, [3, 4])])
 
 
+def double_constants(refused):
+    """y = x * float(c) with c a float64 Constant feeding only a Cast to float32, as torch
+    exports a Python float scalar (0.1 is not a float32 value: the Cast rounds it). With
+    `refused`, c also feeds a Cast to int64: it stays float64, which shardc does not support."""
+    c = numpy_helper.from_array(np.array(0.1, dtype=np.float64), "c")
+    nodes = [helper.make_node("Constant", [], ["c"], value=c, name="scale64"),
+             helper.make_node("Cast", ["c"], ["c32"], to=TensorProto.FLOAT, name="to_f32"),
+             helper.make_node("Mul", ["x", "c32"], ["y"], name="scale")]
+    outputs = [vi("y", F32, [2, 3])]
+    if refused:
+        nodes.append(helper.make_node("Cast", ["c"], ["n"], to=TensorProto.INT64, name="to_i64"))
+        outputs.append(vi("n", I64, []))
+    return model(nodes, [vi("x", F32, [2, 3])], outputs)
+
+
 def linear_classifier():
     """loss = cross_entropy(x @ w + b, y): x f32[4, 3], y i64[4], w f32[3, 5], b f32[5]; the
     training step whose memory plan tests/lit/passes/shardc-plan-memory-report.test checks."""
@@ -440,6 +455,8 @@ MODELS = {
     "opset21": relu_at(21),
     "dynamic_reshape": dynamic_reshape,
     "linear_classifier": linear_classifier,
+    "double_constants": lambda: double_constants(False),
+    "double_constants_refused": lambda: double_constants(True),
 }
 
 

@@ -1,0 +1,113 @@
+//===- DoubleConstants.cpp --------------------------------------------------------------===//
+#include "frontends/onnx/DoubleConstants.h"
+
+#include "llvm/Support/Endian.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace shardc::onnx_import {
+
+namespace {
+
+bool isCastToFloat(const onnx::NodeProto &node) {
+  if (node.op_type() != "Cast")
+    return false;
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == "to")
+      return attr.i() == onnx::TensorProto::FLOAT;
+  return false;
+}
+
+// The float64 values of `tensor` (raw_data or double_data), or false when they do not match
+// its shape.
+bool readDoubles(const onnx::TensorProto &tensor, std::vector<double> &values) {
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d))
+      return false;
+    count *= d;
+  }
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    if (raw.size() != static_cast<size_t>(count) * sizeof(double))
+      return false;
+    values.resize(count);
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = llvm::support::endian::read<double, llvm::endianness::little>(
+          raw.data() + i * sizeof(double));
+    return true;
+  }
+  if (tensor.double_data_size() != count)
+    return false;
+  values.assign(tensor.double_data().begin(), tensor.double_data().end());
+  return true;
+}
+
+// Every name the nodes of `graph` and of its subgraphs (If branches, loop bodies) read.
+void collectSubgraphReads(const onnx::GraphProto &graph, std::set<std::string> &names) {
+  for (const onnx::NodeProto &node : graph.node()) {
+    for (const std::string &input : node.input())
+      names.insert(input);
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (attr.has_g())
+        collectSubgraphReads(attr.g(), names);
+      for (const onnx::GraphProto &g : attr.graphs())
+        collectSubgraphReads(g, names);
+    }
+  }
+}
+
+} // namespace
+
+void narrowDoubleConstantsCastToFloat(onnx::GraphProto &graph) {
+  std::map<std::string, std::vector<const onnx::NodeProto *>> readers;
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &input : node.input())
+      readers[input].push_back(&node);
+  // Values a subgraph reads, or that leave the graph, keep their type.
+  std::set<std::string> kept;
+  for (const onnx::ValueInfoProto &output : graph.output())
+    kept.insert(output.name());
+  for (const onnx::NodeProto &node : graph.node())
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (attr.has_g())
+        collectSubgraphReads(attr.g(), kept);
+      for (const onnx::GraphProto &g : attr.graphs())
+        collectSubgraphReads(g, kept);
+    }
+
+  std::set<std::string> narrowed;
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    if (node.op_type() != "Constant" || node.output_size() != 1 || node.attribute_size() != 1 ||
+        node.attribute(0).name() != "value" || !node.attribute(0).has_t() ||
+        node.attribute(0).t().data_type() != onnx::TensorProto::DOUBLE)
+      continue;
+    const std::string &name = node.output(0);
+    auto it = readers.find(name);
+    if (kept.count(name) || it == readers.end() ||
+        !std::all_of(it->second.begin(), it->second.end(),
+                     [](const onnx::NodeProto *reader) { return isCastToFloat(*reader); }))
+      continue;
+    onnx::TensorProto &tensor = *node.mutable_attribute(0)->mutable_t();
+    std::vector<double> values;
+    if (tensor.data_location() == onnx::TensorProto::EXTERNAL || !readDoubles(tensor, values))
+      continue; // left as it is: the importer reports it
+    std::string raw(values.size() * sizeof(float), '\0');
+    for (size_t i = 0; i < values.size(); ++i)
+      llvm::support::endian::write<float, llvm::endianness::little>(
+          raw.data() + i * sizeof(float), static_cast<float>(values[i]));
+    tensor.clear_double_data();
+    tensor.set_raw_data(raw);
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+    narrowed.insert(name);
+  }
+  for (onnx::ValueInfoProto &info : *graph.mutable_value_info())
+    if (narrowed.count(info.name()) && info.type().has_tensor_type())
+      info.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+}
+
+} // namespace shardc::onnx_import
