@@ -76,6 +76,7 @@ const OpInfo kOps[] = {
     {"Squeeze", 13, 1, 2, 1, 1, bit(1), importSqueeze},
     {"Flatten", 13, 1, 1, 1, 1, 0, importFlatten},
     {"Expand", 13, 2, 2, 1, 1, bit(1), importExpand},
+    {"Tile", 13, 2, 2, 1, 1, bit(1), importTile},
     {"Shape", 13, 1, 1, 1, 1, 0, importShape},
     {"ConstantOfShape", 13, 1, 1, 1, 1, bit(0), importConstantOfShape},
     {"Range", 13, 3, 3, 1, 1, bit(0) | bit(1) | bit(2), importRange},

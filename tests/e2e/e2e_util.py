@@ -14,7 +14,8 @@ SUPPORTED_OPS = frozenset("""
     Add Sub Mul Div Pow Sqrt Reciprocal Neg Exp Log Tanh Erf Sin Cos Sigmoid Relu Gelu Abs Max
     Min Clip Where Equal Less Greater Not And Or Cast MatMul Gemm LayerNormalization Softmax
     LogSoftmax ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat
-    Split Slice Pad Gather Expand Shape ConstantOfShape Range Trilu Identity Constant SoftmaxCrossEntropyLoss
+    Split Slice Pad Gather Expand Tile Shape ConstantOfShape Range Trilu Identity Constant
+    SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
     BatchNormalization ScatterND If HardSigmoid HardSwish CumSum
 """.split())
@@ -33,6 +34,7 @@ SUPPORTED_DTYPES = {1: "float32", 7: "int64", 6: "int32", 9: "bool"}
 COMPILE_TIME_OPERANDS = {
     "Reshape": (1,),
     "Expand": (1,),
+    "Tile": (1,),
     "Slice": (1, 2, 3, 4),
     "Pad": (1, 2, 3),
     "Unsqueeze": (1,),

@@ -77,6 +77,7 @@ mlir::LogicalResult importUnsqueeze(NodeContext &node);
 mlir::LogicalResult importSqueeze(NodeContext &node);
 mlir::LogicalResult importFlatten(NodeContext &node);
 mlir::LogicalResult importExpand(NodeContext &node);
+mlir::LogicalResult importTile(NodeContext &node);
 mlir::LogicalResult importShape(NodeContext &node);
 mlir::LogicalResult importConstantOfShape(NodeContext &node);
 mlir::LogicalResult importRange(NodeContext &node);

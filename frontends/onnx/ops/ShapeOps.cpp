@@ -208,6 +208,49 @@ LogicalResult importExpand(NodeContext &node) {
   return node.setOutput(node.createTyped1<ExpandOp>(withShape(*x, *out), *x));
 }
 
+// Tile as Reshape -> Expand -> Reshape: each repeated dimension d gets a new dimension of size 1
+// in front of it, which Expand broadcasts to the repeat count r, and the pair merges into r * d
+// (repeat-major: whole copies one after another, as Tile lays them out). Gradients and sharding
+// rules are then those of the three ops. `repeats` must be known at compile time.
+LogicalResult importTile(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "input");
+  if (failed(x))
+    return failure();
+  FailureOr<SmallVector<int64_t>> repeats = node.constantInts(1, "repeats", kMaxRank);
+  if (failed(repeats))
+    return failure();
+  ArrayRef<int64_t> in = NodeContext::typeOf(*x).getShape();
+  if (repeats->size() != in.size())
+    return node.fail("repeats has " + std::to_string(repeats->size()) +
+                     " values but the input has rank " + std::to_string(in.size()));
+  SmallVector<int64_t> split, expanded;
+  for (auto [d, r] : llvm::zip(in, *repeats)) {
+    if (r < 1)
+      return node.fail("repeats must be at least 1 (an empty result is not supported), got " +
+                       std::to_string(r));
+    if (r > 1) {
+      split.push_back(1);
+      expanded.push_back(r);
+    }
+    split.push_back(d);
+    expanded.push_back(d);
+  }
+  if (split.size() == in.size())
+    return node.setOutput(node.createTyped1<IdentityOp>(x->getType(), *x));
+  if (failed(checkShape(node, expanded, "the tiled shape")))
+    return failure();
+  SmallVector<int64_t> out;
+  for (auto [d, r] : llvm::zip(in, *repeats))
+    out.push_back(d * r);
+  FailureOr<Value> unit = node.createTyped1<ReshapeOp>(withShape(*x, split), *x);
+  if (failed(unit))
+    return failure();
+  FailureOr<Value> copies = node.createTyped1<ExpandOp>(withShape(*x, expanded), *unit);
+  if (failed(copies))
+    return failure();
+  return node.setOutput(node.createTyped1<ReshapeOp>(withShape(*x, out), *copies));
+}
+
 // Opset 15's start/end are clamped to [0, rank] after adding rank to negative values;
 // start > end gives an empty result.
 LogicalResult importShape(NodeContext &node) {

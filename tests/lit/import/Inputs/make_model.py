@@ -324,6 +324,21 @@ def double_constants(refused):
     return model(nodes, [vi("x", F32, [2, 3])], outputs)
 
 
+def tile_forms():
+    """Tile of x: [2, 3] by repeats [2, 1] (whole copies along dim 0), [1, 1] (a copy) and
+    [3, 2]."""
+    nodes = [
+        helper.make_node("Constant", [], ["r0"], value=const("r0", [2, 1]), name="r0"),
+        helper.make_node("Constant", [], ["r1"], value=const("r1", [1, 1]), name="r1"),
+        helper.make_node("Constant", [], ["r2"], value=const("r2", [3, 2]), name="r2"),
+        helper.make_node("Tile", ["x", "r0"], ["y0"], name="tile_rows"),
+        helper.make_node("Tile", ["x", "r1"], ["y1"], name="tile_none"),
+        helper.make_node("Tile", ["x", "r2"], ["y2"], name="tile_both"),
+    ]
+    return model(nodes, [vi("x", F32, [2, 3])],
+                 [vi("y0", F32, [4, 3]), vi("y1", F32, [2, 3]), vi("y2", F32, [6, 6])])
+
+
 def linear_classifier():
     """loss = cross_entropy(x @ w + b, y): x f32[4, 3], y i64[4], w f32[3, 5], b f32[5]; the
     training step whose memory plan tests/lit/passes/shardc-plan-memory-report.test checks."""
@@ -455,6 +470,7 @@ MODELS = {
     "opset21": relu_at(21),
     "dynamic_reshape": dynamic_reshape,
     "linear_classifier": linear_classifier,
+    "tile_forms": tile_forms,
     "double_constants": lambda: double_constants(False),
     "double_constants_refused": lambda: double_constants(True),
 }
