@@ -1,10 +1,14 @@
 //===- DoubleConstants.cpp --------------------------------------------------------------===//
 #include "frontends/onnx/DoubleConstants.h"
 
+#include "frontends/onnx/ImportLimits.h"
+
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Endian.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,12 +29,12 @@ bool isCastToFloat(const onnx::NodeProto &node) {
 // The float64 values of `tensor` (raw_data or double_data), or false when they do not match
 // its shape.
 bool readDoubles(const onnx::TensorProto &tensor, std::vector<double> &values) {
-  int64_t count = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d))
-      return false;
-    count *= d;
-  }
+  std::string why;
+  std::optional<int64_t> elements = checkedElementCount(
+      llvm::SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()), why);
+  if (!elements)
+    return false;
+  const int64_t count = *elements;
   if (tensor.has_raw_data()) {
     const std::string &raw = tensor.raw_data();
     if (raw.size() != static_cast<size_t>(count) * sizeof(double))
@@ -47,17 +51,19 @@ bool readDoubles(const onnx::TensorProto &tensor, std::vector<double> &values) {
   return true;
 }
 
-// Every name the nodes of `graph` and of its subgraphs (If branches, loop bodies) read.
-void collectSubgraphReads(const onnx::GraphProto &graph, std::set<std::string> &names) {
-  for (const onnx::NodeProto &node : graph.node()) {
-    for (const std::string &input : node.input())
-      names.insert(input);
-    for (const onnx::AttributeProto &attr : node.attribute()) {
-      if (attr.has_g())
-        collectSubgraphReads(attr.g(), names);
-      for (const onnx::GraphProto &g : attr.graphs())
-        collectSubgraphReads(g, names);
+// Every name read inside the subgraphs of `node` (If branches, loop bodies), at any depth.
+void collectSubgraphReads(const onnx::NodeProto &node, std::set<std::string> &names) {
+  auto readAll = [&](const onnx::GraphProto &graph) {
+    for (const onnx::NodeProto &inner : graph.node()) {
+      names.insert(inner.input().begin(), inner.input().end());
+      collectSubgraphReads(inner, names);
     }
+  };
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (attr.has_g())
+      readAll(attr.g());
+    for (const onnx::GraphProto &graph : attr.graphs())
+      readAll(graph);
   }
 }
 
@@ -73,12 +79,7 @@ void narrowDoubleConstantsCastToFloat(onnx::GraphProto &graph) {
   for (const onnx::ValueInfoProto &output : graph.output())
     kept.insert(output.name());
   for (const onnx::NodeProto &node : graph.node())
-    for (const onnx::AttributeProto &attr : node.attribute()) {
-      if (attr.has_g())
-        collectSubgraphReads(attr.g(), kept);
-      for (const onnx::GraphProto &g : attr.graphs())
-        collectSubgraphReads(g, kept);
-    }
+    collectSubgraphReads(node, kept);
 
   std::set<std::string> narrowed;
   for (onnx::NodeProto &node : *graph.mutable_node()) {
