@@ -471,6 +471,10 @@ MODELS = {
     "dynamic_reshape": dynamic_reshape,
     "linear_classifier": linear_classifier,
     "tile_forms": tile_forms,
+    "tile_zero": lambda: model(
+        [helper.make_node("Constant", [], ["r"], value=const("r", [0, 1]), name="r"),
+         helper.make_node("Tile", ["x", "r"], ["y"], name="tile_empty")],
+        [vi("x", F32, [2, 3])], [vi("y", F32, [0, 3])]),
     "double_constants": lambda: double_constants(False),
     "double_constants_refused": lambda: double_constants(True),
 }
