@@ -20,6 +20,10 @@
 #          GPU's measured peak memory equal to the plan (shardrun fails otherwise);
 #       2. shardrun --comm nccl on the 1-rank bundle: 30 steps, losses equal to --comm local's
 #          and within 1e-5 (relative) of PyTorch's;
+#      1c. the tiny GPT, the MLP and the BERT-like encoder compiled with --precision bf16, 30 steps
+#          on --device cuda: losses within 5e-3 (relative) of the same bundle on the CPU;
+#       4. the 8-row tiny GPT at dp=2,tp=2,zero=3: 4 ranks as threads on the one GPU (--comm
+#          local), losses within 1e-5 (relative) of the 1-rank bundle on the GPU;
 #       3. with 2 ranks under mpirun (needs 2 GPUs; with one, NCCL refuses two ranks on one
 #          device and the check is that this ends in a clear error, not a hang): the dp=2 and
 #          tp=2 bundles, losses equal to those of 2 local ranks.
@@ -57,6 +61,18 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/case/tiny_gpt/model.onnx" "
   # Data for the 8-row global batch: the same generator, 8 rows a batch.
   "$python" "$here/tests/models/train_reference.py" --model tiny_gpt \
     --model-dir "$dir/case/tiny_gpt" --out "$dir/case/torch8" --make-data 4 --batch 8 --steps 1
+  # bf16 bundles (check 1c) and the 8-row GPT on 1 rank and on dp=2,tp=2,zero=3 (check 4).
+  "$shardc" "$dir/case/tiny_gpt/model.onnx" --precision bf16 -o "$dir/case/tiny_gpt_bf16.shard"
+  for model in mlp_classifier bert_encoder; do
+    local shape_flags=()
+    [[ -f $dir/case/$model/input_shapes.txt ]] &&
+      for line in $(cat "$dir/case/$model/input_shapes.txt"); do shape_flags+=(--input-shape "$line"); done
+    "$shardc" "$dir/case/$model/model.onnx" "${shape_flags[@]}" --precision bf16 \
+      -o "$dir/case/${model}_bf16.shard"
+  done
+  "$shardc" "$dir/case/tiny_gpt/model_batch8.onnx" -o "$dir/case/one8.shard"
+  "$shardc" "$dir/case/tiny_gpt/model_batch8.onnx" --gpus 4 --strategy dp=2,tp=2,zero=3 \
+    -o "$dir/case/dp2tp2z3.shard"
 
   cp "$build/tools/shardrun/shardrun" "$dir/bin/"
   cp "$build/tests/unit/comm/comm_nccl_smoke" "$dir/bin/"
@@ -214,7 +230,7 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
   # 1b. Training on the GPU: each 1-rank bundle 30 steps on --device cuda, against the same
   # run on the CPU (within 1e-5 per step) and PyTorch's losses; the device's measured memory
   # must be the plan's (shardrun fails otherwise).
-  local case_name case_bundle case_data case_torch vs_cpu vs_torch
+  local case_name case_bundle case_data case_torch vs_cpu vs_torch vs_one
   for case_name in tiny_gpt mlp_classifier bert_encoder dropout_gpt; do
     case_bundle="$work/$case_name.shard" case_data="$work/torch_$case_name/data"
     case_torch="$work/torch_$case_name/losses.jsonl"
@@ -241,6 +257,51 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
       report "--device cuda, $case_name" FAIL "vs the CPU worst rel $vs_cpu"
     fi
   done
+
+  # 1c. bf16 (--precision bf16 bundles): 30 steps on --device cuda within 5e-3 (relative) of
+  # the same bundle on the CPU: both round the same products' results to bf16, but a sum in a
+  # different order can round to a neighbouring bf16 value.
+  for case_name in tiny_gpt mlp_classifier bert_encoder; do
+    case_bundle="$work/${case_name}_bf16.shard" case_data="$work/torch_$case_name/data"
+    [[ $case_name == tiny_gpt ]] && case_data=$data
+    timeout 300 "$sr" "$case_bundle" --steps 30 --data "$case_data" \
+      --metrics "$out/${case_name}_bf16_cpu.jsonl" >"$out/${case_name}_bf16_cpu.log" 2>&1
+    timeout 300 "$sr" "$case_bundle" --steps 30 --data "$case_data" --device cuda \
+      --metrics "$out/${case_name}_bf16_cuda.jsonl" >"$out/${case_name}_bf16_cuda.log" 2>&1
+    rc=$?
+    if [[ $rc -ne 0 ]]; then
+      report "--device cuda bf16, $case_name" FAIL "rc $rc: $(tail -2 "$out/${case_name}_bf16_cuda.log" | tr '\n' ' ')"
+      continue
+    fi
+    vs_cpu=$(paste <(losses "$out/${case_name}_bf16_cuda.jsonl") <(losses "$out/${case_name}_bf16_cpu.jsonl") |
+      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    if [[ $(losses "$out/${case_name}_bf16_cuda.jsonl" | wc -l) -eq 30 ]] &&
+       awk -v w="$vs_cpu" 'BEGIN {exit !(w <= 5e-3)}'; then
+      report "--device cuda bf16, $case_name" ok "30 steps; vs the CPU's bf16 run worst rel $vs_cpu"
+    else
+      report "--device cuda bf16, $case_name" FAIL "vs the CPU's bf16 run worst rel $vs_cpu"
+    fi
+  done
+
+  # 4. Sharded on the one GPU: dp=2,tp=2,zero=3, 4 ranks as threads of one process (--comm
+  # local) on --device cuda, against the 1-rank bundle of the same 8-row model on the GPU.
+  timeout 300 "$sr" "$work/one8.shard" --steps 30 --data "$data8" --device cuda \
+    --metrics "$out/one8_cuda.jsonl" >"$out/one8_cuda.log" 2>&1
+  timeout 300 "$sr" "$work/dp2tp2z3.shard" --steps 30 --data "$data8" --device cuda \
+    --comm local --metrics "$out/dp2tp2z3_cuda.jsonl" >"$out/dp2tp2z3_cuda.log" 2>&1
+  rc=$?
+  if [[ $rc -ne 0 ]]; then
+    report "--device cuda, dp2 tp2 zero3" FAIL "rc $rc: $(tail -2 "$out/dp2tp2z3_cuda.log" | tr '\n' ' ')"
+  else
+    vs_one=$(paste <(losses "$out/dp2tp2z3_cuda.jsonl") <(losses "$out/one8_cuda.jsonl") |
+      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    if [[ $(losses "$out/dp2tp2z3_cuda.jsonl" | wc -l) -eq 30 ]] &&
+       awk -v w="$vs_one" 'BEGIN {exit !(w <= 1e-5)}'; then
+      report "--device cuda, dp2 tp2 zero3" ok "4 ranks on one GPU, 30 steps; vs 1 rank on the GPU worst rel $vs_one"
+    else
+      report "--device cuda, dp2 tp2 zero3" FAIL "vs 1 rank on the GPU worst rel $vs_one"
+    fi
+  fi
 
   local name bundle bdata
   for name in dp2 tp2; do

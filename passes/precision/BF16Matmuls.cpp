@@ -62,11 +62,14 @@ struct BF16MatmulsPass : impl::BF16MatmulsBase<BF16MatmulsPass> {
 
     llvm::SmallVector<mlir::Operation *> products;
     func.walk([&](mlir::Operation *op) {
-      if (llvm::isa<graph::MatMulOp, graph::GemmOp>(op))
+      if (llvm::isa<graph::MatMulOp, graph::GemmOp, graph::AttentionOp>(op))
         products.push_back(op);
     });
     for (mlir::Operation *op : products) {
-      for (mlir::OpOperand &operand : op->getOpOperands())
+      // Fused attention (shardc-fuse-attention) is two products: q, k and v are rounded, and
+      // its output; not the mask, which no product reads, nor the f32 log-sum-exp.
+      const unsigned rounded = llvm::isa<graph::AttentionOp>(op) ? 3 : op->getNumOperands();
+      for (mlir::OpOperand &operand : op->getOpOperands().take_front(rounded))
         operand.set(round(operand.get(), operand.get().getLoc()));
       mlir::Value result = op->getResult(0);
       mlir::Value back = round(result, op->getLoc());

@@ -72,6 +72,10 @@ parallelism (training; docs/cli.md):
                             program order (default on)
   --fsdp-unit REGEX         zero3: the part of a parameter's name that names its FSDP unit
                             (default: automatic, e.g. transformer blocks "h.0", "h.1", ...)
+  --fuse-attention on|off    replace each scaled dot-product attention (Q.K^T, scale,
+                            masks, softmax, .V) with one fused op whose kernels keep no
+                            S x Sk tensor; the backward pass recomputes the probabilities
+                            (default off; docs/cli.md says which forms are fused)
   --remat none|full|selective|auto
                             recompute forward values in the backward pass instead of
                             keeping them: full: each unit (transformer block) keeps only its
@@ -336,6 +340,12 @@ public:
         fail(shard);
       options_.shardOverrides.push_back(v);
     });
+    value("--fuse-attention", "--fuse-attention needs a value (on or off)",
+          [this](const std::string &v) {
+            if (v != "on" && v != "off")
+              fail("--fuse-attention '" + v + "': expected on or off");
+            options_.fuseAttention = v == "on";
+          });
     value("--remat", "--remat needs a value (none, full, selective or auto)",
           [this](const std::string &v) {
             if (v != "none" && v != "full" && v != "selective" && v != "auto")

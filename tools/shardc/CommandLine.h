@@ -34,6 +34,7 @@ struct Options {
   // --comm-overlap: collectives run asynchronously, overlapping the ops before their first
   // reader (the plan-memory pass's overlap-collectives).
   bool commOverlap = true;
+  bool fuseAttention = false; // --fuse-attention on: shardc-fuse-attention after import
   std::string fsdpUnit;
   // --micro-batches: each device's rows run as this many microbatches per step, gradients
   // accumulated before the reduction and the update.

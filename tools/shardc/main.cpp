@@ -15,6 +15,7 @@
 #include "SourceModel.h"
 
 #include "frontends/onnx/OnnxImporter.h"
+#include "passes/Passes.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Lowering/Bundle.h"
 #include "shardc/Lowering/ProgramEmitter.h"
@@ -24,6 +25,7 @@
 #include "runtime/program/bundle.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -73,9 +75,22 @@ importModel(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &er
   std::string error;
   mlir::FailureOr<onnx_import::ImportedModel> imported =
       onnx_import::importOnnxModel(ctx, importOptions, error);
-  if (mlir::failed(imported))
+  if (mlir::failed(imported)) {
     printError(!error.empty() ? error : errors.hasError() ? errors.message()
                                                           : opts.model + ": import failed");
+    return imported;
+  }
+  // --fuse-attention: on the imported forward function, so that every strategy and both modes
+  // start from the fused graph.
+  if (opts.fuseAttention) {
+    mlir::PassManager pm(&ctx);
+    pm.nest<mlir::func::FuncOp>().addPass(createFuseAttention());
+    if (mlir::failed(pm.run(imported->module.get()))) {
+      printError(errors.hasError() ? errors.message()
+                                   : opts.model + ": shardc-fuse-attention failed");
+      return mlir::failure();
+    }
+  }
   return imported;
 }
 

@@ -1,4 +1,4 @@
-//===- LinalgGradients.cpp - VJPs of matmul, gemm, layer norm and softmax ---------------===//
+//===- LinalgGradients.cpp - VJPs of matmul, gemm, layer norm, softmax, attention ----===//
 #include "shardc/Dialect/Graph/GradientUtils.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 
@@ -84,6 +84,25 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
   g.push_back(grads.getDscale());
   if (Value bias = getBias())
     g.push_back(unbroadcast(b, l, grads.getDbias(), typeOf(bias)));
+  return success();
+}
+
+// attention: one attention_grad op recomputes the probabilities from lse (nothing of size
+// S x Sk was kept). The mask gets no gradient: shardc-fuse-attention fuses only masks that
+// depend on no trained parameter.
+LogicalResult AttentionOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &g) {
+  if (dys[1])
+    return emitOpError("gradients through the lse output are not supported");
+  auto grads = b.create<AttentionGradOp>(
+      gradLoc(*this), TypeRange{getQ().getType(), getK().getType(), getV().getType()}, getQ(),
+      getK(), getV(), getMask(), getOutput(), getLse(), dys[0], getScaleAttr(),
+      getCausalAttr());
+  g.push_back(grads.getDq());
+  g.push_back(grads.getDk());
+  g.push_back(grads.getDv());
+  if (getMask())
+    g.push_back(Value());
   return success();
 }
 

@@ -165,6 +165,26 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             c.attrs["epsilon"] = floatAttr(o.getEpsilon().convertToFloat());
             return c;
           })
+          .Case([&](AttentionOp o) {
+            // The kernel's operands are positional: an absent mask is an absent input.
+            KernelCall c;
+            c.kernel = "attention";
+            c.inputs = {o.getQ(), o.getK(), o.getV(), o.getMask()};
+            c.outputs = {o.getOutput(), o.getLse()};
+            c.attrs["scale"] = floatAttr(o.getScale().convertToFloat());
+            c.attrs["causal"] = intAttr(o.getCausal() ? 1 : 0);
+            return c;
+          })
+          .Case([&](AttentionGradOp o) {
+            KernelCall c;
+            c.kernel = "attention_grad";
+            c.inputs = {o.getQ(), o.getK(), o.getV(), o.getMask(), o.getOutput(), o.getLse(),
+                        o.getDout()};
+            c.outputs = {o.getDq(), o.getDk(), o.getDv()};
+            c.attrs["scale"] = floatAttr(o.getScale().convertToFloat());
+            c.attrs["causal"] = intAttr(o.getCausal() ? 1 : 0);
+            return c;
+          })
           .Case([&](SoftmaxOp o) {
             KernelCall c = direct(o, "softmax");
             c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));

@@ -258,10 +258,17 @@ double compareWithCpu(const KernelCase &c) {
     const int64_t n = ref.numel();
     const bool isFloat = ref.dtype == program::F32 || ref.dtype == program::BF16 ||
                          ref.dtype == program::F16;
+    // The output's scale: the root mean square of its finite elements (a fully masked attention
+    // row is NaN on both devices, and must not make every other element's error relative to
+    // its own, possibly tiny, value).
     double sumSquares = 0;
+    int64_t finite = 0;
     for (int64_t i = 0; i < n; ++i)
-      sumSquares += elementAt(ref, i) * elementAt(ref, i);
-    const double rms = n ? std::sqrt(sumSquares / static_cast<double>(n)) : 0;
+      if (std::isfinite(elementAt(ref, i))) {
+        sumSquares += elementAt(ref, i) * elementAt(ref, i);
+        ++finite;
+      }
+    const double rms = finite ? std::sqrt(sumSquares / static_cast<double>(finite)) : 0;
     double worst = 0;
     int64_t worstAt = -1;
     for (int64_t i = 0; i < n; ++i) {

@@ -168,6 +168,79 @@ std::optional<OpShardingRule> LogSoftmaxGradOp::getShardingRule() {
   return alongAxis(*this, getAxis(), "log_softmax's gradient sums over it");
 }
 
+namespace {
+// attention's factors: each leading dim (batch, heads) and the query rows are parallel (rows
+// are independent: a split of S is sequence parallelism, with k and v whole); the keys stay
+// whole (softmax normalises over them), and so do the head dims D (q.k sums over them before
+// the softmax, which a partial sum cannot pass) and Dv (attention_grad sums over it for dq
+// and dk). Causal masking is aligned to the last query row, so with it S stays whole too.
+struct AttentionFactors {
+  TensorFactors q, k, v, mask, output, lse;
+};
+
+AttentionFactors attentionFactors(OpShardingRule &rule, Value q, Value k, Value v, Value mask,
+                                  bool causal) {
+  ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(k), vs = shapeOf(v);
+  const size_t rank = qs.size();
+  SmallVector<int> lead;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    lead.push_back(factorOrNone(rule, qs[d]));
+  const int64_t S = qs[rank - 2];
+  int fs = S == 1 ? -1
+           : causal ? rule.addWhole(S, "causal attention aligns its mask to the last query row")
+                    : rule.addFactor(S);
+  int fk = ks[rank - 2] == 1 ? -1 : rule.addWhole(ks[rank - 2], "softmax normalises over the keys");
+  int fd = qs[rank - 1] == 1 ? -1 : rule.addWhole(qs[rank - 1], "q.k sums over it before the softmax");
+  int fdv = vs[rank - 1] == 1 ? -1
+                              : rule.addWhole(vs[rank - 1], "attention's gradient sums over it");
+  auto with = [&](std::initializer_list<int> tail) {
+    SmallVector<int> dims(lead.begin(), lead.end());
+    dims.append(tail.begin(), tail.end());
+    return OpShardingRule::tensor(dims);
+  };
+  AttentionFactors f;
+  f.q = with({fs, fd});
+  f.k = with({fk, fd});
+  f.v = with({fk, fdv});
+  f.output = with({fs, fdv});
+  f.lse = with({fs});
+  if (mask) {
+    // Aligned from the right with the scores [..., S, Sk]; broadcast (size-1) dims get none.
+    SmallVector<int> scores(lead.begin(), lead.end());
+    scores.append({fs, fk});
+    ArrayRef<int64_t> ms = shapeOf(mask);
+    SmallVector<int> dims;
+    for (size_t d = 0; d < ms.size(); ++d)
+      dims.push_back(ms[d] == 1 ? -1 : scores[scores.size() - ms.size() + d]);
+    f.mask = OpShardingRule::tensor(dims);
+  }
+  return f;
+}
+} // namespace
+
+std::optional<OpShardingRule> AttentionOp::getShardingRule() {
+  OpShardingRule rule;
+  AttentionFactors f = attentionFactors(rule, getQ(), getK(), getV(), getMask(), getCausal());
+  rule.operands = {f.q, f.k, f.v};
+  if (getMask())
+    rule.operands.push_back(f.mask);
+  rule.results = {f.output, f.lse};
+  rule.linear.assign(getNumOperands(), false);
+  return rule;
+}
+
+std::optional<OpShardingRule> AttentionGradOp::getShardingRule() {
+  OpShardingRule rule;
+  AttentionFactors f = attentionFactors(rule, getQ(), getK(), getV(), getMask(), getCausal());
+  rule.operands = {f.q, f.k, f.v};
+  if (getMask())
+    rule.operands.push_back(f.mask);
+  rule.operands.append({f.output, f.lse, f.output});
+  rule.results = {f.q, f.k, f.v};
+  rule.linear.assign(getNumOperands(), false);
+  return rule;
+}
+
 std::optional<OpShardingRule> LayerNormGradOp::getShardingRule() {
   ArrayRef<int64_t> x = shapeOf(getInput());
   OpShardingRule rule;

@@ -170,6 +170,22 @@ def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax"> {
   let summary = "ONNX LogSoftmax (opset 13)";
 }
 
+def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_Differentiable]> {
+  let summary = "Fused scaled dot-product attention (made by shardc-fuse-attention)";
+  let description = [{
+    q [..., S, D], k [..., Sk, D], v [..., Sk, Dv] (the same leading dims), an optional f32
+    mask broadcastable to [..., S, Sk] -> output [..., S, Dv] and lse [..., S]:
+    s = scale * q k^T + mask (and -inf above the diagonal, bottom-right aligned, when causal),
+    p = softmax over the keys, output = p v, lse = log(sum(exp(s))) per row (what the backward
+    pass needs to recompute p without storing it). No [..., S, Sk] tensor is ever stored.
+  }];
+  let arguments = (ins Graph_FloatTensor:$q, Graph_FloatTensor:$k, Graph_FloatTensor:$v,
+                   Optional<Graph_FloatTensor>:$mask, F32Attr:$scale, BoolAttr:$causal);
+  let results = (outs Graph_FloatTensor:$output, Graph_FloatTensor:$lse);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===-------------------------------------------------------------------------------------===//
 // Convolution and pooling: NC + spatial layout (1 to 3 spatial dims). `pads` holds the begins
 // of every spatial dim, then the ends (ONNX's order); ONNX's auto_pad forms are resolved into

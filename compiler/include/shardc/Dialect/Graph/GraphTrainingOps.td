@@ -24,6 +24,21 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure]> {
+  let summary = "Gradients of attention w.r.t. q, k and v (the mask gets none)";
+  let description = [{
+    Recomputes the probabilities tile by tile from q, k, the mask and the forward pass's lse
+    (FlashAttention-2's backward), with dout the gradient of attention's output.
+  }];
+  let arguments = (ins Graph_FloatTensor:$q, Graph_FloatTensor:$k, Graph_FloatTensor:$v,
+                   Optional<Graph_FloatTensor>:$mask, Graph_FloatTensor:$output,
+                   Graph_FloatTensor:$lse, Graph_FloatTensor:$dout, F32Attr:$scale,
+                   BoolAttr:$causal);
+  let results = (outs Graph_FloatTensor:$dq, Graph_FloatTensor:$dk, Graph_FloatTensor:$dv);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 class Graph_SoftmaxGradLikeOp<string mnemonic> :
     Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$output,
