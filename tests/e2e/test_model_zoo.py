@@ -435,7 +435,8 @@ class Zoo:
         return reference, batch, path, loss, flags
 
     def compile(self, path, out, shape_flags, *flags):
-        res = e2e_util.run_tool([self.args.shardc, path, "-o", out, *shape_flags, *flags],
+        res = e2e_util.run_tool([self.args.shardc, path, "-o", out, *shape_flags, *flags,
+                                 *self.args.shardc_flag],
                                 self.args.timeout)
         return None if res.ok else f"shardc {' '.join(flags)}: {res.describe()}"
 
@@ -648,6 +649,9 @@ def main():
     p.add_argument("--table")
     p.add_argument("--ops-table")
     p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--shardc-flag", action="append", default=[],
+                   help="one more flag for every shardc call, e.g. --shardc-flag=--fuse-attention "
+                        "--shardc-flag=on (repeatable)")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     import torchvision

@@ -74,4 +74,105 @@ __device__ inline void loopOffsets(const DeviceLoop &loop, int64_t i, int64_t (&
   }
 }
 
+// ---- the elementwise fast paths ---------------------------------------------------------------
+// Most elementwise walks need none of DeviceLoop's generality: after coalescing they are one dim
+// (every operand the output's shape or a single element) or two (an operand broadcast along the
+// leading dims, or along the last). A RowsLoop is such a walk as [rows, rowLength]: element i is
+// (row, column) = (i / rowLength, i % rowLength), and operand k reads
+// row * rowStride[k] + (contiguous[k] ? column : 0). That costs at most one division per element
+// (none for one dim) where loopOffsets pays two per dim.
+template <int Operands> struct RowsLoop {
+  int64_t numel = 0;
+  int64_t rowLength = 0; // the innermost dim: numel when the walk is one dim
+  int64_t rowStride[Operands] = {};
+  bool contiguous[Operands] = {}; // walks its row element by element, else reads one per row
+};
+
+// The RowsLoop of a (coalesced) plan, or false when the plan has more than two dims, a base
+// offset, or an operand whose innermost stride is neither 0 nor 1: the general kernels take
+// those.
+template <int Operands> inline bool toRowsLoop(const cpu::StridedLoop &plan, RowsLoop<Operands> *out) {
+  const size_t rank = plan.dims.size();
+  if (rank < 1 || rank > 2 || plan.numOperands != Operands)
+    return false;
+  RowsLoop<Operands> loop;
+  loop.numel = plan.numel();
+  loop.rowLength = plan.dims.back();
+  for (int k = 0; k < Operands; ++k) {
+    const int64_t columnStride = plan.strides[k].back();
+    if (plan.baseOffsets[k] != 0 || (columnStride != 0 && columnStride != 1))
+      return false;
+    loop.contiguous[k] = columnStride == 1;
+    loop.rowStride[k] = rank == 2 ? plan.strides[k][0] : 0;
+  }
+  *out = loop;
+  return true;
+}
+
+// Elements per vector access of the fast paths (16 bytes of f32), and the vector itself: one
+// load or store of sizeof(T) * N bytes, which needs its address aligned to that.
+constexpr int kPack = 4;
+template <typename T, int N> struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+inline bool packAligned(const void *p, size_t elementSize) {
+  return reinterpret_cast<uintptr_t>(p) % (elementSize * kPack) == 0;
+}
+
+// Whether a RowsLoop's geometry allows whole packs: no pack straddles two rows (the rows hold
+// whole packs, or there is one row, whose last partial pack the kernels finish element by
+// element), and every contiguous operand's rows start on a pack boundary. Each contiguous
+// operand's pointer, and the output's, must also be packAligned.
+template <int Operands> inline bool rowsPackable(const RowsLoop<Operands> &loop) {
+  if (loop.rowLength != loop.numel && loop.rowLength % kPack != 0)
+    return false;
+  for (int k = 0; k < Operands; ++k)
+    if (loop.contiguous[k] && loop.rowStride[k] % kPack != 0)
+      return false;
+  return true;
+}
+
+// Row and column of element i; a 32-bit division when both fit (several times cheaper than a
+// 64-bit one), none for a one-dim walk.
+template <int Operands>
+__device__ inline void rowAndColumn(const RowsLoop<Operands> &loop, int64_t i, int64_t *row,
+                                    int64_t *column) {
+  if (loop.rowLength == loop.numel) {
+    *row = 0;
+    *column = i;
+  } else if (((i | loop.rowLength) >> 32) == 0) {
+    const uint32_t q = static_cast<uint32_t>(i) / static_cast<uint32_t>(loop.rowLength);
+    *row = q;
+    *column = i - static_cast<int64_t>(q) * loop.rowLength;
+  } else {
+    *row = i / loop.rowLength;
+    *column = i - *row * loop.rowLength;
+  }
+}
+
+// Operand k's element at (row, column).
+template <int Operands, typename T>
+__device__ inline T loadElement(const T *p, const RowsLoop<Operands> &loop, int k, int64_t row,
+                                int64_t column) {
+  return p[row * loop.rowStride[k] + (loop.contiguous[k] ? column : 0)];
+}
+
+// Operand k's N elements from (row, column) on, within the row: one vector load for a
+// contiguous operand (rowsPackable and packAligned make it aligned), else its row's one element
+// N times.
+template <int N, int Operands, typename T>
+__device__ inline Pack<T, N> loadPack(const T *p, const RowsLoop<Operands> &loop, int k,
+                                      int64_t row, int64_t column) {
+  const T *at = p + row * loop.rowStride[k];
+  if (loop.contiguous[k])
+    return *reinterpret_cast<const Pack<T, N> *>(at + column);
+  Pack<T, N> pack;
+  const T v = *at;
+#pragma unroll
+  for (int u = 0; u < N; ++u)
+    pack.v[u] = v;
+  return pack;
+}
+
 } // namespace shardc::runtime::cuda

@@ -66,6 +66,13 @@ Status gatherWorkspace(const KernelArgs &args, uint64_t *bytes);
 Status gatherGradKernel(KernelArgs &args);
 Status gatherGradWorkspace(const KernelArgs &args, uint64_t *bytes);
 
+// collectives_staged.cpp: all_reduce, reduce_scatter, all_gather and shard_slice, through host
+// memory and the CPU kernels (the communicators move host buffers).
+Status allReduceKernel(KernelArgs &args);
+Status reduceScatterKernel(KernelArgs &args);
+Status allGatherKernel(KernelArgs &args);
+Status shardSliceKernel(KernelArgs &args);
+
 // reduce.cu: reduce_sum, reduce_mean, reduce_max.
 Status reduceSumKernel(KernelArgs &args);
 Status reduceMeanKernel(KernelArgs &args);

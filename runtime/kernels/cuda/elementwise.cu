@@ -2,7 +2,10 @@
 // where and cast. Contracts (and their error messages) are the CPU kernels', from
 // cpu/elementwise_checks.h; results follow the CPU kernels' semantics (integer wrap-around,
 // NaN propagation in max/min, cast's float -> int pinning), with CUDA's libm for the
-// transcendental functions (within a few ulp of the CPU's).
+// transcendental functions (within a few ulp of the CPU's). Walks of at most two dims after
+// coalescing (same shapes, scalars, an operand broadcast along leading or trailing dims) take
+// RowsLoop kernels, four elements per access where alignment allows: the same per-element
+// arithmetic as the general DeviceLoop kernels, without their per-element index division.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/elementwise_checks.h"
@@ -30,20 +33,46 @@ template <typename Fn> Status visitCastable(DType dtype, Fn &&fn) {
   return visitAnyDtype(dtype, fn);
 }
 
+// Calls fn(width) with the elements per access as a compile-time constant: kPack when every
+// access can be a whole aligned pack, else 1 (the same kernels, element by element).
+template <typename Fn> Status withPackWidth(bool packed, Fn &&fn) {
+  if (packed)
+    return fn(std::integral_constant<int, kPack>{});
+  return fn(std::integral_constant<int, 1>{});
+}
+
 // ---- unary -------------------------------------------------------------------------------------
 
-template <typename T, typename Op>
+// x and y are contiguous and of one shape: N elements per access (both pointers aligned to N
+// elements), the last n % N one by one.
+template <int N, typename T, typename Op>
 __global__ void unaryKernel(const T *__restrict__ x, T *__restrict__ y, int64_t n, Op op) {
-  SHARDC_GRID_STRIDE(i, n) { y[i] = op(x[i]); }
+  const int64_t packs = n / N;
+  SHARDC_GRID_STRIDE(p, packs) {
+    const Pack<T, N> in = reinterpret_cast<const Pack<T, N> *>(x)[p];
+    Pack<T, N> out;
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+      out.v[u] = op(in.v[u]);
+    reinterpret_cast<Pack<T, N> *>(y)[p] = out;
+  }
+  SHARDC_GRID_STRIDE(t, n - packs * N) {
+    const int64_t i = packs * N + t;
+    y[i] = op(x[i]);
+  }
 }
 
 template <typename T, typename Op> Status launchUnary(const char *kernel, KernelArgs &args, Op op) {
   const int64_t n = args.inputs[0].numel();
   if (n == 0)
     return Status::ok();
-  unaryKernel<T><<<gridFor(n), kBlock, 0, streamOf(args)>>>(args.inputs[0].as<T>(),
-                                                            args.outputs[0].as<T>(), n, op);
-  return launchStatus(kernel);
+  const T *x = args.inputs[0].as<T>();
+  T *y = args.outputs[0].as<T>();
+  return withPackWidth(packAligned(x, sizeof(T)) && packAligned(y, sizeof(T)), [&](auto width) {
+    constexpr int N = decltype(width)::value;
+    unaryKernel<N, T><<<gridFor(n / N), kBlock, 0, streamOf(args)>>>(x, y, n, op);
+    return launchStatus(kernel);
+  });
 }
 
 template <typename Op> Status floatUnary(const char *kernel, KernelArgs &args, Op op) {
@@ -94,14 +123,55 @@ __global__ void binaryKernel(const A *__restrict__ a, const B *__restrict__ b, O
   }
 }
 
+// binaryKernel for walks of at most two dims (RowsLoop): N elements per access where
+// rowsPackable and the pointers allow, then a one-row walk's last partial pack one by one.
+template <int N, typename A, typename B, typename Out, typename Op>
+__global__ void binaryRowsKernel(const A *__restrict__ a, const B *__restrict__ b,
+                                 Out *__restrict__ y, RowsLoop<2> loop, Op op) {
+  const int64_t packs = loop.numel / N;
+  SHARDC_GRID_STRIDE(p, packs) {
+    int64_t row, column;
+    rowAndColumn(loop, p * N, &row, &column);
+    const Pack<A, N> av = loadPack<N>(a, loop, 0, row, column);
+    const Pack<B, N> bv = loadPack<N>(b, loop, 1, row, column);
+    Pack<Out, N> out;
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+      out.v[u] = op(av.v[u], bv.v[u]);
+    reinterpret_cast<Pack<Out, N> *>(y)[p] = out;
+  }
+  SHARDC_GRID_STRIDE(t, loop.numel - packs * N) {
+    const int64_t i = packs * N + t;
+    int64_t row, column;
+    rowAndColumn(loop, i, &row, &column);
+    y[i] = op(loadElement(a, loop, 0, row, column), loadElement(b, loop, 1, row, column));
+  }
+}
+
 template <typename A, typename B, typename Out, typename Op>
 Status launchBinary(const char *kernel, const cpu::StridedLoop &plan, KernelArgs &args, Op op) {
+  const A *a = args.inputs[0].as<A>();
+  const B *b = args.inputs[1].as<B>();
+  Out *y = args.outputs[0].as<Out>();
+  RowsLoop<2> rows;
+  if (toRowsLoop(plan, &rows)) {
+    if (rows.numel == 0)
+      return Status::ok();
+    const bool packed = rowsPackable(rows) && (!rows.contiguous[0] || packAligned(a, sizeof(A))) &&
+                        (!rows.contiguous[1] || packAligned(b, sizeof(B))) &&
+                        packAligned(y, sizeof(Out));
+    return withPackWidth(packed, [&](auto width) {
+      constexpr int N = decltype(width)::value;
+      binaryRowsKernel<N, A, B, Out><<<gridFor(rows.numel / N), kBlock, 0, streamOf(args)>>>(
+          a, b, y, rows, op);
+      return launchStatus(kernel);
+    });
+  }
   DeviceLoop loop;
   SHARDC_RETURN_IF_ERROR(toDeviceLoop(kernel, plan, &loop));
   if (loop.numel == 0)
     return Status::ok();
-  binaryKernel<A, B, Out><<<gridFor(loop.numel), kBlock, 0, streamOf(args)>>>(
-      args.inputs[0].as<A>(), args.inputs[1].as<B>(), args.outputs[0].as<Out>(), loop, op);
+  binaryKernel<A, B, Out><<<gridFor(loop.numel), kBlock, 0, streamOf(args)>>>(a, b, y, loop, op);
   return launchStatus(kernel);
 }
 
@@ -197,6 +267,33 @@ __global__ void whereKernelImpl(const uint8_t *__restrict__ cond, const T *__res
   }
 }
 
+// whereKernelImpl for walks of at most two dims (RowsLoop), as binaryRowsKernel. Both x and y
+// are read (the selection then needs no branch); every offset read is inside its operand.
+template <int N, typename T>
+__global__ void whereRowsKernel(const uint8_t *__restrict__ cond, const T *__restrict__ x,
+                                const T *__restrict__ y, T *__restrict__ z, RowsLoop<3> loop) {
+  const int64_t packs = loop.numel / N;
+  SHARDC_GRID_STRIDE(p, packs) {
+    int64_t row, column;
+    rowAndColumn(loop, p * N, &row, &column);
+    const Pack<uint8_t, N> c = loadPack<N>(cond, loop, 0, row, column);
+    const Pack<T, N> xv = loadPack<N>(x, loop, 1, row, column);
+    const Pack<T, N> yv = loadPack<N>(y, loop, 2, row, column);
+    Pack<T, N> out;
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+      out.v[u] = c.v[u] ? xv.v[u] : yv.v[u];
+    reinterpret_cast<Pack<T, N> *>(z)[p] = out;
+  }
+  SHARDC_GRID_STRIDE(t, loop.numel - packs * N) {
+    const int64_t i = packs * N + t;
+    int64_t row, column;
+    rowAndColumn(loop, i, &row, &column);
+    z[i] = loadElement(cond, loop, 0, row, column) ? loadElement(x, loop, 1, row, column)
+                                                   : loadElement(y, loop, 2, row, column);
+  }
+}
+
 // ---- cast --------------------------------------------------------------------------------------
 
 template <typename T> constexpr bool kIsHalf = std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
@@ -229,9 +326,22 @@ template <typename To, typename From> __device__ inline To convertElement(From v
   }
 }
 
-template <typename From, typename To>
+// As unaryKernel: N elements per access, the last n % N one by one.
+template <int N, typename From, typename To>
 __global__ void castKernelImpl(const From *__restrict__ x, To *__restrict__ y, int64_t n) {
-  SHARDC_GRID_STRIDE(i, n) { y[i] = convertElement<To>(x[i]); }
+  const int64_t packs = n / N;
+  SHARDC_GRID_STRIDE(p, packs) {
+    const Pack<From, N> in = reinterpret_cast<const Pack<From, N> *>(x)[p];
+    Pack<To, N> out;
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+      out.v[u] = convertElement<To>(in.v[u]);
+    reinterpret_cast<Pack<To, N> *>(y)[p] = out;
+  }
+  SHARDC_GRID_STRIDE(t, n - packs * N) {
+    const int64_t i = packs * N + t;
+    y[i] = convertElement<To>(x[i]);
+  }
 }
 
 } // namespace
@@ -338,6 +448,28 @@ Status orKernel(KernelArgs &args) { return logical("or", args, OrOp{}); }
 Status whereKernel(KernelArgs &args) {
   cpu::StridedLoop plan;
   SHARDC_RETURN_IF_ERROR(cpu::checkWhere(args, &plan));
+  RowsLoop<3> rows;
+  if (toRowsLoop(plan, &rows)) {
+    if (rows.numel == 0)
+      return Status::ok();
+    return visitElementSize(args.inputs[1].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const uint8_t *cond = args.inputs[0].as<uint8_t>();
+      const T *x = args.inputs[1].as<T>(), *y = args.inputs[2].as<T>();
+      T *z = args.outputs[0].as<T>();
+      const bool packed = rowsPackable(rows) &&
+                          (!rows.contiguous[0] || packAligned(cond, sizeof(uint8_t))) &&
+                          (!rows.contiguous[1] || packAligned(x, sizeof(T))) &&
+                          (!rows.contiguous[2] || packAligned(y, sizeof(T))) &&
+                          packAligned(z, sizeof(T));
+      return withPackWidth(packed, [&](auto width) {
+        constexpr int N = decltype(width)::value;
+        whereRowsKernel<N, T><<<gridFor(rows.numel / N), kBlock, 0, streamOf(args)>>>(
+            cond, x, y, z, rows);
+        return launchStatus("where");
+      });
+    });
+  }
   DeviceLoop loop;
   SHARDC_RETURN_IF_ERROR(toDeviceLoop("where", plan, &loop));
   if (loop.numel == 0)
@@ -361,9 +493,15 @@ Status castKernel(KernelArgs &args) {
       using To = decltype(toTag);
       if (n == 0)
         return Status::ok();
-      castKernelImpl<From, To><<<gridFor(n), kBlock, 0, streamOf(args)>>>(x.as<From>(),
-                                                                          y.as<To>(), n);
-      return launchStatus("cast");
+      const From *in = x.as<From>();
+      To *out = y.as<To>();
+      return withPackWidth(packAligned(in, sizeof(From)) && packAligned(out, sizeof(To)),
+                           [&](auto width) {
+                             constexpr int N = decltype(width)::value;
+                             castKernelImpl<N, From, To>
+                                 <<<gridFor(n / N), kBlock, 0, streamOf(args)>>>(in, out, n);
+                             return launchStatus("cast");
+                           });
     });
   });
 }
