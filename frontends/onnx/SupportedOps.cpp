@@ -87,6 +87,7 @@ const OpInfo kOps[] = {
     {"Slice", 13, 3, 5, 1, 1, bit(1) | bit(2) | bit(3) | bit(4), importSlice},
     {"Pad", 13, 2, 4, 1, 1, bit(1) | bit(2) | bit(3), importPad},
     {"Gather", 13, 2, 2, 1, 1, 0, importGather},
+    {"GatherElements", 13, 2, 2, 1, 1, 0, importGatherElements},
     {"Trilu", 14, 1, 2, 1, 1, bit(1), importTrilu},
     {"ScatterND", 13, 3, 3, 1, 1, 0, importScatterND},
     // Losses and the rest

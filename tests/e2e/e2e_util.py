@@ -14,7 +14,7 @@ SUPPORTED_OPS = frozenset("""
     Add Sub Mul Div Pow Sqrt Reciprocal Neg Exp Log Tanh Erf Sin Cos Sigmoid Relu Gelu Abs Max
     Min Clip Where Equal Less Greater Not And Or Cast MatMul Gemm LayerNormalization Softmax
     LogSoftmax ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat
-    Split Slice Pad Gather Expand Tile Shape ConstantOfShape Range Trilu Identity Constant
+    Split Slice Pad Gather GatherElements Expand Tile Shape ConstantOfShape Range Trilu Identity Constant
     SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
     BatchNormalization ScatterND If HardSigmoid HardSwish CumSum
@@ -250,13 +250,15 @@ def run_cases(cases):
     sys.exit(1 if failed else 0)
 
 
-def reference_data(model, model_dir, out, batches=4):
+def reference_data(model, model_dir, out, batches=4, batch=None):
     """Writes `batches` batches of train_reference.py's deterministic data for the test model
-    exported in `model_dir` (at its batch) into OUT/data, and returns that directory."""
+    exported in `model_dir` (at its batch, or `batch` rows a step) into OUT/data, and returns
+    that directory."""
     models = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "models")
     subprocess.run([sys.executable, os.path.join(models, "train_reference.py"), "--model", model,
                     "--model-dir", model_dir, "--out", out, "--steps", "1", "--make-data",
-                    str(batches)], check=True, stdout=subprocess.DEVNULL)
+                    str(batches), *(["--batch", str(batch)] if batch else [])],
+                   check=True, stdout=subprocess.DEVNULL)
     return os.path.join(out, "data")
 
 

@@ -280,6 +280,109 @@ LogicalResult importGather(NodeContext &node) {
       *data, *indices, node.builder().getI64IntegerAttr(*normalized)));
 }
 
+// GatherElements (torch.gather) as a Gather of the flattened data, whose gradient (a scatter-add
+// into the data) and sharding rule exist: element i of the result reads data at i's position
+// with its `axis` coordinate replaced by indices[i], i.e. at the flat offset
+//   base[i] + indices[i] * stride(axis),
+// where base[i], the offset of i's position with axis coordinate 0, is a compile-time constant
+// of the indices' shape. Negative indices count from the end of the axis. An index outside
+// [-s, s) becomes offset N (one past the data), so the Gather refuses it with its one-line
+// out-of-range error instead of reading another element.
+LogicalResult importGatherElements(NodeContext &node) {
+  // The constant base offsets are materialised: cap them like any other tensor built at import.
+  constexpr int64_t kMaxBaseElements = int64_t(1) << 26;
+  FailureOr<Value> data = node.requiredInput(0, "data");
+  FailureOr<Value> indices = node.requiredInput(1, "indices");
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  if (failed(data) || failed(indices) || failed(axis))
+    return failure();
+  RankedTensorType dataType = NodeContext::typeOf(*data);
+  RankedTensorType indexType = NodeContext::typeOf(*indices);
+  const int64_t rank = dataType.getRank();
+  if (rank < 1 || indexType.getRank() != rank)
+    return node.fail("indices must have the data's rank (" + std::to_string(rank) +
+                     ", at least 1), got rank " + std::to_string(indexType.getRank()));
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, rank, "axis");
+  if (failed(normalized))
+    return failure();
+  ArrayRef<int64_t> dims = dataType.getShape(), out = indexType.getShape();
+  for (int64_t d = 0; d < rank; ++d) {
+    if (dims[d] == 0)
+      return node.fail("data has an empty dimension " + std::to_string(d));
+    if (d != *normalized && out[d] > dims[d])
+      return node.fail("indices dim " + std::to_string(d) + " (" + std::to_string(out[d]) +
+                       ") exceeds the data's (" + std::to_string(dims[d]) + ")");
+  }
+  std::string why;
+  std::optional<int64_t> total = checkedElementCount(dims, why);
+  std::optional<int64_t> count = checkedElementCount(out, why);
+  if (!total || !count)
+    return node.fail(why);
+  if (*count > kMaxBaseElements)
+    return node.fail("indices have " + std::to_string(*count) + " elements; at most " +
+                     std::to_string(kMaxBaseElements) + " are supported");
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * dims[d + 1];
+  // base[i]: row-major over the indices' shape, the axis coordinate left out.
+  std::vector<int64_t> base(static_cast<size_t>(*count), 0);
+  SmallVector<int64_t> coord(rank, 0);
+  for (int64_t i = 0; i < *count; ++i) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      offset += d == *normalized ? 0 : coord[d] * strides[d];
+    base[static_cast<size_t>(i)] = offset;
+    for (int64_t d = rank - 1; d >= 0 && ++coord[d] == out[d]; --d)
+      coord[d] = 0;
+  }
+
+  OpBuilder &b = node.builder();
+  Type i64 = b.getI64Type();
+  auto scalar = [&](int64_t v) {
+    return node.constant(DenseElementsAttr::get(RankedTensorType::get({}, i64), v));
+  };
+  Value index = *indices;
+  if (!indexType.getElementType().isInteger(64)) {
+    FailureOr<Value> widened = node.createTyped1<CastOp>(
+        RankedTensorType::get(out, i64), index, TypeAttr::get(i64));
+    if (failed(widened))
+      return failure();
+    index = *widened;
+  }
+  const int64_t extent = dims[*normalized];
+  Value zero = scalar(0), size = scalar(extent);
+  // index + s where negative: Where(index < 0, index + s, index).
+  FailureOr<Value> negative = node.createInferred1<LessOp>(index, zero);
+  FailureOr<Value> wrapped = node.createInferred1<AddOp>(index, size);
+  if (failed(negative) || failed(wrapped))
+    return failure();
+  FailureOr<Value> position = node.createInferred1<WhereOp>(*negative, *wrapped, index);
+  if (failed(position))
+    return failure();
+  FailureOr<Value> below = node.createInferred1<LessOp>(*position, zero);
+  FailureOr<Value> inside = node.createInferred1<LessOp>(*position, size);
+  if (failed(below) || failed(inside))
+    return failure();
+  FailureOr<Value> notBelow = node.createTyped1<NotOp>(below->getType(), *below);
+  if (failed(notBelow))
+    return failure();
+  FailureOr<Value> valid = node.createInferred1<AndOp>(*notBelow, *inside);
+  FailureOr<Value> scaled = node.createInferred1<MulOp>(*position, scalar(strides[*normalized]));
+  if (failed(valid) || failed(scaled))
+    return failure();
+  Value baseOffsets = node.constant(
+      DenseElementsAttr::get(RankedTensorType::get(out, i64), ArrayRef<int64_t>(base)));
+  FailureOr<Value> offsets = node.createInferred1<AddOp>(*scaled, baseOffsets);
+  if (failed(offsets))
+    return failure();
+  FailureOr<Value> checked = node.createInferred1<WhereOp>(*valid, *offsets, scalar(*total));
+  FailureOr<Value> flat = node.createTyped1<ReshapeOp>(
+      RankedTensorType::get({*total}, dataType.getElementType()), *data);
+  if (failed(checked) || failed(flat))
+    return failure();
+  return node.setOutput(node.createInferred1<GatherOp>(*flat, *checked, b.getI64IntegerAttr(0)));
+}
+
 // k (opset 14 input, default 0) must be a compile-time constant: it becomes an attribute.
 LogicalResult importTrilu(NodeContext &node) {
   FailureOr<Value> x = node.requiredInput(0, "input");

@@ -88,6 +88,7 @@ mlir::LogicalResult importConcat(NodeContext &node);
 mlir::LogicalResult importSplit(NodeContext &node);
 mlir::LogicalResult importSlice(NodeContext &node);
 mlir::LogicalResult importGather(NodeContext &node);
+mlir::LogicalResult importGatherElements(NodeContext &node);
 mlir::LogicalResult importTrilu(NodeContext &node);
 mlir::LogicalResult importScatterND(NodeContext &node);
 

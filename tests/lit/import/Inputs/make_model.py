@@ -339,6 +339,17 @@ def tile_forms():
                  [vi("y0", F32, [4, 3]), vi("y1", F32, [2, 3]), vi("y2", F32, [6, 6])])
 
 
+
+def gather_elements_forms():
+    """GatherElements of x: [3, 4] with indices i0: [2, 4] along axis 0 and i1: [3, 2] along
+    axis -1."""
+    nodes = [
+        helper.make_node("GatherElements", ["x", "i0"], ["y0"], name="rows", axis=0),
+        helper.make_node("GatherElements", ["x", "i1"], ["y1"], name="cols", axis=-1),
+    ]
+    return model(nodes, [vi("x", F32, [3, 4]), vi("i0", I64, [2, 4]), vi("i1", I64, [3, 2])],
+                 [vi("y0", F32, [2, 4]), vi("y1", F32, [3, 2])])
+
 def linear_classifier():
     """loss = cross_entropy(x @ w + b, y): x f32[4, 3], y i64[4], w f32[3, 5], b f32[5]; the
     training step whose memory plan tests/lit/passes/shardc-plan-memory-report.test checks."""
@@ -475,6 +486,10 @@ MODELS = {
         [helper.make_node("Constant", [], ["r"], value=const("r", [0, 1]), name="r"),
          helper.make_node("Tile", ["x", "r"], ["y"], name="tile_empty")],
         [vi("x", F32, [2, 3])], [vi("y", F32, [0, 3])]),
+    "gather_elements_forms": gather_elements_forms,
+    "gather_elements_rank": lambda: model(
+        [helper.make_node("GatherElements", ["x", "i"], ["y"], name="gather_rank", axis=0)],
+        [vi("x", F32, [3, 4]), vi("i", I64, [2])], [vi("y", F32, [2])]),
     "double_constants": lambda: double_constants(False),
     "double_constants_refused": lambda: double_constants(True),
 }
