@@ -120,6 +120,11 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/case/tiny_gpt/model.onnx" "
 
 # losses FILE: the "loss" of each metrics line, one per line.
 losses() { sed -n 's/.*"loss": *\([^,}]*\).*/\1/p' "$1"; }
+# worst_rel A B: the largest |a - b| / b over the two metrics files' losses, step by step.
+worst_rel() {
+  paste <(losses "$1") <(losses "$2") |
+    awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}'
+}
 
 failures=0
 report() { # report NAME STATUS DETAIL
@@ -216,8 +221,7 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
   local rc=$?
   if [[ $rc -eq 0 ]] && cmp -s <(losses "$out/one_local.jsonl") <(losses "$out/one_nccl.jsonl"); then
     local worst
-    worst=$(paste <(losses "$out/one_nccl.jsonl") <(losses "$work/torch/losses.jsonl") |
-      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    worst=$(worst_rel "$out/one_nccl.jsonl" "$work/torch/losses.jsonl")
     if awk -v w="$worst" 'BEGIN {exit !(w <= 1e-5)}'; then
       report "shardrun nccl, 1 rank" ok "30 losses = --comm local's; vs PyTorch worst rel $worst"
     else
@@ -246,10 +250,8 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
       report "--device cuda, $case_name" FAIL "rc $rc: $(tail -2 "$out/${case_name}_cuda.log" | tr '\n' ' ')"
       continue
     fi
-    vs_cpu=$(paste <(losses "$out/${case_name}_cuda.jsonl") <(losses "$out/${case_name}_cpu.jsonl") |
-      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
-    vs_torch=$(paste <(losses "$out/${case_name}_cuda.jsonl") <(losses "$case_torch") |
-      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    vs_cpu=$(worst_rel "$out/${case_name}_cuda.jsonl" "$out/${case_name}_cpu.jsonl")
+    vs_torch=$(worst_rel "$out/${case_name}_cuda.jsonl" "$case_torch")
     if [[ $(losses "$out/${case_name}_cuda.jsonl" | wc -l) -eq 30 ]] &&
        awk -v w="$vs_cpu" 'BEGIN {exit !(w <= 1e-5)}'; then
       report "--device cuda, $case_name" ok "30 steps; vs the CPU worst rel $vs_cpu, vs PyTorch $vs_torch; $(grep -m1 'ms/step' "$out/${case_name}_cuda.log" | sed 's/.*in //')"
@@ -273,8 +275,7 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
       report "--device cuda bf16, $case_name" FAIL "rc $rc: $(tail -2 "$out/${case_name}_bf16_cuda.log" | tr '\n' ' ')"
       continue
     fi
-    vs_cpu=$(paste <(losses "$out/${case_name}_bf16_cuda.jsonl") <(losses "$out/${case_name}_bf16_cpu.jsonl") |
-      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    vs_cpu=$(worst_rel "$out/${case_name}_bf16_cuda.jsonl" "$out/${case_name}_bf16_cpu.jsonl")
     if [[ $(losses "$out/${case_name}_bf16_cuda.jsonl" | wc -l) -eq 30 ]] &&
        awk -v w="$vs_cpu" 'BEGIN {exit !(w <= 5e-3)}'; then
       report "--device cuda bf16, $case_name" ok "30 steps; vs the CPU's bf16 run worst rel $vs_cpu"
@@ -293,8 +294,7 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
   if [[ $rc -ne 0 ]]; then
     report "--device cuda, dp2 tp2 zero3" FAIL "rc $rc: $(tail -2 "$out/dp2tp2z3_cuda.log" | tr '\n' ' ')"
   else
-    vs_one=$(paste <(losses "$out/dp2tp2z3_cuda.jsonl") <(losses "$out/one8_cuda.jsonl") |
-      awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}')
+    vs_one=$(worst_rel "$out/dp2tp2z3_cuda.jsonl" "$out/one8_cuda.jsonl")
     if [[ $(losses "$out/dp2tp2z3_cuda.jsonl" | wc -l) -eq 30 ]] &&
        awk -v w="$vs_one" 'BEGIN {exit !(w <= 1e-5)}'; then
       report "--device cuda, dp2 tp2 zero3" ok "4 ranks on one GPU, 30 steps; vs 1 rank on the GPU worst rel $vs_one"
