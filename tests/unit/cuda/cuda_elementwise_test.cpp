@@ -84,6 +84,35 @@ TEST(CudaElementwise, BinaryKernelsMatchTheCpuUnderEveryBroadcast) {
   compareWithCpu({"pow", {f32({7, 3}), f32({}, Fill::fixed({2}))}, {f32({7, 3})}});
 }
 
+// Shapes whose walk is at most two dims with contiguous rows (a bias row, a scalar, a mask
+// broadcast along leading dims), which take the linear-index paths 4 elements at a time: row
+// lengths that are multiples of 4, and a tail of 1-3 elements in a one-row walk.
+TEST(CudaElementwise, RowBroadcastsAndScalarsTakeTheFourWidePaths) {
+  SHARDC_REQUIRE_CUDA();
+  const std::vector<std::vector<std::vector<int64_t>>> shapes = {
+      {{64, 768}, {768}, {64, 768}},          {{4, 2, 64, 64}, {}, {4, 2, 64, 64}},
+      {{1027}, {1027}, {1027}},               {{1, 1, 64, 64}, {4, 2, 64, 64}, {4, 2, 64, 64}},
+      {{96, 40}, {96, 1}, {96, 40}},
+  };
+  for (const char *kernel : {"add", "mul", "sub", "div"})
+    for (const auto &s : shapes)
+      compareWithCpu({kernel,
+                      {f32(s[0]), f32(s[1], std::string(kernel) == "div" ? Fill::uniform(0.5, 3)
+                                                                          : Fill::uniform(-3, 3))},
+                      {f32(s[2])}});
+  compareWithCpu({"where",
+                  {typed(BOOL, {1, 1, 64, 64}, Fill::bools()), f32({}, Fill::fixed({-1e9})),
+                   f32({4, 2, 64, 64})},
+                  {f32({4, 2, 64, 64})}});
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{4096}, {4099}}) {
+    KernelCase cast{"cast", {f32(shape)}, {typed(BF16, shape)}};
+    cast.attrs.i("to", static_cast<int64_t>(BF16));
+    cast.tolerance = 0; // a cast is exact: both round to nearest even
+    compareWithCpu(cast);
+    compareWithCpu({"relu", {f32(shape)}, {f32(shape)}});
+  }
+}
+
 TEST(CudaElementwise, ComparisonsAndLogicAreExact) {
   SHARDC_REQUIRE_CUDA();
   for (const char *kernel : {"equal", "less", "greater"})
