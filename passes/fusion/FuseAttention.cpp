@@ -28,6 +28,7 @@
 //===-------------------------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "shardc/Dialect/Graph/GradientUtils.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -68,8 +69,8 @@ bool readsTrainedParameter(Value v) {
       auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
       if (!func)
         return true; // inside some region: be safe
-      if (func.getArgAttr(arg.getArgNumber(), "graph.param") &&
-          !func.getArgAttr(arg.getArgNumber(), "graph.not_trainable"))
+      if (func.getArgAttr(arg.getArgNumber(), graph::kParamAttr) &&
+          !func.getArgAttr(arg.getArgNumber(), graph::kNotTrainableAttr))
         return true;
       continue;
     }
@@ -82,14 +83,21 @@ bool readsTrainedParameter(Value v) {
   return false;
 }
 
+// One mask of a chain: an additive f32 tensor, or a Where's condition with its constant fill.
+struct MaskTerm {
+  Value value;              // the additive mask, or the condition
+  bool isWhere = false;
+  float fill = 0;           // Where: the fill,
+  bool fillIfTrue = false;  // written where the condition is true (else where it is false)
+};
+
 // One matched chain.
 struct AttentionChain {
   graph::MatMulOp scores;        // Q·Kᵀ
   graph::SoftmaxOp softmax;
   graph::MatMulOp product;       // P·V
   SmallVector<Operation *> ops;  // scale and mask ops, softmax side first
-  SmallVector<Value> addMasks;   // additive masks
-  SmallVector<std::pair<Value, std::pair<float, bool>>> whereMasks; // cond, (fill, fill if true)
+  SmallVector<MaskTerm> masks;   // softmax side first, as ops
   double scale = 1.0;
 };
 
@@ -146,7 +154,7 @@ std::optional<AttentionChain> matchChain(graph::SoftmaxOp softmax) {
       x = lhsChain ? lhs : rhs;
       if (!typeOf(mask).getElementType().isF32() || readsTrainedParameter(mask))
         return std::nullopt;
-      chain.addMasks.push_back(mask);
+      chain.masks.push_back({mask});
       continue;
     }
     if (auto where = dyn_cast<graph::WhereOp>(op)) {
@@ -162,7 +170,7 @@ std::optional<AttentionChain> matchChain(graph::SoftmaxOp softmax) {
         return std::nullopt;
       if (readsTrainedParameter(where.getCondition()))
         return std::nullopt;
-      chain.whereMasks.push_back({where.getCondition(), {*fill, fillIfTrue}});
+      chain.masks.push_back({where.getCondition(), true, *fill, fillIfTrue});
       x = fillIfTrue ? where.getY() : where.getX();
       continue;
     }
@@ -193,19 +201,16 @@ void fuse(AttentionChain &chain) {
   auto addTerm = [&](Value term) {
     mask = mask ? Value(b.create<graph::AddOp>(loc, mask, term)) : term;
   };
-  auto f32Scalar = [&](float value) -> Value {
-    auto type = RankedTensorType::get({}, b.getF32Type());
-    return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(type, value));
-  };
-  // chain.ops runs softmax side first; the masks were collected in the same order.
-  for (auto it = chain.whereMasks.rbegin(); it != chain.whereMasks.rend(); ++it) {
-    auto [cond, fill] = *it;
-    Value fillValue = f32Scalar(fill.first), zero = f32Scalar(0.0f);
-    addTerm(fill.second ? b.create<graph::WhereOp>(loc, cond, fillValue, zero).getResult()
-                        : b.create<graph::WhereOp>(loc, cond, zero, fillValue).getResult());
+  // chain.masks runs softmax side first: reversed, it is the program's order.
+  for (const MaskTerm &term : llvm::reverse(chain.masks)) {
+    if (!term.isWhere) {
+      addTerm(term.value);
+      continue;
+    }
+    Value fill = graph::scalarF32(b, loc, term.fill), zero = graph::scalarF32(b, loc, 0.0f);
+    addTerm(b.create<graph::WhereOp>(loc, term.value, term.fillIfTrue ? fill : zero,
+                                     term.fillIfTrue ? zero : fill));
   }
-  for (auto it = chain.addMasks.rbegin(); it != chain.addMasks.rend(); ++it)
-    addTerm(*it);
 
   // K = (Kᵀ)ᵀ. Exports make Kᵀ with a Transpose of the projected keys: one Transpose of that
   // op's input with the two permutations composed then gives K (one copy instead of two).
