@@ -93,7 +93,7 @@ class TinyGPT(nn.Module):
 
     def forward(self, idx, targets):
         b, t = idx.size()
-        pos = torch.arange(0, t, dtype=torch.long).unsqueeze(0)
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device).unsqueeze(0)
         x = self.drop(self.wte(idx) + self.wpe(pos))
         for block in self.blocks:
             x = block(x)

@@ -108,23 +108,8 @@ class SdpaAttention(gpt.CausalSelfAttention):
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
-class OnDeviceGPT(gpt.TinyGPT):
-    """The same GPT with its positions made on the inputs' device (the test model, written for
-    the CPU and the exporter, makes them on the CPU)."""
-
-    def forward(self, idx, targets):
-        pos = torch.arange(0, idx.size(1), dtype=torch.long, device=idx.device).unsqueeze(0)
-        x = self.drop(self.wte(idx) + self.wpe(pos))
-        for block in self.blocks:
-            x = block(x)
-        logits = self.lm_head(self.ln_f(x))
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
-        return loss, logits
-
-
 def torch_run(compiled, steps, idx, targets):
     gpt.CausalSelfAttention = SdpaAttention  # Block builds its attention from this name
-    gpt.TinyGPT = OnDeviceGPT
     model = periodic_model().cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=LR, fused=True)
     fn = torch.compile(model) if compiled else model
