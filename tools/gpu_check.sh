@@ -126,6 +126,32 @@ worst_rel() {
     awk '{d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d} END {printf "%.3g", w}'
 }
 
+# cpu_vs_cuda NAME TAG BUNDLE DATA TOLERANCE [TORCH_LOSSES]: BUNDLE trains 30 steps on the CPU
+# and on --device cuda (metrics and logs in $out/TAG_cpu.* and TAG_cuda.*); ok when the GPU ran
+# 30 steps within TOLERANCE (relative, every step) of the CPU. Reports the difference from
+# PyTorch's TORCH_LOSSES too, when given, and the GPU's time per step.
+cpu_vs_cuda() {
+  local name=$1 tag=$2 bundle=$3 data=$4 tolerance=$5 torch=${6:-} rc vs_cpu detail
+  timeout 300 "$sr" "$bundle" --steps 30 --data "$data" \
+    --metrics "$out/${tag}_cpu.jsonl" >"$out/${tag}_cpu.log" 2>&1
+  timeout 300 "$sr" "$bundle" --steps 30 --data "$data" --device cuda \
+    --metrics "$out/${tag}_cuda.jsonl" >"$out/${tag}_cuda.log" 2>&1
+  rc=$?
+  if [[ $rc -ne 0 ]]; then
+    report "$name" FAIL "rc $rc: $(tail -2 "$out/${tag}_cuda.log" | tr '\n' ' ')"
+    return
+  fi
+  vs_cpu=$(worst_rel "$out/${tag}_cuda.jsonl" "$out/${tag}_cpu.jsonl")
+  detail="vs the CPU worst rel $vs_cpu"
+  [[ -n $torch ]] && detail+=", vs PyTorch $(worst_rel "$out/${tag}_cuda.jsonl" "$torch")"
+  if [[ $(losses "$out/${tag}_cuda.jsonl" | wc -l) -eq 30 ]] &&
+     awk -v w="$vs_cpu" -v t="$tolerance" 'BEGIN {exit !(w <= t)}'; then
+    report "$name" ok "30 steps; $detail; $(grep -m1 'ms/step' "$out/${tag}_cuda.log" | sed 's/.*in //')"
+  else
+    report "$name" FAIL "$detail (tolerance $tolerance)"
+  fi
+}
+
 failures=0
 report() { # report NAME STATUS DETAIL
   printf '%-34s %s  %s\n' "$1" "$2" "$3"
@@ -234,54 +260,25 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
   # 1b. Training on the GPU: each 1-rank bundle 30 steps on --device cuda, against the same
   # run on the CPU (within 1e-5 per step) and PyTorch's losses; the device's measured memory
   # must be the plan's (shardrun fails otherwise).
-  local case_name case_bundle case_data case_torch vs_cpu vs_torch vs_one
+  local case_name case_bundle case_data case_torch vs_one
   for case_name in tiny_gpt mlp_classifier bert_encoder dropout_gpt; do
     case_bundle="$work/$case_name.shard" case_data="$work/torch_$case_name/data"
     case_torch="$work/torch_$case_name/losses.jsonl"
     if [[ $case_name == tiny_gpt ]]; then
       case_bundle="$work/one.shard" case_data=$data case_torch="$work/torch/losses.jsonl"
     fi
-    timeout 300 "$sr" "$case_bundle" --steps 30 --data "$case_data" \
-      --metrics "$out/${case_name}_cpu.jsonl" >"$out/${case_name}_cpu.log" 2>&1
-    timeout 300 "$sr" "$case_bundle" --steps 30 --data "$case_data" --device cuda \
-      --metrics "$out/${case_name}_cuda.jsonl" >"$out/${case_name}_cuda.log" 2>&1
-    rc=$?
-    if [[ $rc -ne 0 ]]; then
-      report "--device cuda, $case_name" FAIL "rc $rc: $(tail -2 "$out/${case_name}_cuda.log" | tr '\n' ' ')"
-      continue
-    fi
-    vs_cpu=$(worst_rel "$out/${case_name}_cuda.jsonl" "$out/${case_name}_cpu.jsonl")
-    vs_torch=$(worst_rel "$out/${case_name}_cuda.jsonl" "$case_torch")
-    if [[ $(losses "$out/${case_name}_cuda.jsonl" | wc -l) -eq 30 ]] &&
-       awk -v w="$vs_cpu" 'BEGIN {exit !(w <= 1e-5)}'; then
-      report "--device cuda, $case_name" ok "30 steps; vs the CPU worst rel $vs_cpu, vs PyTorch $vs_torch; $(grep -m1 'ms/step' "$out/${case_name}_cuda.log" | sed 's/.*in //')"
-    else
-      report "--device cuda, $case_name" FAIL "vs the CPU worst rel $vs_cpu"
-    fi
+    cpu_vs_cuda "--device cuda, $case_name" "$case_name" "$case_bundle" "$case_data" 1e-5 \
+      "$case_torch"
   done
 
   # 1c. bf16 (--precision bf16 bundles): 30 steps on --device cuda within 5e-3 (relative) of
   # the same bundle on the CPU: both round the same products' results to bf16, but a sum in a
   # different order can round to a neighbouring bf16 value.
   for case_name in tiny_gpt mlp_classifier bert_encoder; do
-    case_bundle="$work/${case_name}_bf16.shard" case_data="$work/torch_$case_name/data"
+    case_data="$work/torch_$case_name/data"
     [[ $case_name == tiny_gpt ]] && case_data=$data
-    timeout 300 "$sr" "$case_bundle" --steps 30 --data "$case_data" \
-      --metrics "$out/${case_name}_bf16_cpu.jsonl" >"$out/${case_name}_bf16_cpu.log" 2>&1
-    timeout 300 "$sr" "$case_bundle" --steps 30 --data "$case_data" --device cuda \
-      --metrics "$out/${case_name}_bf16_cuda.jsonl" >"$out/${case_name}_bf16_cuda.log" 2>&1
-    rc=$?
-    if [[ $rc -ne 0 ]]; then
-      report "--device cuda bf16, $case_name" FAIL "rc $rc: $(tail -2 "$out/${case_name}_bf16_cuda.log" | tr '\n' ' ')"
-      continue
-    fi
-    vs_cpu=$(worst_rel "$out/${case_name}_bf16_cuda.jsonl" "$out/${case_name}_bf16_cpu.jsonl")
-    if [[ $(losses "$out/${case_name}_bf16_cuda.jsonl" | wc -l) -eq 30 ]] &&
-       awk -v w="$vs_cpu" 'BEGIN {exit !(w <= 5e-3)}'; then
-      report "--device cuda bf16, $case_name" ok "30 steps; vs the CPU's bf16 run worst rel $vs_cpu"
-    else
-      report "--device cuda bf16, $case_name" FAIL "vs the CPU's bf16 run worst rel $vs_cpu"
-    fi
+    cpu_vs_cuda "--device cuda bf16, $case_name" "${case_name}_bf16" \
+      "$work/${case_name}_bf16.shard" "$case_data" 5e-3
   done
 
   # 4. Sharded on the one GPU: dp=2,tp=2,zero=3, 4 ranks as threads of one process (--comm
