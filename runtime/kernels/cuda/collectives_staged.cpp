@@ -10,6 +10,7 @@
 // The host buffers are the calling thread's (each rank runs its ops on its own thread) and
 // grow to the largest call, which the first step makes: no host allocation after it.
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cuda/cuda_common.cuh"
 #include "runtime/kernels/cuda/cuda_kernels.h"
 
 #include <cuda_runtime.h>
@@ -24,13 +25,6 @@ namespace {
 constexpr uint64_t kAlign = 64;
 
 uint64_t alignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-Status cudaStatus(const char *kernel, const char *what, cudaError_t error) {
-  if (error == cudaSuccess)
-    return Status::ok();
-  return Status::error(std::string(kernel) + ": " + what + ": " + cudaGetErrorName(error) +
-                       ": " + cudaGetErrorString(error));
-}
 
 // The calling thread's host buffer, 64-byte aligned, at least `bytes` long.
 unsigned char *hostStaging(uint64_t bytes) {

@@ -2,6 +2,13 @@
 
 namespace shardc::runtime::cuda {
 
+Status cudaStatus(const char *kernel, const char *what, cudaError_t error) {
+  if (error == cudaSuccess)
+    return Status::ok();
+  return Status::error(std::string(kernel) + ": " + what + " failed: " + cudaGetErrorName(error) +
+                       ": " + cudaGetErrorString(error));
+}
+
 Status toDeviceLoop(const char *kernel, const cpu::StridedLoop &loop, DeviceLoop *out) {
   const size_t rank = loop.dims.size();
   if (rank > static_cast<size_t>(kMaxLoopDims))

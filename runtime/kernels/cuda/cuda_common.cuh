@@ -19,6 +19,10 @@ inline cudaStream_t streamOf(const KernelArgs &args) {
   return static_cast<cudaStream_t>(args.stream);
 }
 
+// A CUDA runtime call's error as a Status naming the kernel and what it was doing
+// ("<kernel>: <what> failed: <error name>: <description>"); ok for cudaSuccess.
+Status cudaStatus(const char *kernel, const char *what, cudaError_t error);
+
 // The error of the launch just made (a bad configuration, a missing kernel image for this GPU)
 // as a Status naming the kernel. Errors inside the kernel surface at the next synchronisation.
 inline Status launchStatus(const char *kernel) {

@@ -19,14 +19,6 @@ namespace {
 // Moving elements needs their size only: the CPU kernels' visitor.
 using cpu::visitElementSize;
 
-// A CUDA runtime call's error as a Status naming the kernel.
-Status cudaStatus(const char *kernel, const char *what, cudaError_t error) {
-  if (error == cudaSuccess)
-    return Status::ok();
-  return Status::error(std::string(kernel) + ": " + what + " failed: " + cudaGetErrorName(error) +
-                       ": " + cudaGetErrorString(error));
-}
-
 // y[i] = x[offset of element i of the walk] (y contiguous).
 template <typename T>
 __global__ void gatherWalk(const T *__restrict__ x, T *__restrict__ y, DeviceLoop loop) {

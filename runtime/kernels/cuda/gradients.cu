@@ -16,14 +16,6 @@ namespace shardc::runtime::cuda {
 
 namespace {
 
-// A CUDA runtime call's error as a Status naming the kernel.
-Status cudaStatus(const char *kernel, const char *what, cudaError_t error) {
-  if (error == cudaSuccess)
-    return Status::ok();
-  return Status::error(std::string(kernel) + ": " + what + " failed: " + cudaGetErrorName(error) +
-                       ": " + cudaGetErrorString(error));
-}
-
 // ---- gelu_grad: the CPU's formulas (cpu/gradients_gelu.cpp), limits included ----------------
 
 struct GeluErfDerivative {

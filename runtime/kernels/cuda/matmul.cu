@@ -40,13 +40,6 @@ constexpr uint64_t kLtWorkspaceAlignment = 256;
 
 // ---- errors ------------------------------------------------------------------------------------
 
-Status cudaStatus(const char *kernel, const char *what, cudaError_t error) {
-  if (error == cudaSuccess)
-    return Status::ok();
-  return Status::error(std::string(kernel) + ": " + what + " failed: " + cudaGetErrorName(error) +
-                       ": " + cudaGetErrorString(error));
-}
-
 Status ltStatus(const char *kernel, const char *what, cublasStatus_t status) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return Status::ok();

@@ -17,14 +17,6 @@ namespace shardc::runtime::cuda {
 
 namespace {
 
-// A CUDA runtime call's error as a Status naming the kernel.
-Status cudaStatus(const char *kernel, const char *what, cudaError_t error) {
-  if (error == cudaSuccess)
-    return Status::ok();
-  return Status::error(std::string(kernel) + ": " + what + " failed: " + cudaGetErrorName(error) +
-                       ": " + cudaGetErrorString(error));
-}
-
 template <typename T> __global__ void fillImpl(T *__restrict__ y, int64_t n, T value) {
   SHARDC_GRID_STRIDE(i, n) { y[i] = value; }
 }
