@@ -24,6 +24,7 @@ weights on the same batches. Checks:
             probabilities in between, which the unfused products round)
   left      the GPT with attention dropout (between the softmax and V) is not fused: no
             attention call, and losses bit-identical to the run without the flag
+  refused   --fuse-attention with a value other than on or off: one usage line, exit 2
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
@@ -208,6 +209,15 @@ def check_left_alone(args, results):
     if isinstance(plain, str) or isinstance(flagged, str):
         results.append((False, f"dropout_gpt_static: {plain if isinstance(plain, str) else flagged}"))
         return
+    # A flag value other than on or off: one usage line, exit 2, nothing written.
+    bad = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o",
+                          os.path.join(work, "bad.shard"), "--fuse-attention", "yes"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = bad.stderr.strip().splitlines()
+    results.append((bad.returncode == 2 and len(lines) == 1 and
+                    "--fuse-attention 'yes': expected on or off" in lines[0] and
+                    not os.path.exists(os.path.join(work, "bad.shard")),
+                    f"--fuse-attention yes: exit {bad.returncode}, {lines!r}"))
     ok = flagged["kernels"].get("attention", 0) == 0 and flagged["loss_text"] == plain["loss_text"]
     results.append((ok, f"dropout_gpt_static (attention dropout): "
                         f"{flagged['kernels'].get('attention', 0)} attention calls, losses "
