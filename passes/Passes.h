@@ -6,6 +6,9 @@
 #include "mlir/Dialect/Mesh/IR/MeshDialect.h"
 #include "mlir/Pass/Pass.h"
 
+#include <functional>
+#include <optional>
+
 #include "shardc/Dialect/Graph/GraphDialect.h"
 
 namespace shardc {
@@ -31,6 +34,13 @@ inline constexpr llvm::StringLiteral kCommWorkspaceBytesAttr = "shardc.comm_work
 // On a graph result: it is written over the bytes of the graph input of the same name (state
 // the step updates in place; Binding.in_place in the program).
 inline constexpr llvm::StringLiteral kInPlaceAttr = "shardc.in_place";
+
+// The value of a parameter by its ONNX name (graph.param), when known.
+using ParameterValueFn = std::function<std::optional<mlir::DenseElementsAttr>(llvm::StringRef)>;
+// shardc-fuse-attention knowing the parameters' values: a mask computed from a frozen one (a
+// buffer that is neither trained nor updated, such as a causal mask) can then be recognised as
+// the causal rule, as one computed from constants always is.
+std::unique_ptr<mlir::Pass> createFuseAttention(ParameterValueFn parameterValue);
 
 } // namespace shardc
 

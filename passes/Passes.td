@@ -38,7 +38,9 @@ def FuseAttention : Pass<"shardc-fuse-attention", "mlir::func::FuncOp"> {
     graph.attention op with the masks summed into one f32 tensor of their broadcast shape;
     its gradient (graph.attention_grad) recomputes the probabilities, so no S x Sk tensor is
     kept for the backward pass. Chains with anything else in them (dropout, casts, a mask that
-    depends on a trained parameter) stay as they are.
+    depends on a trained parameter) stay as they are. A mask whose value is known at compile
+    time (constants; frozen buffers when the driver gives their values) and hides exactly the
+    causal rule's keys becomes the op's causal flag (`causal = true`, no mask operand).
 
     Before:
     ```mlir

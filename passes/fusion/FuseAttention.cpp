@@ -25,13 +25,23 @@
 // The result differs from the unfused ops by rounding: the scale is one f32 multiply and the
 // dot products are summed in another order.
 //
+// A mask whose value the compiler can compute (constants, and buffers the training step never
+// changes when the driver gives their values) and that hides exactly the causal rule's keys
+// (CausalMask.h) becomes the op's causal flag instead of a mask operand: exact, since no query
+// row is then fully hidden. Beside other masks only a -inf one does (a finite fill summed with
+// another mask's could hide a whole row, which the unfused softmax makes uniform over every key).
+//
 //===-------------------------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/fusion/CausalMask.h"
 
 #include "shardc/Dialect/Graph/GradientUtils.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
 
@@ -99,7 +109,24 @@ struct AttentionChain {
   SmallVector<Operation *> ops;  // scale and mask ops, softmax side first
   SmallVector<MaskTerm> masks;   // softmax side first, as ops
   double scale = 1.0;
+  bool causal = false;           // masks that were the causal rule are gone from `masks`,
+  SmallVector<Value> causalMasks; // into here
 };
+
+// Erases `op` when nothing reads it and it has no effects, then what only it read; `erased`
+// holds what is gone already.
+void eraseIfUnread(Operation *op, llvm::DenseSet<Operation *> &erased) {
+  if (erased.contains(op) || !op->use_empty() || !isPure(op))
+    return;
+  SmallVector<Operation *> producers;
+  for (Value operand : op->getOperands())
+    if (Operation *producer = operand.getDefiningOp())
+      producers.push_back(producer);
+  erased.insert(op);
+  op->erase();
+  for (Operation *producer : producers)
+    eraseIfUnread(producer, erased);
+}
 
 std::optional<AttentionChain> matchChain(graph::SoftmaxOp softmax) {
   AttentionChain chain;
@@ -193,6 +220,32 @@ std::optional<AttentionChain> matchChain(graph::SoftmaxOp softmax) {
   return chain;
 }
 
+// Replaces the masks that hide exactly the causal rule's keys by the causal flag: all of them
+// when they are the only masks, else those that hide with -inf.
+void takeCausalMasks(AttentionChain &chain, const fusion::FrozenArgumentValue &frozen) {
+  ArrayRef<int64_t> scores = typeOf(chain.softmax.getOutput()).getShape();
+  const int64_t queries = scores[scores.size() - 2], keys = scores.back();
+  SmallVector<fusion::CausalHiding> hiding;
+  for (const MaskTerm &term : chain.masks) {
+    std::optional<DenseElementsAttr> value = fusion::evaluateMask(term.value, frozen);
+    hiding.push_back(!value ? fusion::CausalHiding::None
+                     : term.isWhere
+                         ? fusion::whereCausalHiding(*value, term.fillIfTrue, term.fill, queries, keys)
+                         : fusion::additiveCausalHiding(*value, queries, keys));
+  }
+  const bool onlyCausal = llvm::all_of(
+      hiding, [](fusion::CausalHiding h) { return h != fusion::CausalHiding::None; });
+  SmallVector<MaskTerm> kept;
+  for (auto [term, h] : llvm::zip(chain.masks, hiding)) {
+    if (h == fusion::CausalHiding::NegInf || (onlyCausal && h == fusion::CausalHiding::Finite)) {
+      chain.causal = true;
+      chain.causalMasks.push_back(term.value);
+    } else
+      kept.push_back(term);
+  }
+  chain.masks = std::move(kept);
+}
+
 void fuse(AttentionChain &chain) {
   OpBuilder b(chain.product);
   Location loc = chain.product.getLoc();
@@ -240,38 +293,79 @@ void fuse(AttentionChain &chain) {
   auto lseType = RankedTensorType::get(lseShape, b.getF32Type());
   auto attention = b.create<graph::AttentionOp>(
       chain.softmax.getLoc(), TypeRange{outType, lseType}, q, k, v, mask,
-      b.getF32FloatAttr(static_cast<float>(chain.scale)), b.getBoolAttr(false));
-  // The chain's constants (scales, fills) that nothing else reads go with it.
-  llvm::SetVector<Operation *> constants;
+      b.getF32FloatAttr(static_cast<float>(chain.scale)), b.getBoolAttr(chain.causal));
+  // What the chain read besides itself (the scales' and fills' constants, the causal masks'
+  // computations) goes with it when nothing else reads it.
+  llvm::SetVector<Operation *> producers;
   for (Operation *op : chain.ops)
     for (Value operand : op->getOperands())
-      if (auto constant = operand.getDefiningOp<graph::ConstantOp>())
-        constants.insert(constant);
-  chain.product.getResult().replaceAllUsesWith(attention.getOutput());
-  chain.product.erase();
-  chain.softmax.erase();
-  for (Operation *op : chain.ops)
+      if (Operation *producer = operand.getDefiningOp())
+        producers.insert(producer);
+  for (Value causalMask : chain.causalMasks)
+    if (Operation *producer = causalMask.getDefiningOp())
+      producers.insert(producer);
+  llvm::DenseSet<Operation *> erased;
+  auto erase = [&](Operation *op) {
+    erased.insert(op);
     op->erase();
-  Operation *scores = chain.scores;
-  scores->erase();
+  };
+  chain.product.getResult().replaceAllUsesWith(attention.getOutput());
+  erase(chain.product);
+  erase(chain.softmax);
+  for (Operation *op : chain.ops)
+    erase(op);
+  erase(chain.scores);
   if (inner && inner->use_empty())
-    inner->erase();
-  for (Operation *constant : constants)
-    if (constant->use_empty())
-      constant->erase();
+    erase(inner);
+  for (Operation *producer : producers)
+    eraseIfUnread(producer, erased);
+}
+
+// The values of `func`'s frozen arguments: parameters marked not trainable that no result
+// updates (graph.buffer), by `parameterValue`.
+fusion::FrozenArgumentValue frozenArguments(func::FuncOp func,
+                                            const ParameterValueFn &parameterValue) {
+  if (!parameterValue)
+    return nullptr;
+  llvm::StringSet<> updated;
+  for (unsigned r = 0; r < func.getNumResults(); ++r)
+    if (auto name = func.getResultAttrOfType<StringAttr>(r, graph::kBufferAttr))
+      updated.insert(name.getValue());
+  return [func, parameterValue, updated](BlockArgument arg) -> std::optional<DenseElementsAttr> {
+    func::FuncOp f = func;
+    if (arg.getOwner() != &f.getBody().front())
+      return std::nullopt;
+    const unsigned i = arg.getArgNumber();
+    auto name = f.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
+    if (!name || !f.getArgAttr(i, graph::kNotTrainableAttr) || updated.contains(name.getValue()))
+      return std::nullopt;
+    return parameterValue(name.getValue());
+  };
 }
 
 struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
   using FuseAttentionBase::FuseAttentionBase;
+  explicit FuseAttentionPass(ParameterValueFn parameterValue)
+      : parameterValue_(std::move(parameterValue)) {}
 
   void runOnOperation() override {
+    fusion::FrozenArgumentValue frozen = frozenArguments(getOperation(), parameterValue_);
     SmallVector<graph::SoftmaxOp> softmaxes;
     getOperation().walk([&](graph::SoftmaxOp op) { softmaxes.push_back(op); });
     for (graph::SoftmaxOp softmax : softmaxes)
-      if (std::optional<AttentionChain> chain = matchChain(softmax))
+      if (std::optional<AttentionChain> chain = matchChain(softmax)) {
+        takeCausalMasks(*chain, frozen);
         fuse(*chain);
+      }
   }
+
+private:
+  ParameterValueFn parameterValue_;
 };
 
 } // namespace
+
+std::unique_ptr<Pass> createFuseAttention(ParameterValueFn parameterValue) {
+  return std::make_unique<FuseAttentionPass>(std::move(parameterValue));
+}
 } // namespace shardc

@@ -82,7 +82,8 @@ int64_t bytesOf(Value v) {
   return t.getNumElements() * static_cast<int64_t>(runtimeElementSize(t.getElementType()));
 }
 
-// Multiply-adds x 2 of a matrix product (0 for other ops): what recomputing it costs.
+// Multiply-adds x 2 of a matrix product or a fused attention's two (0 for other ops): what
+// recomputing it costs.
 int64_t productFlops(Operation *op) {
   if (auto mm = dyn_cast<graph::MatMulOp>(op)) {
     auto a = cast<RankedTensorType>(mm.getOperand(0).getType());
@@ -93,6 +94,13 @@ int64_t productFlops(Operation *op) {
     auto a = cast<RankedTensorType>(gemm.getOperand(0).getType());
     int64_t k = gemm.getTransA() ? a.getDimSize(0) : a.getDimSize(1);
     return 2 * numel(gemm->getResult(0)) * k;
+  }
+  if (auto attention = dyn_cast<graph::AttentionOp>(op)) {
+    // [..., S, D]·[..., D, Sk] is 2·(q's elements)·Sk; [..., S, Sk]·[..., Sk, Dv] is
+    // 2·(output's elements)·Sk.
+    auto k = cast<RankedTensorType>(attention.getK().getType());
+    const int64_t keys = k.getDimSize(k.getRank() - 2);
+    return 2 * (numel(attention.getQ()) + numel(attention.getOutput())) * keys;
   }
   return 0;
 }

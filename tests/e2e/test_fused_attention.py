@@ -11,6 +11,9 @@ weights on the same batches. Checks:
 
   fused     plan.txt's program has one `attention` and one `attention_grad` call per
             attention layer of the model, and no `softmax` left where every layer was fused
+  causal    the GPT's and the Llama's causal masks (a buffer sliced and compared, an additive
+            -inf buffer) become the attention op's causal flag (no mask operand; the kernels
+            skip the hidden keys); BERT's padding mask stays a mask (shardc --emit=mlir)
   pytorch   every step's loss within 1e-5 (relative) of PyTorch's (train_reference.py), the
             training tests' tolerance
   unfused   every step's loss within 1e-5 (relative) of the unfused step's
@@ -43,8 +46,8 @@ import e2e_util  # noqa: E402
 LR = 1e-3
 STATIC_BATCH = 8
 RTOL = 1e-5
-# (model, attention layers)
-MODELS_FUSED = [("tiny_gpt", 2), ("bert_encoder", 2), ("llama_decoder", 2)]
+# (model, attention layers, whether its mask is the causal rule)
+MODELS_FUSED = [("tiny_gpt", 2, True), ("bert_encoder", 2, False), ("llama_decoder", 2, True)]
 
 
 def losses_of(path):
@@ -94,7 +97,17 @@ def measured_is_planned(run):
     return bool(run["peaks"]) and all(p == m for p, m in run["peaks"])
 
 
-def check_model(model, layers, style, args, results):
+def attention_flags(args, model_dir):
+    """(causal, masked) counts of the fused graph's attention ops (shardc --emit=mlir)."""
+    res = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--emit=mlir",
+                          "--fuse-attention", "on", *e2e_util.input_shape_flags(model_dir)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ops = re.findall(r"graph\.attention (%[^{]*)\{causal = (true|false)", res.stdout)
+    return (sum(causal == "true" for _, causal in ops),
+            sum(operands.count("%") == 4 for operands, _ in ops))
+
+
+def check_model(model, layers, causal, style, args, results):
     name = f"{model}_{style}"
     work = os.path.join(args.work, name)
     model_dir = e2e_util.export_test_model(
@@ -115,6 +128,13 @@ def check_model(model, layers, style, args, results):
     results.append((ok, f"{name} fused: attention {k.get('attention', 0)}, attention_grad "
                         f"{k.get('attention_grad', 0)}, softmax {k.get('softmax', 0)} calls "
                         f"(expected {layers}, {layers}, 0)"))
+    # The causal masks (a buffer sliced to the sequence and compared, an additive -inf
+    # buffer) become the op's causal flag and no mask operand; a padding mask stays a mask.
+    causal_ops, masked_ops = attention_flags(args, model_dir)
+    expected = (layers, 0) if causal else (0, layers)
+    results.append(((causal_ops, masked_ops) == expected,
+                    f"{name} causal: {causal_ops} causal attention ops, {masked_ops} with a mask "
+                    f"operand (expected {expected[0]}, {expected[1]})"))
     vs_torch, vs_plain = worst_rel(fused["losses"], reference), worst_rel(fused["losses"],
                                                                            plain["losses"])
     results.append((vs_torch <= RTOL and len(fused["losses"]) == args.steps,
@@ -234,9 +254,9 @@ def main():
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     results = []
-    for model, layers in MODELS_FUSED:
+    for model, layers, causal in MODELS_FUSED:
         for style in ["static", "dynamic"]:
-            got = check_model(model, layers, style, args, results)
+            got = check_model(model, layers, causal, style, args, results)
             if got and model == "tiny_gpt" and style == "static":
                 model_dir, data, fused = got
                 check_sharded(args, model_dir, data, fused, results)

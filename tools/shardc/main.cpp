@@ -18,6 +18,7 @@
 #include "passes/Passes.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Lowering/Bundle.h"
+#include "shardc/Lowering/ConstantEvaluator.h"
 #include "shardc/Lowering/ProgramEmitter.h"
 #include "shardc/Lowering/RankPrograms.h"
 #include "shardc/Lowering/StepCost.h"
@@ -63,6 +64,19 @@ std::string describeLossOutput(mlir::func::FuncOp func) {
   return "";
 }
 
+// A float parameter's value from the importer's weights, for shardc-fuse-attention to tell a
+// causal mask buffer; none for a large one (it would be copied into the IR's attributes).
+std::optional<mlir::DenseElementsAttr> frozenMaskValue(const WeightStore &weights,
+                                                       llvm::StringRef name) {
+  const WeightTensor *tensor = weights.find(name.str());
+  if (!tensor || !tensor->present || !tensor->type.getElementType().isF32() ||
+      tensor->bytes.size() > static_cast<size_t>(kMaxFoldedConstantBytes))
+    return std::nullopt;
+  llvm::ArrayRef<float> values(reinterpret_cast<const float *>(tensor->bytes.data()),
+                               tensor->bytes.size() / sizeof(float));
+  return mlir::DenseElementsAttr::get(tensor->type, values);
+}
+
 // Imports the model with the user's input shapes: the global batch.
 mlir::FailureOr<onnx_import::ImportedModel>
 importModel(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &errors) {
@@ -84,7 +98,10 @@ importModel(mlir::MLIRContext &ctx, const Options &opts, FirstErrorCollector &er
   // start from the fused graph.
   if (opts.fuseAttention) {
     mlir::PassManager pm(&ctx);
-    pm.nest<mlir::func::FuncOp>().addPass(createFuseAttention());
+    pm.nest<mlir::func::FuncOp>().addPass(createFuseAttention(
+        [&weights = imported->weights](llvm::StringRef name) {
+          return frozenMaskValue(weights, name);
+        }));
     if (mlir::failed(pm.run(imported->module.get()))) {
       printError(errors.hasError() ? errors.message()
                                    : opts.model + ": shardc-fuse-attention failed");
