@@ -2,10 +2,10 @@
 
     /usr/bin/python3 tools/bench/train_throughput.py --shardc build/tools/shardc/shardc \
         --shardrun build/tools/shardrun/shardrun --work /tmp/bench [--steps 20] [--threads 2] \
-        [--bf16]
+        [--bf16] [--fused] [--seq T]
 
-Model: the test GPT (tests/models/export_tiny_gpt.py) at d=256, 4 layers, 4 heads, T=128,
-B=8, vocabulary 2048; AdamW (PyTorch defaults, lr 1e-3); the same weights (read from the ONNX
+Model: the test GPT (tests/models/export_tiny_gpt.py) at d=256, 4 layers, 4 heads, T=128
+(--seq), B=8, vocabulary 2048; AdamW (PyTorch defaults, lr 1e-3); the same weights (read from the ONNX
 export) and the same batches on both sides. PyTorch runs in this process with
 torch.set_num_threads(THREADS); shardrun runs `--steps` with `--threads THREADS` and reports
 each step's time in its metrics. The first WARMUP steps are excluded; medians are reported,
@@ -14,6 +14,8 @@ With --bf16 the same run also times `shardc --precision bf16` and PyTorch under 
 (torch.autocast("cpu", dtype=torch.bfloat16): its matrix products in bf16, the rest f32), and
 reports the four side by side: bf16 against PyTorch's bf16, and each side's bf16 against its
 own fp32.
+With --fused the same run also times `shardc --fuse-attention on` (fp32; the GPT's causal mask
+buffer becomes the fused op's causal flag) against shardc's unfused step.
 Not a test: timings on a shared machine are noisy, run it on a quiet one.
 """
 
@@ -38,11 +40,11 @@ WARMUP = 3
 LR = 1e-3
 
 
-def configure_model():
+def configure_model(seq):
     # The test GPT reads its sizes from module constants when it is built: set the
     # benchmark's before building it.
-    gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL, gpt.N_LAYER, gpt.N_HEAD = 2048, 128, 256, 4, 4
-    gpt.BATCH, gpt.SEQ = 8, 128
+    gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL, gpt.N_LAYER, gpt.N_HEAD = 2048, seq, 256, 4, 4
+    gpt.BATCH, gpt.SEQ = 8, seq
 
 
 def torch_step_times(model_dir, data, steps, threads, bf16=False):
@@ -76,8 +78,11 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--bf16", action="store_true",
                    help="also time shardc --precision bf16 and PyTorch's CPU autocast bf16")
+    p.add_argument("--fused", action="store_true",
+                   help="also time shardc --fuse-attention on (fp32)")
+    p.add_argument("--seq", type=int, default=128, help="sequence length T")
     args = p.parse_args()
-    configure_model()
+    configure_model(args.seq)
     model_dir = os.path.join(args.work, "model")
     data_dir = os.path.join(args.work, "data")
     os.makedirs(data_dir, exist_ok=True)
@@ -87,24 +92,30 @@ def main():
         np.save(os.path.join(data_dir, name + ".npy"), value)
 
     runs = {}  # name -> (step times after the warm-up, losses)
-    for precision in ["fp32"] + (["bf16"] if args.bf16 else []):
-        bundle = os.path.join(args.work, f"model_{precision}.shard")
+
+    def time_shardc(name, flags):
+        bundle = os.path.join(args.work, name.replace(" ", "_") + ".shard")
         subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", "train",
-                        "--precision", precision, "-o", bundle], check=True)
-        metrics = os.path.join(args.work, f"metrics_{precision}.jsonl")
+                        *flags, "-o", bundle], check=True)
+        metrics = bundle + ".jsonl"
         subprocess.run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data_dir,
                         "--lr", str(LR), "--threads", str(args.threads), "--metrics", metrics],
                        check=True)
         ours = [json.loads(line) for line in open(metrics)]
-        runs[f"shardc {precision}"] = ([m["step_time_ms"] / 1000.0 for m in ours][WARMUP:],
-                                       [m["loss"] for m in ours])
+        runs[name] = ([m["step_time_ms"] / 1000.0 for m in ours][WARMUP:],
+                      [m["loss"] for m in ours])
+
+    for precision in ["fp32"] + (["bf16"] if args.bf16 else []):
+        time_shardc(f"shardc {precision}", ["--precision", precision])
         times, losses = torch_step_times(model_dir, data, args.steps, args.threads,
                                          bf16=precision == "bf16")
         runs[f"PyTorch {precision}"] = (times[WARMUP:], losses)
+    if args.fused:
+        time_shardc("shardc fused", ["--fuse-attention", "on"])
 
     tokens = gpt.BATCH * gpt.SEQ
     tps = {name: tokens / statistics.median(times) for name, (times, _) in runs.items()}
-    print(f"GPT d=256 L=4 H=4 T=128 B=8 V=2048, AdamW, {args.steps} steps "
+    print(f"GPT d=256 L=4 H=4 T={gpt.SEQ} B=8 V=2048, AdamW, {args.steps} steps "
           f"({WARMUP} warm-up excluded), {args.threads} threads")
     for name, (times, _) in runs.items():
         print(f"  {name:13s}: median step {statistics.median(times) * 1e3:8.1f} ms, "
@@ -124,6 +135,10 @@ def main():
               f"shardc widens it to f32)")
         print(f"  ratio bf16 / fp32: shardc {tps['shardc bf16'] / tps['shardc fp32']:.3f}, "
               f"PyTorch {tps['PyTorch bf16'] / tps['PyTorch fp32']:.3f}")
+    if args.fused:
+        print(f"  ratio shardc fused / shardc fp32: {tps['shardc fused'] / tps['shardc fp32']:.3f}"
+              f"; against PyTorch fp32 {tps['shardc fused'] / tps['PyTorch fp32']:.3f}; max loss "
+              f"relative difference from the unfused step {drift('shardc fused', 'shardc fp32'):.2e}")
 
 
 if __name__ == "__main__":
