@@ -29,7 +29,9 @@
 // changes when the driver gives their values) and that hides exactly the causal rule's keys
 // (CausalMask.h) becomes the op's causal flag instead of a mask operand: exact, since no query
 // row is then fully hidden. Beside other masks only a -inf one does (a finite fill summed with
-// another mask's could hide a whole row, which the unfused softmax makes uniform over every key).
+// another mask's could hide a whole row, which the unfused softmax makes uniform over every key);
+// the kernels then hide those keys whatever the other masks add there (+inf or NaN, which an
+// additive -inf mask would have turned into NaN, included).
 //
 //===-------------------------------------------------------------------------------------===//
 #include "passes/Passes.h"
