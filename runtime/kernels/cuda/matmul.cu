@@ -17,10 +17,10 @@
 #include "runtime/kernels/cpu/workspace.h"
 #include "runtime/kernels/cuda/cuda_common.cuh"
 #include "runtime/kernels/cuda/cuda_kernels.h"
-
-#include <cublasLt.h>
+#include "runtime/kernels/cuda/cublaslt_library.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -38,13 +38,23 @@ namespace {
 constexpr uint64_t kLtWorkspaceBytes = 32ull << 20;
 constexpr uint64_t kLtWorkspaceAlignment = 256;
 
-// ---- errors ------------------------------------------------------------------------------------
+// ---- the library and its errors ----------------------------------------------------------------
+
+// cuBLASLt's functions. Every kernel opens the library in ltHandle (or fails there) before it
+// calls any of them, so here it is open.
+const CublasLtLibrary &lib() {
+  const CublasLtLibrary *library = nullptr;
+  const Status opened = openCublasLt("matmul", &library);
+  assert(opened.isOk() && library != nullptr);
+  (void)opened;
+  return *library;
+}
 
 Status ltStatus(const char *kernel, const char *what, cublasStatus_t status) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return Status::ok();
   return Status::error(std::string(kernel) + ": " + what + " failed: " +
-                       cublasLtGetStatusName(status) + ": " + cublasLtGetStatusString(status));
+                       lib().GetStatusName(status) + ": " + lib().GetStatusString(status));
 }
 
 // ---- the handle --------------------------------------------------------------------------------
@@ -53,13 +63,15 @@ Status ltStatus(const char *kernel, const char *what, cublasStatus_t status) {
 // thread_local destructor could run after the CUDA runtime has shut down at process exit, and a
 // handle is small.
 Status ltHandle(const char *kernel, int *deviceOut, cublasLtHandle_t *out) {
+  const CublasLtLibrary *library = nullptr;
+  SHARDC_RETURN_IF_ERROR(openCublasLt(kernel, &library));
   int device = 0;
   SHARDC_RETURN_IF_ERROR(cudaStatus(kernel, "cudaGetDevice", cudaGetDevice(&device)));
   thread_local std::unordered_map<int, cublasLtHandle_t> handles;
   auto it = handles.find(device);
   if (it == handles.end()) {
     cublasLtHandle_t handle = nullptr;
-    SHARDC_RETURN_IF_ERROR(ltStatus(kernel, "cublasLtCreate", cublasLtCreate(&handle)));
+    SHARDC_RETURN_IF_ERROR(ltStatus(kernel, "cublasLtCreate", lib().Create(&handle)));
     it = handles.emplace(device, handle).first;
   }
   *deviceOut = device;
@@ -73,21 +85,21 @@ struct MatmulDesc {
   cublasLtMatmulDesc_t desc = nullptr;
   ~MatmulDesc() {
     if (desc)
-      cublasLtMatmulDescDestroy(desc);
+      lib().MatmulDescDestroy(desc);
   }
 };
 struct Layout {
   cublasLtMatrixLayout_t layout = nullptr;
   ~Layout() {
     if (layout)
-      cublasLtMatrixLayoutDestroy(layout);
+      lib().MatrixLayoutDestroy(layout);
   }
 };
 struct Preference {
   cublasLtMatmulPreference_t pref = nullptr;
   ~Preference() {
     if (pref)
-      cublasLtMatmulPreferenceDestroy(pref);
+      lib().MatmulPreferenceDestroy(pref);
   }
 };
 
@@ -134,18 +146,18 @@ struct LtContext {
 Status makeLayout(const char *kernel, DType dtype, int64_t rows, int64_t cols, int64_t ld,
                   int64_t batch, int64_t stride, Layout *out) {
   SHARDC_RETURN_IF_ERROR(ltStatus(kernel, "cublasLtMatrixLayoutCreate",
-                                  cublasLtMatrixLayoutCreate(&out->layout, cudaType(dtype),
+                                  lib().MatrixLayoutCreate(&out->layout, cudaType(dtype),
                                                              static_cast<uint64_t>(rows),
                                                              static_cast<uint64_t>(cols), ld)));
   if (batch > 1) {
     const int32_t count = static_cast<int32_t>(batch);
     SHARDC_RETURN_IF_ERROR(ltStatus(
         kernel, "cublasLtMatrixLayoutSetAttribute",
-        cublasLtMatrixLayoutSetAttribute(out->layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+        lib().MatrixLayoutSetAttribute(out->layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                          sizeof(count))));
     SHARDC_RETURN_IF_ERROR(ltStatus(
         kernel, "cublasLtMatrixLayoutSetAttribute",
-        cublasLtMatrixLayoutSetAttribute(out->layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+        lib().MatrixLayoutSetAttribute(out->layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                          &stride, sizeof(stride))));
   }
   return Status::ok();
@@ -173,14 +185,14 @@ Status runProduct(const char *kernel, const LtContext &lt, const Product &p) {
 
   MatmulDesc desc;
   SHARDC_RETURN_IF_ERROR(ltStatus(kernel, "cublasLtMatmulDescCreate",
-                                  cublasLtMatmulDescCreate(&desc.desc, CUBLAS_COMPUTE_32F,
+                                  lib().MatmulDescCreate(&desc.desc, CUBLAS_COMPUTE_32F,
                                                            CUDA_R_32F)));
   SHARDC_RETURN_IF_ERROR(ltStatus(
       kernel, "cublasLtMatmulDescSetAttribute",
-      cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opLtA, sizeof(opLtA))));
+      lib().MatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opLtA, sizeof(opLtA))));
   SHARDC_RETURN_IF_ERROR(ltStatus(
       kernel, "cublasLtMatmulDescSetAttribute",
-      cublasLtMatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opLtB, sizeof(opLtB))));
+      lib().MatmulDescSetAttribute(desc.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opLtB, sizeof(opLtB))));
   Layout layoutLtA, layoutLtB, layoutY;
   SHARDC_RETURN_IF_ERROR(
       makeLayout(kernel, p.abType, rowsB, colsB, rowsB, p.batch, p.strideB, &layoutLtA));
@@ -201,11 +213,11 @@ Status runProduct(const char *kernel, const LtContext &lt, const Product &p) {
   if (it == cache.end()) {
     Preference pref;
     SHARDC_RETURN_IF_ERROR(ltStatus(kernel, "cublasLtMatmulPreferenceCreate",
-                                    cublasLtMatmulPreferenceCreate(&pref.pref)));
+                                    lib().MatmulPreferenceCreate(&pref.pref)));
     const uint64_t workspaceBytes = kLtWorkspaceBytes;
     SHARDC_RETURN_IF_ERROR(ltStatus(
         kernel, "cublasLtMatmulPreferenceSetAttribute",
-        cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+        lib().MatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &workspaceBytes, sizeof(workspaceBytes))));
     // Batch members and tensors at odd offsets may be less aligned than cuBLASLt's default
     // assumption (256 bytes); say what they are so it picks an algorithm that reads them.
@@ -218,13 +230,13 @@ Status runProduct(const char *kernel, const LtContext &lt, const Product &p) {
     for (const auto &[attribute, bytes] : alignments)
       SHARDC_RETURN_IF_ERROR(
           ltStatus(kernel, "cublasLtMatmulPreferenceSetAttribute",
-                   cublasLtMatmulPreferenceSetAttribute(pref.pref, attribute, &bytes,
+                   lib().MatmulPreferenceSetAttribute(pref.pref, attribute, &bytes,
                                                         sizeof(bytes))));
     cublasLtMatmulHeuristicResult_t result = {};
     int found = 0;
     SHARDC_RETURN_IF_ERROR(ltStatus(
         kernel, "cublasLtMatmulAlgoGetHeuristic",
-        cublasLtMatmulAlgoGetHeuristic(lt.handle, desc.desc, layoutLtA.layout, layoutLtB.layout,
+        lib().MatmulAlgoGetHeuristic(lt.handle, desc.desc, layoutLtA.layout, layoutLtB.layout,
                                        layoutY.layout, layoutY.layout, pref.pref, 1, &result,
                                        &found)));
     if (found < 1)
@@ -238,7 +250,7 @@ Status runProduct(const char *kernel, const LtContext &lt, const Product &p) {
   }
   // C is y itself: gemm's c is already there (beta scales it); with beta 0 it is not read.
   return ltStatus(kernel, "cublasLtMatmul",
-                  cublasLtMatmul(lt.handle, desc.desc, &p.alpha, p.b, layoutLtA.layout, p.a,
+                  lib().Matmul(lt.handle, desc.desc, &p.alpha, p.b, layoutLtA.layout, p.a,
                                  layoutLtB.layout, &p.beta, p.y, layoutY.layout, p.y,
                                  layoutY.layout, &it->second, lt.workspace, kLtWorkspaceBytes,
                                  lt.stream));
