@@ -162,10 +162,13 @@ LogicalResult decodeTensor(MLIRContext &ctx, const onnx::TensorProto &tensor,
 }
 
 DenseElementsAttr toElementsAttr(const DecodedTensor &tensor) {
+  return toElementsAttr(tensor.type, tensor.bytes);
+}
+
+DenseElementsAttr toElementsAttr(RankedTensorType type, llvm::ArrayRef<char> bytes) {
   using namespace llvm::support;
-  RankedTensorType type = tensor.type;
   Type element = type.getElementType();
-  const char *p = tensor.bytes.data();
+  const char *p = bytes.data();
   int64_t n = type.getNumElements();
   if (element.isF32()) {
     std::vector<float> values(n);

@@ -44,6 +44,8 @@ mlir::LogicalResult decodeTensor(mlir::MLIRContext &ctx, const onnx::TensorProto
 
 // The values of a present DecodedTensor as an attribute (bool as i1).
 mlir::DenseElementsAttr toElementsAttr(const DecodedTensor &tensor);
+// The same from a type and its little-endian, row-major bytes (a WeightStore tensor's).
+mlir::DenseElementsAttr toElementsAttr(mlir::RankedTensorType type, llvm::ArrayRef<char> bytes);
 
 } // namespace shardc::onnx_import
 

@@ -24,16 +24,6 @@ namespace {
 // computation is left to run at runtime.
 constexpr size_t kMaxMaskOps = 64;
 
-// Whether `mask` has the scores' last two dims [S, Sk] (any leading dims: each [S, Sk] slice
-// is checked) and S <= Sk. With S > Sk the first query rows would have every key hidden, where
-// a -inf mask gives NaN and a finite one a uniform row: the causal flag promises neither.
-bool hasScoreSlices(DenseElementsAttr mask, int64_t queries, int64_t keys) {
-  auto type = cast<RankedTensorType>(mask.getType());
-  const int64_t rank = type.getRank();
-  return rank >= 2 && type.getDimSize(rank - 2) == queries && type.getDimSize(rank - 1) == keys &&
-         queries <= keys;
-}
-
 bool hiddenByCausalRule(int64_t i, int64_t j, int64_t shift) { return j > i + shift; }
 
 bool isLargeNegative(float value) { return value <= -std::ldexp(1.0f, 100); }
@@ -52,6 +42,13 @@ bool everyElement(int64_t count, int64_t queries, int64_t keys, Check check) {
 }
 
 } // namespace
+
+bool hasScoreSlices(Type mask, int64_t queries, int64_t keys) {
+  auto type = dyn_cast<RankedTensorType>(mask);
+  const int64_t rank = type ? type.getRank() : 0;
+  return rank >= 2 && type.getDimSize(rank - 2) == queries && type.getDimSize(rank - 1) == keys &&
+         queries <= keys;
+}
 
 std::optional<DenseElementsAttr> evaluateMask(Value v, const FrozenArgumentValue &frozen) {
   if (std::optional<DenseElementsAttr> constant = getConstantValue(v))
@@ -99,9 +96,9 @@ std::optional<DenseElementsAttr> evaluateMask(Value v, const FrozenArgumentValue
     clones.push_back(b.clone(*op, copies));
   auto result = b.create<func::ReturnOp>(loc, copies.lookup(v));
   for (Operation *clone : clones) {
-    bool folded = false;
     if (isa<graph::ConstantOp>(clone))
       continue;
+    bool folded = false;
     if (failed(tryFoldToConstants(clone, folded)) || !folded)
       return std::nullopt;
   }
@@ -109,7 +106,7 @@ std::optional<DenseElementsAttr> evaluateMask(Value v, const FrozenArgumentValue
 }
 
 CausalHiding additiveCausalHiding(DenseElementsAttr mask, int64_t queries, int64_t keys) {
-  if (!mask.getElementType().isF32() || !hasScoreSlices(mask, queries, keys))
+  if (!mask.getElementType().isF32() || !hasScoreSlices(mask.getType(), queries, keys))
     return CausalHiding::None;
   const SmallVector<float> values = llvm::to_vector(mask.getValues<float>());
   bool allInfinite = true;
@@ -128,7 +125,7 @@ CausalHiding additiveCausalHiding(DenseElementsAttr mask, int64_t queries, int64
 CausalHiding whereCausalHiding(DenseElementsAttr condition, bool fillIfTrue, float fill,
                                int64_t queries, int64_t keys) {
   if (!condition.getElementType().isInteger(1) || !isLargeNegative(fill) ||
-      !hasScoreSlices(condition, queries, keys))
+      !hasScoreSlices(condition.getType(), queries, keys))
     return CausalHiding::None;
   const SmallVector<bool> values = llvm::to_vector(condition.getValues<bool>());
   bool causal = everyElement(condition.getNumElements(), queries, keys, [&](bool hidden, int64_t e) {

@@ -12,8 +12,10 @@
 #define SHARDC_PASSES_FUSION_CAUSALMASK_H
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Types.h"
 #include "mlir/IR/Value.h"
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 
@@ -22,6 +24,12 @@ namespace shardc::fusion {
 // The value of a frozen parameter argument (a buffer the training step never changes), or
 // nullopt when it is not known.
 using FrozenArgumentValue = std::function<std::optional<mlir::DenseElementsAttr>(mlir::BlockArgument)>;
+
+// Whether a mask of type `mask` can be the causal rule of scores [..., S, Sk]: its last two
+// dims are [S, Sk] (any leading dims: each [S, Sk] slice is checked) and S <= Sk. With S > Sk
+// the first query rows would have every key hidden, where a -inf mask gives NaN and a finite one
+// a uniform row: the causal flag promises neither.
+bool hasScoreSlices(mlir::Type mask, int64_t queries, int64_t keys);
 
 // The value of `v` when the compiler can compute it: from graph constants and the frozen
 // arguments `frozen` knows, through at most a few dozen ops evaluated with the runtime's CPU

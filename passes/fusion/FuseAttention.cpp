@@ -229,7 +229,11 @@ void takeCausalMasks(AttentionChain &chain, const fusion::FrozenArgumentValue &f
   const int64_t queries = scores[scores.size() - 2], keys = scores.back();
   SmallVector<fusion::CausalHiding> hiding;
   for (const MaskTerm &term : chain.masks) {
-    std::optional<DenseElementsAttr> value = fusion::evaluateMask(term.value, frozen);
+    // Only a mask of the scores' [S, Sk] can be the rule: no other is computed.
+    std::optional<DenseElementsAttr> value =
+        fusion::hasScoreSlices(term.value.getType(), queries, keys)
+            ? fusion::evaluateMask(term.value, frozen)
+            : std::nullopt;
     hiding.push_back(!value ? fusion::CausalHiding::None
                      : term.isWhere
                          ? fusion::whereCausalHiding(*value, term.fillIfTrue, term.fill, queries, keys)

@@ -15,6 +15,7 @@
 #include "SourceModel.h"
 
 #include "frontends/onnx/OnnxImporter.h"
+#include "frontends/onnx/TensorDecoding.h"
 #include "passes/Passes.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Lowering/Bundle.h"
@@ -72,9 +73,7 @@ std::optional<mlir::DenseElementsAttr> frozenMaskValue(const WeightStore &weight
   if (!tensor || !tensor->present || !tensor->type.getElementType().isF32() ||
       tensor->bytes.size() > static_cast<size_t>(kMaxFoldedConstantBytes))
     return std::nullopt;
-  llvm::ArrayRef<float> values(reinterpret_cast<const float *>(tensor->bytes.data()),
-                               tensor->bytes.size() / sizeof(float));
-  return mlir::DenseElementsAttr::get(tensor->type, values);
+  return onnx_import::toElementsAttr(tensor->type, tensor->bytes);
 }
 
 // Imports the model with the user's input shapes: the global batch.
