@@ -4,6 +4,9 @@
 #include "runtime/program/bundle.h"
 #include "runtime/support/file_io.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -60,10 +63,17 @@ bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vect
     // Nor a stale source.onnx (e.g. a forward compile into an earlier training bundle).
     std::remove(sourcePath.c_str());
   }
+  // Deterministic: the kernels' attributes are a protobuf map, whose order would otherwise
+  // follow a hash seeded per process, so that the same compile wrote different bytes each time.
   std::string serialized;
-  if (!bundle.SerializeToString(&serialized)) {
-    error = dir + ": cannot serialise the program";
-    return false;
+  {
+    google::protobuf::io::StringOutputStream stream(&serialized);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!bundle.SerializeToCodedStream(&coded)) {
+      error = dir + ": cannot serialise the program";
+      return false;
+    }
   }
   if (!writeFile(dir + "/" + kProgramFileName, serialized.data(), serialized.size(), error))
     return false;
