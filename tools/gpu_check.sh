@@ -22,6 +22,10 @@
 #          and within 1e-5 (relative) of PyTorch's;
 #      1c. the tiny GPT, the MLP and the BERT-like encoder compiled with --precision bf16, 30 steps
 #          on --device cuda: losses within 5e-3 (relative) of the same bundle on the CPU;
+#      1d. fused attention (--fuse-attention on): the tiny GPT (its mask buffer becomes the
+#          attention op's causal flag) and the BERT-like encoder (its padding mask stays an
+#          operand), 30 steps on --device cuda within 1e-5 (relative) of the same bundle on the
+#          CPU;
 #       4. the 8-row tiny GPT at dp=2,tp=2,zero=3: 4 ranks as threads on the one GPU (--comm
 #          local), losses within 1e-5 (relative) of the 1-rank bundle on the GPU;
 #       3. with 2 ranks under mpirun (needs 2 GPUs; with one, NCCL refuses two ranks on one
@@ -70,6 +74,12 @@ export_util.with_global_batch(sys.argv[1], 8)' "$dir/case/tiny_gpt/model.onnx" "
     "$shardc" "$dir/case/$model/model.onnx" "${shape_flags[@]}" --precision bf16 \
       -o "$dir/case/${model}_bf16.shard"
   done
+  # Fused attention (check 1d).
+  "$shardc" "$dir/case/tiny_gpt/model.onnx" --fuse-attention on -o "$dir/case/tiny_gpt_fused.shard"
+  local shape_flags=()
+  for line in $(cat "$dir/case/bert_encoder/input_shapes.txt"); do shape_flags+=(--input-shape "$line"); done
+  "$shardc" "$dir/case/bert_encoder/model.onnx" "${shape_flags[@]}" --fuse-attention on \
+    -o "$dir/case/bert_encoder_fused.shard"
   "$shardc" "$dir/case/tiny_gpt/model_batch8.onnx" -o "$dir/case/one8.shard"
   "$shardc" "$dir/case/tiny_gpt/model_batch8.onnx" --gpus 4 --strategy dp=2,tp=2,zero=3 \
     -o "$dir/case/dp2tp2z3.shard"
@@ -280,6 +290,13 @@ for p in nvidia.cu13.__path__: print(p + "/lib")' 2>/dev/null); do
     cpu_vs_cuda "--device cuda bf16, $case_name" "${case_name}_bf16" \
       "$work/${case_name}_bf16.shard" "$case_data" 5e-3
   done
+
+  # 1d. Fused attention: the causal flag (tiny GPT) and a mask operand (BERT-like) on the GPU's
+  # attention kernels, against the CPU's.
+  cpu_vs_cuda "--device cuda fused, tiny_gpt" tiny_gpt_fused "$work/tiny_gpt_fused.shard" \
+    "$data" 1e-5
+  cpu_vs_cuda "--device cuda fused, bert_encoder" bert_encoder_fused \
+    "$work/bert_encoder_fused.shard" "$work/torch_bert_encoder/data" 1e-5
 
   # 4. Sharded on the one GPU: dp=2,tp=2,zero=3, 4 ranks as threads of one process (--comm
   # local) on --device cuda, against the 1-rank bundle of the same 8-row model on the GPU.
