@@ -200,7 +200,7 @@ const char *const kOptimizerFlags[] = {"--beta1",    "--beta2",     "--eps",    
 // syntax and the messages stay shardc's. The help text is kUsage, not CLI11's generated one.
 class FlagSet {
 public:
-  explicit FlagSet(Options &options) : options_(options) {
+  explicit FlagSet(CompileOptions &options) : options_(options) {
     app_.set_help_flag();
     // Unknown options and a second model are left in remaining(), for the messages below.
     app_.allow_extras();
@@ -439,7 +439,7 @@ private:
     });
   }
 
-  Options &options_;
+  CompileOptions &options_;
   CLI::App app_{"shardc"};
   std::map<std::string, std::string> missingValue_; // flag -> the error when its value is missing
   std::string reduceDtype_;
@@ -447,7 +447,7 @@ private:
 
 } // namespace
 
-ParseResult parseCommandLine(int argc, char **argv, Options &options) {
+ParseResult parseCommandLine(int argc, char **argv, CompileOptions &options) {
   FlagSet flags(options);
   if (ParseResult result = flags.parse(argc, argv); result != ParseResult::Ok)
     return result;

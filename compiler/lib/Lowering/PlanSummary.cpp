@@ -1,6 +1,7 @@
 //===- PlanSummary.cpp - the numbers behind plan.txt and plan.json -----------------------===//
 #include "shardc/Lowering/PlanSummary.h"
 #include "shardc/Lowering/RankPrograms.h"
+#include "shardc/Parallel/ParallelStrategy.h"
 
 #include "runtime/comm/comm_cost.h"
 #include "runtime/comm/communicator.h"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace shardc {
@@ -47,39 +49,14 @@ bool isOptimizerKernel(const std::string &kernel) {
   return kernel == "adamw_update" || kernel == "sgd_update";
 }
 
-// The strategy's axes and ZeRO stage ("dp=4,zero=3[,tp=1,pp=1]"); -1 where absent.
-struct StrategyAxes {
-  int dp = -1, tp = -1, pp = -1, zero = -1;
-};
-
-StrategyAxes parseStrategy(const std::string &text) {
-  StrategyAxes axes;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string item = text.substr(begin, end - begin);
-    size_t eq = item.find('=');
-    if (eq != std::string::npos) {
-      std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-      char *rest = nullptr;
-      long n = std::strtol(value.c_str(), &rest, 10);
-      if (!value.empty() && rest && *rest == '\0' && n >= 0 && n < (1l << 30)) {
-        int v = static_cast<int>(n);
-        if (key == "dp")
-          axes.dp = v;
-        else if (key == "tp")
-          axes.tp = v;
-        else if (key == "pp")
-          axes.pp = v;
-        else if (key == "zero")
-          axes.zero = v;
-      }
-    }
-    begin = end + 1;
-  }
-  return axes;
+// The strategy the bundle records (Bundle.strategy, ParallelStrategy::canonical()), read by
+// the command line's parser for the bundle's world; none when absent (one rank) or not a
+// strategy of this world.
+std::optional<ParallelStrategy> recordedStrategy(const std::string &text, int worldSize) {
+  ParallelStrategy strategy;
+  if (text.empty() || parseStrategy(text, worldSize, strategy) || strategy.automatic)
+    return std::nullopt;
+  return strategy;
 }
 
 // The name of mesh axis `axis` of `p`, for the sharding specs.
@@ -732,7 +709,8 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
   s.weightsPresent = !bundle.weights_file().empty();
   s.strategyDecision = notes.strategyDecision;
   s.layoutDecisions = notes.layoutDecisions;
-  StrategyAxes axes = parseStrategy(s.strategy);
+  const std::optional<ParallelStrategy> recorded = recordedStrategy(s.strategy, s.worldSize);
+  s.sequenceParallel = recorded && recorded->sequenceParallel;
   if (bundle.programs_size() > 0)
     for (const program::MeshAxis &axis : bundle.programs(0).mesh_axes())
       s.meshAxes.push_back({axis.name(), axis.size()});
@@ -743,10 +721,10 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
         return size;
     return fallback;
   };
-  const int tp = axes.tp > 0 ? axes.tp : meshSize("tp", 1);
-  s.mesh = {{"dp", axes.dp > 0 ? axes.dp : meshSize("dp", std::max(1, s.worldSize / tp))},
+  const int tp = recorded ? recorded->tp : meshSize("tp", 1);
+  s.mesh = {{"dp", recorded ? recorded->dp : meshSize("dp", std::max(1, s.worldSize / tp))},
             {"tp", tp},
-            {"pp", axes.pp > 0 ? axes.pp : meshSize("pp", 1)}};
+            {"pp", recorded ? recorded->pp : meshSize("pp", 1)}};
   if (bundle.programs_size() == 0)
     return s;
   const bool placed = runtime::isPlacedBundle(bundle);
@@ -794,8 +772,8 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
       s.parameters.push_back(std::move(param));
     }
 
-  if (axes.zero >= 0) {
-    s.zeroStage = axes.zero;
+  if (recorded) {
+    s.zeroStage = recorded->zero;
   } else {
     // No strategy recorded: the shardings tell stage 3 (sharded parameters) from a sharded
     // optimizer state (stage 1 or 2; reported as 2) and plain DP.

@@ -239,6 +239,8 @@ struct PlanSummary {
   std::string strategy; // Bundle.strategy, "" when absent
   int worldSize = 1;
   int zeroStage = 0; // from the strategy ("zero=N"); else inferred from the shardings
+  // Sequence parallelism on tp (the strategy's "sp=1"); the layout decisions say where.
+  bool sequenceParallel = false;
   bool weightsPresent = true;
   // The strategy's axes: ("dp", N), ("tp", t), ("pp", 1); the program's mesh axes where the
   // strategy does not say.

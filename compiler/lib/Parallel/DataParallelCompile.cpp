@@ -1,18 +1,16 @@
 //===- DataParallelCompile.cpp ----------------------------------------------------------===//
-#include "DataParallelCompile.h"
-
-#include "Diagnostics.h"
+#include "shardc/Parallel/DataParallelCompile.h"
 
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Lowering/RankPrograms.h"
+#include "shardc/Support/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 
+namespace shardc {
 
-namespace shardc::driver {
-
-std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options &opts,
+std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const CompileOptions &opts,
                                            std::string &error) {
   auto step = global.lookupSymbol<mlir::func::FuncOp>("train_step");
   auto size = step ? step->getAttrOfType<mlir::IntegerAttr>(graph::kBatchSizeAttr) : nullptr;
@@ -43,7 +41,20 @@ std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options 
   return batch;
 }
 
-bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
+DataParallelOptions dataParallelOptions(const CompileOptions &opts,
+                                        const ParallelStrategy &strategy, int64_t rows) {
+  DataParallelOptions dp;
+  dp.ranks = strategy.dp;
+  dp.zeroStage = strategy.zero;
+  dp.localRows = rows;
+  dp.bucketMb = opts.bucketMb;
+  dp.overlapCollectives = opts.commOverlap;
+  dp.fsdpUnit = opts.fsdpUnit;
+  dp.microBatches = opts.microBatches;
+  return dp;
+}
+
+bool compileDataParallel(const CompileOptions &opts, const ParallelStrategy &strategy,
                          const GlobalBatch &batch, const CompileVariant &compileVariant,
                          DataParallelBundle &out) {
   if (batch.rows < strategy.dp) {
@@ -67,15 +78,8 @@ bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
   for (const RowSlice &slice : slices) {
     if (variants.count(slice.rows))
       continue;
-    DataParallelOptions dp;
-    dp.ranks = strategy.dp;
-    dp.zeroStage = strategy.zero;
-    dp.localRows = slice.rows;
-    dp.bucketMb = opts.bucketMb;
-    dp.overlapCollectives = opts.commOverlap;
-    dp.fsdpUnit = opts.fsdpUnit;
-    dp.microBatches = opts.microBatches;
-    mlir::FailureOr<EmittedProgram> emitted = compileVariant(dp);
+    mlir::FailureOr<EmittedProgram> emitted =
+        compileVariant(dataParallelOptions(opts, strategy, slice.rows));
     if (mlir::failed(emitted))
       return false;
     if (baseRows)
@@ -119,4 +123,4 @@ void DataParallelBundle::moveInto(program::Bundle &bundle) {
   placements.clear();
 }
 
-} // namespace shardc::driver
+} // namespace shardc

@@ -1,14 +1,14 @@
 //===- AutoStrategy.cpp -----------------------------------------------------------------===//
-#include "AutoStrategy.h"
+#include "shardc/Parallel/AutoStrategy.h"
 
-#include "Diagnostics.h"
+#include "shardc/Support/Diagnostics.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <set>
 #include <tuple>
 
-namespace shardc::driver {
+namespace shardc {
 
 namespace {
 
@@ -34,13 +34,6 @@ std::string scoreText(const PlannedStepCost &cost) {
          " bytes per rank per step";
 }
 
-uint64_t largestPeak(const DataParallelBundle &b) {
-  uint64_t peak = 0;
-  for (const program::Program &p : b.programs)
-    peak = std::max<uint64_t>(peak, p.planned_peak_bytes());
-  return peak;
-}
-
 struct Scored {
   ParallelStrategy candidate;
   PlannedStepCost cost;
@@ -49,7 +42,8 @@ struct Scored {
 
 class Chooser {
 public:
-  Chooser(const Options &opts, CandidateCompiler &compiler, std::vector<std::string> &decision)
+  Chooser(const CompileOptions &opts, CandidateCompiler &compiler,
+          std::vector<std::string> &decision)
       : opts_(opts), compiler_(compiler), decision_(decision),
         limit_(opts.gpuMemoryBytes ? mib(opts.gpuMemoryBytes) : "unlimited") {}
 
@@ -168,7 +162,7 @@ private:
     DataParallelBundle compiled;
     if (!compiler_.compile(s.candidate, compiled))
       return 0;
-    uint64_t lowered = largestPeak(compiled);
+    uint64_t lowered = largestPlannedPeak(compiled.programs);
     if (opts_.gpuMemoryBytes && lowered > opts_.gpuMemoryBytes) {
       decision_.push_back("rejected " + candidateName(s.candidate) + ": its lowered programs' " +
                           "peak is " + mib(lowered) + " per rank (scored " +
@@ -193,7 +187,7 @@ private:
     return 1;
   }
 
-  const Options &opts_;
+  const CompileOptions &opts_;
   CandidateCompiler &compiler_;
   std::vector<std::string> &decision_;
   std::string limit_;
@@ -205,9 +199,10 @@ private:
 
 } // namespace
 
-bool chooseStrategy(const Options &opts, CandidateCompiler &compiler, ParallelStrategy &chosen,
-                    DataParallelBundle &out, std::vector<std::string> &decision) {
+bool chooseStrategy(const CompileOptions &opts, CandidateCompiler &compiler,
+                    ParallelStrategy &chosen, DataParallelBundle &out,
+                    std::vector<std::string> &decision) {
   return Chooser(opts, compiler, decision).run(chosen, out);
 }
 
-} // namespace shardc::driver
+} // namespace shardc

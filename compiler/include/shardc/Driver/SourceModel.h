@@ -11,8 +11,8 @@
 // Everything else (graph, opset imports, metadata, value_info) is the input's, unchanged.
 //
 //===-------------------------------------------------------------------------------------===//
-#ifndef SHARDC_TOOLS_SHARDC_SOURCEMODEL_H
-#define SHARDC_TOOLS_SHARDC_SOURCEMODEL_H
+#ifndef SHARDC_DRIVER_SOURCEMODEL_H
+#define SHARDC_DRIVER_SOURCEMODEL_H
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/LogicalResult.h"
@@ -20,7 +20,7 @@
 #include <set>
 #include <string>
 
-namespace shardc::driver {
+namespace shardc {
 
 // Builds source.onnx from the model file at `modelPath` (already imported successfully) for
 // the trained parameters `trained` (Program.state_init names, which are initializer names).
@@ -31,6 +31,6 @@ mlir::LogicalResult buildSourceModel(mlir::MLIRContext &ctx, const std::string &
                                      const std::set<std::string> &trained, std::string &out,
                                      bool &tooLarge, std::string &error);
 
-} // namespace shardc::driver
+} // namespace shardc
 
 #endif

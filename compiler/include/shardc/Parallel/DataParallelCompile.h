@@ -1,21 +1,24 @@
 //===- DataParallelCompile.h - compiling for N data-parallel ranks ----------------------===//
 //
 // The model describes one step on the global batch. shardc imports it once, builds the global
-// training step and propagates the batch's sharding through it (Pipeline.h); then, for N
-// ranks, it partitions a copy of that step once per distinct number of rows a rank gets (two
-// when N does not divide the batch), runs the data-parallel passes for the strategy, and
-// derives each rank's program (RankPrograms.h). `--strategy auto` scores candidates before
+// training step and propagates the batch's sharding through it (Pipelines/TrainPipelines.h);
+// then, for N ranks, it partitions a copy of that step once per distinct number of rows a rank
+// gets (two when N does not divide the batch), runs the data-parallel passes for the strategy,
+// and derives each rank's program (RankPrograms.h). `--strategy auto` scores candidates before
 // compiling one (AutoStrategy.h).
 //
 //===-------------------------------------------------------------------------------------===//
-#ifndef SHARDC_TOOLS_SHARDC_DATAPARALLELCOMPILE_H
-#define SHARDC_TOOLS_SHARDC_DATAPARALLELCOMPILE_H
+#ifndef SHARDC_PARALLEL_DATAPARALLELCOMPILE_H
+#define SHARDC_PARALLEL_DATAPARALLELCOMPILE_H
 
-#include "CommandLine.h"
-#include "Pipeline.h"
-
-#include "frontends/onnx/OnnxImporter.h"
 #include "shardc/Lowering/ProgramEmitter.h"
+#include "shardc/Parallel/CompileOptions.h"
+#include "shardc/Pipelines/TrainPipelines.h"
+
+#include "runtime/program/program.pb.h"
+
+#include <algorithm>
+#include <cstdint>
 
 #include <functional>
 #include <map>
@@ -23,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace shardc::driver {
+namespace shardc {
 
 // The rows of the global batch, as shardc-propagate-sharding found it.
 struct GlobalBatch {
@@ -33,7 +36,7 @@ struct GlobalBatch {
 // Reads the batch that propagation found on the global training step; nullopt with `error`
 // when there is none or a graph input's batch is not its dim 0 (shardrun cuts every input's
 // rows along dim 0).
-std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const Options &opts,
+std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const CompileOptions &opts,
                                            std::string &error);
 
 // A placed bundle's programs (program.proto): each distinct program once, and each rank's
@@ -49,15 +52,27 @@ struct DataParallelBundle {
   void moveInto(program::Bundle &bundle);
 };
 
+// The largest planned peak of `programs` (program::Program's): what must fit a device.
+template <typename Programs> uint64_t largestPlannedPeak(const Programs &programs) {
+  uint64_t peak = 0;
+  for (const program::Program &p : programs)
+    peak = std::max<uint64_t>(peak, p.planned_peak_bytes());
+  return peak;
+}
+
+// The local pipeline's options for the ranks of `strategy` holding `rows` rows.
+DataParallelOptions dataParallelOptions(const CompileOptions &opts,
+                                        const ParallelStrategy &strategy, int64_t rows);
+
 // Compiles the program of the ranks holding dp.localRows rows with the data-parallel passes.
 using CompileVariant =
     std::function<mlir::FailureOr<EmittedProgram>(const DataParallelOptions &dp)>;
 
 // Every rank's program for `strategy`. Prints the error and returns false on failure.
-bool compileDataParallel(const Options &opts, const ParallelStrategy &strategy,
+bool compileDataParallel(const CompileOptions &opts, const ParallelStrategy &strategy,
                          const GlobalBatch &batch, const CompileVariant &compileVariant,
                          DataParallelBundle &out);
 
-} // namespace shardc::driver
+} // namespace shardc
 
 #endif

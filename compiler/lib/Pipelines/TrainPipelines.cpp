@@ -1,5 +1,5 @@
-//===- Pipeline.cpp ---------------------------------------------------------------------===//
-#include "Pipeline.h"
+//===- TrainPipelines.cpp ---------------------------------------------------------------===//
+#include "shardc/Pipelines/TrainPipelines.h"
 
 #include "passes/Passes.h"
 
@@ -12,7 +12,7 @@
 
 #include <cstdio>
 
-namespace shardc::driver {
+namespace shardc {
 
 namespace {
 
@@ -72,16 +72,12 @@ mlir::LogicalResult instrument(mlir::PassManager &pm, mlir::ModuleOp module,
 
 } // namespace
 
-mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
-                                    const TrainStepOptions *train, int64_t ranks, int64_t tp,
-                                    bool sequenceParallel,
-                                    const std::vector<std::string> &shardOverrides,
-                                    int64_t microBatches, int &nextDumpIndex) {
-  mlir::PassManager pm(module->getContext());
-  bool sharded = train && (ranks * tp > 1 || microBatches > 1);
+void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
+                     const GlobalPassOptions &mesh) {
+  bool sharded = train && (mesh.ranks * mesh.tp > 1 || mesh.microBatches > 1);
   if (sharded)
     pm.addPass(createDecomposeMeanLoss());
-  if (train && tp > 1)
+  if (train && mesh.tp > 1)
     pm.addPass(createSplitGemmBias());
   if (train && (train->precision == "bf16" || train->precision == "fp16")) {
     BF16MatmulsOptions rounding;
@@ -115,13 +111,20 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
   }
   if (sharded) {
     PropagateShardingOptions propagate;
-    propagate.ranks = ranks;
-    propagate.tp = tp;
-    propagate.sequenceParallel = sequenceParallel;
-    propagate.shardOverrides = shardOverrides;
-    propagate.microBatches = microBatches;
+    propagate.ranks = mesh.ranks;
+    propagate.tp = mesh.tp;
+    propagate.sequenceParallel = mesh.sequenceParallel;
+    propagate.shardOverrides = mesh.shardOverrides;
+    propagate.microBatches = mesh.microBatches;
     pm.addPass(createPropagateSharding(propagate));
   }
+}
+
+mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &dumpDir,
+                                    const TrainStepOptions *train,
+                                    const GlobalPassOptions &mesh, int &nextDumpIndex) {
+  mlir::PassManager pm(module->getContext());
+  addGlobalPasses(pm, train, mesh);
   if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))
     return mlir::failure();
   mlir::LogicalResult result = pm.run(module);
@@ -129,10 +132,8 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
   return result;
 }
 
-mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dumpDir,
-                                   const TrainStepOptions *train, const DataParallelOptions *dp,
-                                   int &nextDumpIndex) {
-  mlir::PassManager pm(module->getContext());
+void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
+                    const DataParallelOptions *dp) {
   if (train && dp) {
     PartitionOptions partition;
     partition.localRows = dp->localRows / dp->microBatches;
@@ -179,9 +180,16 @@ mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dum
   PlanMemoryOptions planMemory;
   planMemory.overlapCollectives = dp == nullptr || dp->overlapCollectives;
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory(planMemory));
+}
+
+mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dumpDir,
+                                   const TrainStepOptions *train, const DataParallelOptions *dp,
+                                   int &nextDumpIndex) {
+  mlir::PassManager pm(module->getContext());
+  addLocalPasses(pm, train, dp);
   if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))
     return mlir::failure();
   return pm.run(module);
 }
 
-} // namespace shardc::driver
+} // namespace shardc

@@ -1,13 +1,13 @@
 //===- Diagnostics.h - compiler-style one-line errors from MLIR diagnostics -------------===//
-#ifndef SHARDC_TOOLS_SHARDC_DIAGNOSTICS_H
-#define SHARDC_TOOLS_SHARDC_DIAGNOSTICS_H
+#ifndef SHARDC_SUPPORT_DIAGNOSTICS_H
+#define SHARDC_SUPPORT_DIAGNOSTICS_H
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 
 #include <string>
 
-namespace shardc::driver {
+namespace shardc {
 
 // Captures errors emitted while it is alive and keeps the first, formatted as
 // "FILE: node 'NAME': message" from the op's NameLoc(node, FileLineColLoc(file)).
@@ -26,6 +26,6 @@ private:
 // Prints "shardc: error: MESSAGE" on one line (newlines in MESSAGE become "; ").
 void printError(const std::string &message);
 
-} // namespace shardc::driver
+} // namespace shardc
 
 #endif

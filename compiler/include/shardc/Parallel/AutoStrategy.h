@@ -16,21 +16,20 @@
 // is compiled in full; its lowered peak is checked against --gpu-memory again.
 //
 //===-------------------------------------------------------------------------------------===//
-#ifndef SHARDC_TOOLS_SHARDC_AUTOSTRATEGY_H
-#define SHARDC_TOOLS_SHARDC_AUTOSTRATEGY_H
-
-#include "CommandLine.h"
-#include "DataParallelCompile.h"
+#ifndef SHARDC_PARALLEL_AUTOSTRATEGY_H
+#define SHARDC_PARALLEL_AUTOSTRATEGY_H
 
 #include "shardc/Lowering/StepCost.h"
+#include "shardc/Parallel/CompileOptions.h"
+#include "shardc/Parallel/DataParallelCompile.h"
 
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace shardc::driver {
+namespace shardc {
 
-// What auto asks of the compiler driver.
+// What auto asks of the compiler (StrategyCompiler.h; a fake in the unit tests).
 class CandidateCompiler {
 public:
   virtual ~CandidateCompiler() = default;
@@ -48,9 +47,10 @@ public:
 
 // Picks and compiles the candidate; `decision` says what was chosen and why each candidate
 // scored before it was not. Prints one error line naming --gpu-memory when none fits.
-bool chooseStrategy(const Options &opts, CandidateCompiler &compiler, ParallelStrategy &chosen,
-                    DataParallelBundle &out, std::vector<std::string> &decision);
+bool chooseStrategy(const CompileOptions &opts, CandidateCompiler &compiler,
+                    ParallelStrategy &chosen, DataParallelBundle &out,
+                    std::vector<std::string> &decision);
 
-} // namespace shardc::driver
+} // namespace shardc
 
 #endif

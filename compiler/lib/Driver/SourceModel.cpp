@@ -1,5 +1,5 @@
 //===- SourceModel.cpp ------------------------------------------------------------------===//
-#include "SourceModel.h"
+#include "shardc/Driver/SourceModel.h"
 
 #include "frontends/onnx/ErrorReporting.h"
 #include "frontends/onnx/ModelLoader.h"
@@ -11,7 +11,7 @@
 #include <climits>
 #include <vector>
 
-namespace shardc::driver {
+namespace shardc {
 
 namespace {
 
@@ -92,4 +92,4 @@ mlir::LogicalResult buildSourceModel(mlir::MLIRContext &ctx, const std::string &
   return mlir::success();
 }
 
-} // namespace shardc::driver
+} // namespace shardc

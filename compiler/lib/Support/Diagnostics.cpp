@@ -1,12 +1,12 @@
 //===- Diagnostics.cpp ------------------------------------------------------------------===//
-#include "Diagnostics.h"
+#include "shardc/Support/Diagnostics.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
 
 #include <cstdio>
 
-namespace shardc::driver {
+namespace shardc {
 
 namespace {
 
@@ -43,4 +43,4 @@ void printError(const std::string &message) {
   std::fprintf(stderr, "shardc: error: %s\n", line.c_str());
 }
 
-} // namespace shardc::driver
+} // namespace shardc

@@ -1,11 +1,11 @@
-//===- Strategy.cpp ---------------------------------------------------------------------===//
-#include "Strategy.h"
+//===- ParallelStrategy.cpp -------------------------------------------------------------===//
+#include "shardc/Parallel/ParallelStrategy.h"
 
 #include <cstdlib>
 #include <map>
 #include <sstream>
 
-namespace shardc::driver {
+namespace shardc {
 
 std::string ParallelStrategy::canonical() const {
   if (automatic)
@@ -99,4 +99,4 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
   return std::nullopt;
 }
 
-} // namespace shardc::driver
+} // namespace shardc

@@ -1,0 +1,53 @@
+//===- CompileOptions.h - what one compilation of a model is asked to do ----------------===//
+//
+// Filled by the command line (tools/shardc) or by any other caller of compileModel
+// (shardc/Driver/Compile.h); the library reads nothing else.
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_PARALLEL_COMPILEOPTIONS_H
+#define SHARDC_PARALLEL_COMPILEOPTIONS_H
+
+#include "shardc/Autodiff/TrainStep.h"
+#include "shardc/Parallel/ParallelStrategy.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shardc {
+
+enum class Mode { Train, Forward };
+
+struct CompileOptions {
+  std::string model;
+  std::string output;
+  Mode mode = Mode::Train;
+  bool emitMlir = false;
+  std::string dumpIrDir;
+  bool withoutWeights = false;
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  TrainStepOptions train;
+  bool weightDecayGiven = false; // else PyTorch's default for the optimizer
+  // Parallelism.
+  int gpus = 1;
+  std::string strategyText;    // as given; "auto" by default with --gpus > 1
+  ParallelStrategy strategy;   // parsed from strategyText for `gpus`
+  uint64_t gpuMemoryBytes = 0; // --gpu-memory; 0: unlimited
+  double bucketMb = 25.0;
+  // --comm-overlap: collectives run asynchronously, overlapping the ops before their first
+  // reader (the plan-memory pass's overlap-collectives).
+  bool commOverlap = true;
+  bool fuseAttention = false; // --fuse-attention on: shardc-fuse-attention after import
+  std::string fsdpUnit;
+  // --micro-batches: each device's rows run as this many microbatches per step, gradients
+  // accumulated before the reduction and the update.
+  int64_t microBatches = 1;
+  // --shard REGEX=SPEC, in order: tensor-parallel layout overrides per parameter.
+  std::vector<std::string> shardOverrides;
+  bool explain = false;
+};
+
+} // namespace shardc
+
+#endif

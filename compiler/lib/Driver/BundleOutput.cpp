@@ -1,0 +1,106 @@
+//===- BundleOutput.cpp -----------------------------------------------------------------===//
+#include "shardc/Driver/BundleOutput.h"
+
+#include "shardc/Driver/SourceModel.h"
+#include "shardc/Parallel/DataParallelCompile.h"
+#include "shardc/Support/Diagnostics.h"
+
+#include "runtime/program/bundle.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+namespace shardc {
+
+namespace {
+
+std::string baseName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+} // namespace
+
+int writeCompiledBundle(mlir::MLIRContext &ctx, const CompileOptions &opts,
+                        const CompiledBundle &compiled) {
+  const program::Bundle &bundle = compiled.bundle;
+  const std::vector<char> *weights = compiled.weights ? &*compiled.weights : nullptr;
+  const PlanNotes &notes = compiled.notes;
+  bool training = opts.mode == Mode::Train;
+  std::string error;
+  // A training bundle carries the input model without its trained values, so that shardrun
+  // can write the trained model (--export-onnx). Not for planning-only bundles: they cannot
+  // train, and the model's external data may be absent.
+  std::string sourceOnnx;
+  bool withSource = false;
+  if (training && weights) {
+    std::set<std::string> trained;
+    for (const program::StateInit &init : bundle.programs(0).state_init())
+      trained.insert(init.name());
+    bool tooLarge = false;
+    if (mlir::failed(buildSourceModel(ctx, opts.model, trained, sourceOnnx, tooLarge, error))) {
+      printError(error);
+      return 1;
+    }
+    withSource = !tooLarge;
+    if (tooLarge)
+      std::fprintf(stderr,
+                   "shardc: warning: %s: the model without its trained parameters' values is "
+                   "2 GiB or larger; the bundle has no source.onnx and cannot "
+                   "--export-onnx\n",
+                   opts.model.c_str());
+  }
+  if (!writeBundle(opts.output, bundle, weights, withSource ? &sourceOnnx : nullptr, error,
+                   notes)) {
+    printError(error);
+    return 1;
+  }
+  const uint64_t peak = largestPlannedPeak(bundle.programs());
+  const program::Program &p = bundle.programs(0);
+  std::fprintf(
+      stderr,
+      "shardc: wrote %s: %s%d kernel calls, arena %llu bytes, weights %llu bytes, "
+      "workspace %llu bytes; planned peak %llu bytes per rank%s\n",
+      opts.output.c_str(),
+      bundle.world_size() > 1
+          ? (std::to_string(bundle.world_size()) + " ranks (" + bundle.strategy() + "), ").c_str()
+          : "",
+      p.ops_size(), static_cast<unsigned long long>(p.arena_bytes()),
+      static_cast<unsigned long long>(p.weights_bytes()),
+      static_cast<unsigned long long>(p.workspace_bytes()), static_cast<unsigned long long>(peak),
+      weights ? "" : " (weights absent: planning only)");
+  if (notes.trainedSetGuessed)
+    std::fprintf(stderr,
+                 "shardc: warning: %s records no trained parameters: trained every float "
+                 "initializer the loss depends on but %zu recognised buffers (plan.txt, "
+                 "\"Trained set\"); export with tools/export/shardc_export.py or settle it with "
+                 "--trainable/--freeze\n",
+                 opts.model.c_str(), notes.notTrained.size());
+  // Each frozen initializer when there are few; plan.txt lists them all.
+  if (notes.notTrained.size() <= 3)
+    for (const std::string &line : notes.notTrained)
+      std::fprintf(stderr, "shardc: note: not training %s\n", line.c_str());
+  else
+    std::fprintf(stderr,
+                 "shardc: note: not training %zu initializers (plan.txt lists each under "
+                 "\"Trained set\"), e.g. %s\n",
+                 notes.notTrained.size(), notes.notTrained.front().c_str());
+  if (opts.explain) {
+    // The plan as written: writeBundle completes the bundle (weights file, checksums).
+    std::ifstream plan(opts.output + "/" + kPlanFileName);
+    std::cout << plan.rdbuf();
+  }
+  return 0;
+}
+
+program::Bundle newBundle(const CompileOptions &opts) {
+  program::Bundle bundle;
+  bundle.set_format_version(runtime::kBundleFormatVersion);
+  bundle.set_mode(opts.mode == Mode::Train ? "train" : "forward");
+  bundle.set_source_model(baseName(opts.model));
+  return bundle;
+}
+
+} // namespace shardc

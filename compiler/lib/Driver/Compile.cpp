@@ -1,0 +1,228 @@
+//===- Compile.cpp ----------------------------------------------------------------------===//
+#include "shardc/Driver/Compile.h"
+
+#include "shardc/Driver/BundleNotes.h"
+#include "shardc/Driver/BundleOutput.h"
+#include "shardc/Parallel/AutoRemat.h"
+#include "shardc/Parallel/AutoStrategy.h"
+#include "shardc/Parallel/StrategyCompiler.h"
+#include "shardc/Pipelines/TrainPipelines.h"
+
+#include "frontends/onnx/OnnxImporter.h"
+#include "frontends/onnx/TensorDecoding.h"
+#include "passes/Passes.h"
+#include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Lowering/ConstantEvaluator.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace shardc {
+
+namespace {
+
+// Training needs a loss: the first scalar floating-point output of the graph.
+std::string describeLossOutput(mlir::func::FuncOp func) {
+  if (!func)
+    return "";
+  auto results = func.getFunctionType().getResults();
+  for (auto [i, type] : llvm::enumerate(results)) {
+    auto ranked = mlir::dyn_cast<mlir::RankedTensorType>(type);
+    if (ranked && ranked.getRank() == 0 && ranked.getElementType().isF32()) {
+      auto name = func.getResultAttrOfType<mlir::StringAttr>(i, graph::kOutputAttr);
+      return name ? name.str() : "output " + std::to_string(i);
+    }
+  }
+  return "";
+}
+
+// A float parameter's value from the importer's weights, for shardc-fuse-attention to tell a
+// causal mask buffer; none for a large one (it would be copied into the IR's attributes).
+std::optional<mlir::DenseElementsAttr> frozenMaskValue(const WeightStore &weights,
+                                                       llvm::StringRef name) {
+  const WeightTensor *tensor = weights.find(name.str());
+  if (!tensor || !tensor->present || !tensor->type.getElementType().isF32() ||
+      tensor->bytes.size() > static_cast<size_t>(kMaxFoldedConstantBytes))
+    return std::nullopt;
+  return onnx_import::toElementsAttr(tensor->type, tensor->bytes);
+}
+
+// Imports the model with the user's input shapes: the global batch.
+mlir::FailureOr<onnx_import::ImportedModel>
+importModel(mlir::MLIRContext &ctx, const CompileOptions &opts, FirstErrorCollector &errors) {
+  onnx_import::ImportOptions importOptions;
+  importOptions.modelPath = opts.model;
+  importOptions.inputShapes = opts.inputShapes;
+  importOptions.requireWeights = !opts.withoutWeights;
+  importOptions.trainingDropout = opts.mode == Mode::Train;
+  importOptions.updateBuffers = opts.mode == Mode::Train;
+  std::string error;
+  mlir::FailureOr<onnx_import::ImportedModel> imported =
+      onnx_import::importOnnxModel(ctx, importOptions, error);
+  if (mlir::failed(imported)) {
+    printError(!error.empty()      ? error
+               : errors.hasError() ? errors.message()
+                                   : opts.model + ": import failed");
+    return imported;
+  }
+  // --fuse-attention: on the imported forward function, so that every strategy and both modes
+  // start from the fused graph.
+  if (opts.fuseAttention) {
+    mlir::PassManager pm(&ctx);
+    pm.nest<mlir::func::FuncOp>().addPass(
+        createFuseAttention([&weights = imported->weights](llvm::StringRef name) {
+          return frozenMaskValue(weights, name);
+        }));
+    if (mlir::failed(pm.run(imported->module.get()))) {
+      printError(errors.hasError() ? errors.message()
+                                   : opts.model + ": shardc-fuse-attention failed");
+      return mlir::failure();
+    }
+  }
+  return imported;
+}
+
+bool checkHasLoss(const CompileOptions &opts, mlir::ModuleOp module) {
+  if (opts.mode == Mode::Train &&
+      describeLossOutput(module.lookupSymbol<mlir::func::FuncOp>("forward")).empty()) {
+    printError(opts.model + ": --mode train needs a scalar float output (the loss), and the "
+                            "model has none; use --mode forward to compile inference");
+    return false;
+  }
+  return true;
+}
+
+// 0 with `out` filled (for --emit=mlir: the IR printed, `out` without programs), or 1.
+int compileSingleRank(mlir::MLIRContext &ctx, const CompileOptions &opts,
+                      FirstErrorCollector &errors, CompiledBundle &out) {
+  mlir::FailureOr<onnx_import::ImportedModel> imported = importModel(ctx, opts, errors);
+  if (mlir::failed(imported))
+    return 1;
+  if (opts.emitMlir) {
+    imported->module->print(llvm::outs(), mlir::OpPrintingFlags().elideLargeElementsAttrs(1024));
+    llvm::outs() << "\n";
+    llvm::outs().flush();
+    return 0;
+  }
+  if (!checkHasLoss(opts, imported->module.get()))
+    return 1;
+  PlanNotes notes; // before the passes, which replace @forward by @train_step
+  addTrainedSetNotes(opts, imported->module.get(), notes);
+  const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
+  int dumpIndex = 0;
+  if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train,
+                                   GlobalPassOptions(), dumpIndex)) ||
+      mlir::failed(
+          runLocalPasses(imported->module.get(), opts.dumpIrDir, train, nullptr, dumpIndex))) {
+    printPassFailure(opts, errors);
+    return 1;
+  }
+  notes.remat = rematReport(imported->module.get(), &notes.rematUnits);
+  mlir::FailureOr<EmittedProgram> emitted =
+      emitCompiledStep(imported->module.get(), imported->weights, opts, errors);
+  if (mlir::failed(emitted))
+    return 1;
+  out.bundle = newBundle(opts);
+  out.bundle.set_world_size(1);
+  *out.bundle.add_programs() = emitted->program;
+  out.weights =
+      layOutWeightsFile(emitted->weights, emitted->initialValues, {out.bundle.mutable_programs(0)});
+  out.notes = std::move(notes);
+  return 0;
+}
+
+// 0 with `out` filled (without programs for --emit=mlir), or 1 with the error printed.
+int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBundle &out) {
+  FirstErrorCollector errors(ctx, opts.model);
+  // Microbatches split the batch as ranks do: one device with several goes the sharded way.
+  if (opts.emitMlir || opts.mode == Mode::Forward || (opts.gpus == 1 && opts.microBatches == 1))
+    return compileSingleRank(ctx, opts, errors, out);
+
+  // One import; one global training step per mesh (the batch's sharding comes from
+  // propagation); one partitioned copy of it per strategy and distinct number of rows.
+  mlir::FailureOr<onnx_import::ImportedModel> imported = importModel(ctx, opts, errors);
+  if (mlir::failed(imported) || !checkHasLoss(opts, imported->module.get()))
+    return 1;
+  StrategyCompiler compiler(ctx, opts, imported->module.get(), imported->weights, errors);
+  ParallelStrategy chosen = opts.strategy;
+  DataParallelBundle compiled;
+  PlanNotes notes;
+  if (opts.strategy.automatic) {
+    if (!chooseStrategy(opts, compiler, chosen, compiled, notes.strategyDecision))
+      return 1;
+  } else if (!compiler.compile(chosen, compiled)) {
+    return 1;
+  }
+  notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
+  notes.remat = rematReport(compiler.globalStep(chosen)->module.get(), &notes.rematUnits);
+  addTrainedSetNotes(opts, imported->module.get(), notes);
+  out.bundle = newBundle(opts);
+  out.bundle.set_world_size(chosen.dp * chosen.tp);
+  out.bundle.set_strategy(chosen.canonical());
+  compiled.moveInto(out.bundle);
+  out.weights = std::move(compiled.weights);
+  out.notes = std::move(notes);
+  return 0;
+}
+
+// --remat auto's plans, each compiled in full as the options say with its recomputation.
+class RematBundleCompiler : public RematPlanCompiler {
+public:
+  RematBundleCompiler(mlir::MLIRContext &ctx, const CompileOptions &opts)
+      : ctx_(ctx), opts_(opts) {}
+
+  int compile(const RematPlan &plan, uint64_t &peak, int64_t &units) override {
+    CompileOptions candidate = opts_;
+    candidate.train.remat = plan.mode;
+    candidate.train.rematUnits = plan.units;
+    last_ = CompiledBundle();
+    if (int rc = compileBundle(ctx_, candidate, last_))
+      return rc;
+    peak = largestPlannedPeak(last_.bundle.programs());
+    units = last_.notes.rematUnits;
+    return 0;
+  }
+
+  void keepLast() override { best_ = std::move(last_); }
+
+  CompiledBundle &best() { return best_; }
+
+private:
+  mlir::MLIRContext &ctx_;
+  const CompileOptions &opts_;
+  CompiledBundle last_, best_;
+};
+
+// --remat auto: the least recomputation whose largest planned peak per rank fits
+// --gpu-memory, per unit (AutoRemat.h), written with the choice in plan.txt.
+int compileWithAutoRemat(mlir::MLIRContext &ctx, const CompileOptions &opts) {
+  RematBundleCompiler compiler(ctx, opts);
+  std::string choice;
+  if (int rc = chooseRemat(opts, compiler, choice))
+    return rc;
+  CompiledBundle &out = compiler.best();
+  if (out.notes.remat.empty())
+    out.notes.remat.push_back(choice + "; nothing recomputed");
+  else
+    out.notes.remat.front() = choice + "; " + out.notes.remat.front();
+  return writeCompiledBundle(ctx, opts, out);
+}
+
+} // namespace
+
+int compileModel(const CompileOptions &opts) {
+  mlir::MLIRContext ctx;
+  ctx.disableMultithreading();
+  ctx.loadDialect<mlir::func::FuncDialect, graph::GraphDialect>();
+  if (opts.mode == Mode::Train && opts.train.remat == "auto" && !opts.emitMlir)
+    return compileWithAutoRemat(ctx, opts);
+  CompiledBundle out;
+  if (int rc = compileBundle(ctx, opts, out))
+    return rc;
+  if (out.bundle.programs_size() == 0)
+    return 0; // --emit=mlir printed the IR
+  return writeCompiledBundle(ctx, opts, out);
+}
+
+} // namespace shardc
