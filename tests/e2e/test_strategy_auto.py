@@ -6,7 +6,7 @@ auto scores each candidate from its partitioned, memory-planned IR without lower
 ground truth here comes from lowering every candidate instead: the tiny GPT (global batch 8,
 exported with dynamic axes and without them) is compiled explicitly under each strategy on 4
 ranks, and each bundle's largest planned peak per rank and bytes sent per rank per step are
-read from plan.json. The policy (tools/shardc/AutoStrategy.h): dp, zero1, zero2, zero3 in
+read from plan.json. The policy (compiler/include/shardc/Parallel/AutoStrategy.h): dp, zero1, zero2, zero3 in
 order, the first that fits; only if none fits, tp=2 then tp=4, each with and without sp and
 (while dp > 1) ZeRO 0-3, the fitting one that sends the fewest bytes (ties: in that order).
 For a memory limit at and one byte below every candidate's peak, auto must choose what the
