@@ -17,8 +17,8 @@ if the section has a second one, lists tolerated includes as `FILE -> INCLUDED` 
 with its reason in the text around it): an entry that no longer occurs is an error too, so the
 list only shrinks.
 
-Every `#include "..."` (and `#include <mlir/...>`, `<llvm/...>`, `<onnx/...>`) of the tree's
-.cpp/.h/.cu/.cuh/.inc/.td files is resolved the way the build resolves it: "runtime/x/..." is
+Every `#include "..."` (and `#include <mlir/...>`, `<llvm/...>`, `<onnx/...>`; TableGen's
+`include "..."` in .td files) of the tree's .cpp/.h/.cu/.cuh/.inc/.td files is resolved the way the build resolves it: "runtime/x/..." is
 runtime/x, "shardc/..." is compiler/include/shardc, "passes/...", "frontends/...", "tools/...",
 "tests/...", "compiler/..." are those folders, a path next to the including file is its own
 folder's, and inside runtime/ a path relative to runtime/ ("comm/x.h") is that folder's.
@@ -42,6 +42,8 @@ TOP_LEVEL_LAYERS = ('compiler', 'passes', 'frontends', 'tools', 'tests')
 EXTERNAL_PREFIXES = {'mlir/': 'mlir', 'llvm/': 'mlir', 'onnx/': 'onnx'}
 RULE = re.compile(r'^\s*([\w./-]+)\s*->\s*(.*?)\s*$')
 INCLUDE = re.compile(r'^\s*#\s*include\s*("([^"]+)"|<([^>]+)>)')
+# TableGen's form: include "mlir/IR/OpBase.td".
+TD_INCLUDE = re.compile(r'^\s*include\s*("([^"]+)")()')
 
 
 class LayerError(Exception):
@@ -142,9 +144,10 @@ def source_files(root):
 
 def includes(root, rel_path):
     """(line number, included path, quoted, layer) of every checked include of a file."""
+    pattern = TD_INCLUDE if rel_path.endswith('.td') else INCLUDE
     with open(os.path.join(root, rel_path), encoding='utf-8', errors='replace') as f:
         for number, line in enumerate(f, 1):
-            m = INCLUDE.match(line)
+            m = pattern.match(line)
             if not m:
                 continue
             quoted = m.group(2) is not None

@@ -24,7 +24,7 @@
 #include "shardc/Lowering/RankPrograms.h"
 #include "shardc/Lowering/StepCost.h"
 
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
