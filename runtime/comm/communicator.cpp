@@ -6,18 +6,6 @@
 
 namespace shardc::runtime {
 
-const char *collectiveName(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  }
-  return "unknown_collective";
-}
-
 size_t commDTypeSize(CommDType dtype) {
   switch (dtype) {
   case CommDType::F32:

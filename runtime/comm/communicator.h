@@ -19,6 +19,7 @@
 // the world and of every group split from it.
 #pragma once
 
+#include "runtime/common/comm_cost.h"
 #include "runtime/support/status.h"
 
 #include <chrono>
@@ -41,13 +42,8 @@ size_t commDTypeSize(CommDType dtype);
 // "f32", "bf16", "f16", "bytes" (as in messages and docs/kernels.md).
 const char *commDTypeName(CommDType dtype);
 
-enum class CollectiveKind { AllReduce = 0, ReduceScatter = 1, AllGather = 2 };
-constexpr int kCollectiveKinds = 3;
-// "all_reduce", "reduce_scatter", "all_gather" (the names used in plans and program kernels).
-const char *collectiveName(CollectiveKind kind);
-
 // What one rank has sent: payload bytes handed to the transport, per collective kind. These
-// are the bytes the plan predicts (runtime/comm/comm_cost.h).
+// are the bytes the plan predicts (runtime/common/comm_cost.h).
 struct CommCounters {
   uint64_t calls[kCollectiveKinds] = {};
   uint64_t bytesSent[kCollectiveKinds] = {};

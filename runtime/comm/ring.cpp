@@ -1,8 +1,7 @@
 #include "runtime/comm/ring.h"
 
-// Header-only: the comm library shares the kernels' 16-bit conversions (the same roundings as
-// the cast kernels and PyTorch) without linking the kernels.
-#include "runtime/kernels/cpu/half_float.h"
+// The 16-bit conversions the cast kernels use too (the same roundings as PyTorch).
+#include "runtime/support/half_float.h"
 
 #include <cstdint>
 #include <cstring>
@@ -34,8 +33,7 @@ void addOwn(CommDType dtype, void *dst, const void *partial, const void *own, si
     const uint16_t *p = static_cast<const uint16_t *>(partial);
     const uint16_t *o = static_cast<const uint16_t *>(own);
     for (size_t i = 0; i < n; ++i)
-      d[i] = cpu::toBFloat16(cpu::toFloat(cpu::BFloat16{p[i]}) + cpu::toFloat(cpu::BFloat16{o[i]}))
-                 .bits;
+      d[i] = toBFloat16(toFloat(BFloat16{p[i]}) + toFloat(BFloat16{o[i]})).bits;
     return;
   }
   case CommDType::F16: {
@@ -43,8 +41,7 @@ void addOwn(CommDType dtype, void *dst, const void *partial, const void *own, si
     const uint16_t *p = static_cast<const uint16_t *>(partial);
     const uint16_t *o = static_cast<const uint16_t *>(own);
     for (size_t i = 0; i < n; ++i)
-      d[i] =
-          cpu::toFloat16(cpu::toFloat(cpu::Float16{p[i]}) + cpu::toFloat(cpu::Float16{o[i]})).bits;
+      d[i] = toFloat16(toFloat(Float16{p[i]}) + toFloat(Float16{o[i]})).bits;
     return;
   }
   case CommDType::Bytes: // refused before the ring starts (checkCommDType)

@@ -1,6 +1,6 @@
 // The ring algorithm behind the local and mpi backends: one implementation over an abstract
 // point-to-point Transport, so that both backends reduce every element in the same order and
-// give bit-identical results, and send exactly the bytes runtime/comm/comm_cost.h predicts.
+// give bit-identical results, and send exactly the bytes runtime/common/comm_cost.h predicts.
 //
 // The N ranks form a ring: rank r sends to r+1 and receives from r-1 (mod N). A buffer of
 // `count` elements of one CommDType is cut into N chunks, chunk c = [c*count/N, (c+1)*count/N)

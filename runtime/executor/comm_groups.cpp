@@ -1,6 +1,6 @@
 #include "runtime/executor/comm_groups.h"
 
-#include "runtime/comm/mesh.h"
+#include "runtime/common/mesh.h"
 #include "runtime/support/quote.h"
 
 #include <algorithm>

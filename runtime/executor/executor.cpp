@@ -1,7 +1,7 @@
 #include "runtime/executor/executor.h"
 
 #include "runtime/executor/comm_groups.h"
-#include "runtime/program/program_validation.h"
+#include "runtime/loader/program_validation.h"
 #include "runtime/support/quote.h"
 
 #include <algorithm>

@@ -11,9 +11,9 @@
 #include "runtime/executor/op_timeline.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/memory/arena.h"
-#include "runtime/memory/memory_tracker.h"
 #include "runtime/program/program.pb.h"
 #include "runtime/support/aligned_buffer.h"
+#include "runtime/support/memory_tracker.h"
 #include "runtime/support/status.h"
 
 #include <atomic>

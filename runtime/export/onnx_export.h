@@ -13,7 +13,7 @@
 #pragma once
 
 #include "runtime/executor/host_tensor.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 #include "runtime/support/status.h"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "runtime/memory/memory_report.h"
 
-#include "runtime/memory/planned_memory.h"
+#include "runtime/common/planned_memory.h"
 
 namespace shardc::runtime {
 

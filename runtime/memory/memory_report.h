@@ -1,11 +1,11 @@
 // The comparison shardrun prints at the end of a run: the program's planned peak memory
-// (Program.planned_peak_bytes, broken down as in runtime/memory/planned_memory.h) next to the
+// (Program.planned_peak_bytes, broken down as in runtime/common/planned_memory.h) next to the
 // peak its MemoryTracker measured. The two must be equal; a difference is a bug in the plan or
 // in the runtime, and the report says which part differs.
 #pragma once
 
-#include "runtime/memory/memory_tracker.h"
 #include "runtime/program/program.pb.h"
+#include "runtime/support/memory_tracker.h"
 
 #include <string>
 

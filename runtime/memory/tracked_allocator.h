@@ -8,7 +8,7 @@
 // data stays 16-byte aligned, as with malloc.
 #pragma once
 
-#include "runtime/memory/memory_tracker.h"
+#include "runtime/support/memory_tracker.h"
 
 #include <cstddef>
 

@@ -2,10 +2,10 @@
 // 64-aligned offsets, so their bases must be 64-aligned too for kernels to rely on alignment.
 //
 // Allocations are reported to the MemoryTracker of the MemoryScope active when allocate() runs
-// (runtime/memory/memory_tracker.h), and their release to the same tracker.
+// (runtime/support/memory_tracker.h), and their release to the same tracker.
 #pragma once
 
-#include "runtime/memory/memory_tracker.h"
+#include "runtime/support/memory_tracker.h"
 #include "runtime/support/status.h"
 
 #include <cstddef>
@@ -35,7 +35,7 @@ public:
   // Bytes actually obtained from the system (size rounded up to the alignment, at least one
   // alignment unit).
   size_t allocatedBytes() const { return allocated_; }
-  // What allocate(size) obtains from the system: the planned peak (runtime/memory/
+  // What allocate(size) obtains from the system: the planned peak (runtime/common/
   // planned_memory.h) counts the program's regions this way, so that it equals the measurement.
   static uint64_t allocationSize(uint64_t size);
 

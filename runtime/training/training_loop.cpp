@@ -1,7 +1,8 @@
 #include "runtime/training/training_loop.h"
 
+#include "runtime/program/bindings.h"
 #include "runtime/support/quote.h"
-#include "runtime/training/sharded_tensor.h"
+#include "runtime/training/shard_transfer.h"
 
 #include <algorithm>
 #include <cmath>

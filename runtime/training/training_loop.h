@@ -9,7 +9,7 @@
 // executor's MemoryTracker), the outputs by the first step: later steps allocate nothing.
 //
 // One of several data-parallel ranks: sharded parameters and optimizer state hold this rank's
-// shard (runtime/training/sharded_tensor.h); a sharded parameter's state_init bytes are this
+// shard (runtime/common/sharded_tensor.h); a sharded parameter's state_init bytes are this
 // rank's part of it, the rest of the shard starts as zeros. Checkpoints hold full tensors
 // whatever the number of ranks: restore() slices them, consolidatedSnapshot() gathers them.
 #pragma once
@@ -31,7 +31,7 @@
 namespace shardc::runtime {
 
 // Reads the bytes a StateInit names (init.size_bytes() of them, from init.offset() of the
-// bundle's weights file: readInitialValue in runtime/program/bundle.h) into `dst`.
+// bundle's weights file: readInitialValue in runtime/loader/bundle.h) into `dst`.
 using InitialValueReader = std::function<Status(const program::StateInit &init, uint8_t *dst)>;
 
 // Whether a checkpoint's step (updates applied) and data position (steps run) can be resumed

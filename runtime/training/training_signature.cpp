@@ -1,8 +1,9 @@
 #include "runtime/training/training_signature.h"
 
 #include "runtime/executor/host_tensor.h"
+#include "runtime/loader/sharding_validation.h"
+#include "runtime/program/bindings.h"
 #include "runtime/support/quote.h"
-#include "runtime/training/sharded_tensor.h"
 
 #include <google/protobuf/util/message_differencer.h>
 

@@ -20,9 +20,10 @@
 // at the missing file.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "runtime/memory/planned_memory.h"
-#include "runtime/program/bundle.h"
-#include "runtime/program/rank_program.h"
+#include "runtime/common/planned_memory.h"
+#include "runtime/loader/bundle.h"
+#include "runtime/loader/op_workspace.h"
+#include "runtime/loader/rank_program.h"
 #include "runtime/training/training_signature.h"
 
 #include <cstddef>
@@ -87,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       TrainingSignature signature;
       requireOneLine(deriveTrainingSignature(program, &signature));
     }
-    (void)planPeakMemory(program, /*findWorkspaceOp=*/true);
+    (void)planPeakMemory(program, &opWorkspaceBytes);
   }
   return 0;
 }

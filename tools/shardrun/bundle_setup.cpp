@@ -1,7 +1,7 @@
 #include "tools/shardrun/bundle_setup.h"
 
 #include "runtime/kernels/kernel.h"
-#include "runtime/program/rank_program.h"
+#include "runtime/loader/rank_program.h"
 #include "tools/shardrun/tensor_files.h"
 
 #include <string>

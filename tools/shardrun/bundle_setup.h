@@ -1,8 +1,8 @@
 // Loading the bundle to run and the checks that do not depend on how its ranks are run.
 #pragma once
 
-#include "runtime/memory/memory_tracker.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
+#include "runtime/support/memory_tracker.h"
 #include "tools/shardrun/options.h"
 
 #include <optional>

@@ -1,8 +1,8 @@
 #include "tools/shardrun/local_run.h"
 
 #include "runtime/comm/local/local_comm.h"
-#include "runtime/memory/memory_tracker.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
+#include "runtime/support/memory_tracker.h"
 #include "runtime/training/rank_threads.h"
 #include "tools/shardrun/bundle_setup.h"
 #include "tools/shardrun/comm_options.h"

@@ -7,8 +7,8 @@
 #ifdef SHARDC_HAVE_NCCL
 #include "runtime/comm/nccl/nccl_comm.h"
 #endif
-#include "runtime/memory/memory_tracker.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
+#include "runtime/support/memory_tracker.h"
 #include "tools/shardrun/bundle_setup.h"
 #include "tools/shardrun/comm_options.h"
 #include "tools/shardrun/rank_training.h"

@@ -4,8 +4,8 @@
 
 #include "runtime/executor/chrome_trace.h"
 #include "runtime/executor/executor.h"
+#include "runtime/loader/rank_program.h"
 #include "runtime/memory/memory_report.h"
-#include "runtime/program/rank_program.h"
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 #include "runtime/training/batch_source.h"

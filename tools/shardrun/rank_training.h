@@ -8,7 +8,7 @@
 #pragma once
 
 #include "runtime/comm/communicator.h"
-#include "runtime/memory/memory_tracker.h"
+#include "runtime/support/memory_tracker.h"
 #include "runtime/support/status.h"
 #include "tools/shardrun/run_report.h"
 #include "tools/shardrun/training_setup.h"

@@ -1,9 +1,9 @@
 #include "tools/shardrun/single_run.h"
 
 #include "runtime/executor/executor.h"
+#include "runtime/loader/program_validation.h"
+#include "runtime/loader/rank_program.h"
 #include "runtime/memory/memory_report.h"
-#include "runtime/program/program_validation.h"
-#include "runtime/program/rank_program.h"
 #include "runtime/support/file_io.h"
 #include "tools/shardrun/device_option.h"
 #include "tools/shardrun/run_report.h"

@@ -3,8 +3,8 @@
 // --outputs).
 #pragma once
 
-#include "runtime/memory/memory_tracker.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
+#include "runtime/support/memory_tracker.h"
 #include "tools/shardrun/options.h"
 
 #include <optional>

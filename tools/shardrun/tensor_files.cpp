@@ -2,7 +2,7 @@
 
 #include "runtime/data/npy.h"
 #include "runtime/data/tensor_file_name.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 

@@ -1,9 +1,10 @@
 #include "tools/shardrun/training_setup.h"
 
-#include "runtime/program/rank_program.h"
+#include "runtime/common/sharded_tensor.h"
+#include "runtime/loader/rank_program.h"
+#include "runtime/program/bindings.h"
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
-#include "runtime/training/sharded_tensor.h"
 #include "runtime/training/training_loop.h"
 #include "runtime/training/training_signature.h"
 

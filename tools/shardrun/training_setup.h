@@ -6,7 +6,7 @@
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/checkpoint_lock.h"
 #include "runtime/export/onnx_export.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 #include "runtime/training/lr_schedule.h"
 #include "runtime/training/metrics_log.h"
 #include "tools/shardrun/options.h"

@@ -1,7 +1,7 @@
 //===- BundleWriter.cpp -----------------------------------------------------------------===//
 #include "shardc/Lowering/Bundle.h"
 
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 #include "runtime/support/file_io.h"
 
 #include <google/protobuf/io/coded_stream.h>

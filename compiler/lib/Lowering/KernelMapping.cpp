@@ -355,7 +355,7 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             c.attrs["stream"] = intAttr(o.getStream());
             // A device's block of a split tensor (passes/sharding/Partition): the whole shape,
             // the dim split along the batch and the one split on another mesh axis; each
-            // rank's offsets are set by the runtime (runtime/program/rank_program.h, from its
+            // rank's offsets are set by the runtime (runtime/loader/rank_program.h, from its
             // first batch row and its mesh coordinate).
             if (auto global = o->getAttrOfType<DenseI64ArrayAttr>(kDropoutGlobalShapeAttr))
               c.attrs["global_shape"] = intsAttr(global.asArrayRef());
@@ -432,7 +432,7 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
                            "lowering)");
   // A device's block of a dimension picked by index (passes/sharding/Partition): its mesh
   // axis, its size and the whole size; the runtime sets each rank's index_offset from its
-  // coordinate (runtime/program/rank_program.h).
+  // coordinate (runtime/loader/rank_program.h).
   if (auto block = op->getAttrOfType<DenseI64ArrayAttr>(kIndexBlockAttr)) {
     if (block.size() != 3)
       return op->emitOpError("has a malformed ") << kIndexBlockAttr.str();

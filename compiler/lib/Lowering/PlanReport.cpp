@@ -9,8 +9,9 @@
 #include "shardc/Lowering/Bundle.h"
 #include "shardc/Lowering/PlanSummary.h"
 
+#include "runtime/common/planned_memory.h"
 #include "runtime/kernels/kernel.h"
-#include "runtime/memory/planned_memory.h"
+#include "runtime/loader/op_workspace.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -200,10 +201,10 @@ constexpr program::BufferRole kRoleOrder[] = {
     program::ROLE_ACTIVATION,        program::ROLE_CONSTANT,
     program::ROLE_BUFFER,            program::BUFFER_ROLE_UNSPECIFIED};
 
-// The planned peak memory and what it is made of (runtime/memory/planned_memory.h). Every
+// The planned peak memory and what it is made of (runtime/common/planned_memory.h). Every
 // line below a total adds up to it.
 void formatMemory(const program::Program &p, std::ostringstream &os) {
-  runtime::PlannedMemory plan = runtime::planPeakMemory(p, /*findWorkspaceOp=*/true);
+  runtime::PlannedMemory plan = runtime::planPeakMemory(p, &runtime::opWorkspaceBytes);
   os << "memory: planned peak " << exactBytes(p.planned_peak_bytes())
      << " = arena + weights + workspace"
      << (plan.commWorkspace > 0 ? " + communication workspace" : "")

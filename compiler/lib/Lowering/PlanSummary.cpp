@@ -3,11 +3,11 @@
 #include "shardc/Lowering/RankPrograms.h"
 #include "shardc/Parallel/ParallelStrategy.h"
 
-#include "runtime/comm/comm_cost.h"
-#include "runtime/comm/communicator.h"
-#include "runtime/comm/mesh.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/common/mesh.h"
 #include "runtime/kernels/kernel.h"
-#include "runtime/program/rank_program.h"
+#include "runtime/loader/op_workspace.h"
+#include "runtime/loader/rank_program.h"
 
 #include <google/protobuf/util/message_differencer.h>
 
@@ -793,7 +793,7 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
     r.batchRows = p.batch_rows();
     r.meshCoordinate.assign(p.mesh_coordinate().begin(), p.mesh_coordinate().end());
     r.plannedPeakBytes = p.planned_peak_bytes();
-    r.memory = runtime::planPeakMemory(p, /*findWorkspaceOp=*/true);
+    r.memory = runtime::planPeakMemory(p, &runtime::opWorkspaceBytes);
     r.modelState = modelStateOf(p);
     r.comm = commOf(p, s.worldSize);
     return r;
@@ -844,7 +844,7 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
     if (!comm.matchesPlan())
       s.warnings.push_back(formatRankSet(group) + ": the collectives send " +
                            std::to_string(comm.bytesSent) +
-                           " bytes per step (runtime/comm/comm_cost.h), but the program's "
+                           " bytes per step (runtime/common/comm_cost.h), but the program's "
                            "planned_comm_bytes is " +
                            std::to_string(comm.plannedBytes));
   }

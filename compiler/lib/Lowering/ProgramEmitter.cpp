@@ -11,7 +11,7 @@
 #include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
 
-#include "runtime/memory/planned_memory.h"
+#include "runtime/common/planned_memory.h"
 
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -4,10 +4,10 @@
 #include "shardc/Lowering/MemoryPlanner.h"
 #include "shardc/Lowering/MeshGroups.h"
 
-#include "runtime/comm/comm_cost.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/common/planned_memory.h"
+#include "runtime/common/sharded_tensor.h"
 #include "runtime/kernels/kernel.h"
-#include "runtime/memory/planned_memory.h"
-#include "runtime/training/sharded_tensor.h"
 
 #include <algorithm>
 #include <map>

@@ -2,9 +2,9 @@
 // and linked there so that it keeps building.
 #include "runtime/comm/nccl/nccl_comm.h"
 
-#include "runtime/comm/comm_cost.h"
 #include "runtime/comm/launcher_env.h"
 #include "runtime/comm/mpi/mpi_comm.h"
+#include "runtime/common/comm_cost.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

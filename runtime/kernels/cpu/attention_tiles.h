@@ -6,7 +6,7 @@
 #include "runtime/kernels/cpu/attention_checks.h"
 #include "runtime/kernels/cpu/blas.h"
 #include "runtime/kernels/cpu/dropout_checks.h"
-#include "runtime/kernels/cpu/half_float.h"
+#include "runtime/support/half_float.h"
 #include "runtime/support/philox.h"
 
 #include <algorithm>

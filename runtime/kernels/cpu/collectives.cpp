@@ -17,8 +17,8 @@
 // Every check, including the workspace, happens before the first byte is sent: a call that
 // fails on one rank fails identically on all of them (the shapes and attributes are the same),
 // so no rank is left waiting in a collective the others never enter.
-#include "runtime/comm/comm_cost.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/common/comm_cost.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/workspace.h"

@@ -12,9 +12,9 @@
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
-#include "runtime/kernels/cpu/half_float.h"
 #include "runtime/kernels/cpu/matmul_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
+#include "runtime/support/half_float.h"
 
 #include <algorithm>
 #include <string>

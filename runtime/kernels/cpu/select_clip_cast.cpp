@@ -6,7 +6,7 @@
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/elementwise_checks.h"
 #include "runtime/kernels/cpu/grad_checks.h"
-#include "runtime/kernels/cpu/half_float.h"
+#include "runtime/support/half_float.h"
 
 #include <type_traits>
 

@@ -10,11 +10,11 @@
 //                                 bit for bit with the same groups of a local world
 //   comm_mpi_worker groupsilent R rank R never calls its tp group's collective
 // Like a real launcher, a rank whose collective fails prints the error and then aborts the job.
-#include "runtime/comm/comm_cost.h"
 #include "runtime/comm/local/local_comm.h"
-#include "runtime/comm/mesh.h"
 #include "runtime/comm/mpi/mpi_comm.h"
-#include "runtime/kernels/cpu/half_float.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/common/mesh.h"
+#include "runtime/support/half_float.h"
 
 #include <chrono>
 #include <cmath>
@@ -69,22 +69,22 @@ Status runCases(Communicator &comm, std::vector<std::vector<float>> *results) {
   for (size_t count : {size_t(n) * 7, size_t(13)}) {
     std::vector<uint16_t> data;
     for (float x : rankData(rank, count, ++salt))
-      data.push_back(cpu::toBFloat16(x).bits);
+      data.push_back(toBFloat16(x).bits);
     SHARDC_RETURN_IF_ERROR(comm.allReduceSum(data.data(), count, CommDType::BF16));
     std::vector<float> widened;
     for (uint16_t bits : data)
-      widened.push_back(cpu::toFloat(cpu::BFloat16{bits}));
+      widened.push_back(toFloat(BFloat16{bits}));
     results->push_back(widened);
   }
   {
     const size_t chunk = 5;
     std::vector<uint16_t> in, out(chunk);
     for (float x : rankData(rank, chunk * static_cast<size_t>(n), ++salt))
-      in.push_back(cpu::toFloat16(x).bits);
+      in.push_back(toFloat16(x).bits);
     SHARDC_RETURN_IF_ERROR(comm.reduceScatterSum(in.data(), out.data(), chunk, CommDType::F16));
     std::vector<float> widened;
     for (uint16_t bits : out)
-      widened.push_back(cpu::toFloat(cpu::Float16{bits}));
+      widened.push_back(toFloat(Float16{bits}));
     results->push_back(widened);
   }
   {

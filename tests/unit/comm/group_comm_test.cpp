@@ -1,9 +1,9 @@
-// Groups split from a local world (Communicator::split, runtime/comm/mesh.h): each group's
+// Groups split from a local world (Communicator::split, runtime/common/mesh.h): each group's
 // collectives sum over its members only, bit for bit as a world of the group's size would, and
 // leave the other ranks alone; every group counts its own bytes; errors name world ranks and the
 // group; an abort anywhere reaches every communicator of the family.
-#include "runtime/comm/comm_cost.h"
-#include "runtime/comm/mesh.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/common/mesh.h"
 #include "tests/unit/comm/comm_test_util.h"
 
 #include <algorithm>

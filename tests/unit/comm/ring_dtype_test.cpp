@@ -4,9 +4,9 @@
 // divide evenly; all-gathers of bf16, f16 and raw bytes bit for bit; bytes counted as
 // comm_cost.h predicts with the element's size; a reduction of raw bytes refused before anything
 // is sent; the size limit scaled by the element's size.
-#include "runtime/comm/comm_cost.h"
 #include "runtime/comm/ring.h"
-#include "runtime/kernels/cpu/half_float.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/support/half_float.h"
 #include "tests/unit/comm/comm_test_util.h"
 
 #include <cstdio>
@@ -20,15 +20,15 @@ namespace {
 struct BF16Type {
   static constexpr CommDType kType = CommDType::BF16;
   static constexpr const char *kName = "bf16";
-  static uint16_t narrow(float v) { return cpu::toBFloat16(v).bits; }
-  static float widen(uint16_t bits) { return cpu::toFloat(cpu::BFloat16{bits}); }
+  static uint16_t narrow(float v) { return toBFloat16(v).bits; }
+  static float widen(uint16_t bits) { return toFloat(BFloat16{bits}); }
 };
 
 struct F16Type {
   static constexpr CommDType kType = CommDType::F16;
   static constexpr const char *kName = "f16";
-  static uint16_t narrow(float v) { return cpu::toFloat16(v).bits; }
-  static float widen(uint16_t bits) { return cpu::toFloat(cpu::Float16{bits}); }
+  static uint16_t narrow(float v) { return toFloat16(v).bits; }
+  static float widen(uint16_t bits) { return toFloat(Float16{bits}); }
 };
 
 using Bits = std::vector<uint16_t>;

@@ -2,8 +2,8 @@
 // reference and against the documented summation order bit for bit, for 1 to 8 ranks and
 // sizes that do and do not divide evenly; bit-identical repeats; bytes counted equal to
 // comm_cost.h's prediction.
-#include "runtime/comm/comm_cost.h"
 #include "runtime/comm/ring.h"
+#include "runtime/common/comm_cost.h"
 #include "tests/unit/comm/comm_test_util.h"
 
 #include <cmath>

@@ -1,13 +1,13 @@
 // plan.txt and plan.json of multi-rank bundles: a small ZeRO-3 bundle of three ranks built by
 // hand (two sharded trained parameters, one frozen, AdamW, an all_gather, a reduce_scatter and
 // the loss all-reduce; an uneven batch split so that rank 2's program differs), checked
-// against numbers worked out here and against runtime/comm/comm_cost.h.
+// against numbers worked out here and against runtime/common/comm_cost.h.
 #include "shardc/Lowering/Bundle.h"
 #include "shardc/Lowering/PlanSummary.h"
 #include "tests/unit/compiler/plan_test_util.h"
 
-#include "runtime/comm/comm_cost.h"
-#include "runtime/memory/planned_memory.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/common/planned_memory.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include "shardc/Lowering/PlanSummary.h"
 #include "tests/unit/compiler/plan_test_util.h"
 
-#include "runtime/memory/planned_memory.h"
+#include "runtime/common/planned_memory.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // attention and attention_grad: against a naive reference that materialises the scores in double
 // (odd shapes, every mask layout, causal, -inf entries, fully masked rows), a finite-difference
 // check of the gradient, bf16 operands, malformed calls, and the workspace's size.
-#include "runtime/kernels/cpu/half_float.h"
+#include "runtime/support/half_float.h"
 #include "tests/unit/kernels/test_support.h"
 
 #include <cmath>
@@ -94,7 +94,7 @@ std::vector<double> valuesOf(const HostTensor &t) {
   std::vector<double> out(static_cast<size_t>(v.numel()));
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = v.dtype == program::F32 ? v.as<float>()[i]
-                                     : cpu::toFloat(v.as<cpu::BFloat16>()[i]);
+                                     : toFloat(v.as<BFloat16>()[i]);
   return out;
 }
 
@@ -106,7 +106,7 @@ HostTensor tensorOf(DType dtype, const std::vector<int64_t> &shape,
     if (dtype == program::F32)
       t.view().as<float>()[i] = values[i];
     else
-      t.view().as<cpu::BFloat16>()[i] = cpu::toBFloat16(values[i]);
+      t.view().as<BFloat16>()[i] = toBFloat16(values[i]);
   }
   return t;
 }

@@ -3,8 +3,8 @@
 // all_gather / shard_slice calls mixing dtypes; their workspace (exact, and one byte short); and
 // the errors of calls without a communicator or with the wrong one, or with dtypes that do not
 // fit.
-#include "runtime/comm/comm_cost.h"
-#include "runtime/kernels/cpu/half_float.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/support/half_float.h"
 #include "tests/unit/comm/comm_test_util.h"
 #include "tests/unit/kernels/test_support.h"
 
@@ -344,12 +344,12 @@ TEST(Collectives, CallsWithoutTheRightCommunicatorAreCleanErrors) {
 // ------------------------------------------------------------------
 
 uint16_t narrow(DType dtype, float v) {
-  return dtype == program::BF16 ? cpu::toBFloat16(v).bits : cpu::toFloat16(v).bits;
+  return dtype == program::BF16 ? toBFloat16(v).bits : toFloat16(v).bits;
 }
 
 float widen(DType dtype, uint16_t bits) {
-  return dtype == program::BF16 ? cpu::toFloat(cpu::BFloat16{bits})
-                                : cpu::toFloat(cpu::Float16{bits});
+  return dtype == program::BF16 ? toFloat(BFloat16{bits})
+                                : toFloat(Float16{bits});
 }
 
 // A tensor of `dtype` (f32, bf16 or f16) holding `values` rounded to it.

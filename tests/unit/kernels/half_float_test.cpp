@@ -1,9 +1,9 @@
-// The 16-bit float conversions (runtime/kernels/cpu/half_float.h) against their definitions:
+// The 16-bit float conversions (runtime/support/half_float.h) against their definitions:
 // widening against the formats' value formulas, narrowing against "the representable value
 // nearest in exact (double) arithmetic, ties to the even bit pattern, infinity past the largest
 // finite value's half ulp", on every edge case and on a million random floats of every
 // magnitude. And the cast kernel, which converts through them.
-#include "runtime/kernels/cpu/half_float.h"
+#include "runtime/support/half_float.h"
 #include "tests/unit/kernels/test_support.h"
 
 #include <algorithm>

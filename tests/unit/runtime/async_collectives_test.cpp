@@ -1,9 +1,9 @@
 // The pieces of asynchronous collectives: the communication thread (order, waits, failures),
 // the program validator's checks of Op.completes_before, and the Chrome trace of timelines.
+#include "runtime/common/planned_memory.h"
 #include "runtime/executor/chrome_trace.h"
 #include "runtime/executor/comm_thread.h"
-#include "runtime/memory/planned_memory.h"
-#include "runtime/program/program_validation.h"
+#include "runtime/loader/program_validation.h"
 #include "runtime/support/aligned_buffer.h"
 #include "tests/unit/runtime/data_parallel_program.h"
 

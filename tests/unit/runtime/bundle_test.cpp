@@ -1,7 +1,7 @@
 // Bundle loading: a valid bundle loads, and each structural check rejects a bundle that breaks
 // it with a message naming the file and the offending item.
 #include "runtime/executor/executor.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <filesystem>

@@ -1,8 +1,8 @@
 #include "tests/unit/runtime/data_parallel_program.h"
 
-#include "runtime/comm/comm_cost.h"
-#include "runtime/memory/planned_memory.h"
-#include "runtime/program/bundle.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/common/planned_memory.h"
+#include "runtime/loader/bundle.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <algorithm>

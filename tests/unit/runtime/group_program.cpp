@@ -1,7 +1,7 @@
 #include "tests/unit/runtime/group_program.h"
 
-#include "runtime/comm/comm_cost.h"
-#include "runtime/memory/planned_memory.h"
+#include "runtime/common/comm_cost.h"
+#include "runtime/common/planned_memory.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <string>

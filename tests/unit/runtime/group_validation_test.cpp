@@ -1,6 +1,6 @@
 // validateProgram on the mesh, the groups and the collectives' "group" and "dtype" attributes:
 // every way a hand-edited or corrupt program can get them wrong is an error naming the item.
-#include "runtime/program/program_validation.h"
+#include "runtime/loader/program_validation.h"
 #include "tests/unit/runtime/group_program.h"
 
 #include <functional>

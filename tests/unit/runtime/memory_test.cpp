@@ -1,14 +1,14 @@
 // Memory accounting: the tracker and its scopes, what AlignedBuffer and HostTensor report to it,
-// the planned peak of a program (runtime/memory/planned_memory.h), the executor's measured peak
+// the planned peak of a program (runtime/common/planned_memory.h), the executor's measured peak
 // against it, the workspace check at load, and data sources that refill tensors in place.
+#include "runtime/common/planned_memory.h"
 #include "runtime/data/npy.h"
 #include "runtime/data/token_stream.h"
 #include "runtime/executor/executor.h"
+#include "runtime/loader/program_validation.h"
 #include "runtime/memory/memory_report.h"
-#include "runtime/memory/memory_tracker.h"
-#include "runtime/memory/planned_memory.h"
-#include "runtime/program/program_validation.h"
 #include "runtime/support/aligned_buffer.h"
+#include "runtime/support/memory_tracker.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <gtest/gtest.h>

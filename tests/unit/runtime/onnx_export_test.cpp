@@ -1,7 +1,7 @@
 // The ONNX export of trained models (runtime/export): a source.onnx template and a program
 // written here, the exporter run on them, the written model parsed back and compared.
 #include "runtime/export/onnx_export.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 #include "runtime/support/file_io.h"
 #include "tests/unit/runtime/test_util.h"
 

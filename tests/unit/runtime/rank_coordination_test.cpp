@@ -2,9 +2,10 @@
 // into full tensors, the threads that run the ranks and report the root cause of a failure, and
 // the agreement that ends setup with one report of a setup error.
 #include "runtime/comm/local/local_comm.h"
+#include "runtime/loader/sharding_validation.h"
 #include "runtime/training/rank_threads.h"
 #include "runtime/training/setup_agreement.h"
-#include "runtime/training/sharded_tensor.h"
+#include "runtime/training/shard_transfer.h"
 #include "tests/unit/runtime/test_util.h"
 
 #include <atomic>

@@ -1,8 +1,8 @@
 // Placed bundles (program.proto, Bundle.ranks): each rank's program built from a shared one
 // equals the program a bundle of one program per rank holds for it, a tensor-parallel block's
 // initial value is read from its own copy, and a damaged placed bundle is one error line.
-#include "runtime/program/bundle.h"
-#include "runtime/program/rank_program.h"
+#include "runtime/loader/bundle.h"
+#include "runtime/loader/rank_program.h"
 #include "tests/unit/runtime/data_parallel_program.h"
 #include "tests/unit/runtime/test_util.h"
 

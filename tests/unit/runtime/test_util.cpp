@@ -1,7 +1,7 @@
 #include "tests/unit/runtime/test_util.h"
 
 #include "runtime/kernels/kernel.h"
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -5,12 +5,12 @@
 // The program trains w f32[2] with SGD (momentum 0) on loss = sum(w * x), x a batch input
 // f32[2] (B = 2 rows of one value each). d loss / d w = x, so w_k = w_{k-1} - lr * x_k:
 // every value below can be computed by hand.
+#include "runtime/common/planned_memory.h"
 #include "runtime/data/npy.h"
 #include "runtime/executor/executor.h"
+#include "runtime/loader/program_validation.h"
 #include "runtime/memory/memory_report.h"
-#include "runtime/memory/memory_tracker.h"
-#include "runtime/memory/planned_memory.h"
-#include "runtime/program/program_validation.h"
+#include "runtime/support/memory_tracker.h"
 #include "runtime/training/batch_source.h"
 #include "runtime/training/training_loop.h"
 #include "runtime/training/training_signature.h"

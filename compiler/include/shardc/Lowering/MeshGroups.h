@@ -45,7 +45,7 @@ void addMeshAxes(program::Program &program, const MeshLayout &mesh);
 
 // Adds the program's groups, one per mesh axis (the slice of the mesh along it), by name and
 // axis: each rank's coordinate and the ranks of its groups follow from its rank
-// (runtime/program/rank_program.h). Nothing when the program has no mesh axes.
+// (runtime/loader/rank_program.h). Nothing when the program has no mesh axes.
 void addMeshGroups(program::Program &program);
 
 } // namespace shardc

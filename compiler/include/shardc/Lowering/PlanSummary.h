@@ -3,9 +3,9 @@
 // The numbers of a bundle's plan, derived from the Bundle message alone (so that
 // `shardc --explain`, plan.txt and plan.json agree and can be recomputed from program.pb):
 // the mesh and strategy, every parameter and how it is sharded, the memory of each rank (the
-// planned peak broken down as runtime/memory/planned_memory.h does, and the model state it
+// planned peak broken down as runtime/common/planned_memory.h does, and the model state it
 // holds), the ZeRO formulas that memory is expected to follow, and the collectives of one step
-// with the bytes each rank sends (runtime/comm/comm_cost.h, the runtime's own accounting).
+// with the bytes each rank sends (runtime/common/comm_cost.h, the runtime's own accounting).
 //
 // docs/plan-format.md describes the text and JSON renderings.
 //
@@ -15,7 +15,7 @@
 
 #include "shardc/Lowering/Bundle.h"
 
-#include "runtime/memory/planned_memory.h"
+#include "runtime/common/planned_memory.h"
 #include "runtime/program/program.pb.h"
 
 #include <cstdint>
@@ -153,7 +153,7 @@ struct PlanRank {
   int64_t batchRows = 0;
   std::vector<int> meshCoordinate; // Program.mesh_coordinate; empty without a mesh
   uint64_t plannedPeakBytes = 0;   // Program.planned_peak_bytes
-  runtime::PlannedMemory memory;   // planPeakMemory(program, findWorkspaceOp = true)
+  runtime::PlannedMemory memory;   // planPeakMemory(program, opWorkspaceBytes)
   PlanModelState modelState;
   PlanComm comm;
 };
@@ -305,7 +305,7 @@ PlanCastPoints castPointsOf(const program::Program &program);
 
 PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes = PlanNotes());
 
-// The complete program of rank `rank` (runtime/program/rank_program.h builds a placed bundle's);
+// The complete program of rank `rank` (runtime/loader/rank_program.h builds a placed bundle's);
 // where the bundle cannot give it, the program the rank is placed on as stored (or an empty
 // one), so that the plan still describes what it can.
 program::Program planProgramOfRank(const program::Bundle &bundle, int rank);

@@ -4,7 +4,7 @@
 // arena offsets and workspace planned) into the runtime's program message, the bytes of the
 // WEIGHTS region (frozen parameters from the WeightStore, constants from the IR) and the
 // initial values of the trained parameters. Every buffer gets its role (BufferRoles.h), and the
-// program its planned peak memory (runtime/memory/planned_memory.h).
+// program its planned peak memory (runtime/common/planned_memory.h).
 //
 // The bundle's weights file is the region followed by the initial values (layOutWeightsFile):
 // the runtime keeps the region resident for the kernels and reads the initial values once,

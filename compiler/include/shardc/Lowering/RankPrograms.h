@@ -5,7 +5,7 @@
 // it (program.proto, a placed bundle): the shared program has the mesh and its groups' axes,
 // the bytes its collectives send, and the initial value of every sharded parameter whole and
 // per tensor-parallel block; each rank's placement adds its rows of the global batch, and the
-// runtime derives the rest from its rank (runtime/program/rank_program.h). Compile time and
+// runtime derives the rest from its rank (runtime/loader/rank_program.h). Compile time and
 // bundle size so do not grow with the number of ranks. All ranks share one weights file.
 //
 //===-------------------------------------------------------------------------------------===//
@@ -42,7 +42,7 @@ uint64_t plannedCommBytes(const program::Program &program);
 // "reduce_scatter", "all_gather"; 0 for any other) over `ranks` ranks, whose inputs hold
 // `inputElements` and outputs `outputElements` elements in all, of `elementBytes` bytes each
 // (an all_gather of tensors of several dtypes moves raw bytes: its counts are then in bytes
-// and elementBytes is 1): the ring formulas of runtime/comm/comm_cost.h. plannedCommBytes and
+// and elementBytes is 1): the ring formulas of runtime/common/comm_cost.h. plannedCommBytes and
 // the IR's StepCost.h both count by it.
 uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t inputElements,
                                  uint64_t outputElements, uint64_t elementBytes);

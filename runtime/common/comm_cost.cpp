@@ -1,6 +1,18 @@
-#include "runtime/comm/comm_cost.h"
+#include "runtime/common/comm_cost.h"
 
 namespace shardc::runtime {
+
+const char *collectiveName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  }
+  return "unknown_collective";
+}
 
 uint64_t paddedToRanks(uint64_t elements, int ranks) {
   uint64_t n = ranks > 0 ? static_cast<uint64_t>(ranks) : 1;

@@ -1,4 +1,4 @@
-#include "runtime/comm/mesh.h"
+#include "runtime/common/mesh.h"
 
 #include <algorithm>
 

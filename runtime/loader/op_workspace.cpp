@@ -1,4 +1,4 @@
-#include "runtime/program/op_workspace.h"
+#include "runtime/loader/op_workspace.h"
 
 #include "runtime/kernels/kernel.h"
 

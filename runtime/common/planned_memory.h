@@ -21,6 +21,7 @@
 #pragma once
 
 #include "runtime/program/program.pb.h"
+#include "runtime/support/status.h"
 
 #include <array>
 #include <map>
@@ -57,7 +58,7 @@ struct PlannedMemory {
   // The asynchronous collectives' scratch (Program.comm_workspace_bytes; 0 when there is none).
   uint64_t commWorkspace = 0;
   // The op whose kernel needs the largest workspace (-1 when none needs any); only filled in
-  // when asked for (it runs every op's workspace-size function).
+  // when planPeakMemory is given the workspace-size function to run on every op.
   int64_t workspaceOp = -1;
 
   uint64_t stepInputs = 0;
@@ -66,7 +67,13 @@ struct PlannedMemory {
   uint64_t total = 0; // arena + weights + workspace + stepInputs + stepOutputs
 };
 
+// The workspace op `index` of `program` needs (opWorkspaceBytes, runtime/loader/op_workspace.h:
+// the kernels' own size functions, which this layer does not see).
+using OpWorkspaceBytesFn = Status (*)(const program::Program &program, int index, uint64_t *bytes);
+
 // The program's buffer indices must be valid (run validateProgram first on untrusted programs).
-PlannedMemory planPeakMemory(const program::Program &program, bool findWorkspaceOp = false);
+// With `opWorkspaceBytes`, also finds workspaceOp.
+PlannedMemory planPeakMemory(const program::Program &program,
+                             OpWorkspaceBytesFn opWorkspaceBytes = nullptr);
 
 } // namespace shardc::runtime

@@ -1,6 +1,5 @@
-#include "runtime/memory/planned_memory.h"
+#include "runtime/common/planned_memory.h"
 
-#include "runtime/program/op_workspace.h"
 #include "runtime/support/aligned_buffer.h"
 
 #include <algorithm>
@@ -119,7 +118,8 @@ const char *bufferRoleName(program::BufferRole role) {
   }
 }
 
-PlannedMemory planPeakMemory(const program::Program &program, bool findWorkspaceOp) {
+PlannedMemory planPeakMemory(const program::Program &program,
+                             OpWorkspaceBytesFn opWorkspaceBytes) {
   PlannedMemory plan;
   planArenaPeak(program, &plan);
   planWeights(program, &plan);
@@ -127,7 +127,7 @@ PlannedMemory planPeakMemory(const program::Program &program, bool findWorkspace
   plan.commWorkspace = program.comm_workspace_bytes() > 0
                            ? AlignedBuffer::allocationSize(program.comm_workspace_bytes())
                            : 0;
-  if (findWorkspaceOp) {
+  if (opWorkspaceBytes != nullptr) {
     uint64_t largest = 0;
     for (int i = 0; i < program.ops_size(); ++i) {
       uint64_t bytes = 0;

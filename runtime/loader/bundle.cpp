@@ -1,10 +1,11 @@
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 
-#include "runtime/program/program_validation.h"
-#include "runtime/program/rank_program.h"
+#include "runtime/common/sharded_tensor.h"
+#include "runtime/loader/program_validation.h"
+#include "runtime/loader/rank_program.h"
+#include "runtime/program/bindings.h"
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
-#include "runtime/training/sharded_tensor.h"
 
 #include <fmt/format.h>
 #include <google/protobuf/stubs/common.h>

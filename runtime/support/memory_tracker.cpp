@@ -1,4 +1,4 @@
-#include "runtime/memory/memory_tracker.h"
+#include "runtime/support/memory_tracker.h"
 
 namespace shardc::runtime {
 

@@ -1,5 +1,6 @@
-// The bytes one rank sends in a collective, shared by the compiler (which predicts them for the
-// plan) and the runtime (whose ring algorithm sends exactly this much; tests compare the two).
+// The kinds of collectives, and the bytes one rank sends in one, shared by the compiler (which
+// predicts them for the plan) and the runtime (whose ring algorithm sends exactly this much;
+// tests compare the two).
 //
 // Every collective here works on a buffer of `paddedElements` elements of `elementBytes` bytes
 // each (4 for f32, 2 for bf16 and f16, 1 for an all_gather of raw bytes, its elements then being
@@ -11,17 +12,21 @@
 // With one rank nothing is sent.
 #pragma once
 
-#include "runtime/comm/communicator.h"
-
 #include <cstdint>
 
 namespace shardc::runtime {
+
+enum class CollectiveKind { AllReduce = 0, ReduceScatter = 1, AllGather = 2 };
+constexpr int kCollectiveKinds = 3;
+// "all_reduce", "reduce_scatter", "all_gather" (the names used in plans and program kernels).
+const char *collectiveName(CollectiveKind kind);
 
 // `elements` rounded up to a multiple of `ranks` (the padded size of a collective's buffer).
 uint64_t paddedToRanks(uint64_t elements, int ranks);
 
 // Bytes one rank sends for a collective of `kind` over a padded buffer of `paddedElements`
-// elements (a multiple of `ranks`) of `elementBytes` bytes each (commDTypeSize of its CommDType).
+// elements (a multiple of `ranks`) of `elementBytes` bytes each (commDTypeSize of its CommDType,
+// runtime/comm/communicator.h).
 uint64_t collectiveBytesSent(CollectiveKind kind, uint64_t paddedElements, int ranks,
                              uint64_t elementBytes);
 

@@ -71,7 +71,7 @@ Status parseBundleProgram(const void *data, size_t size, const std::string &path
                           program::Bundle *out);
 // Checks world size, ranks and every rank's program (validateProgram), not the weights; in a
 // placed bundle the placements and each shared program, as the program of its first rank
-// (runtime/program/rank_program.h builds and checks each rank's).
+// (runtime/loader/rank_program.h builds and checks each rank's).
 Status validateBundlePrograms(const program::Bundle &bundle, const std::string &path);
 
 // True when `name` (a file name read from program.pb: weights_file, source_onnx_file) names a

@@ -1,9 +1,12 @@
-#include "runtime/program/rank_program.h"
+#include "runtime/loader/rank_program.h"
 
-#include "runtime/comm/mesh.h"
-#include "runtime/program/program_validation.h"
+#include "runtime/common/mesh.h"
+#include "runtime/common/sharded_tensor.h"
+#include "runtime/kernels/kernel.h"
+#include "runtime/loader/program_validation.h"
+#include "runtime/loader/sharding_validation.h"
+#include "runtime/program/bindings.h"
 #include "runtime/support/quote.h"
-#include "runtime/training/sharded_tensor.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace shardc::runtime::cpu {
+namespace shardc::runtime {
 
 struct BFloat16 {
   uint16_t bits = 0;
@@ -75,4 +75,4 @@ inline Float16 toFloat16(float v) {
   return Float16{static_cast<uint16_t>(sign | (rounded >> 13))};
 }
 
-} // namespace shardc::runtime::cpu
+} // namespace shardc::runtime

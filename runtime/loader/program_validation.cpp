@@ -1,9 +1,9 @@
-#include "runtime/program/program_validation.h"
+#include "runtime/loader/program_validation.h"
 
-#include "runtime/comm/mesh.h"
+#include "runtime/common/mesh.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/loader/op_workspace.h"
 #include "runtime/program/bindings.h"
-#include "runtime/program/op_workspace.h"
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/quote.h"
 
