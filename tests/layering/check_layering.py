@@ -8,8 +8,9 @@ layer:
     runtime/support ->
     tools -> *
 
-A layer is a folder: runtime/<name> for the runtime's folders, else the top-level folder
-(compiler, passes, frontends, tools, tests). Besides project layers, two external ones can be
+A layer is a folder: runtime/<name> for the runtime's folders, compiler/<Component> for the
+compiler's components (compiler/include/shardc/<Component> and compiler/lib/<Component>
+together), else the top-level folder (passes, frontends, tools, tests). Besides project layers, two external ones can be
 named: mlir (headers under mlir/ and llvm/) and onnx (headers under onnx/). A layer may include
 its own headers and those of the layers after its arrow ("*": any); every other project
 include, and an include of mlir or onnx not listed, is an error. The following fenced block,
@@ -19,7 +20,7 @@ list only shrinks.
 
 Every `#include "..."` (and `#include <mlir/...>`, `<llvm/...>`, `<onnx/...>`; TableGen's
 `include "..."` in .td files) of the tree's .cpp/.h/.cu/.cuh/.inc/.td files is resolved the way the build resolves it: "runtime/x/..." is
-runtime/x, "shardc/..." is compiler/include/shardc, "passes/...", "frontends/...", "tools/...",
+runtime/x, "shardc/X/..." is compiler/X, "passes/...", "frontends/...", "tools/...",
 "tests/...", "compiler/..." are those folders, a path next to the including file is its own
 folder's, and inside runtime/ a path relative to runtime/ ("comm/x.h") is that folder's.
 Includes that resolve to none of these (generated files, system headers) are not checked.
@@ -109,7 +110,20 @@ def layer_of(rel_path):
     parts = rel_path.split('/')
     if parts[0] == 'runtime':
         return 'runtime/' + parts[1] if len(parts) > 2 else None
+    if parts[0] == 'compiler':
+        return compiler_layer(parts[1:])
     return parts[0] if parts[0] in TOP_LEVEL_LAYERS and len(parts) > 1 else None
+
+
+def compiler_layer(parts):
+    """compiler/<Component>: a component's headers (compiler/include/shardc/<Component>/) and
+    sources (compiler/lib/<Component>/) are one layer; anything else under compiler/ is the
+    layer compiler."""
+    if parts[:2] == ['include', 'shardc'] and len(parts) > 3:
+        return 'compiler/' + parts[2]
+    if parts[:1] == ['lib'] and len(parts) > 2:
+        return 'compiler/' + parts[1]
+    return 'compiler'
 
 
 def resolve(root, including, target, quoted):
@@ -122,7 +136,7 @@ def resolve(root, including, target, quoted):
         return None
     first = target.split('/')[0]
     if first == 'shardc':
-        return 'compiler'
+        return compiler_layer(['include'] + target.split('/'))
     if first == 'runtime' or first in TOP_LEVEL_LAYERS:
         return layer_of(target)
     beside = os.path.normpath(os.path.join(os.path.dirname(including), target))
