@@ -1,4 +1,5 @@
 //===- PlanMemory.cpp - liveness-based static arena offsets -----------------------------===//
+#include "passes/lowering/LoweringPasses.h"
 #include "passes/Passes.h"
 
 #include "shardc/Autodiff/TrainStep.h"
@@ -17,7 +18,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_PLANMEMORY
-#include "passes/Passes.h.inc"
+#include "passes/lowering/LoweringPasses.h.inc"
 
 namespace {
 
