@@ -1,8 +1,8 @@
 //===- PlanMemory.cpp - liveness-based static arena offsets -----------------------------===//
 #include "passes/lowering/LoweringPasses.h"
-#include "passes/Passes.h"
 
 #include "shardc/Autodiff/TrainStep.h"
+#include "shardc/Dialect/Graph/GraphAttrNames.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/ShapeRules.h"
