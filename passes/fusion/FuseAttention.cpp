@@ -34,7 +34,7 @@
 // additive -inf mask would have turned into NaN, included).
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/fusion/FusionPasses.h"
 #include "passes/fusion/CausalMask.h"
 
 #include "shardc/Dialect/Graph/GradientUtils.h"
@@ -49,7 +49,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_FUSEATTENTION
-#include "passes/Passes.h.inc"
+#include "passes/fusion/FusionPasses.h.inc"
 
 namespace {
 

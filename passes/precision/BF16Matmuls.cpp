@@ -9,7 +9,7 @@
 // of .to(bfloat16) does.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/precision/PrecisionPasses.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 
@@ -17,7 +17,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_BF16MATMULS
-#include "passes/Passes.h.inc"
+#include "passes/precision/PrecisionPasses.h.inc"
 
 namespace {
 

@@ -9,7 +9,7 @@
 // bits as before; the lit test shows the IR, the e2e test the bit-identical losses.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/precision/PrecisionPasses.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 
@@ -17,7 +17,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_HALFSTORAGE
-#include "passes/Passes.h.inc"
+#include "passes/precision/PrecisionPasses.h.inc"
 
 namespace {
 

@@ -25,7 +25,7 @@
 // recomputed matrix-product FLOPs, for plan.txt.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/precision/PrecisionPasses.h"
 
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
@@ -41,7 +41,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_REMAT
-#include "passes/Passes.h.inc"
+#include "passes/precision/PrecisionPasses.h.inc"
 
 using namespace mlir;
 

@@ -6,7 +6,7 @@
 // that autodiff derives divides by the same global count.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/sharding/ShardingPasses.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 
@@ -17,7 +17,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_DECOMPOSEMEANLOSS
-#include "passes/Passes.h.inc"
+#include "passes/sharding/ShardingPasses.h.inc"
 
 namespace {
 

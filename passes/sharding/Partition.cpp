@@ -8,7 +8,7 @@
 // blocks have the same extent (all of them when the batch divides evenly).
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/sharding/ShardingPasses.h"
 #include "passes/sharding/DimensionClasses.h"
 #include "passes/sharding/SequenceParallel.h"
 #include "passes/sharding/SplitClassesLoss.h"
@@ -25,7 +25,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_PARTITION
-#include "passes/Passes.h.inc"
+#include "passes/sharding/ShardingPasses.h.inc"
 
 namespace {
 

@@ -8,7 +8,7 @@
 // refused with the op that does it.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/sharding/ShardingPasses.h"
 #include "passes/sharding/DimensionClasses.h"
 #include "passes/sharding/SequenceParallel.h"
 #include "passes/sharding/ValueSharding.h"
@@ -28,7 +28,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_PROPAGATESHARDING
-#include "passes/Passes.h.inc"
+#include "passes/sharding/ShardingPasses.h.inc"
 
 namespace {
 

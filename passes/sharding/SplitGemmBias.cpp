@@ -5,7 +5,7 @@
 // all-reduce the partitioner inserts before any op that is not linear in a pending sum.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/sharding/ShardingPasses.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 
@@ -14,7 +14,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_SPLITGEMMBIAS
-#include "passes/Passes.h.inc"
+#include "passes/sharding/ShardingPasses.h.inc"
 
 namespace {
 

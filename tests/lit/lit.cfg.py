@@ -1,5 +1,6 @@
-# lit configuration for shardc's IR tests: dialect round-trips and verifiers, one directory
-# per pass, and importer tests that build small ONNX models with Debian's python3-onnx.
+# lit configuration for shardc's IR tests: dialect round-trips and verifiers, the passes' tests
+# (passes/<phase>/, as the passes are laid out), and importer tests that build small ONNX models
+# with Debian's python3-onnx.
 import os
 
 import lit.formats

@@ -1,7 +1,7 @@
 //===- ProgramEmitter.cpp ---------------------------------------------------------------===//
 #include "shardc/Lowering/ProgramEmitter.h"
 
-#include "passes/Passes.h"
+#include "shardc/Dialect/Graph/GraphAttrNames.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Lowering/BufferRoles.h"

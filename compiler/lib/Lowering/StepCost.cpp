@@ -1,7 +1,7 @@
 //===- StepCost.cpp ---------------------------------------------------------------------===//
 #include "shardc/Lowering/StepCost.h"
 
-#include "passes/Passes.h"
+#include "shardc/Dialect/Graph/GraphAttrNames.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Lowering/KernelMapping.h"

@@ -352,7 +352,8 @@ def gather_elements_forms():
 
 def linear_classifier():
     """loss = cross_entropy(x @ w + b, y): x f32[4, 3], y i64[4], w f32[3, 5], b f32[5]; the
-    training step whose memory plan tests/lit/passes/shardc-plan-memory-report.test checks."""
+    training step whose memory plan tests/lit/passes/lowering/shardc-plan-memory-report.test
+    checks."""
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
         helper.make_node("Add", ["xw", "b"], ["logits"], name="bias"),

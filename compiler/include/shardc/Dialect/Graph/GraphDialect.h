@@ -31,8 +31,8 @@ inline constexpr llvm::StringLiteral kTrainableRecordAttr = "graph.trainable_rec
 // parameter is not trained; after each step it holds this result.
 inline constexpr llvm::StringLiteral kBufferAttr = "graph.buffer";
 
-// Data parallelism (passes/DataParallel.h). On a training step: the mesh it runs on (a symbol
-// reference to a 1-D mesh.mesh) and its ZeRO stage (0-3).
+// Data parallelism (passes/dataparallel/DataParallel.h). On a training step: the mesh it runs
+// on (a symbol reference to a 1-D mesh.mesh) and its ZeRO stage (0-3).
 inline constexpr llvm::StringLiteral kMeshAttr = "graph.mesh";
 inline constexpr llvm::StringLiteral kZeroStageAttr = "graph.zero_stage";
 // On arguments and results of a sharded step: how the value is laid out on the mesh, an

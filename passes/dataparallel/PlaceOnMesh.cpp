@@ -1,6 +1,6 @@
 //===- PlaceOnMesh.cpp - the data-parallel mesh and each argument's sharding --------------===//
-#include "passes/DataParallel.h"
-#include "passes/Passes.h"
+#include "passes/dataparallel/DataParallel.h"
+#include "passes/dataparallel/DataParallelPasses.h"
 
 #include "shardc/Autodiff/TrainStep.h"
 
@@ -9,7 +9,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_PLACEONMESH
-#include "passes/Passes.h.inc"
+#include "passes/dataparallel/DataParallelPasses.h.inc"
 
 namespace {
 

@@ -13,12 +13,12 @@
 // become the 16-bit working copies (shardc-half-storage).
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/DataParallel.h"
-#include "passes/Passes.h"
+#include "passes/dataparallel/DataParallel.h"
+#include "passes/dataparallel/DataParallelPasses.h"
 
 namespace shardc {
 #define GEN_PASS_DEF_SHARDOPTIMIZERSTATE
-#include "passes/Passes.h.inc"
+#include "passes/dataparallel/DataParallelPasses.h.inc"
 
 namespace {
 

@@ -5,8 +5,8 @@
 // ShardOptimizerState, ShardParameters) start from.
 //
 //===-------------------------------------------------------------------------------------===//
-#ifndef SHARDC_PASSES_DATAPARALLEL_H
-#define SHARDC_PASSES_DATAPARALLEL_H
+#ifndef SHARDC_PASSES_DATAPARALLEL_DATAPARALLEL_H
+#define SHARDC_PASSES_DATAPARALLEL_DATAPARALLEL_H
 
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"

@@ -11,8 +11,8 @@
 // and the step returns shards: nothing is gathered after the update.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/DataParallel.h"
-#include "passes/Passes.h"
+#include "passes/dataparallel/DataParallel.h"
+#include "passes/dataparallel/DataParallelPasses.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
@@ -24,7 +24,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_SHARDPARAMETERS
-#include "passes/Passes.h.inc"
+#include "passes/dataparallel/DataParallelPasses.h.inc"
 
 namespace {
 

@@ -1,7 +1,8 @@
 //===- PlanMemory.cpp - liveness-based static arena offsets -----------------------------===//
-#include "passes/Passes.h"
+#include "passes/lowering/LoweringPasses.h"
 
 #include "shardc/Autodiff/TrainStep.h"
+#include "shardc/Dialect/Graph/GraphAttrNames.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/ShapeRules.h"
@@ -17,7 +18,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_PLANMEMORY
-#include "passes/Passes.h.inc"
+#include "passes/lowering/LoweringPasses.h.inc"
 
 namespace {
 

@@ -22,7 +22,7 @@
 // same clones across stages.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/microbatch/MicroBatchPasses.h"
 #include "passes/sharding/ValueSharding.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
@@ -36,7 +36,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_MICROBATCHES
-#include "passes/Passes.h.inc"
+#include "passes/microbatch/MicroBatchPasses.h.inc"
 
 using namespace mlir;
 

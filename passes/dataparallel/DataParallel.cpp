@@ -1,5 +1,5 @@
 //===- DataParallel.cpp -----------------------------------------------------------------===//
-#include "passes/DataParallel.h"
+#include "passes/dataparallel/DataParallel.h"
 
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"

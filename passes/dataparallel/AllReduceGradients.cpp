@@ -1,10 +1,10 @@
 //===- AllReduceGradients.cpp - DP (ZeRO stage 0): bucketed gradient all-reduce -----------===//
-#include "passes/DataParallel.h"
-#include "passes/Passes.h"
+#include "passes/dataparallel/DataParallel.h"
+#include "passes/dataparallel/DataParallelPasses.h"
 
 namespace shardc {
 #define GEN_PASS_DEF_ALLREDUCEGRADIENTS
-#include "passes/Passes.h.inc"
+#include "passes/dataparallel/DataParallelPasses.h.inc"
 
 namespace {
 

@@ -1,5 +1,5 @@
 //===- FoldConstants.cpp - evaluate constant subgraphs at compile time ------------------===//
-#include "passes/Passes.h"
+#include "passes/lowering/LoweringPasses.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Lowering/ConstantEvaluator.h"
@@ -8,7 +8,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_FOLDCONSTANTS
-#include "passes/Passes.h.inc"
+#include "passes/lowering/LoweringPasses.h.inc"
 
 namespace {
 

@@ -1,5 +1,5 @@
 //===- BuildTrainStep.cpp - @forward -> @train_step -------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/training/TrainingPasses.h"
 
 #include "shardc/Autodiff/TrainStep.h"
 
@@ -7,7 +7,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_BUILDTRAINSTEP
-#include "passes/Passes.h.inc"
+#include "passes/training/TrainingPasses.h.inc"
 
 namespace {
 

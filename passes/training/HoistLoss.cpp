@@ -1,5 +1,5 @@
 //===- HoistLoss.cpp - compute the step's loss before the optimizer updates ------------===//
-#include "passes/Passes.h"
+#include "passes/training/TrainingPasses.h"
 
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
@@ -9,7 +9,7 @@
 
 namespace shardc {
 #define GEN_PASS_DEF_HOISTLOSS
-#include "passes/Passes.h.inc"
+#include "passes/training/TrainingPasses.h.inc"
 
 namespace {
 

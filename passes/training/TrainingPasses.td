@@ -1,0 +1,90 @@
+//===- TrainingPasses.td - shardc passes: the training step ------------------------------===//
+//
+// The training step: built from @forward, its loss computed before the optimizer updates
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_PASSES_TRAINING_TRAININGPASSES_TD
+#define SHARDC_PASSES_TRAINING_TRAININGPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def BuildTrainStep : Pass<"shardc-build-train-step", "mlir::ModuleOp"> {
+  let summary = "Replace @forward by @train_step: forward, gradients, clipping, optimizer update";
+  let description = [{
+    The loss is @forward's first scalar f32 result. Reverse-mode gradients are built from each
+    op's DifferentiableOpInterface rule (fan-out is summed, broadcasting is undone by sums);
+    trained parameters are the f32 parameters the loss depends on that pass the name filters.
+    The step is functional: parameters, optimizer state (`graph.state`), the step count
+    (`graph.step`, i64) and the learning rate (`graph.lr`, a runtime input so schedules can
+    change it) come in; the loss, updated parameters and state and step + 1 come out.
+
+    Before:
+    ```mlir
+    func.func @forward(%x: tensor<4x3xf32> {graph.input = "x"},
+                       %w: tensor<3x2xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"})
+    ```
+    After (AdamW):
+    ```mlir
+    func.func @train_step(%x: ..., %w: ..., %m: tensor<3x2xf32> {graph.state = "w.exp_avg"},
+                          %v: tensor<3x2xf32> {graph.state = "w.exp_avg_sq"},
+                          %step: tensor<i64> {graph.step}, %lr: tensor<f32> {graph.lr})
+        -> (tensor<f32> {graph.output = "loss"}, tensor<3x2xf32> {graph.param = "w"},
+            tensor<3x2xf32> {graph.state = "w.exp_avg"}, ..., tensor<i64> {graph.step})
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"", "adamw or sgd">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "-1.0",
+           "weight decay (default: 0.01 for adamw, 0 for sgd, as in PyTorch)">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"gradClip", "grad-clip", "double", "0.0",
+           "clip the global gradient norm to this value (0: no clipping)">,
+    Option<"freeze", "freeze", "std::string", "\"\"", "regex: parameters not to train">,
+    Option<"trainable", "trainable", "std::string", "\"\"",
+           "regex: train only the matching parameters">,
+    Option<"lossScale", "loss-scale", "std::string", "\"none\"",
+           "none, or dynamic: GradScaler's dynamic loss scaling (state loss_scale.*; a step "
+           "whose gradients are not finite is skipped)">,
+    Option<"lossScaleInit", "loss-scale-init", "double", "65536.0",
+           "dynamic loss scaling: the initial scale">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t", "2000",
+           "dynamic loss scaling: finite steps in a row that double the scale">,
+  ];
+  let dependentDialects = ["shardc::graph::GraphDialect", "mlir::func::FuncDialect"];
+}
+
+def HoistLoss : Pass<"shardc-hoist-loss", "mlir::func::FuncOp"> {
+  let summary = "Compute the training step's loss before the optimizer updates";
+  let description = [{
+    Moves the ops computing the result named "loss" (its defining op and, recursively, those
+    of its operands) that come after the first optimizer update to just after the latest
+    definition of their operands; those already before it stay (a microbatch loop's forward
+    passes keep their places). A data-parallel step averages the loss across ranks with an all-reduce the
+    partitioner appends at the end; hoisted, it runs before the optimizer updates, so that the
+    loss is final before the first update of state kept in place (plan-memory) and a runtime
+    can stop a step whose loss is not finite with its state unchanged. Every rank runs the same
+    program, so the collectives keep one order on all of them. Functions without a "loss"
+    result are left alone.
+
+    Before:
+    ```mlir
+    %loss = graph.div %sum, %count : ...
+    %p:3 = graph.adamw_update %w, %g, %m, %v, %step, %lr : ...
+    %avg = mesh.all_reduce %loss on @dp mesh_axes = [0] : tensor<f32> -> tensor<f32>
+    return %avg, %p#0, ... {loss first}
+    ```
+    After:
+    ```mlir
+    %loss = graph.div %sum, %count : ...
+    %avg = mesh.all_reduce %loss on @dp mesh_axes = [0] : tensor<f32> -> tensor<f32>
+    %p:3 = graph.adamw_update %w, %g, %m, %v, %step, %lr : ...
+    return %avg, %p#0, ...
+    ```
+  }];
+}
+
+#endif
