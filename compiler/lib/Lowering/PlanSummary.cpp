@@ -6,6 +6,7 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/mesh.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_traits.h"
 #include "runtime/program/rank_program.h"
 
 #include <google/protobuf/util/message_differencer.h>
@@ -44,7 +45,7 @@ uint64_t bufferBytes(const program::Program &p, int id) {
 }
 
 bool isOptimizerKernel(const std::string &kernel) {
-  return kernel == "adamw_update" || kernel == "sgd_update";
+  return runtime::kernelHasTrait(kernel, runtime::kOptimizerUpdateKernel);
 }
 
 // The strategy's axes and ZeRO stage ("dp=4,zero=3[,tp=1,pp=1]"); -1 where absent.
@@ -186,7 +187,8 @@ std::pair<uint64_t, int64_t> wholeGradient(const program::Program &p,
     if (opIndex < 0)
       break;
     const program::Op &op = p.ops(opIndex);
-    if (op.kernel() == "scale_by_clip" && op.inputs_size() > 0) {
+    if (runtime::kernelHasTrait(op.kernel(), runtime::kGradientClipKernel) &&
+        op.inputs_size() > 0) {
       current = op.inputs(0);
       continue;
     }
@@ -711,7 +713,7 @@ PlanCastPoints castPointsOf(const program::Program &p) {
         ++points.widenings;
       }
     }
-    if (op.kernel() == "matmul" || op.kernel() == "gemm") {
+    if (runtime::kernelHasTrait(op.kernel(), runtime::kMatrixProductKernel)) {
       ++points.products;
       bool halfOperand = false;
       for (int i = 0; i < std::min(2, op.inputs_size()); ++i)
