@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Dialect/Graph/GraphTraits.h"
 
 #include "shardc/Dialect/Graph/GradientInterface.h.inc"
 #include "shardc/Dialect/Graph/ShardingRule.h"

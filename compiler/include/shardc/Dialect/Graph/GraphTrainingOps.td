@@ -143,7 +143,18 @@ def Graph_AvgPoolGradOp : Graph_Op<"avg_pool_grad", [Pure]> {
 // keeps them as Python floats: 1 - 0.999 in double differs from 1 - float(0.999).
 //===-------------------------------------------------------------------------------------===//
 
-def Graph_AdamWUpdateOp : Graph_Op<"adamw_update", [Pure]> {
+// Marker traits (GraphTraits.h) the passes test instead of listing the optimizer ops.
+// The optimizer phase: the updates and the gradient clipping, once per step on whole gradients.
+def Graph_OptimizerPhase : NativeOpTrait<"OptimizerPhase"> {
+  let cppNamespace = "::shardc::graph::traits";
+}
+// An update of one parameter: operands (param, grad, state..., step, lr[, skip]).
+def Graph_OptimizerUpdate : NativeOpTrait<"OptimizerUpdate"> {
+  let cppNamespace = "::shardc::graph::traits";
+}
+
+def Graph_AdamWUpdateOp : Graph_Op<"adamw_update",
+    [Pure, Graph_OptimizerPhase, Graph_OptimizerUpdate]> {
   let summary = "torch.optim.AdamW step for one parameter; `step` counts from 1";
   let description = [{
     With `skip` (an f32 scalar, dynamic loss scaling's found-inf flag), a nonzero value skips
@@ -160,7 +171,8 @@ def Graph_AdamWUpdateOp : Graph_Op<"adamw_update", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
+def Graph_SGDUpdateOp : Graph_Op<"sgd_update",
+    [Pure, Graph_OptimizerPhase, Graph_OptimizerUpdate]> {
   let summary = "torch.optim.SGD step for one parameter; `step` counts from 1";
   let description = [{
     With `skip` (an f32 scalar), a nonzero value skips the step (as adamw_update's).
@@ -175,14 +187,14 @@ def Graph_SGDUpdateOp : Graph_Op<"sgd_update", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure]> {
+def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure, Graph_OptimizerPhase]> {
   let summary = "The 2-norm of all operands together (as torch's clip_grad_norm_)";
   let arguments = (ins Variadic<Graph_FloatTensor>:$inputs);
   let results = (outs Graph_FloatTensor:$norm);
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_ScaleByClipOp : Graph_Op<"scale_by_clip", [Pure]> {
+def Graph_ScaleByClipOp : Graph_Op<"scale_by_clip", [Pure, Graph_OptimizerPhase]> {
   let summary = "grad * min(max_norm / (total_norm + 1e-6), 1)";
   let arguments = (ins Graph_FloatTensor:$grad, Graph_FloatTensor:$total_norm,
                    F32Attr:$max_norm);
