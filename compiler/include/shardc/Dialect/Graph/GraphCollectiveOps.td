@@ -22,7 +22,7 @@
 include "mlir/IR/SymbolInterfaces.td"
 
 class Graph_CollectiveOp<string mnemonic> : Graph_Op<mnemonic,
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, Graph_KernelAttributes]> {
   let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_StorageFloatTensor>:$inputs,
                    OptionalAttr<I64Attr>:$bucket, OptionalAttr<StrAttr>:$unit,
                    OptionalAttr<DenseI16ArrayAttr>:$mesh_axes);

@@ -16,6 +16,8 @@
 #include "shardc/Dialect/Graph/GradientInterface.h.inc"
 #include "shardc/Dialect/Graph/ShardingRule.h"
 #include "shardc/Dialect/Graph/ShardingRuleInterface.h.inc"
+#include "shardc/Dialect/Graph/KernelCallBuilder.h"
+#include "shardc/Dialect/Graph/KernelOpInterface.h.inc"
 
 #define GET_OP_CLASSES
 #include "shardc/Dialect/Graph/GraphOps.h.inc"

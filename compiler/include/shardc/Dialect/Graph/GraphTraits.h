@@ -1,6 +1,6 @@
 //===- GraphTraits.h - op traits of the graph dialect -----------------------------------===//
 //
-// The C++ side of the NativeOpTraits declared in GraphTrainingOps.td:
+// The C++ side of the NativeOpTraits declared in GraphDialect.td and GraphTrainingOps.td:
 // marker traits that passes test with `op->hasTrait<...>()` instead of listing op classes.
 //
 //===-------------------------------------------------------------------------------------===//
@@ -20,6 +20,11 @@ class OptimizerPhase : public mlir::OpTrait::TraitBase<ConcreteType, OptimizerPh
 // results (new param, new state...).
 template <typename ConcreteType>
 class OptimizerUpdate : public mlir::OpTrait::TraitBase<ConcreteType, OptimizerUpdate> {};
+
+// An op that only exists at compile time (constant, shape, range, constant_of_shape): it has no
+// runtime kernel (KernelOpInterface) and is folded to a constant before lowering.
+template <typename ConcreteType>
+class NoKernel : public mlir::OpTrait::TraitBase<ConcreteType, NoKernel> {};
 
 } // namespace shardc::graph::traits
 
