@@ -65,7 +65,7 @@ FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
     p.paramResult = paramResult[name.getValue()];
     Value newParam = ret->getOperand(p.paramResult);
     p.update = newParam.getDefiningOp();
-    if (!p.update || !isa<graph::AdamWUpdateOp, graph::SGDUpdateOp>(p.update))
+    if (!p.update || !p.update->hasTrait<graph::traits::OptimizerUpdate>())
       return func.emitError("parameter '") << p.name << "' is not updated by an optimizer op";
     Value grad = p.update->getOperand(1);
     if (auto clip = grad.getDefiningOp<graph::ScaleByClipOp>()) {

@@ -48,8 +48,7 @@ enum class Role { Invariant, Body, Combine, Optimizer };
 std::string kindOf(Operation *op) { return op->getName().getStringRef().str(); }
 
 bool isOptimizerOp(Operation *op) {
-  return isa<graph::AdamWUpdateOp, graph::SGDUpdateOp, graph::ScaleByClipOp, graph::GlobalNormOp,
-             func::ReturnOp>(op);
+  return op->hasTrait<graph::traits::OptimizerPhase>() || isa<func::ReturnOp>(op);
 }
 
 // A collective over the batch's mesh axis (dp, axis 0); collectives on the tp axis alone

@@ -40,8 +40,7 @@ using graph::suffixedLoc;
 // The ops whose pending sums the data-parallel passes see to: the step's return and the
 // optimizer phase.
 bool endsInDataParallelPasses(Operation *op) {
-  return isa<func::ReturnOp, graph::AdamWUpdateOp, graph::SGDUpdateOp, graph::ScaleByClipOp,
-             graph::GlobalNormOp>(op);
+  return isa<func::ReturnOp>(op) || op->hasTrait<graph::traits::OptimizerPhase>();
 }
 
 // Uses of a pending sum that the data-parallel passes reduce themselves: the loss the step
@@ -49,7 +48,7 @@ bool endsInDataParallelPasses(Operation *op) {
 bool reducedByDataParallelPasses(Operation *user, unsigned operand) {
   if (isa<func::ReturnOp>(user))
     return operand == 0;
-  if (isa<graph::AdamWUpdateOp, graph::SGDUpdateOp>(user))
+  if (user->hasTrait<graph::traits::OptimizerUpdate>())
     return operand == 1;
   if (isa<graph::ScaleByClipOp>(user))
     return operand == 0;

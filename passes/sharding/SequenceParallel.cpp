@@ -159,8 +159,8 @@ public:
     // A sum of pending sums stays one pending sum: it enters a region by one reduce-scatter.
     if (sumOfPendingSums(r))
       return -1;
-    if (isa<graph::ConstantOp, graph::AdamWUpdateOp, graph::SGDUpdateOp,
-            graph::ScaleByClipOp>(op))
+    if (isa<graph::ConstantOp, graph::ScaleByClipOp>(op) ||
+        op->hasTrait<graph::traits::OptimizerUpdate>())
       return -1;
     int f = -1;
     for (size_t i = 0; i < r.factorClasses.size(); ++i)

@@ -47,7 +47,7 @@ struct HoistLossPass : impl::HoistLossBase<HoistLossPass> {
     // forward pass up would keep its activations alive across the others).
     mlir::Operation *firstUpdate = nullptr;
     for (mlir::Operation &op : body)
-      if (mlir::isa<graph::AdamWUpdateOp, graph::SGDUpdateOp>(op)) {
+      if (op.hasTrait<graph::traits::OptimizerUpdate>()) {
         firstUpdate = &op;
         break;
       }

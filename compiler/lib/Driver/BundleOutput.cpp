@@ -5,7 +5,7 @@
 #include "shardc/Parallel/DataParallelCompile.h"
 #include "shardc/Support/Diagnostics.h"
 
-#include "runtime/program/bundle.h"
+#include "runtime/loader/bundle.h"
 
 #include <cstdio>
 #include <fstream>

@@ -5,6 +5,8 @@
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 
+#include "runtime/kernels/kernel_traits.h"
+
 #include <string>
 #include <vector>
 
@@ -46,7 +48,7 @@ void markGradientBuffers(program::Program &program) {
     if (buffer >= 0 && program.buffers(buffer).region() == program::ARENA)
       program.mutable_buffers(buffer)->set_role(program::ROLE_GRADIENT);
   };
-  // A gradient accumulated over microbatches (passes/pipeline/MicroBatches) is a chain of adds
+  // A gradient accumulated over microbatches (passes/microbatch/MicroBatches) is a chain of adds
   // named ".../microbatch_sum": the running sums and each microbatch's gradient are gradients.
   auto markAccumulated = [&](int buffer) {
     std::vector<int> pending{buffer};
@@ -63,12 +65,14 @@ void markGradientBuffers(program::Program &program) {
     }
   };
   for (const program::Op &op : program.ops()) {
-    if ((op.kernel() != "adamw_update" && op.kernel() != "sgd_update") || op.inputs_size() < 2)
+    if (!runtime::kernelHasTrait(op.kernel(), runtime::kOptimizerUpdateKernel) ||
+        op.inputs_size() < 2)
       continue;
     int grad = op.inputs(1);
     if (grad >= 0 && producer[grad] >= 0) {
       const program::Op &clip = program.ops(producer[grad]);
-      if (clip.kernel() == "scale_by_clip" && clip.inputs_size() > 0)
+      if (runtime::kernelHasTrait(clip.kernel(), runtime::kGradientClipKernel) &&
+          clip.inputs_size() > 0)
         markAccumulated(clip.inputs(0));
     }
     markAccumulated(grad);

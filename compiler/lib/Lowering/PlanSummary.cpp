@@ -6,6 +6,7 @@
 #include "runtime/common/comm_cost.h"
 #include "runtime/common/mesh.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_traits.h"
 #include "runtime/loader/op_workspace.h"
 #include "runtime/loader/rank_program.h"
 
@@ -46,7 +47,7 @@ uint64_t bufferBytes(const program::Program &p, int id) {
 }
 
 bool isOptimizerKernel(const std::string &kernel) {
-  return kernel == "adamw_update" || kernel == "sgd_update";
+  return runtime::kernelHasTrait(kernel, runtime::kOptimizerUpdateKernel);
 }
 
 // The strategy the bundle records (Bundle.strategy, ParallelStrategy::canonical()), read by
@@ -163,7 +164,8 @@ std::pair<uint64_t, int64_t> wholeGradient(const program::Program &p,
     if (opIndex < 0)
       break;
     const program::Op &op = p.ops(opIndex);
-    if (op.kernel() == "scale_by_clip" && op.inputs_size() > 0) {
+    if (runtime::kernelHasTrait(op.kernel(), runtime::kGradientClipKernel) &&
+        op.inputs_size() > 0) {
       current = op.inputs(0);
       continue;
     }
@@ -688,7 +690,7 @@ PlanCastPoints castPointsOf(const program::Program &p) {
         ++points.widenings;
       }
     }
-    if (op.kernel() == "matmul" || op.kernel() == "gemm") {
+    if (runtime::kernelHasTrait(op.kernel(), runtime::kMatrixProductKernel)) {
       ++points.products;
       bool halfOperand = false;
       for (int i = 0; i < std::min(2, op.inputs_size()); ++i)

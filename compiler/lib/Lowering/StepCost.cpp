@@ -10,6 +10,7 @@
 #include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
 
+#include "runtime/kernels/kernel_traits.h"
 #include "runtime/support/aligned_buffer.h"
 
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
@@ -73,8 +74,12 @@ FailureOr<PlannedStepCost> plannedStepCost(func::FuncOp planned) {
       weights = alignUp(weights) + tensorBytes(constant.getType());
       continue;
     }
-    if (!isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp, mesh::AllReduceOp>(
-            op))
+    // Only the kernels that send data between ranks cost communication; the upstream
+    // all-reduce runs as all_reduce.
+    auto kernelOp = dyn_cast<graph::KernelOpInterface>(op);
+    if (!isa<mesh::AllReduceOp>(op) &&
+        !(kernelOp && runtime::kernelHasTrait(kernelOp.getKernelName(),
+                                              runtime::kMovesDataBetweenRanks)))
       continue;
     // The call the emitter makes: its kernel and its group's number of ranks.
     FailureOr<KernelCall> call = mapToKernel(&op);

@@ -411,15 +411,3 @@ Status shardSliceKernel(KernelArgs &args) {
 }
 
 } // namespace shardc::runtime::cpu
-
-namespace shardc::runtime {
-
-bool isCollectiveKernel(const std::string &kernel) {
-  return kernelMovesDataBetweenRanks(kernel) || kernel == "shard_slice";
-}
-
-bool kernelMovesDataBetweenRanks(const std::string &kernel) {
-  return kernel == "all_reduce" || kernel == "reduce_scatter" || kernel == "all_gather";
-}
-
-} // namespace shardc::runtime

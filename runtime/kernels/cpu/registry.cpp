@@ -2,6 +2,7 @@
 // initialisers because the kernels live in a static library, where the linker drops object
 // files nothing references (and their registrations with them).
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/kernel_def_columns.h"
 #include "runtime/kernels/kernel_entry.h"
 
 #include <algorithm>
@@ -10,104 +11,31 @@
 
 namespace shardc::runtime {
 
+namespace cpu {
 namespace {
 
-// Sorted by name (checked by the unit tests), so lookups can binary-search.
+// Sorted by name (kernels.def is; checked by the unit tests), so lookups can binary-search.
 constexpr KernelEntry kCpuKernels[] = {
-    {"abs", cpu::absKernel},
-    {"adamw_update", cpu::adamwUpdateKernel},
-    {"add", cpu::addKernel},
-    {"all_gather", cpu::allGatherKernel, cpu::allGatherWorkspace},
-    {"all_reduce", cpu::allReduceKernel, cpu::allReduceWorkspace},
-    {"and", cpu::andKernel},
-    {"attention", cpu::attentionKernel, cpu::attentionWorkspace},
-    {"attention_grad", cpu::attentionGradKernel, cpu::attentionGradWorkspace},
-    {"avg_pool", cpu::avgPoolKernel},
-    {"avg_pool_grad", cpu::avgPoolGradKernel},
-    {"cast", cpu::castKernel},
-    {"clip", cpu::clipKernel},
-    {"concat", cpu::concatKernel},
-    {"conv", cpu::convKernel, cpu::convWorkspace},
-    {"conv_grad_input", cpu::convGradInputKernel, cpu::convGradInputWorkspace},
-    {"conv_grad_weight", cpu::convGradWeightKernel, cpu::convGradWeightWorkspace},
-    {"copy", cpu::copyKernel},
-    {"cos", cpu::cosKernel},
-    {"cum_sum", cpu::cumSumKernel},
-    {"div", cpu::divKernel},
-    {"dropout", cpu::dropoutKernel},
-    {"equal", cpu::equalKernel},
-    {"erf", cpu::erfKernel},
-    {"exp", cpu::expKernel},
-    {"expand", cpu::expandKernel},
-    {"gather", cpu::gatherKernel, cpu::gatherWorkspace},
-    {"gather_grad", cpu::gatherGradKernel, cpu::gatherGradWorkspace},
-    {"gelu", cpu::geluKernel},
-    {"gelu_grad", cpu::geluGradKernel},
-    {"gemm", cpu::gemmKernel, cpu::gemmWorkspace},
-    {"global_norm", cpu::globalNormKernel, cpu::globalNormWorkspace},
-    {"greater", cpu::greaterKernel},
-    {"layer_norm", cpu::layerNormKernel, cpu::layerNormWorkspace},
-    {"layer_norm_grad", cpu::layerNormGradKernel, cpu::layerNormGradWorkspace},
-    {"less", cpu::lessKernel},
-    {"log", cpu::logKernel},
-    {"log_softmax", cpu::logSoftmaxKernel, cpu::logSoftmaxWorkspace},
-    {"log_softmax_grad", cpu::logSoftmaxGradKernel, cpu::logSoftmaxGradWorkspace},
-    {"matmul", cpu::matmulKernel, cpu::matmulWorkspace},
-    {"max", cpu::maxKernel},
-    {"max_pool", cpu::maxPoolKernel},
-    {"max_pool_grad", cpu::maxPoolGradKernel},
-    {"min", cpu::minKernel},
-    {"mul", cpu::mulKernel},
-    {"neg", cpu::negKernel},
-    {"nll_loss", cpu::nllLossKernel},
-    {"nll_loss_grad", cpu::nllLossGradKernel, cpu::nllLossGradWorkspace},
-    {"not", cpu::notKernel},
-    {"or", cpu::orKernel},
-    {"pad", cpu::padKernel},
-    {"pad_for_slice", cpu::padForSliceKernel},
-    {"pow", cpu::powKernel},
-    {"reciprocal", cpu::reciprocalKernel},
-    {"reduce_max", cpu::reduceMaxKernel, cpu::reduceMaxWorkspace},
-    {"reduce_max_grad", cpu::reduceMaxGradKernel, cpu::reduceMaxGradWorkspace},
-    {"reduce_mean", cpu::reduceMeanKernel, cpu::reduceMeanWorkspace},
-    {"reduce_scatter", cpu::reduceScatterKernel, cpu::reduceScatterWorkspace},
-    {"reduce_sum", cpu::reduceSumKernel, cpu::reduceSumWorkspace},
-    {"relu", cpu::reluKernel},
-    {"scale_by_clip", cpu::scaleByClipKernel},
-    {"scatter_nd", cpu::scatterNdKernel},
-    {"sgd_update", cpu::sgdUpdateKernel},
-    {"shard_slice", cpu::shardSliceKernel},
-    {"sigmoid", cpu::sigmoidKernel},
-    {"sin", cpu::sinKernel},
-    {"slice", cpu::sliceKernel},
-    {"softmax", cpu::softmaxKernel, cpu::softmaxWorkspace},
-    {"softmax_cross_entropy_loss", cpu::softmaxCrossEntropyLossKernel,
-     cpu::softmaxCrossEntropyLossWorkspace},
-    {"softmax_cross_entropy_loss_grad", cpu::softmaxCrossEntropyLossGradKernel,
-     cpu::softmaxCrossEntropyLossGradWorkspace},
-    {"softmax_grad", cpu::softmaxGradKernel, cpu::softmaxGradWorkspace},
-    {"split", cpu::splitKernel},
-    {"sqrt", cpu::sqrtKernel},
-    {"sub", cpu::subKernel},
-    {"tanh", cpu::tanhKernel},
-    {"transpose", cpu::transposeKernel},
-    {"trilu", cpu::triluKernel},
-    {"where", cpu::whereKernel},
+#define SHARDC_KERNEL(name, function, cpuWorkspace, cuda, cudaWorkspace, traits)                 \
+  {name, function, SHARDC_KERNEL_WORKSPACE_##cpuWorkspace},
+#include "runtime/kernels/kernels.def"
 };
 
-// The (input, output) pairs a kernel may update in place (kernelUpdatesInPlace): each
-// optimizer update computes element i of every output from element i of its inputs alone,
-// reading all of them before writing any.
+} // namespace
+} // namespace cpu
+
+namespace {
+
+using cpu::kCpuKernels;
+
+// The (input, output) pairs a kernel may update in place (kernelUpdatesInPlace).
 struct InPlacePair {
   const char *kernel;
   int input, output;
 };
 constexpr InPlacePair kInPlacePairs[] = {
-    {"adamw_update", 0, 0}, // param -> new_param
-    {"adamw_update", 2, 1}, // exp_avg -> new_exp_avg
-    {"adamw_update", 3, 2}, // exp_avg_sq -> new_exp_avg_sq
-    {"sgd_update", 0, 0},   // param -> new_param
-    {"sgd_update", 2, 1},   // momentum_buffer -> new_momentum_buffer
+#define SHARDC_KERNEL_IN_PLACE(name, input, output) {name, input, output},
+#include "runtime/kernels/kernels.def"
 };
 
 } // namespace

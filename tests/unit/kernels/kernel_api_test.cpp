@@ -1,6 +1,7 @@
 // The kernel interface itself: dtype helpers, Tensor, attribute accessors, the kernel table
 // (checked against docs/kernels.md), and that malformed calls fail cleanly for every kernel.
 #include "tests/unit/kernels/test_support.h"
+#include "runtime/kernels/kernel_traits.h"
 
 #include <algorithm>
 #include <fstream>
@@ -100,6 +101,31 @@ TEST(KernelRegistry, MatchesDocumentedKernels) {
   EXPECT_EQ(findCpuKernel("no_such_kernel"), nullptr);
   EXPECT_EQ(findCpuKernel(""), nullptr);
   EXPECT_EQ(findCpuKernel("Add"), nullptr);
+}
+
+// The traits come from the kernel list: the collectives, the optimizer updates and their
+// in-place pairs, and nothing for a name that is no kernel.
+TEST(KernelRegistry, TraitsOfTheKernelList) {
+  for (const char *name : {"all_reduce", "reduce_scatter", "all_gather"}) {
+    EXPECT_TRUE(isCollectiveKernel(name)) << name;
+    EXPECT_TRUE(kernelMovesDataBetweenRanks(name)) << name;
+  }
+  EXPECT_TRUE(isCollectiveKernel("shard_slice"));
+  EXPECT_FALSE(kernelMovesDataBetweenRanks("shard_slice"));
+  for (const char *name : {"adamw_update", "sgd_update"})
+    EXPECT_TRUE(kernelHasTrait(name, kOptimizerUpdateKernel)) << name;
+  for (const char *name : {"matmul", "gemm"})
+    EXPECT_TRUE(kernelHasTrait(name, kMatrixProductKernel)) << name;
+  EXPECT_TRUE(kernelHasTrait("scale_by_clip", kGradientClipKernel));
+  EXPECT_TRUE(kernelUpdatesInPlace("adamw_update", 3, 2));
+  EXPECT_TRUE(kernelUpdatesInPlace("sgd_update", 2, 1));
+  EXPECT_FALSE(kernelUpdatesInPlace("sgd_update", 1, 0));
+  int withTraits = 0;
+  for (const std::string &name : cpuKernelNames())
+    withTraits += kernelTraits(name) != 0;
+  EXPECT_EQ(withTraits, 9);
+  EXPECT_EQ(kernelTraits("no_such_kernel"), 0u);
+  EXPECT_FALSE(isCollectiveKernel("add"));
 }
 
 // Every kernel, called with operand lists no valid program produces, returns an error and

@@ -1,7 +1,7 @@
 //===- GraphCollectiveOps.td - coalesced collectives over a device mesh -----*- tablegen -*-===//
 //
-// The data-parallel passes (passes/AllReduceGradients.cpp, ShardOptimizerState.cpp,
-// ShardParameters.cpp) make every collective of a training step explicit with these ops. They
+// The data-parallel passes (passes/dataparallel: AllReduceGradients, ShardOptimizerState,
+// ShardParameters) make every collective of a training step explicit with these ops. They
 // complement the upstream `mesh` dialect, whose mesh.mesh names the device mesh they run on and
 // whose mesh.all_reduce sums single scalars (the loss, the squared gradient norm). What upstream
 // lacks, and why these exist (docs/architecture.md, "Data parallelism in the IR"):
@@ -22,7 +22,7 @@
 include "mlir/IR/SymbolInterfaces.td"
 
 class Graph_CollectiveOp<string mnemonic> : Graph_Op<mnemonic,
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, Graph_KernelAttributes]> {
   let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_StorageFloatTensor>:$inputs,
                    OptionalAttr<I64Attr>:$bucket, OptionalAttr<StrAttr>:$unit,
                    OptionalAttr<DenseI16ArrayAttr>:$mesh_axes);

@@ -11,6 +11,7 @@
 
 include "mlir/IR/OpBase.td"
 include "shardc/Dialect/Graph/ShardingRuleInterface.td"
+include "shardc/Dialect/Graph/KernelOpInterface.td"
 
 def Graph_Dialect : Dialect {
   let name = "graph";
@@ -34,8 +35,25 @@ def Graph_Dialect : Dialect {
 
 // Every op says how its dimensions may be split (ShardingRule.h); an op answering "no rule"
 // is computed replicated.
+// The kernel call of an op (KernelOpInterface): an op runs as the kernel of its own name, on its
+// operands and results in order, unless it lists Graph_KernelCall<[the methods it writes]>
+// (defined in KernelCalls.cpp), or Graph_NoKernel when it only exists at compile time (it is
+// folded to a constant before lowering).
+class Graph_KernelCall<list<string> methods> :
+    DeclareOpInterfaceMethods<Graph_KernelOpInterface, methods>;
+class Graph_NoKernelTrait : NativeOpTrait<"NoKernel"> {
+  let cppNamespace = "::shardc::graph::traits";
+}
+def Graph_NoKernel : Graph_NoKernelTrait;
+// The common overrides: kernel attributes (or optional operands), another kernel name.
+def Graph_KernelAttributes : Graph_KernelCall<["buildKernelCall"]>;
+def Graph_KernelRenamed : Graph_KernelCall<["getKernelName"]>;
+
 class Graph_Op<string mnemonic, list<Trait> traits = []> :
-    Op<Graph_Dialect, mnemonic, !listconcat(traits, [Graph_Shardable])>;
+    Op<Graph_Dialect, mnemonic, !listconcat(traits, [Graph_Shardable],
+       !if(!empty(!filter(t, traits, !or(!isa<Graph_KernelCall>(t),
+                                          !isa<Graph_NoKernelTrait>(t)))),
+           [Graph_KernelCall<[]>], []))>;
 
 // The element types the runtime supports.
 def Graph_Tensor : RankedTensorOf<[F32, BF16, F16, I64, I32, I1]>;

@@ -11,10 +11,13 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Dialect/Graph/GraphTraits.h"
 
 #include "shardc/Dialect/Graph/GradientInterface.h.inc"
 #include "shardc/Dialect/Graph/ShardingRule.h"
 #include "shardc/Dialect/Graph/ShardingRuleInterface.h.inc"
+#include "shardc/Dialect/Graph/KernelCallBuilder.h"
+#include "shardc/Dialect/Graph/KernelOpInterface.h.inc"
 
 #define GET_OP_CLASSES
 #include "shardc/Dialect/Graph/GraphOps.h.inc"

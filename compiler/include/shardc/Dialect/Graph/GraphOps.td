@@ -21,7 +21,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Constants
 //===-------------------------------------------------------------------------------------===//
 
-def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike, Pure, InferTypeOpAdaptor]> {
+def Graph_ConstantOp : Graph_Op<"constant",
+    [Graph_NoKernel, ConstantLike, Pure, InferTypeOpAdaptor]> {
   let summary = "ONNX Constant; also the result of every compile-time folded op";
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Graph_Tensor:$output);
@@ -58,12 +59,13 @@ def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", Graph_FloatTensor> {
   let summary = "ONNX Sigmoid";
 }
 def Graph_NotOp : Graph_UnaryOp<"not", Graph_BoolTensor> { let summary = "ONNX Not"; }
-def Graph_IdentityOp : Graph_UnaryOp<"identity", Graph_Tensor> {
+def Graph_IdentityOp : Graph_UnaryOp<"identity", Graph_Tensor, [Graph_KernelRenamed]> {
   let summary = "ONNX Identity (and inference-mode Dropout)";
   let hasFolder = 1;
 }
 
-def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+def Graph_GeluOp : Graph_Op<"gelu",
+    [Graph_KernelAttributes, Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let summary = "ONNX Gelu (opset 20); approximate is \"none\" (erf) or \"tanh\"";
   let arguments = (ins Graph_FloatTensor:$input, StrAttr:$approximate);
   let results = (outs Graph_FloatTensor:$output);
@@ -114,7 +116,8 @@ def Graph_ClipOp : Graph_Op<"clip", [Pure, InferTypeOpAdaptor, Graph_Differentia
   }];
 }
 
-def Graph_CastOp : Graph_Op<"cast", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_CastOp : Graph_Op<"cast",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Cast";
   let arguments = (ins Graph_Tensor:$input, TypeAttr:$to);
   let results = (outs Graph_Tensor:$output);
@@ -137,8 +140,9 @@ def Graph_MatMulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatibl
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_GemmOp : Graph_Op<"gemm", [Pure, InferTypeOpAdaptorWithIsCompatible,
-                                     Graph_Differentiable]> {
+def Graph_GemmOp : Graph_Op<"gemm",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptorWithIsCompatible,
+     Graph_Differentiable]> {
   let summary = "ONNX Gemm: alpha * op(a) * op(b) + beta * c";
   let arguments = (ins Graph_StorageFloatTensor:$a, Graph_StorageFloatTensor:$b,
                    Optional<Graph_FloatTensor>:$c,
@@ -147,7 +151,7 @@ def Graph_GemmOp : Graph_Op<"gemm", [Pure, InferTypeOpAdaptorWithIsCompatible,
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor,
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
                                                  Graph_Differentiable]> {
   let summary = "ONNX LayerNormalization over dimensions [axis, rank)";
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
@@ -159,7 +163,8 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor,
 }
 
 class Graph_SoftmaxLikeOp<string mnemonic> :
-    Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+    Graph_Op<mnemonic,
+      [Graph_KernelAttributes, Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let arguments = (ins Graph_FloatTensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
   let results = (outs Graph_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
@@ -170,7 +175,8 @@ def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax"> {
   let summary = "ONNX LogSoftmax (opset 13)";
 }
 
-def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_Differentiable]> {
+def Graph_AttentionOp : Graph_Op<"attention",
+    [Graph_KernelAttributes, Pure, Graph_Differentiable]> {
   let summary = "Fused scaled dot-product attention (made by shardc-fuse-attention)";
   let description = [{
     q [..., S, D], k [..., Sk, D], v [..., Sk, Dv] (the same leading dims), an optional f32
@@ -192,7 +198,8 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure, Graph_Differentiable]> {
 // explicit pads by the importer.
 //===-------------------------------------------------------------------------------------===//
 
-def Graph_ConvOp : Graph_Op<"conv", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_ConvOp : Graph_Op<"conv",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Conv without bias (the importer adds a bias as a broadcast add)";
   let description = [{
     input [N, C, *S], weight [M, C/group, *K] -> output [N, M, *O] with
@@ -206,7 +213,7 @@ def Graph_ConvOp : Graph_Op<"conv", [Pure, InferTypeOpAdaptor, Graph_Differentia
 }
 
 class Graph_PoolOp<string mnemonic, dag extraAttrs> :
-    Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    Graph_Op<mnemonic, [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let arguments = !con((ins Graph_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                             DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                             BoolAttr:$ceil_mode), extraAttrs);
@@ -227,7 +234,7 @@ def Graph_AvgPoolOp : Graph_PoolOp<"avg_pool", (ins BoolAttr:$count_include_pad)
 // `axes` is sorted, non-negative and non-empty: the importer resolves ONNX's "empty axes"
 // forms (reduce everything, or noop_with_empty_axes) before creating the op.
 class Graph_ReduceOp<string mnemonic> :
-    Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    Graph_Op<mnemonic, [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$axes, BoolAttr:$keepdims);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -241,7 +248,8 @@ def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max"> { let summary = "ONNX Reduc
 //===-------------------------------------------------------------------------------------===//
 
 // Reshape-like ops only reinterpret the element order; the result type says the new shape.
-class Graph_ReshapeLikeOp<string mnemonic> : Graph_Op<mnemonic, [Pure, Graph_Differentiable]> {
+class Graph_ReshapeLikeOp<string mnemonic> : Graph_Op<mnemonic,
+      [Graph_KernelRenamed, Pure, Graph_Differentiable]> {
   let arguments = (ins Graph_Tensor:$input);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -255,7 +263,7 @@ def Graph_FlattenOp : Graph_ReshapeLikeOp<"flatten"> { let summary = "ONNX Flatt
 def Graph_SqueezeOp : Graph_ReshapeLikeOp<"squeeze"> { let summary = "ONNX Squeeze"; }
 def Graph_UnsqueezeOp : Graph_ReshapeLikeOp<"unsqueeze"> { let summary = "ONNX Unsqueeze"; }
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor,
+def Graph_TransposeOp : Graph_Op<"transpose", [Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
                                                Graph_Differentiable]> {
   let summary = "ONNX Transpose";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$perm);
@@ -263,7 +271,8 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_ConcatOp : Graph_Op<"concat",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Concat";
   let arguments = (ins Variadic<Graph_Tensor>:$inputs,
                    ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
@@ -271,7 +280,8 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor, Graph_Differe
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_SplitOp : Graph_Op<"split",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Split; `sizes` has one entry per result";
   let arguments = (ins Graph_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
                    DenseI64ArrayAttr:$sizes);
@@ -281,7 +291,8 @@ def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor, Graph_Different
 
 // Fully normalised slice: one (start, end, step) per dimension, with ONNX's clamping already
 // applied, so element i of dimension d reads index starts[d] + i * steps[d].
-def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_SliceOp : Graph_Op<"slice",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Slice";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$starts,
                    DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
@@ -289,7 +300,8 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, InferTypeOpAdaptor, Graph_Different
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_PadOp : Graph_Op<"pad", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_PadOp : Graph_Op<"pad",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Pad, constant mode";
   let description = [{
     `pads` holds the elements added before each dimension, then those added after each (ONNX's
@@ -301,7 +313,8 @@ def Graph_PadOp : Graph_Op<"pad", [Pure, InferTypeOpAdaptor, Graph_Differentiabl
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_GatherOp : Graph_Op<"gather",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Gather";
   let arguments = (ins Graph_Tensor:$data, Graph_IndexTensor:$indices,
                    ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
@@ -309,7 +322,7 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, InferTypeOpAdaptor, Graph_Differe
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_CumSumOp : Graph_Op<"cum_sum", [Pure, SameOperandsAndResultType,
+def Graph_CumSumOp : Graph_Op<"cum_sum", [Graph_KernelAttributes, Pure, SameOperandsAndResultType,
                                           Graph_Differentiable]> {
   let summary = "ONNX CumSum; the axis input is folded into an attribute";
   let arguments = (ins Graph_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
@@ -319,7 +332,8 @@ def Graph_CumSumOp : Graph_Op<"cum_sum", [Pure, SameOperandsAndResultType,
   let hasVerifier = 1;
 }
 
-def Graph_ScatterNDOp : Graph_Op<"scatter_nd", [Pure, Graph_Differentiable]> {
+def Graph_ScatterNDOp : Graph_Op<"scatter_nd",
+    [Graph_KernelAttributes, Pure, Graph_Differentiable]> {
   let summary = "ONNX ScatterND: data with updates written (or combined) where indices say";
   let description = [{
     indices [..., k] (k <= rank(data)) address slices data[i0, ..., ik-1, :, ...]; updates has
@@ -342,7 +356,8 @@ def Graph_ExpandOp : Graph_Op<"expand", [Pure, Graph_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def Graph_TriluOp : Graph_Op<"trilu", [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+def Graph_TriluOp : Graph_Op<"trilu",
+    [Graph_KernelAttributes, Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let summary = "ONNX Trilu; k is folded into an attribute";
   let arguments = (ins Graph_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
   let results = (outs Graph_Tensor:$output);
@@ -350,7 +365,7 @@ def Graph_TriluOp : Graph_Op<"trilu", [Pure, SameOperandsAndResultType, Graph_Di
   let hasVerifier = 1;
 }
 
-def Graph_ShapeOp : Graph_Op<"shape", [Pure, InferTypeOpAdaptor]> {
+def Graph_ShapeOp : Graph_Op<"shape", [Graph_NoKernel, Pure, InferTypeOpAdaptor]> {
   let summary = "ONNX Shape (opset 15 start/end normalised); always folds to a constant";
   let arguments = (ins Graph_Tensor:$input, I64Attr:$start, I64Attr:$end);
   let results = (outs RankedTensorOf<[I64]>:$output);
@@ -358,7 +373,7 @@ def Graph_ShapeOp : Graph_Op<"shape", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape", [Pure]> {
+def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape", [Graph_NoKernel, Pure]> {
   let summary = "ONNX ConstantOfShape; the shape is the (static) result type";
   let arguments = (ins Graph_Tensor:$shape, ElementsAttr:$value);
   let results = (outs Graph_Tensor:$output);
@@ -367,7 +382,7 @@ def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Graph_RangeOp : Graph_Op<"range", [Pure]> {
+def Graph_RangeOp : Graph_Op<"range", [Graph_NoKernel, Pure]> {
   let summary = "ONNX Range; the element count is the (static) result type";
   let arguments = (ins Graph_Tensor:$start, Graph_Tensor:$limit, Graph_Tensor:$delta);
   let results = (outs Graph_Tensor:$output);
@@ -383,7 +398,7 @@ def Graph_RangeOp : Graph_Op<"range", [Pure]> {
 // `stream` tells the dropouts of one step apart (the node's position among the model's
 // Dropout nodes). The training step wires `key` = (seed, step) once it exists; before that a
 // training dropout has no key and cannot run.
-def Graph_DropoutOp : Graph_Op<"dropout", [Pure, Graph_Differentiable]> {
+def Graph_DropoutOp : Graph_Op<"dropout", [Graph_KernelAttributes, Pure, Graph_Differentiable]> {
   let summary = "ONNX Dropout (inference: identity; training: Philox keep-mask, scaled)";
   let arguments = (ins Graph_Tensor:$input, Variadic<0DTensorOf<[I64]>>:$key, F32Attr:$ratio,
                    UnitAttr:$training, DefaultValuedAttr<I64Attr, "0">:$stream);
@@ -403,7 +418,7 @@ def Graph_DropoutOp : Graph_Op<"dropout", [Pure, Graph_Differentiable]> {
 
 // `reduction` is "mean", "sum" or "none"; `ignore_index` is absent when ONNX's is.
 def Graph_SoftmaxCrossEntropyLossOp : Graph_Op<"softmax_cross_entropy_loss",
-                                               [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX SoftmaxCrossEntropyLoss";
   let arguments = (ins Graph_FloatTensor:$scores, Graph_IndexTensor:$labels,
                    Optional<Graph_FloatTensor>:$weights, StrAttr:$reduction,
@@ -412,8 +427,9 @@ def Graph_SoftmaxCrossEntropyLossOp : Graph_Op<"softmax_cross_entropy_loss",
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_NegativeLogLikelihoodLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpAdaptor,
-                                                               Graph_Differentiable]> {
+def Graph_NegativeLogLikelihoodLossOp : Graph_Op<"nll_loss",
+    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
+     Graph_Differentiable]> {
   let summary = "ONNX NegativeLogLikelihoodLoss";
   let arguments = (ins Graph_FloatTensor:$input, Graph_IndexTensor:$target,
                    Optional<Graph_FloatTensor>:$weight, StrAttr:$reduction,
