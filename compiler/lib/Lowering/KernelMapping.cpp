@@ -121,6 +121,7 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
           .Case([&](SinOp o) { return direct(o, "sin"); })
           .Case([&](CosOp o) { return direct(o, "cos"); })
           .Case([&](SigmoidOp o) { return direct(o, "sigmoid"); })
+          .Case([&](SoftplusOp o) { return direct(o, "softplus"); })
           .Case([&](NotOp o) { return direct(o, "not"); })
           .Case([&](GeluOp o) {
             KernelCall c = direct(o, "gelu");
@@ -131,6 +132,11 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
           .Case([&](SubOp o) { return direct(o, "sub"); })
           .Case([&](MulOp o) { return direct(o, "mul"); })
           .Case([&](DivOp o) { return direct(o, "div"); })
+          .Case([&](ModOp o) {
+            KernelCall c = direct(o, "mod");
+            c.attrs["fmod"] = intAttr(o.getFmod());
+            return c;
+          })
           .Case([&](PowOp o) { return direct(o, "pow"); })
           .Case([&](MaxOp o) { return direct(o, "max"); })
           .Case([&](MinOp o) { return direct(o, "min"); })
@@ -202,6 +208,13 @@ FailureOr<KernelCall> mapToKernel(Operation *op) {
             KernelCall c = direct(o, name);
             c.attrs["axes"] = intsAttr(o.getAxes());
             c.attrs["keepdims"] = intAttr(o.getKeepdims());
+            return c;
+          })
+          .Case([&](ArgMaxOp o) {
+            KernelCall c = direct(o, "arg_max");
+            c.attrs["axis"] = intAttr(static_cast<int64_t>(o.getAxis()));
+            c.attrs["keepdims"] = intAttr(o.getKeepdims());
+            c.attrs["select_last_index"] = intAttr(o.getSelectLastIndex());
             return c;
           })
           .Case([&](TransposeOp o) {

@@ -29,6 +29,7 @@ Status erfKernel(KernelArgs &args);
 Status sinKernel(KernelArgs &args);
 Status cosKernel(KernelArgs &args);
 Status sigmoidKernel(KernelArgs &args);
+Status softplusKernel(KernelArgs &args);
 Status reluKernel(KernelArgs &args);
 Status geluKernel(KernelArgs &args);
 Status notKernel(KernelArgs &args);
@@ -36,6 +37,7 @@ Status addKernel(KernelArgs &args);
 Status subKernel(KernelArgs &args);
 Status mulKernel(KernelArgs &args);
 Status divKernel(KernelArgs &args);
+Status modKernel(KernelArgs &args);
 Status powKernel(KernelArgs &args);
 Status maxKernel(KernelArgs &args);
 Status minKernel(KernelArgs &args);
@@ -77,6 +79,7 @@ Status shardSliceKernel(KernelArgs &args);
 Status reduceSumKernel(KernelArgs &args);
 Status reduceMeanKernel(KernelArgs &args);
 Status reduceMaxKernel(KernelArgs &args);
+Status argMaxKernel(KernelArgs &args);
 
 // optimizers.cu: adamw_update, sgd_update (bit-identical to the CPU's).
 Status adamwUpdateKernel(KernelArgs &args);
