@@ -108,6 +108,10 @@ class Spec:
 # output projection: a block of the batch is then strided rows, which the partitioner does not
 # split; shardc refuses data parallelism for it in one line instead of splitting another axis.
 MHA_BATCH_MERGED = "a reshape merges it into the minor part of a dimension"
+# CLIP pools each row's hidden state at its argmax by a Gather from the flattened [batch * seq,
+# hidden] states at row * seq + argmax: the gather pairs blocks of the batch with each other,
+# which the partitioner does not split yet; data parallelism is refused naming the gather.
+GATHER_PAIRS_BLOCKS = "it pairs blocks of the same dimension with each other"
 # BART and T5 shift the labels right with ScatterND, which is computed whole (its index values
 # say where it writes); shardc refuses data parallelism for them naming it.
 SCATTER_WHOLE = "scatter_nd writes where its index values say"
@@ -433,7 +437,8 @@ MODELS = {
     "t5": Spec(hf_seq2seq("t5"), token_batch, TOKENS_DYNAMIC, batch_split_refused=SCATTER_WHOLE),
     "vit": Spec(hf_vit, image_batch, IMAGES_DYNAMIC),
     "mamba": Spec(hf_mamba, token_batch, TOKENS_DYNAMIC),
-    "clip_text": Spec(ClipTextClassifier, text_class_batch, TEXT_CLASS_DYNAMIC),
+    "clip_text": Spec(ClipTextClassifier, text_class_batch, TEXT_CLASS_DYNAMIC,
+                      batch_split_refused=GATHER_PAIRS_BLOCKS),
     "swin": Spec(hf_swin, image_batch, IMAGES_DYNAMIC),
     "torch_encoder": Spec(TorchEncoderLM, token_batch, TOKENS_DYNAMIC,
                           batch_split_refused=MHA_BATCH_MERGED),
