@@ -42,6 +42,8 @@ const OpInfo kOps[] = {
     {"Sin", 13, 1, 1, 1, 1, 0, importSin},
     {"Cos", 13, 1, 1, 1, 1, 0, importCos},
     {"Sigmoid", 13, 1, 1, 1, 1, 0, importSigmoid},
+    {"Softplus", 13, 1, 1, 1, 1, 0, importSoftplus},
+    {"Mod", 13, 2, 2, 1, 1, 0, importMod},
     {"Relu", 13, 1, 1, 1, 1, 0, importRelu},
     {"Abs", 13, 1, 1, 1, 1, 0, importAbs},
     {"Gelu", 20, 1, 1, 1, 1, 0, importGelu},
@@ -70,6 +72,7 @@ const OpInfo kOps[] = {
     {"ReduceMean", 13, 1, 2, 1, 1, bit(1), importReduceMean},
     {"ReduceSum", 13, 1, 2, 1, 1, bit(1), importReduceSum},
     {"ReduceMax", 13, 1, 2, 1, 1, bit(1), importReduceMax},
+    {"ArgMax", 13, 1, 1, 1, 1, 0, importArgMax},
     // Shapes
     {"Reshape", 13, 2, 2, 1, 1, bit(1), importReshape},
     {"Unsqueeze", 13, 2, 2, 1, 1, bit(1), importUnsqueeze},

@@ -17,7 +17,7 @@ SUPPORTED_OPS = frozenset("""
     Split Slice Pad Gather GatherElements Expand Tile Shape ConstantOfShape Range Trilu Identity Constant
     SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
-    BatchNormalization ScatterND If HardSigmoid HardSwish CumSum
+    BatchNormalization ScatterND If HardSigmoid HardSwish CumSum Softplus Mod ArgMax
 """.split())
 
 # Default-domain opsets shardc accepts.

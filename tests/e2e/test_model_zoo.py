@@ -8,7 +8,9 @@ the newest release that runs on Debian's torch 1.13) and Debian's torchvision. T
   Hugging Face   GPT-2, GPT-J (rotary via torch.gather; its dynamic export is refused), Llama
                  (grouped-query attention, RoPE), Mistral, Qwen2, BERT and RoBERTa
                  (masked-LM head), OPT, BLOOM, BART and T5 (encoder-decoder), ViT (image
-                 classification): built from their config classes with small
+                 classification), Mamba (softplus step sizes, its scan loop unrolled), CLIP's
+                 text tower (pooled at the argmax of the ids) with a classifier head, Swin
+                 (window padding computed with Mod): built from their config classes with small
                  random sizes (hidden 64, 2 layers, 4 heads, vocab 256), the model's own loss
   torch.nn       nn.TransformerEncoder (batch-first, causal float mask buffer), nn.Transformer
                  with batch_first False (sequence-first [seq, batch] inputs) and True, a
@@ -106,6 +108,10 @@ class Spec:
 # output projection: a block of the batch is then strided rows, which the partitioner does not
 # split; shardc refuses data parallelism for it in one line instead of splitting another axis.
 MHA_BATCH_MERGED = "a reshape merges it into the minor part of a dimension"
+# CLIP pools each row's hidden state at its argmax by a Gather from the flattened [batch * seq,
+# hidden] states at row * seq + argmax: the gather pairs blocks of the batch with each other,
+# which the partitioner does not split yet; data parallelism is refused naming the gather.
+GATHER_PAIRS_BLOCKS = "it pairs blocks of the same dimension with each other"
 # BART and T5 shift the labels right with ScatterND, which is computed whole (its index values
 # say where it writes); shardc refuses data parallelism for them naming it.
 SCATTER_WHOLE = "scatter_nd writes where its index values say"
@@ -245,6 +251,59 @@ def hf_vit():
                            list(IMAGES_DYNAMIC))
 
 
+def hf_mamba():
+    """Mamba: its selective scan's step sizes through softplus (ONNX Softplus), a depthwise
+    causal Conv1d, and the scan as PyTorch's sequential loop over the sequence (no fused
+    kernels on a CPU), which the export unrolls."""
+    import transformers
+    config = transformers.MambaConfig(vocab_size=VOCAB, hidden_size=32, state_size=8,
+                                      num_hidden_layers=2, expand=2, conv_kernel=4,
+                                      use_cache=False)
+    return HuggingFaceLoss(transformers.MambaForCausalLM(config), list(TOKENS_DYNAMIC))
+
+
+class ClipTextClassifier(torch.nn.Module):
+    """CLIP's text tower with its projection: the pooled embedding is the hidden state at each
+    row's largest token id (ONNX ArgMax over the ids, then a gather), classified by a linear
+    head."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers
+        config = transformers.CLIPTextConfig(vocab_size=VOCAB, hidden_size=64,
+                                             intermediate_size=128, num_hidden_layers=2,
+                                             num_attention_heads=4, max_position_embeddings=64,
+                                             projection_dim=32, attention_dropout=0.0)
+        self.text = transformers.CLIPTextModelWithProjection(config)
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, input_ids, labels):
+        embeds = self.text(input_ids=input_ids).text_embeds
+        return torch.nn.functional.cross_entropy(self.head(embeds), labels)
+
+
+def text_class_batch():
+    g = generator()
+    return collections.OrderedDict(input_ids=torch.randint(1, VOCAB, (BATCH, SEQ), generator=g),
+                                   labels=torch.randint(0, 10, (BATCH,), generator=g))
+
+
+TEXT_CLASS_DYNAMIC = {"input_ids": {0: "batch", 1: "seq"}, "labels": {0: "batch"}}
+
+
+def hf_swin():
+    """Swin: windowed attention over a 8x8 patch grid in windows of 3, so that its padding
+    arithmetic (width % window_size, exported as ONNX Mod) pads the grid to 9x9, and shifted
+    windows with their attention mask."""
+    import transformers
+    config = transformers.SwinConfig(image_size=32, patch_size=4, num_channels=3, embed_dim=16,
+                                     depths=[1, 1], num_heads=[2, 2], window_size=3,
+                                     num_labels=10, drop_path_rate=0.0, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)
+    return HuggingFaceLoss(transformers.SwinForImageClassification(config),
+                           list(IMAGES_DYNAMIC))
+
+
 class ClassifierLoss(torch.nn.Module):
     """forward(pixel_values, labels) -> cross-entropy of an image classifier's logits."""
 
@@ -377,6 +436,10 @@ MODELS = {
                  batch_split_refused=SCATTER_WHOLE, freeze="model.final_logits_bias"),
     "t5": Spec(hf_seq2seq("t5"), token_batch, TOKENS_DYNAMIC, batch_split_refused=SCATTER_WHOLE),
     "vit": Spec(hf_vit, image_batch, IMAGES_DYNAMIC),
+    "mamba": Spec(hf_mamba, token_batch, TOKENS_DYNAMIC),
+    "clip_text": Spec(ClipTextClassifier, text_class_batch, TEXT_CLASS_DYNAMIC,
+                      batch_split_refused=GATHER_PAIRS_BLOCKS),
+    "swin": Spec(hf_swin, image_batch, IMAGES_DYNAMIC),
     "torch_encoder": Spec(TorchEncoderLM, token_batch, TOKENS_DYNAMIC,
                           batch_split_refused=MHA_BATCH_MERGED),
     "torch_transformer_seq_first": Spec(lambda: TorchSeq2Seq(False), seq2seq_batch(False),

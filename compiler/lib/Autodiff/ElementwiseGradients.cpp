@@ -129,6 +129,14 @@ LogicalResult SigmoidOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+// d softplus(x) = sigmoid(x) dx.
+LogicalResult SoftplusOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                   SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  g.push_back(mul(b, l, dys[0], b.create<SigmoidOp>(l, getInput())));
+  return success();
+}
+
 LogicalResult ErfOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
   Location l = gradLoc(*this);
   Value x = getInput();
@@ -181,6 +189,19 @@ LogicalResult DivOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl
   // PyTorch: -grad * self / (other * other).
   Value db = isDifferentiable(c) ? div(b, l, mul(b, l, neg(b, l, dys[0]), a), mul(b, l, c, c))
                                  : Value();
+  return binaryGrads(b, l, a, c, da, db, g);
+}
+
+// Floats have only fmod (the verifier): y = a - trunc(a / b) * b. PyTorch's fmod backward:
+// grad for a, -grad * trunc(a / b) for b; trunc(a / b) is (a - y) / b, which is an integer
+// up to the rounding of the subtraction and division.
+LogicalResult ModOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
+  Location l = gradLoc(*this);
+  Value a = getLhs(), c = getRhs();
+  Value da = isDifferentiable(a) ? dys[0] : Value();
+  Value db = isDifferentiable(c)
+                 ? mul(b, l, neg(b, l, dys[0]), div(b, l, sub(b, l, a, getOutput()), c))
+                 : Value();
   return binaryGrads(b, l, a, c, da, db, g);
 }
 

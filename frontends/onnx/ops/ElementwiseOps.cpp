@@ -98,6 +98,23 @@ LogicalResult importCos(NodeContext &node) { return importUnary<CosOp>(node); }
 LogicalResult importSigmoid(NodeContext &node) { return importUnary<SigmoidOp>(node); }
 LogicalResult importRelu(NodeContext &node) { return importUnary<ReluOp>(node); }
 LogicalResult importAbs(NodeContext &node) { return importUnary<AbsOp>(node); }
+LogicalResult importSoftplus(NodeContext &node) { return importUnary<SoftplusOp>(node); }
+
+// Mod's fmod attribute: 1 takes the dividend's sign (C's fmod), 0 (the default) the divisor's
+// (Python's %), which ONNX defines for integers only.
+LogicalResult importMod(NodeContext &node) {
+  FailureOr<Value> lhs = node.requiredInput(0, "A");
+  FailureOr<Value> rhs = node.requiredInput(1, "B");
+  FailureOr<int64_t> fmod = node.intAttr("fmod", 0);
+  if (failed(lhs) || failed(rhs) || failed(fmod))
+    return failure();
+  if (*fmod != 0 && *fmod != 1)
+    return node.fail("attribute 'fmod' must be 0 or 1, got " + std::to_string(*fmod));
+  if (*fmod == 0 && !isa<IntegerType>(NodeContext::typeOf(*lhs).getElementType()))
+    return node.fail("Mod of floats needs fmod = 1 (ONNX defines no other float form)");
+  return node.setOutput(
+      node.createInferred1<ModOp>(*lhs, *rhs, node.builder().getBoolAttr(*fmod == 1)));
+}
 
 LogicalResult importGelu(NodeContext &node) {
   FailureOr<Value> x = node.requiredInput(0, "X");

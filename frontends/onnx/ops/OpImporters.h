@@ -37,6 +37,8 @@ mlir::LogicalResult importPad(NodeContext &node);
 mlir::LogicalResult importSin(NodeContext &node);
 mlir::LogicalResult importCos(NodeContext &node);
 mlir::LogicalResult importSigmoid(NodeContext &node);
+mlir::LogicalResult importSoftplus(NodeContext &node);
+mlir::LogicalResult importMod(NodeContext &node);
 mlir::LogicalResult importRelu(NodeContext &node);
 mlir::LogicalResult importAbs(NodeContext &node);
 mlir::LogicalResult importGelu(NodeContext &node);
@@ -70,6 +72,7 @@ mlir::LogicalResult importBatchNormalization(NodeContext &node);
 mlir::LogicalResult importReduceMean(NodeContext &node);
 mlir::LogicalResult importReduceSum(NodeContext &node);
 mlir::LogicalResult importReduceMax(NodeContext &node);
+mlir::LogicalResult importArgMax(NodeContext &node);
 
 // ShapeOps.cpp: ops whose result shape comes from operand values or attributes.
 mlir::LogicalResult importReshape(NodeContext &node);

@@ -1,4 +1,4 @@
-//===- ReductionOps.cpp - ReduceMean, ReduceSum, ReduceMax ------------------------------===//
+//===- ReductionOps.cpp - ReduceMean, ReduceSum, ReduceMax, ArgMax ----------------------===//
 //
 // ONNX moved Reduce* axes from an attribute to input 1: ReduceSum in opset 13, ReduceMean and
 // ReduceMax in opset 18. Absent or empty axes mean "all axes", unless noop_with_empty_axes is
@@ -78,6 +78,23 @@ LogicalResult importReduceSum(NodeContext &node) {
 }
 LogicalResult importReduceMax(NodeContext &node) {
   return importReduce<ReduceMaxOp>(node, /*axesInputSince=*/18);
+}
+
+LogicalResult importArgMax(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "data");
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  FailureOr<int64_t> keepdims = node.intAttr("keepdims", 1);
+  FailureOr<int64_t> selectLast = node.intAttr("select_last_index", 0);
+  if (failed(x) || failed(axis) || failed(keepdims) || failed(selectLast))
+    return failure();
+  FailureOr<SmallVector<int64_t>> normalized =
+      node.normalizeAxes({*axis}, NodeContext::typeOf(*x).getRank(), "axis");
+  if (failed(normalized))
+    return failure();
+  OpBuilder &builder = node.builder();
+  return node.setOutput(node.createInferred1<ArgMaxOp>(
+      *x, builder.getI64IntegerAttr(normalized->front()), builder.getBoolAttr(*keepdims != 0),
+      builder.getBoolAttr(*selectLast != 0)));
 }
 
 } // namespace shardc::onnx_import

@@ -144,25 +144,30 @@ Status mulKernel(KernelArgs &args) {
   });
 }
 
+namespace {
+// Integer division by zero traps on x86; report it instead. Checked up front so that the
+// division loop itself has no error path.
+Status checkNoIntegerZeroDivisor(const char *kernel, const Tensor &b) {
+  if (b.dtype == program::F32)
+    return Status::ok();
+  bool zeroDivisor = false;
+  SHARDC_RETURN_IF_ERROR(visitNumeric(b.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *pb = b.as<T>();
+    const int64_t n = b.numel();
+    for (int64_t i = 0; i < n; ++i)
+      zeroDivisor |= pb[i] == 0;
+    return Status::ok();
+  }));
+  return zeroDivisor ? Status::error(std::string(kernel) + ": integer division by zero")
+                     : Status::ok();
+}
+} // namespace
+
 Status divKernel(KernelArgs &args) {
   StridedLoop loop;
   SHARDC_RETURN_IF_ERROR(checkNumericBinary("div", args, &loop));
-  const Tensor &b = args.inputs[1];
-  if (b.dtype != program::F32) {
-    // Integer division by zero traps on x86; report it instead. Checked up front so that the
-    // division loop itself has no error path.
-    bool zeroDivisor = false;
-    SHARDC_RETURN_IF_ERROR(visitNumeric(b.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      const T *pb = b.as<T>();
-      const int64_t n = b.numel();
-      for (int64_t i = 0; i < n; ++i)
-        zeroDivisor |= pb[i] == 0;
-      return Status::ok();
-    }));
-    if (zeroDivisor)
-      return Status::error("div: integer division by zero");
-  }
+  SHARDC_RETURN_IF_ERROR(checkNoIntegerZeroDivisor("div", args.inputs[1]));
   return applyNumericBinary(loop, args, [](auto a, auto b) {
     using T = decltype(a);
     if constexpr (std::is_integral_v<T>) {
@@ -172,6 +177,28 @@ Status divKernel(KernelArgs &args) {
       return static_cast<T>(a / b); // C++ integer division truncates toward zero
     } else {
       return a / b;
+    }
+  });
+}
+
+Status modKernel(KernelArgs &args) {
+  StridedLoop loop;
+  bool fmod = false;
+  SHARDC_RETURN_IF_ERROR(checkMod(args, &loop, &fmod));
+  SHARDC_RETURN_IF_ERROR(checkNoIntegerZeroDivisor("mod", args.inputs[1]));
+  return applyNumericBinary(loop, args, [fmod](auto a, auto b) {
+    using T = decltype(a);
+    if constexpr (std::is_integral_v<T>) {
+      // INT_MIN % -1 overflows (and traps on x86); the remainder is 0.
+      if (b == T(-1))
+        return T(0);
+      T r = static_cast<T>(a % b); // C++: the dividend's sign
+      // Python's %: the divisor's sign.
+      if (!fmod && r != 0 && ((r < 0) != (b < 0)))
+        r = static_cast<T>(r + b);
+      return r;
+    } else {
+      return std::fmod(a, b);
     }
   });
 }

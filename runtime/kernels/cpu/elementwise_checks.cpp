@@ -35,6 +35,18 @@ Status checkNumericBinary(const char *kernel, const KernelArgs &args, StridedLoo
   return expectSameDtype(kernel, "a", a, "y", y);
 }
 
+Status checkMod(const KernelArgs &args, StridedLoop *loop, bool *fmod) {
+  SHARDC_RETURN_IF_ERROR(checkNumericBinary("mod", args, loop));
+  int64_t value = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "fmod", &value));
+  if (value != 0 && value != 1)
+    return Status::error("mod: attribute 'fmod' must be 0 or 1, got " + std::to_string(value));
+  if (value == 0 && args.inputs[0].dtype == program::F32)
+    return Status::error("mod: f32 operands need fmod = 1");
+  *fmod = value == 1;
+  return Status::ok();
+}
+
 Status checkComparison(const char *kernel, const KernelArgs &args, bool allowBool,
                        StridedLoop *loop) {
   SHARDC_RETURN_IF_ERROR(checkBinary(kernel, args, loop));

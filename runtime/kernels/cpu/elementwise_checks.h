@@ -19,6 +19,9 @@ Status checkNumericUnary(const char *kernel, const KernelArgs &args);
 Status checkBinary(const char *kernel, const KernelArgs &args, StridedLoop *loop);
 // checkBinary with a, b and y of one numeric dtype.
 Status checkNumericBinary(const char *kernel, const KernelArgs &args, StridedLoop *loop);
+// mod(a, b) -> y: checkNumericBinary, and attribute 'fmod' 0 or 1 (*fmod), 1 for f32 (the
+// only float form ONNX defines).
+Status checkMod(const KernelArgs &args, StridedLoop *loop, bool *fmod);
 // checkBinary with a and b of one dtype (numeric, or also bool when `allowBool`) and y bool.
 Status checkComparison(const char *kernel, const KernelArgs &args, bool allowBool,
                        StridedLoop *loop);

@@ -1,4 +1,5 @@
-// reduce_sum, reduce_mean and reduce_max over a sorted, non-empty list of axes.
+// reduce_sum, reduce_mean and reduce_max over a sorted, non-empty list of axes; arg_max along
+// one axis.
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/convert.h"
@@ -137,6 +138,43 @@ Status reduceMeanKernel(KernelArgs &args) {
 
 Status reduceMaxKernel(KernelArgs &args) {
   return reduceCommon<Reduction::Max>("reduce_max", args);
+}
+
+// The first (or, with select_last_index, the last) index of the largest element along the
+// axis; a NaN counts as larger than any number, as in NumPy and PyTorch.
+Status argMaxKernel(KernelArgs &args) {
+  int64_t axis = 0;
+  bool selectLast = false;
+  SHARDC_RETURN_IF_ERROR(checkArgMax(args, &axis, &selectLast));
+  const Tensor &x = args.inputs[0];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.shape[d];
+  for (size_t d = axis + 1; d < x.shape.size(); ++d)
+    inner *= x.shape[d];
+  const int64_t n = x.shape[axis];
+  int64_t *py = args.outputs[0].as<int64_t>();
+  return visitNumeric(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *px = x.as<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T *line = px + o * n * inner + i;
+        int64_t best = 0;
+        T top = line[0];
+        for (int64_t k = 1; k < n; ++k) {
+          const T v = line[k * inner];
+          const bool better = top != top ? (selectLast && v != v)
+                                         : (v != v || v > top || (selectLast && v == top));
+          if (better) {
+            best = k;
+            top = v;
+          }
+        }
+        py[o * inner + i] = best;
+      }
+    return Status::ok();
+  });
 }
 
 Status reduceSumWorkspace(const KernelArgs &args, uint64_t *bytes) {

@@ -25,6 +25,28 @@ Status checkReduce(const char *kernel, const KernelArgs &args, std::vector<bool>
   return expectShape(kernel, "y", y, expected);
 }
 
+Status checkArgMax(const KernelArgs &args, int64_t *axis, bool *selectLast) {
+  SHARDC_RETURN_IF_ERROR(checkOperands("arg_max", args, Arity::exactly(1), Arity::exactly(1)));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  int64_t keepdims = 0, last = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "axis", axis));
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "keepdims", &keepdims));
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "select_last_index", &last));
+  SHARDC_RETURN_IF_ERROR(expectNumeric("arg_max", "x", x));
+  SHARDC_RETURN_IF_ERROR(expectDtype("arg_max", "y", y, program::I64));
+  if (last != 0 && last != 1)
+    return Status::error("arg_max: attribute 'select_last_index' must be 0 or 1, got " +
+                         std::to_string(last));
+  *selectLast = last == 1;
+  std::vector<bool> reduced;
+  std::vector<int64_t> expected;
+  SHARDC_RETURN_IF_ERROR(
+      planReducedShape("arg_max", x.shape, {*axis}, keepdims != 0, &reduced, &expected));
+  if (x.shape[*axis] == 0 && y.numel() > 0)
+    return Status::error("arg_max: the axis is empty: no index to return");
+  return expectShape("arg_max", "y", y, expected);
+}
+
 Status planReducedShape(const char *kernel, const std::vector<int64_t> &shape,
                         const std::vector<int64_t> &axes, bool keepdims,
                         std::vector<bool> *reduced, std::vector<int64_t> *reducedShape) {

@@ -16,6 +16,10 @@ namespace shardc::runtime::cpu {
 Status checkReduce(const char *kernel, const KernelArgs &args, std::vector<bool> *reduced,
                    int64_t *groupSize);
 
+// arg_max(x) -> y: x numeric, y i64 of x's shape without (or, with 'keepdims', with 1 in) dim
+// 'axis'; attribute 'select_last_index' 0 or 1. Returns the axis and the flags.
+Status checkArgMax(const KernelArgs &args, int64_t *axis, bool *selectLast);
+
 // The reduction's 'axes' rules (non-empty, in range, sorted, unique) over a tensor of `shape`:
 // which dims are reduced, and the reduced tensor's shape (1 in the reduced dims with
 // `keepdims`, else without them). Shared by the reductions and reduce_max_grad.

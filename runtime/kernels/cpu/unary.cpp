@@ -103,6 +103,14 @@ Status cosKernel(KernelArgs &args) {
   return floatUnary("cos", args, [](float v) { return std::cos(v); });
 }
 
+Status softplusKernel(KernelArgs &args) {
+  // max(x, 0) + log1p(exp(-|x|)) is log(1 + exp(x)) where exp(x) would overflow (x > 88), and
+  // keeps the tail where x is very negative; NaN propagates through exp.
+  return floatUnary("softplus", args, [](float v) {
+    return std::fmax(v, 0.0f) + std::log1p(std::exp(-std::fabs(v)));
+  });
+}
+
 Status sigmoidKernel(KernelArgs &args) {
   // exp of -|x| never overflows: sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below,
   // with e = exp(-|x|). Written branch-free so the loop vectorises.

@@ -374,6 +374,13 @@ Status sinKernel(KernelArgs &args) {
 Status cosKernel(KernelArgs &args) {
   return floatUnary("cos", args, [] __device__(float v) { return cosf(v); });
 }
+
+Status softplusKernel(KernelArgs &args) {
+  // The CPU kernel's form: max(x, 0) + log1p(exp(-|x|)) never overflows.
+  return floatUnary("softplus", args, [] __device__(float v) {
+    return fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v)));
+  });
+}
 Status sigmoidKernel(KernelArgs &args) {
   // exp of -|x| never overflows.
   return floatUnary("sigmoid", args, [] __device__(float v) {
@@ -422,6 +429,18 @@ Status divKernel(KernelArgs &args) {
                          dtypeName(args.inputs[0].dtype) + ") has no cuda kernel");
   return launchBinary<float, float, float>("div", loop, args,
                                            [] __device__(float a, float b) { return a / b; });
+}
+
+Status modKernel(KernelArgs &args) {
+  cpu::StridedLoop loop;
+  bool fmod = false;
+  SHARDC_RETURN_IF_ERROR(cpu::checkMod(args, &loop, &fmod));
+  // As div: an integer remainder needs the divisor checked for zero on the host first.
+  if (args.inputs[0].dtype != program::F32)
+    return Status::error(std::string("mod: integer remainder (") +
+                         dtypeName(args.inputs[0].dtype) + ") has no cuda kernel");
+  return launchBinary<float, float, float>("mod", loop, args,
+                                           [] __device__(float a, float b) { return fmodf(a, b); });
 }
 
 Status powKernel(KernelArgs &args) {

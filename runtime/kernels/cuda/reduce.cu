@@ -1,4 +1,4 @@
-// reduce_sum, reduce_mean and reduce_max on the GPU. The contract (and its error messages) is
+// reduce_sum, reduce_mean, reduce_max and arg_max on the GPU. The contract (and its error messages) is
 // the CPU kernels' (cpu/reduce_checks.h), and so is the arithmetic: each output's group is
 // folded in the order the CPU kernel does (x's memory order, i.e. row-major over the reduced
 // dims) into the CPU's accumulator (double for f32 sums and means, wrapping int64 for
@@ -255,7 +255,59 @@ template <Reduction R> Status reduceCommon(const char *kernel, KernelArgs &args)
   }
 }
 
+// One thread per output of arg_max: the CPU kernel's scan of its line, in the same order.
+template <typename T>
+__global__ void argMaxImpl(const T *x, int64_t *y, int64_t outer, int64_t n, int64_t inner,
+                           bool selectLast) {
+  const int64_t out = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (out >= outer * inner)
+    return;
+  const T *line = x + (out / inner) * n * inner + out % inner;
+  int64_t best = 0;
+  T top = line[0];
+  for (int64_t k = 1; k < n; ++k) {
+    const T v = line[k * inner];
+    const bool better =
+        top != top ? (selectLast && v != v) : (v != v || v > top || (selectLast && v == top));
+    if (better) {
+      best = k;
+      top = v;
+    }
+  }
+  y[out] = best;
+}
+
 } // namespace
+
+Status argMaxKernel(KernelArgs &args) {
+  int64_t axis = 0;
+  bool selectLast = false;
+  SHARDC_RETURN_IF_ERROR(cpu::checkArgMax(args, &axis, &selectLast));
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.shape[d];
+  for (size_t d = axis + 1; d < x.shape.size(); ++d)
+    inner *= x.shape[d];
+  if (y.numel() == 0)
+    return Status::ok();
+  auto launch = [&](auto tag) {
+    using T = decltype(tag);
+    argMaxImpl<T><<<gridFor(outer * inner), kBlock, 0, streamOf(args)>>>(
+        x.as<T>(), y.as<int64_t>(), outer, x.shape[axis], inner, selectLast);
+    return launchStatus("arg_max");
+  };
+  switch (x.dtype) {
+  case program::F32:
+    return launch(float{});
+  case program::I64:
+    return launch(int64_t{});
+  case program::I32:
+    return launch(int32_t{});
+  default: // checkArgMax admits only numeric dtypes
+    return Status::error("arg_max: unsupported dtype of x " + x.describe());
+  }
+}
 
 Status reduceSumKernel(KernelArgs &args) { return reduceCommon<Reduction::Sum>("reduce_sum", args); }
 Status reduceMeanKernel(KernelArgs &args) {

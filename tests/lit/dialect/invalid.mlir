@@ -204,3 +204,20 @@ func.func @scatter_nd_bad_reduction(%d: tensor<3xf32>, %i: tensor<1x1xi64>, %u: 
   %0 = graph.scatter_nd %d, %i, %u {reduction = "xor"} : (tensor<3xf32>, tensor<1x1xi64>, tensor<1xf32>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @float_mod_needs_fmod(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{on floats needs fmod}}
+  %0 = graph.mod %a, %a {fmod = false} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @arg_max_of_bool(%a: tensor<3xi1>) -> tensor<i64> {
+  // expected-error @+2 {{arg_max needs a numeric input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.arg_max %a {axis = 0 : i64, keepdims = false, select_last_index = false} : (tensor<3xi1>) -> tensor<i64>
+  return %0 : tensor<i64>
+}

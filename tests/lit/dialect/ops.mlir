@@ -117,3 +117,18 @@ func.func @conv_pool_scatter(%x: tensor<2x4x7x7xf32>, %w: tensor<6x2x3x3xf32>, %
   %3 = graph.scatter_nd %4, %i, %u {reduction = "none"} : (tensor<2x3xi64>, tensor<2x2x2xi64>, tensor<2x2xi64>) -> tensor<2x3xi64>
   return %0, %1, %2, %3 : tensor<2x6x4x4xf32>, tensor<2x4x4x4xf32>, tensor<2x4x3x3xf32>, tensor<2x3xi64>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @softplus_mod_arg_max
+func.func @softplus_mod_arg_max(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<2x3xi64>) -> (tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x1xi64>) {
+  // CHECK: graph.softplus %{{.*}} : tensor<2x3xf32>
+  %0 = graph.softplus %a : tensor<2x3xf32>
+  // CHECK: graph.mod %{{.*}}, %{{.*}} {fmod = true} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = graph.mod %0, %b {fmod = true} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK: graph.mod %{{.*}}, %{{.*}} {fmod = false} : (tensor<2x3xi64>, tensor<2x3xi64>) -> tensor<2x3xi64>
+  %2 = graph.mod %i, %i {fmod = false} : (tensor<2x3xi64>, tensor<2x3xi64>) -> tensor<2x3xi64>
+  // CHECK: graph.arg_max %{{.*}} {axis = 1 : i64, keepdims = true, select_last_index = false} : (tensor<2x3xf32>) -> tensor<2x1xi64>
+  %3 = graph.arg_max %1 {axis = 1 : i64, keepdims = true, select_last_index = false} : (tensor<2x3xf32>) -> tensor<2x1xi64>
+  return %1, %2, %3 : tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x1xi64>
+}

@@ -229,6 +229,22 @@ const GradCase kCases[] = {
        %5 = graph.neg %4 : tensor<6xf32>
        %6 = graph.identity %5 : tensor<6xf32>
        return %6 : tensor<6xf32> })"},
+    // softplus over both signs (its large-|x| branch included); mod with fmod: a in about
+    // [7, 13] over divisors in [3, 5.5], so that trunc(a / b) is 1..4 and b's gradient is not 0.
+    {"softplus", R"(func.func @f(%a: tensor<6xf32>) -> tensor<6xf32> {
+       %k = graph.constant dense<4.0> : tensor<f32>
+       %s = graph.mul %a, %k : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+       %0 = graph.softplus %s : tensor<6xf32>
+       return %0 : tensor<6xf32> })"},
+    {"mod_fmod_broadcast", R"(func.func @f(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+       %ten = graph.constant dense<10.0> : tensor<f32>
+       %four = graph.constant dense<4.0> : tensor<f32>
+       %half = graph.constant dense<0.5> : tensor<f32>
+       %sa = graph.add %a, %ten : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+       %hb = graph.mul %b, %half : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+       %sb = graph.add %hb, %four : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+       %0 = graph.mod %sa, %sb {fmod = true} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+       return %0 : tensor<2x3xf32> })"},
     {"pad_crop", R"(func.func @f(%a: tensor<2x5xf32>) -> tensor<3x6xf32> {
        %0 = graph.pad %a {pads = array<i64: 1, -1, 0, 2>, value = 0.5 : f64} : (tensor<2x5xf32>) -> tensor<3x6xf32>
        %1 = graph.mul %0, %0 : (tensor<3x6xf32>, tensor<3x6xf32>) -> tensor<3x6xf32>

@@ -25,6 +25,7 @@ TEST(CudaElementwise, UnaryFloatKernelsMatchTheCpu) {
       {"log", Fill::uniform(0.01, 50)},    {"tanh", Fill::uniform(-5, 5)},
       {"erf", Fill::uniform(-3, 3)},       {"sin", Fill::uniform(-6, 6)},
       {"cos", Fill::uniform(-6, 6)},       {"sigmoid", Fill::uniform(-20, 20)},
+      {"softplus", Fill::uniform(-30, 100)},
   };
   for (const Unary &u : kernels)
     for (std::vector<int64_t> shape : {std::vector<int64_t>{1}, {3, 5, 7}, {1025}, {2, 0, 3}}) {
@@ -51,6 +52,23 @@ TEST(CudaElementwise, IntegerUnaryKernelsAreExact) {
       compareWithCpu(c);
     }
   compareWithCpu({"not", {typed(BOOL, {9, 3}, Fill::bools())}, {typed(BOOL, {9, 3})}});
+}
+
+TEST(CudaElementwise, ModMatchesTheCpu) {
+  SHARDC_REQUIRE_CUDA();
+  // fmod of both signs, broadcast.
+  KernelCase c{"mod", {f32({6, 33}, Fill::uniform(-20, 20)), f32({33}, Fill::uniform(0.5, 3))},
+               {f32({6, 33})}};
+  c.attrs.i("fmod", 1);
+  compareWithCpu(c);
+}
+
+TEST(CudaElementwise, ModErrorsAreTheCpuErrors) {
+  // Checked before any device access: no GPU needed.
+  Attrs python;
+  python.i("fmod", 0);
+  expectSameErrorOnBothDevices("mod", {typeOnlyTensor(F32, {3}), typeOnlyTensor(F32, {3})},
+                               {typeOnlyTensor(F32, {3})}, python);
 }
 
 TEST(CudaElementwise, BinaryKernelsMatchTheCpuUnderEveryBroadcast) {

@@ -44,6 +44,27 @@ TEST(CudaReduce, EveryAxisSetWithAndWithoutKeepdims) {
   compareWithCpu(c);
 }
 
+TEST(CudaReduce, ArgMaxMatchesTheCpu) {
+  SHARDC_REQUIRE_CUDA();
+  // Every axis of a 4-D tensor, both flags, f32 with ties (integers stored as floats) and i64.
+  const std::vector<int64_t> shape = {3, 4, 5, 7};
+  for (int64_t axis = 0; axis < 4; ++axis)
+    for (int64_t keepdims : {0, 1})
+      for (int64_t last : {0, 1}) {
+        std::vector<int64_t> out;
+        for (int64_t d = 0; d < 4; ++d)
+          if (d != axis)
+            out.push_back(shape[static_cast<size_t>(d)]);
+          else if (keepdims)
+            out.push_back(1);
+        for (DType dtype : {F32, I64}) {
+          KernelCase c{"arg_max", {typed(dtype, shape, Fill::integers(-3, 3))}, {typed(I64, out)}};
+          c.attrs.i("axis", axis).i("keepdims", keepdims).i("select_last_index", last);
+          compareWithCpu(c);
+        }
+      }
+}
+
 TEST(CudaReduce, ErrorsAreTheCpuErrors) {
   // Checked before any device access: no GPU needed.
   Attrs attrs;

@@ -32,7 +32,7 @@ const std::vector<ShapeCase> kShapeCases = {
 // with `reference(a[src], b[src])`.
 template <typename A, typename B, typename Out, typename Ref, typename FixB>
 void checkBinary(const std::string &kernel, int lo, int hi, Ref reference, FixB fixB,
-                 double relTol = 0.0) {
+                 double relTol = 0.0, const Attrs &attrs = Attrs()) {
   unsigned seed = 11;
   for (const ShapeCase &c : kShapeCases) {
     SCOPED_TRACE(kernel + " a" + std::to_string(c.a.size()) + " b" + std::to_string(c.b.size()) +
@@ -44,7 +44,7 @@ void checkBinary(const std::string &kernel, int lo, int hi, Ref reference, FixB 
     HostTensor a = HostTensor::of<A>(c.a, va);
     HostTensor b = HostTensor::of<B>(c.b, vb);
     HostTensor y(dtypeOf<Out>(), c.y);
-    ASSERT_KERNEL_OK(runKernel(kernel, {a, b}, {y}));
+    ASSERT_KERNEL_OK(runKernel(kernel, {a, b}, {y}, attrs));
     std::vector<Out> expected(static_cast<size_t>(numelOf(c.y)));
     for (int64_t i = 0; i < numelOf(c.y); ++i) {
       const std::vector<int64_t> index = unravel(i, c.y);
@@ -76,6 +76,25 @@ template <typename T> void checkArithmetic() {
           return a / b;
       },
       [](T v) { return v == T(0) ? T(3) : v; }, 1e-7);
+  // mod: C's fmod (the dividend's sign) for every type, Python's % (the divisor's) for
+  // integers; references from the exact quotient in double.
+  const auto nonZero = [](T v) { return v == T(0) ? T(3) : v; };
+  checkBinary<T, T, T>(
+      "mod", -100, 100,
+      [](T a, T b) {
+        if constexpr (std::is_integral_v<T>)
+          return static_cast<T>(double(a) - std::trunc(double(a) / double(b)) * double(b));
+        else
+          return static_cast<T>(std::fmod(double(a), double(b)));
+      },
+      nonZero, 0.0, Attrs().i("fmod", 1));
+  if constexpr (std::is_integral_v<T>)
+    checkBinary<T, T, T>(
+        "mod", -100, 100,
+        [](T a, T b) {
+          return static_cast<T>(double(a) - std::floor(double(a) / double(b)) * double(b));
+        },
+        nonZero, 0.0, Attrs().i("fmod", 0));
   checkBinary<T, T, uint8_t>("equal", -3, 3, [](T a, T b) { return a == b; });
   checkBinary<T, T, uint8_t>("less", -3, 3, [](T a, T b) { return a < b; });
   checkBinary<T, T, uint8_t>("greater", -3, 3, [](T a, T b) { return a > b; });
@@ -162,6 +181,29 @@ TEST(Binary, IntegerEdgeCases) {
   ASSERT_KERNEL_OK(runKernel("div", {fa, fz}, {fy}));
   expectValuesNear(fy.values<float>(), {std::numeric_limits<float>::infinity(),
                                         -std::numeric_limits<float>::infinity()});
+}
+
+TEST(Binary, ModSignsAndErrors) {
+  const int32_t minI32 = std::numeric_limits<int32_t>::min();
+  HostTensor a = HostTensor::of<int32_t>({6}, {7, -7, 7, -7, 0, minI32});
+  HostTensor b = HostTensor::of<int32_t>({6}, {3, 3, -3, -3, 5, -1});
+  HostTensor y(program::I32, {6});
+  ASSERT_KERNEL_OK(runKernel("mod", {a, b}, {y}, Attrs().i("fmod", 0)));
+  EXPECT_EQ(y.values<int32_t>(), (std::vector<int32_t>{1, 2, -2, -1, 0, 0})); // Python's %
+  ASSERT_KERNEL_OK(runKernel("mod", {a, b}, {y}, Attrs().i("fmod", 1)));
+  EXPECT_EQ(y.values<int32_t>(), (std::vector<int32_t>{1, -1, 1, -1, 0, 0})); // C's fmod
+  HostTensor zero = HostTensor::of<int32_t>({6}, {1, 1, 0, 1, 1, 1});
+  EXPECT_KERNEL_ERROR(runKernel("mod", {a, zero}, {y}, Attrs().i("fmod", 1)),
+                      "integer division by zero");
+  HostTensor fa = HostTensor::of<float>({3}, {5.5f, -5.5f, 5.5f});
+  HostTensor fb = HostTensor::of<float>({3}, {2.0f, 2.0f, -2.0f});
+  HostTensor fy(program::F32, {3});
+  ASSERT_KERNEL_OK(runKernel("mod", {fa, fb}, {fy}, Attrs().i("fmod", 1)));
+  expectValuesNear(fy.values<float>(), {1.5f, -1.5f, 1.5f});
+  EXPECT_KERNEL_ERROR(runKernel("mod", {fa, fb}, {fy}, Attrs().i("fmod", 0)),
+                      "f32 operands need fmod = 1");
+  EXPECT_KERNEL_ERROR(runKernel("mod", {fa, fb}, {fy}, Attrs().i("fmod", 2)),
+                      "'fmod' must be 0 or 1");
 }
 
 TEST(Binary, InconsistentOperandsAreErrors) {

@@ -119,6 +119,73 @@ TEST(Reduce, MaxPropagatesNaNAndEmptyReductions) {
             (std::vector<int64_t>(2, std::numeric_limits<int64_t>::lowest())));
 }
 
+// arg_max against a scan of each line in index order: the first (or last) position of the
+// largest value. Values in a small range, so that ties are common.
+template <typename T> void checkArgMax() {
+  const std::vector<std::vector<int64_t>> shapes = {{5}, {3, 4}, {2, 3, 4}, {2, 1, 3}};
+  unsigned seed = 7;
+  for (const auto &shape : shapes)
+    for (int64_t axis = 0; axis < static_cast<int64_t>(shape.size()); ++axis)
+      for (int keepdims : {0, 1})
+        for (int last : {0, 1}) {
+          SCOPED_TRACE("rank " + std::to_string(shape.size()) + " axis " +
+                       std::to_string(axis) + " keepdims " + std::to_string(keepdims) +
+                       " last " + std::to_string(last));
+          const std::vector<T> in = randomValues<T>(numelOf(shape), -3, 3, seed++);
+          std::vector<int64_t> outShape;
+          for (size_t d = 0; d < shape.size(); ++d)
+            if (static_cast<int64_t>(d) != axis)
+              outShape.push_back(shape[d]);
+            else if (keepdims)
+              outShape.push_back(1);
+          std::vector<int64_t> expected(static_cast<size_t>(numelOf(outShape)), -1);
+          std::vector<T> best(expected.size());
+          for (int64_t i = 0; i < numelOf(shape); ++i) {
+            std::vector<int64_t> index = unravel(i, shape);
+            const int64_t k = index[axis];
+            index[axis] = 0;
+            std::vector<int64_t> outIndex;
+            for (size_t d = 0; d < shape.size(); ++d)
+              if (static_cast<int64_t>(d) != axis || keepdims)
+                outIndex.push_back(index[d]);
+            int64_t o = 0;
+            for (size_t d = 0; d < outIndex.size(); ++d)
+              o = o * outShape[d] + outIndex[d];
+            if (expected[o] < 0 || in[i] > best[o] || (last && in[i] == best[o])) {
+              expected[o] = k;
+              best[o] = in[i];
+            }
+          }
+          HostTensor x = HostTensor::of<T>(shape, in);
+          HostTensor y(program::I64, outShape);
+          ASSERT_KERNEL_OK(runKernel(
+              "arg_max", {x}, {y},
+              Attrs().i("axis", axis).i("keepdims", keepdims).i("select_last_index", last)));
+          EXPECT_EQ(y.values<int64_t>(), expected);
+        }
+}
+
+TEST(Reduce, ArgMaxF32) { checkArgMax<float>(); }
+TEST(Reduce, ArgMaxI64) { checkArgMax<int64_t>(); }
+TEST(Reduce, ArgMaxI32) { checkArgMax<int32_t>(); }
+
+TEST(Reduce, ArgMaxNaNIsLargestAndErrors) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  HostTensor x = HostTensor::of<float>({2, 4}, {1.0f, nan, 3.0f, nan, 2.0f, 2.0f, 1.0f, 0.0f});
+  HostTensor y(program::I64, {2});
+  Attrs attrs = Attrs().i("axis", 1).i("keepdims", 0).i("select_last_index", 0);
+  ASSERT_KERNEL_OK(runKernel("arg_max", {x}, {y}, attrs));
+  EXPECT_EQ(y.values<int64_t>(), (std::vector<int64_t>{1, 0}));
+  ASSERT_KERNEL_OK(runKernel("arg_max", {x}, {y}, attrs.i("select_last_index", 1)));
+  EXPECT_EQ(y.values<int64_t>(), (std::vector<int64_t>{3, 1}));
+  HostTensor wrongType(program::F32, {2});
+  EXPECT_KERNEL_ERROR(runKernel("arg_max", {x}, {wrongType}, attrs), "i64");
+  HostTensor wrongShape(program::I64, {4});
+  EXPECT_KERNEL_ERROR(runKernel("arg_max", {x}, {wrongShape}, attrs), "expected [2]");
+  HostTensor empty(program::F32, {2, 0});
+  EXPECT_KERNEL_ERROR(runKernel("arg_max", {empty}, {y}, attrs), "the axis is empty");
+}
+
 TEST(Reduce, InconsistentOperandsAreErrors) {
   HostTensor x(program::F32, {2, 3}), y2(program::F32, {2}), y21(program::F32, {2, 1});
   EXPECT_KERNEL_ERROR(

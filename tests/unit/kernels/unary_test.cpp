@@ -67,6 +67,8 @@ TEST(Unary, FloatFunctions) {
       "cos", -10, 10, [](float v) { return std::cos(double(v)); }, tol);
   checkUnary<float>(
       "sigmoid", -30, 30, [](float v) { return 1.0 / (1.0 + std::exp(-double(v))); }, tol);
+  checkUnary<float>(
+      "softplus", -40, 40, [](float v) { return std::log1p(std::exp(double(v))); }, tol);
 }
 
 TEST(Unary, FloatSpecialValues) {
@@ -85,6 +87,13 @@ TEST(Unary, FloatSpecialValues) {
   expectValuesNear(y.values<float>(), {0.26894142f, 0.5f, 1.0f, 0.0f, nan}, 1e-7);
   ASSERT_KERNEL_OK(runKernel("relu", {x}, {y}));
   expectValuesNear(y.values<float>(), {0.0f, 0.0f, inf, 0.0f, nan});
+  // softplus(x) = x where exp(x) overflows f32 (x > 88), and tends to exp(x) far below 0.
+  ASSERT_KERNEL_OK(runKernel("softplus", {x}, {y}));
+  expectValuesNear(y.values<float>(), {0.31326169f, 0.69314718f, inf, 0.0f, nan}, 1e-7);
+  HostTensor big = HostTensor::of<float>({3}, {100.0f, -100.0f, 1000.0f});
+  HostTensor bigY(program::F32, {3});
+  ASSERT_KERNEL_OK(runKernel("softplus", {big}, {bigY}));
+  expectValuesNear(bigY.values<float>(), {100.0f, 3.7200760e-44f, 1000.0f}, 1e-6);
 }
 
 TEST(Unary, Gelu) {

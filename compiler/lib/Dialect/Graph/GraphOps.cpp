@@ -153,7 +153,15 @@ GRAPH_BINARY_INFER(LessOp, Compare)
 GRAPH_BINARY_INFER(GreaterOp, Compare)
 GRAPH_BINARY_INFER(AndOp, Logical)
 GRAPH_BINARY_INFER(OrOp, Logical)
+GRAPH_BINARY_INFER(ModOp, Arith)
 #undef GRAPH_BINARY_INFER
+
+LogicalResult ModOp::verify() {
+  if (!getFmod() && !isa<IntegerType>(getLhs().getType().getElementType()))
+    return emitOpError("on floats needs fmod (the dividend's sign): ONNX defines no other "
+                       "float form");
+  return success();
+}
 
 LogicalResult GeluOp::verify() {
   if (getApproximate() != "none" && getApproximate() != "tanh")
@@ -341,6 +349,23 @@ GRAPH_REDUCE_INFER(ReduceSumOp)
 GRAPH_REDUCE_INFER(ReduceMeanOp)
 GRAPH_REDUCE_INFER(ReduceMaxOp)
 #undef GRAPH_REDUCE_INFER
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &out) {
+  auto x = rankedType(adaptor.getInput());
+  if (!x)
+    return emitOptionalError(loc, "operands must be ranked tensors");
+  if (isBool(x.getElementType()))
+    return emitOptionalError(loc, "arg_max needs a numeric input");
+  const int64_t axis = static_cast<int64_t>(adaptor.getAxis());
+  SmallVector<Type> reduced;
+  if (failed(inferReduce(loc, adaptor.getInput(), ArrayRef<int64_t>(axis), adaptor.getKeepdims(),
+                         reduced)))
+    return failure();
+  out.push_back(RankedTensorType::get(cast<RankedTensorType>(reduced.front()).getShape(),
+                                      IntegerType::get(ctx, 64)));
+  return success();
+}
 
 //===-------------------------------------------------------------------------------------===//
 // Shapes and data movement

@@ -93,6 +93,11 @@ LogicalResult GeluOp::buildKernelCall(KernelCallBuilder &call) {
   return success();
 }
 
+LogicalResult ModOp::buildKernelCall(KernelCallBuilder &call) {
+  call.setInt("fmod", getFmod());
+  return success();
+}
+
 LogicalResult CastOp::buildKernelCall(KernelCallBuilder &call) {
   call.setDType("to", getTo());
   return success();
@@ -149,6 +154,12 @@ LogicalResult ReduceMeanOp::buildKernelCall(KernelCallBuilder &call) {
 }
 LogicalResult ReduceMaxOp::buildKernelCall(KernelCallBuilder &call) {
   return reduceCall(*this, call);
+}
+LogicalResult ArgMaxOp::buildKernelCall(KernelCallBuilder &call) {
+  call.setInt("axis", static_cast<int64_t>(getAxis()));
+  call.setInt("keepdims", getKeepdims());
+  call.setInt("select_last_index", getSelectLastIndex());
+  return success();
 }
 
 //===- Data movement -------------------------------------------------------------------===//

@@ -27,6 +27,30 @@ std::optional<OpShardingRule> ReduceMaxOp::getShardingRule() {
   return sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Max);
 }
 
+// The compared axis stays whole: the index of a block's largest element says nothing of the
+// others' without a combine that no collective does. The other dimensions split freely.
+std::optional<OpShardingRule> ArgMaxOp::getShardingRule() {
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  const int64_t axis = static_cast<int64_t>(getAxis());
+  OpShardingRule rule;
+  TensorFactors in(shape.size()), out;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    int f = shape[d] == 1 ? -1
+            : d == axis   ? rule.addWhole(shape[d], "arg_max compares the elements of its axis")
+                          : rule.addFactor(shape[d]);
+    if (f >= 0)
+      in[d].push_back(f);
+    if (d != axis)
+      out.push_back(in[d]);
+    else if (getKeepdims())
+      out.emplace_back();
+  }
+  rule.operands.push_back(std::move(in));
+  rule.results.push_back(std::move(out));
+  rule.linear = {false};
+  return rule;
+}
+
 #define RESHAPE_RULE(OP)                                                                       \
   std::optional<OpShardingRule> OP::getShardingRule() {                                        \
     return sharding::reshape(shapeOf(getInput()), getType().getShape());                       \

@@ -491,6 +491,22 @@ MODELS = {
     "gather_elements_rank": lambda: model(
         [helper.make_node("GatherElements", ["x", "i"], ["y"], name="gather_rank", axis=0)],
         [vi("x", F32, [3, 4]), vi("i", I64, [2])], [vi("y", F32, [2])]),
+    "softplus_mod_argmax": lambda: model(
+        [helper.make_node("Softplus", ["x"], ["sp"], name="softplus"),
+         helper.make_node("Mod", ["x", "d"], ["fm"], name="fmod", fmod=1),
+         helper.make_node("Mod", ["ids", "k"], ["pm"], name="python_mod"),
+         helper.make_node("ArgMax", ["x"], ["am"], name="argmax", axis=-1, keepdims=0),
+         helper.make_node("ArgMax", ["ids"], ["am_last"], name="argmax_last", axis=0,
+                          select_last_index=1)],
+        [vi("x", F32, [2, 3]), vi("d", F32, [3]), vi("ids", I64, [2, 3]), vi("k", I64, [])],
+        [vi("sp", F32, [2, 3]), vi("fm", F32, [2, 3]), vi("pm", I64, [2, 3]),
+         vi("am", I64, [2]), vi("am_last", I64, [1, 3])]),
+    "mod_float_python": lambda: model(
+        [helper.make_node("Mod", ["x", "x"], ["y"], name="float_mod")],
+        [vi("x", F32, [3])], [vi("y", F32, [3])], check=False),
+    "argmax_bad_axis": lambda: model(
+        [helper.make_node("ArgMax", ["x"], ["y"], name="argmax_axis", axis=2)],
+        [vi("x", F32, [2, 3])], [vi("y", I64, [2, 1])], check=False),
     "double_constants": lambda: double_constants(False),
     "double_constants_refused": lambda: double_constants(True),
 }

@@ -58,6 +58,9 @@ def Graph_CosOp : Graph_UnaryOp<"cos", Graph_FloatTensor> { let summary = "ONNX 
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", Graph_FloatTensor> {
   let summary = "ONNX Sigmoid";
 }
+def Graph_SoftplusOp : Graph_UnaryOp<"softplus", Graph_FloatTensor> {
+  let summary = "ONNX Softplus: log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|))";
+}
 def Graph_NotOp : Graph_UnaryOp<"not", Graph_BoolTensor> { let summary = "ONNX Not"; }
 def Graph_IdentityOp : Graph_UnaryOp<"identity", Graph_Tensor, [Graph_KernelRenamed]> {
   let summary = "ONNX Identity (and inference-mode Dropout)";
@@ -97,6 +100,19 @@ def Graph_LessOp : Graph_BinaryOp<"less"> { let summary = "ONNX Less"; }
 def Graph_GreaterOp : Graph_BinaryOp<"greater"> { let summary = "ONNX Greater"; }
 def Graph_AndOp : Graph_BinaryOp<"and"> { let summary = "ONNX And"; }
 def Graph_OrOp : Graph_BinaryOp<"or"> { let summary = "ONNX Or"; }
+
+// ONNX Mod. With `fmod` the remainder takes the dividend's sign (C's fmod, torch.fmod; the
+// only form ONNX defines for floats); without, the divisor's (Python's %, integers only).
+def Graph_ModOp : Graph_Op<"mod", [Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
+                                   Graph_Differentiable]> {
+  let summary = "ONNX Mod";
+  let arguments = (ins Graph_Tensor:$lhs, Graph_Tensor:$rhs, BoolAttr:$fmod);
+  let results = (outs Graph_Tensor:$output);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
 
 def Graph_WhereOp : Graph_Op<"where", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Where";
@@ -242,6 +258,17 @@ class Graph_ReduceOp<string mnemonic> :
 def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum"> { let summary = "ONNX ReduceSum"; }
 def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean"> { let summary = "ONNX ReduceMean"; }
 def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max"> { let summary = "ONNX ReduceMax"; }
+
+// ONNX ArgMax: the index (i64) of the largest element along `axis` (non-negative); the first
+// such index, or the last with `select_last_index`; a NaN counts as the largest (NumPy and
+// PyTorch). An index has no gradient.
+def Graph_ArgMaxOp : Graph_Op<"arg_max", [Graph_KernelAttributes, Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX ArgMax";
+  let arguments = (ins Graph_Tensor:$input, I64Attr:$axis, BoolAttr:$keepdims,
+                       BoolAttr:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
 
 //===-------------------------------------------------------------------------------------===//
 // Shapes and data movement
