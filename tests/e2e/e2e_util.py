@@ -1,5 +1,5 @@
-"""Helpers shared by the end-to-end test scripts (node conformance, models, bad inputs) and the
-benchmarks of tools/bench."""
+"""Code shared by the end-to-end test scripts (node conformance, models, bad inputs, training)
+and the benchmarks of tools/bench."""
 
 import argparse
 import json
