@@ -1,5 +1,8 @@
-"""Helpers shared by the end-to-end test scripts (node conformance, models, bad inputs)."""
+"""Code shared by the end-to-end test scripts (node conformance, models, bad inputs, training)
+and the benchmarks of tools/bench."""
 
+import argparse
+import json
 import os
 import re
 import signal
@@ -8,6 +11,9 @@ import sys
 
 import numpy as np
 import xxhash  # python3-xxhash (tools/setup.sh)
+
+# The test models' export scripts and PyTorch's reference training (tests/models).
+MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "models")
 
 # ONNX ops (default domain) that shardc compiles.
 SUPPORTED_OPS = frozenset("""
@@ -56,6 +62,38 @@ def npy_name(tensor_name):
     """File name (without .npy) shardrun uses for a tensor: characters outside [A-Za-z0-9._-]
     become `_`."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", tensor_name)
+
+
+def argument_parser(doc, *, shardrun=True, steps=None, timeout=None):
+    """The command line every end-to-end script starts from, described by the first line of its
+    `doc`: --shardc, --shardrun (unless `shardrun` is false) and --work (its scratch directory);
+    with `steps`, --steps (an int, that default); with `timeout`, --timeout (seconds allowed per
+    tool call, of the type and default of `timeout`: 120 is an int, 300.0 a float). The script
+    adds its own options and passes the parser to parse_args."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--shardc", required=True)
+    if shardrun:
+        parser.add_argument("--shardrun", required=True)
+    parser.add_argument("--work", required=True, help="scratch directory")
+    if steps is not None:
+        parser.add_argument("--steps", type=int, default=steps)
+    if timeout is not None:
+        parser.add_argument("--timeout", type=type(timeout), default=timeout,
+                            help="seconds allowed per tool call")
+    return parser
+
+
+def parse_args(parser):
+    """The parsed command line of `parser`, its --work directory created."""
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    return args
+
+
+def refusal(cmd):
+    """Runs `cmd`, which is to refuse its input: (its exit status, the lines of its stderr)."""
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return res.returncode, res.stderr.strip().splitlines()
 
 
 class ToolResult:
@@ -180,9 +218,8 @@ def export_test_model(model, out_dir, static_batch=None):
     """Runs tests/models/export_MODEL.py into out_dir unless it already holds model.onnx;
     with `static_batch`, exported without dynamic_axes from that many rows."""
     if not os.path.exists(os.path.join(out_dir, "model.onnx")):
-        models = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "models")
         extra = ["--static-batch", str(static_batch)] if static_batch else []
-        subprocess.run([sys.executable, os.path.join(models, f"export_{model}.py"), "--out",
+        subprocess.run([sys.executable, os.path.join(MODELS_DIR, f"export_{model}.py"), "--out",
                         out_dir, *extra], check=True, stdout=subprocess.DEVNULL)
     return out_dir
 
@@ -250,15 +287,22 @@ def run_cases(cases):
     sys.exit(1 if failed else 0)
 
 
+def train_reference(model, model_dir, out, steps, *flags):
+    """PyTorch trains the test model exported in `model_dir` `steps` steps with
+    train_reference.py and its `flags` (the data: --make-data N, written into OUT/data, or
+    --data DIR); returns the loss of each step, from the OUT/losses.jsonl it writes."""
+    subprocess.run([sys.executable, os.path.join(MODELS_DIR, "train_reference.py"), "--model",
+                    model, "--model-dir", model_dir, "--out", out, "--steps", str(steps),
+                    *flags], check=True, stdout=subprocess.DEVNULL)
+    return [json.loads(line)["loss"] for line in open(os.path.join(out, "losses.jsonl"))]
+
+
 def reference_data(model, model_dir, out, batches=4, batch=None):
     """Writes `batches` batches of train_reference.py's deterministic data for the test model
     exported in `model_dir` (at its batch, or `batch` rows a step) into OUT/data, and returns
     that directory."""
-    models = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "models")
-    subprocess.run([sys.executable, os.path.join(models, "train_reference.py"), "--model", model,
-                    "--model-dir", model_dir, "--out", out, "--steps", "1", "--make-data",
-                    str(batches), *(["--batch", str(batch)] if batch else [])],
-                   check=True, stdout=subprocess.DEVNULL)
+    train_reference(model, model_dir, out, 1, "--make-data", str(batches),
+                    *(["--batch", str(batch)] if batch else []))
     return os.path.join(out, "data")
 
 

@@ -16,10 +16,8 @@ both implementations, so for them only |p - p_torch| <= 2 * steps * lr is checke
 Prints one PASS/FAIL line per configuration and `N passed, M failed`.
 """
 
-import argparse
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -27,11 +25,9 @@ import onnx
 from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = os.path.join(HERE, os.pardir, "models")
 sys.path.insert(0, HERE)
 import e2e_util  # noqa: E402
 
-PYTHON = sys.executable
 LOSS_RTOL = 1e-5
 PARAM_RTOL = 1e-4
 LR = 1e-3
@@ -78,11 +74,8 @@ def run_config(name, model, flags, args):
     os.makedirs(work, exist_ok=True)
     model_dir = export(model, args.work)
     ref = os.path.join(work, "torch")
-    subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
-                    "--model-dir", model_dir, "--out", ref, "--make-data", "4",
-                    "--steps", str(args.steps), "--lr", str(LR),
-                    "--dropout-seed", str(DROPOUT_SEED), *flags],
-                   check=True, stdout=subprocess.DEVNULL)
+    e2e_util.train_reference(model, model_dir, ref, args.steps, "--make-data", "4", "--lr",
+                             str(LR), "--dropout-seed", str(DROPOUT_SEED), *flags)
     bundle = os.path.join(work, "model.shard")
     res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
                              "train", "-o", bundle, *e2e_util.input_shape_flags(model_dir), *flags],
@@ -163,21 +156,9 @@ def run_config(name, model, flags, args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--timeout", type=int, default=120)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    failed = 0
-    for name, model, flags in CONFIGS:
-        err = run_config(name, model, flags, args)
-        print(f"{'FAIL' if err else 'PASS'} {name}" + (f": {err}" if err else ""))
-        failed += bool(err)
-    print(f"{len(CONFIGS) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, steps=30, timeout=120))
+    e2e_util.run_cases([(name, lambda name=name, model=model, flags=flags:
+                         run_config(name, model, flags, args)) for name, model, flags in CONFIGS])
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ what is wrong: the file, the node/op, the input, or the flag.
 Prints one PASS/FAIL line per case and `N passed, M failed`; exit status 1 if any case fails.
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -389,15 +388,8 @@ def build_cases(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shardc", required=True)
-    parser.add_argument("--shardrun", required=True)
-    parser.add_argument("--work", required=True, help="scratch directory")
-    parser.add_argument("--timeout", type=int, default=TOOL_TIMEOUT_S,
-                        help="seconds allowed per tool call")
-    args = parser.parse_args()
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, timeout=TOOL_TIMEOUT_S))
     args.work = os.path.abspath(args.work)
-    os.makedirs(args.work, exist_ok=True)
 
     cases, fixture_errors = build_cases(args)
     passed = failed = 0

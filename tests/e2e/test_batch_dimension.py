@@ -16,7 +16,6 @@ takes the whole batch) needs no batch dimension: those runs must follow the sing
 within 1e-5 per step. Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -52,13 +51,7 @@ def run(args, onnx_path, data, tag, flags):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--timeout", type=float, default=300)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, timeout=300.0))
 
     # Batches along the data set's dim 0 (the sequence positions of the step), as shardrun cuts
     # them: every input is [SEQ * batches, ROWS].

@@ -25,11 +25,9 @@ dp=2,tp=2,zero=3 (4 ranks as threads). Checks:
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -173,20 +171,13 @@ def check_refusals(args, results):
          "--trace applies to the training loop"),
     ]
     for name, cmd, code, expected in cases:
-        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = res.stderr.strip().splitlines()
-        ok = res.returncode == code and len(lines) == 1 and expected in lines[0]
-        results.append((ok, f"refused ({name}): exit {res.returncode}, {lines!r}"))
+        status, lines = e2e_util.refusal(cmd)
+        ok = status == code and len(lines) == 1 and expected in lines[0]
+        results.append((ok, f"refused ({name}): exit {status}, {lines!r}"))
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=10)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, steps=10))
     results = []
     for model, style in MODELS:
         check(model, style, args, results)

@@ -30,7 +30,6 @@ data as a single-rank run of the same export. Checked per case:
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
 import importlib.util
 import json
 import os
@@ -209,17 +208,12 @@ def check_accounting(plan, ranks, stage):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
+    p = e2e_util.argument_parser(__doc__, timeout=300.0)
     p.add_argument("--ranks", help="rank counts for every strategy (default: DEFAULT_RANKS)")
     p.add_argument("--models",
                    default="mlp_classifier,tiny_gpt,tied_gpt,dropout_gpt,bert_encoder")
     p.add_argument("--styles", default="dynamic,static")
-    p.add_argument("--timeout", type=float, default=300)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(p)
     cases = []
     for model_name, style in [(m, s) for m in args.models.split(",")
                               for s in args.styles.split(",")]:

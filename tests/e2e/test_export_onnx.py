@@ -28,11 +28,9 @@ Each model is exported by tests/models, compiled with `shardc --mode train` and 
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
 import importlib
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -47,7 +45,6 @@ sys.path.insert(0, MODELS)
 import e2e_util  # noqa: E402
 import train_reference  # noqa: E402
 
-PYTHON = sys.executable
 STEPS = 5
 RTOL = 1e-5
 ATOL = 1e-6
@@ -65,16 +62,12 @@ class Trained:
         os.makedirs(self.work)
         self.model_dir = os.path.join(args.work, "models", model)
         self.source = os.path.join(self.model_dir, "model.onnx")
-        if not os.path.exists(self.source):
-            subprocess.run([PYTHON, os.path.join(MODELS, f"export_{model}.py"), "--out",
-                            self.model_dir], check=True, stdout=subprocess.DEVNULL)
+        e2e_util.export_test_model(model, self.model_dir)
         self.data = os.path.join(args.work, "models", f"{model}_data")
         if not os.path.isdir(self.data):
             # Only the batches are used; the reference run itself is cheap at one step.
-            subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
-                            "--model-dir", self.model_dir, "--out", self.data + "_ref",
-                            "--data", self.data, "--make-data", "4", "--steps", "1"],
-                           check=True, stdout=subprocess.DEVNULL)
+            e2e_util.train_reference(model, self.model_dir, self.data + "_ref", 1, "--data",
+                                     self.data, "--make-data", "4")
         self.bundle = os.path.join(self.work, "train.shard")
         res = run([args.shardc, self.source, "--mode", "train", "-o", self.bundle,
                    *shardc_flags], args)
@@ -398,13 +391,7 @@ def case_usage(t):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--timeout", type=int, default=120)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, timeout=120))
 
     # The MLP's run is shared by the cases after its round trip.
     state = {}

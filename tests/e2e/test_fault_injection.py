@@ -24,7 +24,6 @@ the start. Then, for each run:
 Prints PASS/FAIL per run, where the kills landed, and `N passed, M failed`.
 """
 
-import argparse
 import json
 import os
 import random
@@ -208,17 +207,12 @@ class Harness:
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
+    p = e2e_util.argument_parser(__doc__, timeout=300.0)
     p.add_argument("--mpirun")
-    p.add_argument("--work", required=True)
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--seed", type=int, default=int(time.time()))
-    p.add_argument("--timeout", type=float, default=300)
-    args = p.parse_args()
+    args = e2e_util.parse_args(p)
     args.shardrun = os.path.abspath(args.shardrun)
-    os.makedirs(args.work, exist_ok=True)
     print(f"kill times drawn with --seed {args.seed}", flush=True)
     random.seed(args.seed)
     harness = Harness(args)

@@ -31,8 +31,6 @@ weights on the same batches. Checks:
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
-import json
 import os
 import re
 import subprocess
@@ -81,11 +79,8 @@ def train(args, model_dir, bundle, data, flags):
 
 
 def torch_losses(args, model, model_dir, out, batch):
-    subprocess.run([sys.executable, os.path.join(MODELS, "train_reference.py"), "--model", model,
-                    "--model-dir", model_dir, "--out", out, "--steps", str(args.steps),
-                    "--make-data", "4", "--lr", str(LR), *(["--batch", str(batch)] if batch else [])],
-                   check=True, stdout=subprocess.DEVNULL)
-    losses = [json.loads(line)["loss"] for line in open(os.path.join(out, "losses.jsonl"))]
+    losses = e2e_util.train_reference(model, model_dir, out, args.steps, "--make-data", "4",
+                                      "--lr", str(LR), *(["--batch", str(batch)] if batch else []))
     return losses, os.path.join(out, "data")
 
 
@@ -230,14 +225,12 @@ def check_left_alone(args, results):
         results.append((False, f"dropout_gpt_static: {plain if isinstance(plain, str) else flagged}"))
         return
     # A flag value other than on or off: one usage line, exit 2, nothing written.
-    bad = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o",
-                          os.path.join(work, "bad.shard"), "--fuse-attention", "yes"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = bad.stderr.strip().splitlines()
-    results.append((bad.returncode == 2 and len(lines) == 1 and
+    code, lines = e2e_util.refusal([args.shardc, os.path.join(model_dir, "model.onnx"), "-o",
+                                    os.path.join(work, "bad.shard"), "--fuse-attention", "yes"])
+    results.append((code == 2 and len(lines) == 1 and
                     "--fuse-attention 'yes': expected on or off" in lines[0] and
                     not os.path.exists(os.path.join(work, "bad.shard")),
-                    f"--fuse-attention yes: exit {bad.returncode}, {lines!r}"))
+                    f"--fuse-attention yes: exit {code}, {lines!r}"))
     ok = flagged["kernels"].get("attention", 0) == 0 and flagged["loss_text"] == plain["loss_text"]
     results.append((ok, f"dropout_gpt_static (attention dropout): "
                         f"{flagged['kernels'].get('attention', 0)} attention calls, losses "
@@ -246,13 +239,7 @@ def check_left_alone(args, results):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=30)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, steps=30))
     results = []
     for model, layers, causal in MODELS_FUSED:
         for style in ["static", "dynamic"]:

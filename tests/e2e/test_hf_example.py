@@ -9,11 +9,9 @@ file whose parameters moved and whose trained set is the recorded one, and that 
 refuses bad arguments in one line.
 """
 
-import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -29,11 +27,7 @@ EXPORT = os.path.join(ROOT, "tools", "export", "export_hf.py")
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    args = p.parse_args()
+    args = e2e_util.argument_parser(__doc__).parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     llama = os.path.join(args.work, "llama")

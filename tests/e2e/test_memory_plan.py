@@ -30,7 +30,6 @@ and one negative case:
 Prints PASS/FAIL per case, the planned and measured peaks, and `N passed, M failed`.
 """
 
-import argparse
 import os
 import re
 import resource
@@ -39,12 +38,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = os.path.join(HERE, os.pardir, "models")
 PROTO_DIR = os.path.join(HERE, os.pardir, os.pardir, "runtime", "program")
 sys.path.insert(0, HERE)
 import e2e_util  # noqa: E402
 
-PYTHON = sys.executable
 STEPS = 4
 TOP_LEVEL = ["arena", "weights", "workspace", "step inputs", "step outputs"]
 
@@ -281,13 +278,7 @@ def case_no_weights_graph_memory(args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--timeout", type=int, default=120)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, timeout=120))
     cases = [(c[0], lambda c=c: run_config(*c, args)) for c in CONFIGS]
     cases.append(("mismatch", lambda: case_mismatch(args)))
     cases.append(("data_before_arena", lambda: case_data_before_arena(args)))

@@ -25,11 +25,9 @@ Checks:
 Prints PASS/FAIL per case with the worst differences and the memory, and `N passed, M failed`.
 """
 
-import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -173,23 +171,16 @@ def check_refusals(args, results):
     ]
     for name, model_dir, flags, code, expected in cases:
         out = os.path.join(args.work, "refused.shard")
-        res = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o", out,
-                              *e2e_util.input_shape_flags(model_dir), *flags],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = res.stderr.strip().splitlines()
-        ok = (res.returncode == code and len(lines) == 1 and expected in lines[0] and
+        status, lines = e2e_util.refusal([args.shardc, os.path.join(model_dir, "model.onnx"),
+                                          "-o", out, *e2e_util.input_shape_flags(model_dir),
+                                          *flags])
+        ok = (status == code and len(lines) == 1 and expected in lines[0] and
               lines[0].startswith("shardc: error: "))
-        results.append((ok, f"refused ({name}): exit {res.returncode}, {lines!r}"))
+        results.append((ok, f"refused ({name}): exit {status}, {lines!r}"))
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=30)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, steps=30))
     results = []
     for model, style, runs in CASES:
         check_model(model, style, runs, args, results)

@@ -40,7 +40,6 @@ curves then differ by about the bf16 effect itself, not by float32 noise.
 Prints PASS/FAIL per case with the worst differences, and `N passed, M failed`.
 """
 
-import argparse
 import importlib
 import json
 import os
@@ -54,7 +53,6 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, MODELS)
 import e2e_util  # noqa: E402
 
-PYTHON = sys.executable
 BF16_RTOL = 5e-3
 FP32_RTOL = 1e-5
 USED_ABOVE = 1e-6
@@ -74,11 +72,9 @@ def worst(a, b):
 
 
 def reference(model, model_dir, out, precision, args, data=None):
-    cmd = [PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model, "--model-dir",
-           model_dir, "--out", out, "--steps", str(args.steps), "--precision", precision]
-    cmd += ["--data", data] if data else ["--make-data", str(DATA_BATCHES)]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return losses(os.path.join(out, "losses.jsonl"))
+    return e2e_util.train_reference(
+        model, model_dir, out, args.steps, "--precision", precision,
+        *(["--data", data] if data else ["--make-data", str(DATA_BATCHES)]))
 
 
 def train(args, model_dir, bundle, data, metrics, flags):
@@ -245,11 +241,8 @@ def check_fp16(args, results):
         flags = ["--precision", "fp16", "--loss-scale-init", str(init),
                  "--loss-scale-growth-interval", "5"]
         out = os.path.join(work, f"torch_{name}")
-        cmd = [PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", model,
-               "--model-dir", model_dir, "--out", out, "--steps", str(args.steps),
-               "--precision", "fp16", "--loss-scale-init", str(init),
-               "--loss-scale-growth-interval", "5", "--make-data", str(DATA_BATCHES)]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        e2e_util.train_reference(model, model_dir, out, args.steps, *flags, "--make-data",
+                                 str(DATA_BATCHES))
         torch_log = [json.loads(line) for line in open(os.path.join(out, "losses.jsonl"))]
         data = os.path.join(out, "data")
         runs = {"1 rank": []}
@@ -262,9 +255,8 @@ def check_fp16(args, results):
             # fp16 before the reduction adds the halves (as PyTorch DDP does), so which steps
             # overflow follows the halves: the reference is GradScaler's rule on the batch run
             # as two accumulated halves, which the 1-rank run with 2 microbatches also is.
-            cmd = cmd[:cmd.index("--make-data")] + ["--data", data, "--micro-batches", "2"]
-            cmd[cmd.index("--out") + 1] = out + "_halves"
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            e2e_util.train_reference(model, model_dir, out + "_halves", args.steps, *flags,
+                                     "--data", data, "--micro-batches", "2")
             halves_log = [json.loads(line)
                           for line in open(os.path.join(out + "_halves", "losses.jsonl"))]
             runs["1 rank, 2 microbatches"] = ["--micro-batches", "2"]
@@ -299,24 +291,14 @@ def check_fp16(args, results):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=30)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, steps=30))
     results = []
     for model in MODELS_UNDER_TEST:
         for style in ("dynamic", "static"):
             check_model(model, style, args, results)
     check_fp16(args, results)
     check_refusals(args, results)
-    for ok, text in results:
-        print(("PASS " if ok else "FAIL ") + text)
-    failed = sum(1 for ok, _ in results if not ok)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(e2e_util.report(results))
 
 
 if __name__ == "__main__":

@@ -60,7 +60,6 @@ Writes the table (model x style x check, worst relative difference) to --table, 
 each model's static export uses (supported by shardc or not) to --ops-table.
 """
 
-import argparse
 import collections
 import copy
 import json
@@ -734,19 +733,14 @@ class Zoo:
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
+    p = e2e_util.argument_parser(__doc__, timeout=300)
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--table")
     p.add_argument("--ops-table")
-    p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--shardc-flag", action="append", default=[],
                    help="one more flag for every shardc call, e.g. --shardc-flag=--fuse-attention "
                         "--shardc-flag=on (repeatable)")
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(p)
     import torchvision
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "

@@ -11,7 +11,6 @@ Cases (the MLP classifier, global batch 8, 4 ranks, 30 AdamW steps):
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
 import json
 import os
 import signal
@@ -34,14 +33,9 @@ def mpirun_argv(args, *rest):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
+    p = e2e_util.argument_parser(__doc__, timeout=300.0)
     p.add_argument("--mpirun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--timeout", type=float, default=300)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(p)
     model = Model("mlp_classifier", "static", args)
 
     def same_as_local(strategy):

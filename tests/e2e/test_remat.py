@@ -27,7 +27,6 @@ microbatches. Checks:
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
 import filecmp
 import os
 import re
@@ -153,25 +152,16 @@ def check_auto(args, model_dir, work, peak, results):
                             f"exit {res.returncode}; "
                             + (re.search(r"\nremat: ([^;]*;[^;]*)", plan).group(1) if ok else
                                res.stdout.strip()[-300:])))
-    res = subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "-o",
-                          os.path.join(work, "auto_refused.shard"), "--remat", "auto",
-                          "--gpu-memory", str(peak["full"] - 1)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = res.stderr.strip().splitlines()
-    ok = (res.returncode == 1 and len(lines) == 1 and
+    code, lines = e2e_util.refusal([args.shardc, os.path.join(model_dir, "model.onnx"), "-o",
+                                    os.path.join(work, "auto_refused.shard"), "--remat", "auto",
+                                    "--gpu-memory", str(peak["full"] - 1)])
+    ok = (code == 1 and len(lines) == 1 and
           f"the smallest plan, full, needs {peak['full']} bytes per rank" in lines[0])
-    results.append((ok, f"auto with --gpu-memory {peak['full'] - 1}: exit {res.returncode}, "
-                        f"{lines!r}"))
+    results.append((ok, f"auto with --gpu-memory {peak['full'] - 1}: exit {code}, {lines!r}"))
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=30)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, steps=30))
     results = []
     for model, style, configs in CASES:
         check_model(model, style, configs, args, results)

@@ -17,7 +17,6 @@ leaves no data-parallel candidate on 4 ranks (fewer rows than ranks): auto must 
 mesh and choose among the tensor-parallel ones, whose IR scores are so checked too. Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -154,12 +153,7 @@ def memory_limit_cases(args, tag, onnx_path):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--timeout", type=float, default=300)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, shardrun=False, timeout=300.0))
     cases = []
     for style in ("dynamic", "static"):
         if style == "dynamic":

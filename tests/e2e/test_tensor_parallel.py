@@ -149,18 +149,13 @@ def strategy(dp, tp, zero, sp=False):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
+    p = e2e_util.argument_parser(__doc__, timeout=300.0)
     p.add_argument("--mpirun")
-    p.add_argument("--work", required=True)
     p.add_argument("--models",
                    default="mlp_classifier,tiny_gpt,tied_gpt,dropout_gpt,bert_encoder,"
                            "llama_decoder,dropout_llama")
     p.add_argument("--styles", default="dynamic,static")
-    p.add_argument("--timeout", type=float, default=300)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(p)
     cases = []
     models = {}
     for name, style in [(m, s) for m in args.models.split(",") for s in args.styles.split(",")]:

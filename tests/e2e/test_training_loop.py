@@ -39,7 +39,6 @@ Cases:
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
-import argparse
 import glob
 import json
 import math
@@ -51,11 +50,9 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = os.path.join(HERE, os.pardir, "models")
 sys.path.insert(0, HERE)
 import e2e_util  # noqa: E402
 
-PYTHON = sys.executable
 STEPS = 30
 LR = 1e-3
 LOSS_RTOL = 1e-5
@@ -69,26 +66,27 @@ class Setup:
         self.args = args
         self.work = args.work
         model_dir = os.path.join(self.work, "mlp_classifier")
-        if not os.path.exists(os.path.join(model_dir, "model.onnx")):
-            subprocess.run([PYTHON, os.path.join(MODELS, "export_mlp_classifier.py"), "--out",
-                            model_dir], check=True, stdout=subprocess.DEVNULL)
+        e2e_util.export_test_model("mlp_classifier", model_dir)
         self.ref = os.path.join(self.work, "torch")
-        subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model",
-                        "mlp_classifier", "--model-dir", model_dir, "--out", self.ref,
-                        "--make-data", "4", "--steps", str(STEPS), "--lr", str(LR)],
-                       check=True, stdout=subprocess.DEVNULL)
+        self.torch_losses = e2e_util.train_reference("mlp_classifier", model_dir, self.ref, STEPS,
+                                                     "--make-data", "4", "--lr", str(LR))
         self.data = os.path.join(self.ref, "data")
         self.bundle = os.path.join(self.work, "model.shard")
         res = e2e_util.run_tool([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode",
                                  "train", "-o", self.bundle], args.timeout)
         if not res.ok:
             raise SystemExit(f"compile: {res.describe()}")
-        self.torch_losses = [json.loads(line)["loss"]
-                             for line in open(os.path.join(self.ref, "losses.jsonl"))]
         self.full_metrics = None  # lines of the uninterrupted run, set by matches_torch
 
     def shardrun(self, *flags):
         return e2e_util.run_tool([self.args.shardrun, self.bundle, *flags], self.args.timeout)
+
+    def fresh_dir(self, name):
+        """WORK/name, emptied of what an earlier run left there."""
+        path = os.path.join(self.work, name)
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        return path
 
 
 metric_lines = e2e_util.metric_lines
@@ -96,9 +94,7 @@ field = e2e_util.metrics_field
 
 
 def case_matches_torch(s):
-    out = os.path.join(s.work, "full")
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out = s.fresh_dir("full")
     metrics = os.path.join(out, "m.jsonl")
     res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--metrics", metrics,
                      "--outputs", os.path.join(out, "params"))
@@ -139,9 +135,7 @@ def case_matches_torch(s):
 def case_resume_identical(s):
     if s.full_metrics is None:
         return "needs the uninterrupted run of matches_torch"
-    out = os.path.join(s.work, "resume")
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out = s.fresh_dir("resume")
     ckpt = os.path.join(out, "ckpt")
     first = os.path.join(out, "first.jsonl")
     res = s.shardrun("--steps", "10", "--data", s.data, "--metrics", first, "--save", ckpt,
@@ -314,9 +308,7 @@ def case_checkpoint_ownership(s):
     into it while the first does fails at its start; a fresh run refuses to replace a
     checkpoint it did not resume from unless given --overwrite; files a user put there, even
     named like a checkpoint's, survive the saves."""
-    ckpt = os.path.join(s.work, "ckpt_owned")
-    shutil.rmtree(ckpt, ignore_errors=True)
-    os.makedirs(ckpt)
+    ckpt = s.fresh_dir("ckpt_owned")
     user_file = os.path.join(ckpt, "params-00000099.safetensors")
     open(user_file, "wb").write(b"a user's copy")
     res = s.shardrun("--steps", "5", "--data", s.data, "--save", ckpt)
@@ -368,9 +360,7 @@ def case_checkpoint_ownership(s):
 def case_keep_checkpoints(s):
     if s.full_metrics is None:
         return "needs the uninterrupted run of matches_torch"
-    out = os.path.join(s.work, "keep")
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out = s.fresh_dir("keep")
     details = []
     for keep, expected in ((None, [20, 15]), ("3", [20, 15, 10])):
         ckpt = os.path.join(out, f"ckpt_keep{keep or 'default'}")
@@ -437,9 +427,7 @@ def case_skip_step(s):
     batch = x.shape[0] // 4
     x[batch + 1, 3] = np.nan  # a row of batch 2
     np.save(os.path.join(data, "x.npy"), x)
-    out = os.path.join(s.work, "skip")
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out = s.fresh_dir("skip")
     full = os.path.join(out, "full.jsonl")
     params = os.path.join(out, "params")
     res = s.shardrun("--steps", str(STEPS), "--data", data, "--metrics", full, "--outputs",
@@ -493,9 +481,7 @@ def cosine_lr(k, lr, min_lr, warmup, total):
 
 
 def case_cosine_schedule(s):
-    out = os.path.join(s.work, "cosine")
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out = s.fresh_dir("cosine")
     metrics = os.path.join(out, "m.jsonl")
     lr, min_lr, warmup = 3e-3, 1e-4, 5
     res = s.shardrun("--steps", str(STEPS), "--data", s.data, "--metrics", metrics, "--lr",
@@ -522,14 +508,10 @@ def case_dropout_seed(s):
     work = os.path.join(s.work, "dropout")
     shutil.rmtree(work, ignore_errors=True)
     model_dir = os.path.join(work, "dropout_gpt")
-    subprocess.run([PYTHON, os.path.join(MODELS, "export_dropout_gpt.py"), "--out", model_dir],
-                   check=True, stdout=subprocess.DEVNULL)
+    e2e_util.export_test_model("dropout_gpt", model_dir)  # a fresh export: `work` was emptied
     ref = os.path.join(work, "torch")
-    subprocess.run([PYTHON, os.path.join(MODELS, "train_reference.py"), "--model", "dropout_gpt",
-                    "--model-dir", model_dir, "--out", ref, "--make-data", "4", "--steps",
-                    str(steps), "--lr", str(LR), "--dropout-seed", str(seed)],
-                   check=True, stdout=subprocess.DEVNULL)
-    torch_losses = [json.loads(line)["loss"] for line in open(os.path.join(ref, "losses.jsonl"))]
+    torch_losses = e2e_util.train_reference("dropout_gpt", model_dir, ref, steps, "--make-data",
+                                            "4", "--lr", str(LR), "--dropout-seed", str(seed))
     bundle = os.path.join(work, "model.shard")
     res = e2e_util.run_tool([s.args.shardc, os.path.join(model_dir, "model.onnx"), "-o", bundle],
                             s.args.timeout)
@@ -590,13 +572,7 @@ CASES = [
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--timeout", type=int, default=120)
-    args = p.parse_args()
-    os.makedirs(args.work, exist_ok=True)
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, timeout=120))
     setup = Setup(args)
     e2e_util.run_cases([(name, lambda case=case: case(setup)) for name, case in CASES])
 

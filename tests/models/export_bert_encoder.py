@@ -120,9 +120,7 @@ class BertClassifier(nn.Module):
 
 def main():
     args = export_util.parse_args(__doc__.splitlines()[0])
-    torch.manual_seed(0)
-    model = BertClassifier()
-    export_util.randomize_layer_norms(model)
+    model = export_util.seeded_model(BertClassifier)
     rows = export_util.sample_rows(args, BATCH)
     input_ids = torch.randint(0, VOCAB, (rows, SEQ), dtype=torch.long)
     # Two segments: the first 7 tokens are segment 0, the rest segment 1.

@@ -84,16 +84,10 @@ class SeqFirstTransformer(nn.Module):
 
 def main():
     args = export_util.parse_args(__doc__.splitlines()[0])
-    torch.manual_seed(0)
-    model = SeqFirstTransformer()
-    export_util.randomize_layer_norms(model)
+    model = export_util.seeded_model(SeqFirstTransformer)
     cols = export_util.sample_rows(args, BATCH)
-    src = torch.randint(0, VOCAB, (SEQ, cols), dtype=torch.long)
-    targets = torch.randint(0, VOCAB, (SEQ, cols), dtype=torch.long)
-    sb = {0: "seq", 1: "batch"}
-    export_util.export_model(
-        model, (src, targets), ["src", "targets"], ["loss", "logits"], args.out,
-        dynamic_axes=export_util.export_axes(args, {"src": sb, "targets": sb, "logits": sb}))
+    export_util.export_language_model(model, args, ["src", "targets"], (SEQ, cols), VOCAB,
+                                      {0: "seq", 1: "batch"})
 
 
 if __name__ == "__main__":

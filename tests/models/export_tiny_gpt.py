@@ -105,16 +105,10 @@ class TinyGPT(nn.Module):
 def export_gpt(model_class, args):
     """Builds `model_class` (TinyGPT or a variant) with seed 0 and exports it into args.out
     (--static-batch: without dynamic_axes, from that many rows)."""
-    torch.manual_seed(0)
-    model = model_class()
-    export_util.randomize_layer_norms(model)
+    model = export_util.seeded_model(model_class)
     rows = export_util.sample_rows(args, BATCH)
-    idx = torch.randint(0, VOCAB, (rows, SEQ), dtype=torch.long)
-    targets = torch.randint(0, VOCAB, (rows, SEQ), dtype=torch.long)
-    bt = {0: "batch", 1: "seq"}
-    export_util.export_model(
-        model, (idx, targets), ["idx", "targets"], ["loss", "logits"], args.out,
-        dynamic_axes=export_util.export_axes(args, {"idx": bt, "targets": bt, "logits": bt}))
+    export_util.export_language_model(model, args, ["idx", "targets"], (rows, SEQ), VOCAB,
+                                      {0: "batch", 1: "seq"})
 
 
 def main():

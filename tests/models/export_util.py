@@ -72,6 +72,26 @@ def randomize_layer_norms(module, generator=None):
                 m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=generator))
 
 
+def seeded_model(model_class):
+    """`model_class()` built right after torch.manual_seed(0), its LayerNorms randomized: the
+    same weights at every export."""
+    torch.manual_seed(0)
+    model = model_class()
+    randomize_layer_norms(model)
+    return model
+
+
+def export_language_model(model, args, input_names, shape, vocab, dims):
+    """Exports `model`, which takes token ids and their targets (`input_names`: int64 of
+    `shape`, drawn below `vocab` in that order) and returns (loss, logits), into args.out.
+    `dims` names the dims the inputs and the logits share ({0: "batch", 1: "seq"}); they are
+    exported as dynamic axes and pinned to `shape`, or not at all with --static-batch."""
+    inputs = tuple(torch.randint(0, vocab, shape, dtype=torch.long) for _ in input_names)
+    export_model(model, inputs, list(input_names), ["loss", "logits"], args.out,
+                 dynamic_axes=export_axes(args, {name: dims
+                                                 for name in [*input_names, "logits"]}))
+
+
 def _shape_str(shape):
     return "x".join(str(d) for d in shape)
 

@@ -15,50 +15,36 @@ so that both see the same machine. Ranks are threads (the local backend), or pro
 bit-identical. Not a test: timings on a shared machine are noisy, run it on a quiet one.
 """
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "tests", "models"))
 sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "tests", "e2e"))
+import e2e_util  # noqa: E402
 import export_tiny_gpt as gpt  # noqa: E402
-from e2e_util import input_shape_flags  # noqa: E402
-import train_reference  # noqa: E402
-from train_throughput import LR, WARMUP, configure_model  # noqa: E402
+from train_throughput import LR, WARMUP, configure_model, export_model_and_data  # noqa: E402
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=30)
+    p = e2e_util.argument_parser(__doc__, steps=30)
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--strategy", default="dp=2")
     p.add_argument("--bucket-mb", default="1")
     p.add_argument("--mpirun", help="run the ranks as processes under this mpirun")
     p.add_argument("--rounds", type=int, default=3)
-    args = p.parse_args()
+    args = e2e_util.parse_args(p)
     configure_model()
     gpt.BATCH = 8 * args.ranks
-    model_dir = os.path.join(args.work, "model")
-    data_dir = os.path.join(args.work, "data")
-    os.makedirs(data_dir, exist_ok=True)
-    gpt.export_gpt(gpt.TinyGPT, argparse.Namespace(out=model_dir, static_batch=None))
-    data = train_reference.make_data("tiny_gpt", gpt, 4, gpt.BATCH, np.random.default_rng(0))
-    for name, value in data.items():
-        np.save(os.path.join(data_dir, name + ".npy"), value)
+    model_dir, data_dir, _ = export_model_and_data(args.work)
     bundle = os.path.join(args.work, "model.shard")
     subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", "train",
                     "--gpus", str(args.ranks), "--strategy", args.strategy, "--bucket-mb",
-                    args.bucket_mb, *input_shape_flags(model_dir), "-o", bundle],
+                    args.bucket_mb, *e2e_util.input_shape_flags(model_dir), "-o", bundle],
                    check=True)
     plan = open(os.path.join(bundle, "plan.txt")).read()
     asynchronous = plan.count("(asynchronous: overlaps #")

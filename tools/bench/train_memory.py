@@ -27,6 +27,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, os.pardir, os.pardir, "tests", "models")
 sys.path.insert(0, MODELS)
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "tests", "e2e"))
+import e2e_util  # noqa: E402
 
 LR = 1e-3
 SHAPES = {
@@ -81,15 +83,11 @@ def gib(n):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=3)
+    p = e2e_util.argument_parser(__doc__, steps=3)
     p.add_argument("--shape", choices=sorted(SHAPES), default="gpt2-124m")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--shardc-flags", default="", help="extra shardc flags, space-separated")
-    args = p.parse_args()
+    args = e2e_util.parse_args(p)
 
     import export_tiny_gpt as gpt  # noqa: E402 (after sys.path)
     import train_reference  # noqa: E402

@@ -33,6 +33,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, os.pardir, os.pardir, "tests", "models")
 sys.path.insert(0, MODELS)
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "tests", "e2e"))
+import e2e_util  # noqa: E402
 import export_tiny_gpt as gpt  # noqa: E402
 import train_reference  # noqa: E402
 
@@ -40,11 +42,25 @@ WARMUP = 3
 LR = 1e-3
 
 
-def configure_model(seq):
+def configure_model(seq=128):
     # The test GPT reads its sizes from module constants when it is built: set the
     # benchmark's before building it.
     gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL, gpt.N_LAYER, gpt.N_HEAD = 2048, seq, 256, 4, 4
     gpt.BATCH, gpt.SEQ = 8, seq
+
+
+def export_model_and_data(work):
+    """Exports the benchmark GPT as configured (gpt.BATCH rows a step) into WORK/model and
+    writes 4 batches of train_reference.py's data for it into WORK/data; returns (the model's
+    directory, the data's directory, the data by input name)."""
+    model_dir = os.path.join(work, "model")
+    data_dir = os.path.join(work, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    gpt.export_gpt(gpt.TinyGPT, argparse.Namespace(out=model_dir, static_batch=None))
+    data = train_reference.make_data("tiny_gpt", gpt, 4, gpt.BATCH, np.random.default_rng(0))
+    for name, value in data.items():
+        np.save(os.path.join(data_dir, name + ".npy"), value)
+    return model_dir, data_dir, data
 
 
 def torch_step_times(model_dir, data, steps, threads, bf16=False):
@@ -70,26 +86,16 @@ def torch_step_times(model_dir, data, steps, threads, bf16=False):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shardc", required=True)
-    p.add_argument("--shardrun", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=20)
+    p = e2e_util.argument_parser(__doc__, steps=20)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--bf16", action="store_true",
                    help="also time shardc --precision bf16 and PyTorch's CPU autocast bf16")
     p.add_argument("--fused", action="store_true",
                    help="also time shardc --fuse-attention on (fp32)")
     p.add_argument("--seq", type=int, default=128, help="sequence length T")
-    args = p.parse_args()
+    args = e2e_util.parse_args(p)
     configure_model(args.seq)
-    model_dir = os.path.join(args.work, "model")
-    data_dir = os.path.join(args.work, "data")
-    os.makedirs(data_dir, exist_ok=True)
-    gpt.export_gpt(gpt.TinyGPT, argparse.Namespace(out=model_dir, static_batch=None))
-    data = train_reference.make_data("tiny_gpt", gpt, 4, gpt.BATCH, np.random.default_rng(0))
-    for name, value in data.items():
-        np.save(os.path.join(data_dir, name + ".npy"), value)
+    model_dir, data_dir, data = export_model_and_data(args.work)
 
     runs = {}  # name -> (step times after the warm-up, losses)
 
