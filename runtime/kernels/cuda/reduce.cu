@@ -12,6 +12,7 @@
 // (exact in any grouping) and the maximum is the sequential one (see combine), so only float
 // sums and means can differ from the CPU's, by the double-precision rounding of the grouping.
 #include "runtime/kernels/cpu/checks.h"
+#include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/reduce_checks.h"
 #include "runtime/kernels/cuda/cuda_common.cuh"
 #include "runtime/kernels/cuda/cuda_kernels.h"
@@ -291,22 +292,12 @@ Status argMaxKernel(KernelArgs &args) {
     inner *= x.shape[d];
   if (y.numel() == 0)
     return Status::ok();
-  auto launch = [&](auto tag) {
+  return cpu::visitNumeric(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     argMaxImpl<T><<<gridFor(outer * inner), kBlock, 0, streamOf(args)>>>(
         x.as<T>(), y.as<int64_t>(), outer, x.shape[axis], inner, selectLast);
     return launchStatus("arg_max");
-  };
-  switch (x.dtype) {
-  case program::F32:
-    return launch(float{});
-  case program::I64:
-    return launch(int64_t{});
-  case program::I32:
-    return launch(int32_t{});
-  default: // checkArgMax admits only numeric dtypes
-    return Status::error("arg_max: unsupported dtype of x " + x.describe());
-  }
+  });
 }
 
 Status reduceSumKernel(KernelArgs &args) { return reduceCommon<Reduction::Sum>("reduce_sum", args); }
