@@ -14,6 +14,15 @@ const char *collectiveName(CollectiveKind kind) {
   return "unknown_collective";
 }
 
+bool collectiveOfKernel(std::string_view kernel, CollectiveKind *kind) {
+  for (int k = 0; k < kCollectiveKinds; ++k)
+    if (kernel == collectiveName(static_cast<CollectiveKind>(k))) {
+      *kind = static_cast<CollectiveKind>(k);
+      return true;
+    }
+  return false;
+}
+
 uint64_t paddedToRanks(uint64_t elements, int ranks) {
   uint64_t n = ranks > 0 ? static_cast<uint64_t>(ranks) : 1;
   return (elements + n - 1) / n * n;

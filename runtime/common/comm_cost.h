@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace shardc::runtime {
 
@@ -20,6 +21,9 @@ enum class CollectiveKind { AllReduce = 0, ReduceScatter = 1, AllGather = 2 };
 constexpr int kCollectiveKinds = 3;
 // "all_reduce", "reduce_scatter", "all_gather" (the names used in plans and program kernels).
 const char *collectiveName(CollectiveKind kind);
+// The collective program kernel `kernel` runs (the inverse of collectiveName); false for any
+// other kernel, shard_slice included (it only cuts this rank's shard).
+bool collectiveOfKernel(std::string_view kernel, CollectiveKind *kind);
 
 // `elements` rounded up to a multiple of `ranks` (the padded size of a collective's buffer).
 uint64_t paddedToRanks(uint64_t elements, int ranks);

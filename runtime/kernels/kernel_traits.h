@@ -22,6 +22,16 @@ enum KernelTrait : unsigned {
   kMatrixProductKernel = 1u << 3,
   // Scales gradient input 0 by the clipping factor before an optimizer update reads it.
   kGradientClipKernel = 1u << 4,
+  // Its one output holds its one input's values, only rearranged (copy, transpose): what it
+  // makes of a parameter is still that parameter, for the plan's accounting.
+  kRearrangesValuesKernel = 1u << 5,
+  // Converts its one input to the output's dtype (cast): where the precision reports count
+  // roundings and widenings.
+  kConvertsDtypeKernel = 1u << 6,
+  // Draws one random number per element of the whole tensor, keyed on the element's index
+  // (dropout): a rank holding a block of rows is told where it starts (its "split_offset",
+  // placed by the loader from "split_unit" and the rank's first row).
+  kKeyedOnGlobalIndexKernel = 1u << 7,
 };
 
 // The traits of kernel `name` (0 for a kernel that has none or does not exist).

@@ -3,6 +3,7 @@
 #include "runtime/common/mesh.h"
 #include "runtime/common/sharded_tensor.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_traits.h"
 #include "runtime/loader/program_validation.h"
 #include "runtime/loader/sharding_validation.h"
 #include "runtime/program/bindings.h"
@@ -105,12 +106,13 @@ Status placeInitialValues(program::Program *p) {
   return Status::ok();
 }
 
-// A dropout of a tensor split along the batch keys its mask on the whole tensor's indices: this
-// rank's block starts at its first row, and a microbatch's block split_first further.
+// A kernel keyed on the whole tensor's element indices (dropout's mask) of a tensor split along
+// the batch: this rank's block starts at its first row, and a microbatch's block split_first
+// further.
 Status placeDropouts(program::Program *p) {
   for (program::Op &op : *p->mutable_ops()) {
     auto unit = op.attrs().find("split_unit");
-    if (op.kernel() != "dropout" || unit == op.attrs().end())
+    if (!kernelHasTrait(op.kernel(), kKeyedOnGlobalIndexKernel) || unit == op.attrs().end())
       continue;
     const int64_t perRow = unit->second.i();
     auto firstAttr = op.attrs().find("split_first");

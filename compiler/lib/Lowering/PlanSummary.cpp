@@ -169,7 +169,9 @@ std::pair<uint64_t, int64_t> wholeGradient(const program::Program &p,
       current = op.inputs(0);
       continue;
     }
-    if (op.kernel() == "reduce_scatter" && result < op.inputs_size()) {
+    runtime::CollectiveKind collective;
+    if (runtime::collectiveOfKernel(op.kernel(), &collective) &&
+        collective == runtime::CollectiveKind::ReduceScatter && result < op.inputs_size()) {
       const int whole = op.inputs(result);
       const uint64_t n = bufferNumel(p, whole), k = bufferNumel(p, current);
       auto ranks = op.attrs().find("num_ranks");
@@ -441,9 +443,9 @@ uint64_t workingCopyBytes(const program::Program &p, int stage) {
     if (op.inputs_size() != 1 || op.outputs_size() != 1 || !fromParameters.count(op.inputs(0)))
       continue;
     const int out = op.outputs(0);
-    if (op.kernel() == "copy" || op.kernel() == "transpose")
+    if (runtime::kernelHasTrait(op.kernel(), runtime::kRearrangesValuesKernel))
       fromParameters.insert(out);
-    else if (op.kernel() == "cast" && validBuffer(p, out) &&
+    else if (runtime::kernelHasTrait(op.kernel(), runtime::kConvertsDtypeKernel) && validBuffer(p, out) &&
              runtime::dtypeSize(p.buffers(out).dtype()) == 2)
       bytes += bufferBytes(p, out);
   }
@@ -680,7 +682,8 @@ PlanCastPoints castPointsOf(const program::Program &p) {
   };
   const std::set<int> parameters = trainedParameterBuffers(p);
   for (const program::Op &op : p.ops()) {
-    if (op.kernel() == "cast" && op.inputs_size() == 1 && op.outputs_size() == 1) {
+    if (runtime::kernelHasTrait(op.kernel(), runtime::kConvertsDtypeKernel) &&
+        op.inputs_size() == 1 && op.outputs_size() == 1) {
       const int in = op.inputs(0), out = op.outputs(0);
       if (halfBuffer(out) && validBuffer(p, in) && p.buffers(in).dtype() == program::F32) {
         ++points.roundings;

@@ -91,16 +91,18 @@ void mergeWeightsInto(EmittedProgram &base, EmittedProgram &variant) {
 uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t inputElements,
                                  uint64_t outputElements, uint64_t elementBytes) {
   using runtime::CollectiveKind;
-  if (kernel == "all_reduce")
-    return runtime::collectiveBytesSent(CollectiveKind::AllReduce,
-                                        runtime::paddedToRanks(inputElements, ranks), ranks,
+  CollectiveKind kind;
+  if (!runtime::collectiveOfKernel(kernel, &kind))
+    return 0;
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return runtime::collectiveBytesSent(kind, runtime::paddedToRanks(inputElements, ranks), ranks,
                                         elementBytes);
-  if (kernel == "reduce_scatter") // outputs: this rank's shards
-    return runtime::collectiveBytesSent(CollectiveKind::ReduceScatter, outputElements * ranks,
-                                        ranks, elementBytes);
-  if (kernel == "all_gather") // inputs: this rank's shards
-    return runtime::collectiveBytesSent(CollectiveKind::AllGather, inputElements * ranks, ranks,
-                                        elementBytes);
+  case CollectiveKind::ReduceScatter: // outputs: this rank's shards
+    return runtime::collectiveBytesSent(kind, outputElements * ranks, ranks, elementBytes);
+  case CollectiveKind::AllGather: // inputs: this rank's shards
+    return runtime::collectiveBytesSent(kind, inputElements * ranks, ranks, elementBytes);
+  }
   return 0;
 }
 

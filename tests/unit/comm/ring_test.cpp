@@ -240,6 +240,16 @@ TEST(CommCounters, TotalAndCollectiveNames) {
   EXPECT_STREQ(collectiveName(CollectiveKind::AllReduce), "all_reduce");
   EXPECT_STREQ(collectiveName(CollectiveKind::ReduceScatter), "reduce_scatter");
   EXPECT_STREQ(collectiveName(CollectiveKind::AllGather), "all_gather");
+  // The kernel of each kind names it back; other kernels name no collective.
+  for (int k = 0; k < kCollectiveKinds; ++k) {
+    CollectiveKind kind = CollectiveKind::AllReduce;
+    EXPECT_TRUE(collectiveOfKernel(collectiveName(static_cast<CollectiveKind>(k)), &kind));
+    EXPECT_EQ(static_cast<int>(kind), k);
+  }
+  CollectiveKind untouched = CollectiveKind::AllGather;
+  EXPECT_FALSE(collectiveOfKernel("shard_slice", &untouched));
+  EXPECT_FALSE(collectiveOfKernel("matmul", &untouched));
+  EXPECT_EQ(untouched, CollectiveKind::AllGather);
 }
 
 TEST(CommCost, PaddingAndBytes) {

@@ -117,13 +117,18 @@ TEST(KernelRegistry, TraitsOfTheKernelList) {
   for (const char *name : {"matmul", "gemm"})
     EXPECT_TRUE(kernelHasTrait(name, kMatrixProductKernel)) << name;
   EXPECT_TRUE(kernelHasTrait("scale_by_clip", kGradientClipKernel));
+  for (const char *name : {"copy", "transpose"})
+    EXPECT_TRUE(kernelHasTrait(name, kRearrangesValuesKernel)) << name;
+  EXPECT_FALSE(kernelHasTrait("add", kRearrangesValuesKernel));
+  EXPECT_TRUE(kernelHasTrait("cast", kConvertsDtypeKernel));
+  EXPECT_TRUE(kernelHasTrait("dropout", kKeyedOnGlobalIndexKernel));
   EXPECT_TRUE(kernelUpdatesInPlace("adamw_update", 3, 2));
   EXPECT_TRUE(kernelUpdatesInPlace("sgd_update", 2, 1));
   EXPECT_FALSE(kernelUpdatesInPlace("sgd_update", 1, 0));
   int withTraits = 0;
   for (const std::string &name : cpuKernelNames())
     withTraits += kernelTraits(name) != 0;
-  EXPECT_EQ(withTraits, 9);
+  EXPECT_EQ(withTraits, 13);
   EXPECT_EQ(kernelTraits("no_such_kernel"), 0u);
   EXPECT_FALSE(isCollectiveKernel("add"));
 }
