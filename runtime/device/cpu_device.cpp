@@ -1,7 +1,8 @@
-// The CPU device: host memory from the aligned allocator, work done at once in the calling
-// thread. Its streams and events exist so that code written for a device with queues runs
+// The CPU device: host memory from AlignedBuffer (counted by the active MemoryScope's tracker,
+// as the plan counts it), work done at once in the calling thread. Its streams and events exist so that code written for a device with queues runs
 // unchanged here; on the CPU every queue is already in order and finished when a call returns.
 #include "runtime/device/device.h"
+#include "runtime/support/aligned_buffer.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -36,15 +37,19 @@ class CpuEvent final : public DeviceEvent {};
 class CpuDevice final : public Device {
 public:
   DeviceKind kind() const override { return DeviceKind::Cpu; }
+  bool addressesHostMemory() const override { return true; }
   std::string describe() const override { return "cpu"; }
 
   Status allocate(size_t bytes, const char *what, void **out) override {
-    void *p = nullptr;
-    SHARDC_RETURN_IF_ERROR(alignedAllocation(bytes, what, &p));
+    AlignedBuffer buffer;
+    if (!AlignedBuffer::allocate(bytes, what, &buffer).isOk())
+      return Status::error(std::string("out of host memory allocating ") + what + " (" +
+                           std::to_string(bytes) + " bytes)");
+    void *p = buffer.data();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      sizes_[p] = bytes;
       countAllocation(bytes);
+      buffers_.emplace(p, Allocation{bytes, std::move(buffer)});
     }
     *out = p;
     return Status::ok();
@@ -53,15 +58,16 @@ public:
   void free(void *pointer) override {
     if (pointer == nullptr)
       return;
+    AlignedBuffer released; // freed (and its charge released) outside the lock
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = sizes_.find(pointer);
-      if (it != sizes_.end()) {
-        countFree(it->second);
-        sizes_.erase(it);
-      }
+      auto it = buffers_.find(pointer);
+      if (it == buffers_.end())
+        return;
+      countFree(it->second.bytes);
+      released = std::move(it->second.buffer);
+      buffers_.erase(it);
     }
-    std::free(pointer);
   }
 
   Status allocateHost(size_t bytes, const char *what, void **out) override {
@@ -105,8 +111,13 @@ private:
     return Status::ok();
   }
 
+  // What allocate() handed out: the requested size (what the counters count) and the buffer.
+  struct Allocation {
+    size_t bytes;
+    AlignedBuffer buffer;
+  };
   std::mutex mutex_;
-  std::unordered_map<void *, size_t> sizes_;
+  std::unordered_map<void *, Allocation> buffers_;
   CpuStream defaultStream_;
 };
 

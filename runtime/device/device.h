@@ -55,11 +55,17 @@ public:
   virtual ~Device() = default;
 
   virtual DeviceKind kind() const = 0;
+  // Whether the device's kernels read and write host memory directly (the CPU): host data
+  // then needs no copy of its own on the device (the executor reads the weights in place).
+  virtual bool addressesHostMemory() const = 0;
   // "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3, 79.1 GiB)", for logs.
   virtual std::string describe() const = 0;
 
-  // `bytes` of device memory, 256-byte aligned (a zero-byte request gets a valid, unique
-  // pointer). `what` names the buffer in the error when the device is out of memory.
+  // `bytes` of device memory, aligned as the device's kernels need (256 bytes on CUDA, 64 on
+  // the CPU: kBufferAlignment), zeroed on the CPU (a zero-byte request gets a valid, unique
+  // pointer). `what` names the buffer in the error when the device is out of memory. The CPU
+  // device takes host memory from AlignedBuffer, so the MemoryTracker of the active
+  // MemoryScope counts it as the plan counts it.
   virtual Status allocate(size_t bytes, const char *what, void **out) = 0;
   // Returns memory allocate() gave; null is ignored.
   virtual void free(void *pointer) = 0;

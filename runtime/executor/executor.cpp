@@ -49,6 +49,43 @@ CommCounters difference(const CommCounters &after, const CommCounters &before,
   return sent;
 }
 
+// Every op must have a kernel on the device before anything is allocated.
+Status checkKernelsExist(const program::Program &prog, DeviceKind kind) {
+  for (int i = 0; i < prog.ops_size(); ++i)
+    if (findKernel(kind, prog.ops(i).kernel()) == nullptr)
+      return Status::error(
+          "rank " + std::to_string(prog.rank()) + ", op " +
+          (prog.ops(i).name().empty() ? "#" + std::to_string(i)
+                                      : quoteForMessage(prog.ops(i).name())) +
+          " (kernel " + prog.ops(i).kernel() + "): no " + deviceKindName(kind) +
+          " kernel yet");
+  return Status::ok();
+}
+
+// Raises `*bytes` to the largest workspace a kernel of `kind` asks for among the program's ops.
+Status largestKernelWorkspace(const program::Program &prog, DeviceKind kind, uint64_t *bytes) {
+  for (const program::Op &op : prog.ops()) {
+    KernelArgs sizing;
+    for (int index : op.inputs())
+      sizing.inputs.push_back(index < 0 ? Tensor()
+                                        : typeOnlyTensor(prog.buffers(index).dtype(),
+                                                         {prog.buffers(index).shape().begin(),
+                                                          prog.buffers(index).shape().end()}));
+    for (int index : op.outputs())
+      sizing.outputs.push_back(typeOnlyTensor(
+          prog.buffers(index).dtype(),
+          {prog.buffers(index).shape().begin(), prog.buffers(index).shape().end()}));
+    sizing.attrs = &op.attrs();
+    uint64_t need = 0;
+    Status sized = kernelWorkspaceBytes(kind, op.kernel(), sizing, &need);
+    if (!sized.isOk())
+      return Status::error("op " + quoteForMessage(op.name()) + " (kernel " + op.kernel() +
+                           "): " + sized.message());
+    *bytes = std::max(*bytes, need);
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 Status Executor::create(const program::Program &program,
@@ -68,90 +105,82 @@ Status Executor::create(const program::Program &program,
   executor->tracker_ = tracker;
   executor->comm_ = comm;
   const program::Program &prog = executor->program_;
-  const DeviceKind kind = device != nullptr ? device->kind() : DeviceKind::Cpu;
-  // Every op must have a kernel on the device before anything is allocated.
-  for (int i = 0; i < prog.ops_size(); ++i)
-    if (findKernel(kind, prog.ops(i).kernel()) == nullptr)
-      return Status::error(
-          "rank " + std::to_string(prog.rank()) + ", op " +
-          (prog.ops(i).name().empty() ? "#" + std::to_string(i)
-                                      : quoteForMessage(prog.ops(i).name())) +
-          " (kernel " + prog.ops(i).kernel() + "): no " + deviceKindName(kind) +
-          " kernel yet");
+  // Every executor runs on a device: the one given, else a CPU device of its own.
+  if (device == nullptr) {
+    executor->ownedDevice_ = createCpuDevice();
+    device = executor->ownedDevice_.get();
+  }
+  executor->device_ = device;
+  executor->stream_ = device->defaultStream();
+  const DeviceKind kind = device->kind();
+  SHARDC_RETURN_IF_ERROR(checkKernelsExist(prog, kind));
   if (prog.workspace_bytes() > SIZE_MAX || prog.arena_bytes() > SIZE_MAX)
     return Status::error("an arena of " + std::to_string(prog.arena_bytes()) +
                          " bytes and a workspace of " + std::to_string(prog.workspace_bytes()) +
                          " bytes do not fit in memory");
-  uint8_t *arenaBase = nullptr, *weightsBase = nullptr;
-  if (device == nullptr) {
-    {
-      MemoryScope scope(tracker, MemoryUse::Arena);
-      SHARDC_RETURN_IF_ERROR(Arena::create(prog.arena_bytes(), std::move(weights),
-                                           prog.weights_bytes(), &executor->arena_));
-    }
-    // validateProgram checked that every op's need fits in workspace_bytes (an asynchronous
-    // collective's in comm_workspace_bytes).
-    MemoryScope scope(tracker, MemoryUse::Workspace);
-    SHARDC_RETURN_IF_ERROR(AlignedBuffer::allocate(static_cast<size_t>(prog.workspace_bytes()),
-                                                   "workspace", &executor->workspace_));
-    if (prog.comm_workspace_bytes() > 0)
-      SHARDC_RETURN_IF_ERROR(
-          AlignedBuffer::allocate(static_cast<size_t>(prog.comm_workspace_bytes()),
-                                  "communication workspace", &executor->commWorkspace_));
-    arenaBase = executor->arena_.base(program::ARENA);
-    weightsBase = executor->arena_.base(program::WEIGHTS);
-  } else {
-    // The weights are uploaded once; the host copy stays with the caller (shared by ranks).
-    if (prog.weights_bytes() > 0 && (!weights || weights->size() < prog.weights_bytes()))
-      return Status::error("the weights region needs " + std::to_string(prog.weights_bytes()) +
-                           " bytes but only " + std::to_string(weights ? weights->size() : 0) +
-                           " were loaded");
-    executor->device_ = device;
-    executor->stream_ = device->defaultStream();
-    // The compiler sized the workspace for the CPU kernels; a device's kernels may need more
-    // (cuBLASLt's scratch), so the largest need of this device's kernels is asked here.
-    executor->workspaceBytes_ = prog.workspace_bytes();
-    for (const program::Op &op : prog.ops()) {
-      KernelArgs sizing;
-      for (int index : op.inputs())
-        sizing.inputs.push_back(index < 0 ? Tensor()
-                                          : typeOnlyTensor(prog.buffers(index).dtype(),
-                                                           {prog.buffers(index).shape().begin(),
-                                                            prog.buffers(index).shape().end()}));
-      for (int index : op.outputs())
-        sizing.outputs.push_back(typeOnlyTensor(
-            prog.buffers(index).dtype(),
-            {prog.buffers(index).shape().begin(), prog.buffers(index).shape().end()}));
-      sizing.attrs = &op.attrs();
-      uint64_t need = 0;
-      Status sized = kernelWorkspaceBytes(kind, op.kernel(), sizing, &need);
-      if (!sized.isOk())
-        return Status::error("op " + quoteForMessage(op.name()) + " (kernel " + op.kernel() +
-                             "): " + sized.message());
-      executor->workspaceBytes_ = std::max(executor->workspaceBytes_, need);
-    }
-    // The sizes the host allocator would take (rounded as AlignedBuffer rounds), which are the
-    // plan's: the device's measured peak is then the plan's exactly.
-    auto allocation = [](uint64_t bytes) {
-      return static_cast<size_t>(AlignedBuffer::allocationSize(bytes));
-    };
+  if (prog.weights_bytes() > 0 && (!weights || weights->size() < prog.weights_bytes()))
+    return Status::error("the weights region needs " + std::to_string(prog.weights_bytes()) +
+                         " bytes but only " + std::to_string(weights ? weights->size() : 0) +
+                         " were loaded");
+  // The compiler sized the workspace for the CPU kernels (validateProgram checked every op's
+  // need against it); another device's kernels may need more (cuBLASLt's scratch), so the
+  // largest need of that device's kernels is asked here. On the CPU the asynchronous
+  // collectives, which may overlap the ops, have a workspace of their own; elsewhere they run
+  // in order and share the one workspace.
+  const bool separateCommWorkspace = kind == DeviceKind::Cpu && prog.comm_workspace_bytes() > 0;
+  uint64_t workspaceBytes = prog.workspace_bytes();
+  if (kind != DeviceKind::Cpu)
+    SHARDC_RETURN_IF_ERROR(largestKernelWorkspace(prog, kind, &workspaceBytes));
+  // The sizes the host allocator takes (rounded as AlignedBuffer rounds), which are the plan's:
+  // the measured peak, on the host or on the device, is then the plan's exactly. The CPU device
+  // allocates through AlignedBuffer, so the tracker of the scope counts what it hands out.
+  auto allocation = [](uint64_t bytes) {
+    return static_cast<size_t>(AlignedBuffer::allocationSize(bytes));
+  };
+  {
+    MemoryScope scope(tracker, MemoryUse::Arena);
     SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, allocation(prog.arena_bytes()),
-                                                  "the arena", &executor->deviceArena_));
-    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, allocation(prog.weights_bytes()),
-                                                  "the weights", &executor->deviceWeights_));
-    executor->workspaceBytes_ = allocation(executor->workspaceBytes_);
+                                                  "the arena", &executor->arena_));
+  }
+  {
+    MemoryScope scope(tracker, MemoryUse::Workspace);
+    executor->workspaceBytes_ = allocation(workspaceBytes);
     SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device,
                                                   static_cast<size_t>(executor->workspaceBytes_),
-                                                  "the workspace", &executor->deviceWorkspace_));
+                                                  "the workspace", &executor->workspace_));
+    if (separateCommWorkspace)
+      SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(
+          device, allocation(prog.comm_workspace_bytes()), "the communication workspace",
+          &executor->commWorkspace_));
+  }
+  uint8_t *weightsBase = nullptr;
+  if (device->addressesHostMemory()) {
+    // The kernels read the caller's copy in place (shared read-only by the ranks of a
+    // process). A program without parameters still gets a non-null (empty) weights base; it
+    // stands for the weights file, and is counted as one.
+    if (!weights) {
+      MemoryScope scope(tracker, MemoryUse::Weights);
+      auto empty = std::make_shared<AlignedBuffer>();
+      SHARDC_RETURN_IF_ERROR(AlignedBuffer::allocate(0, "weights region", empty.get()));
+      weights = std::move(empty);
+    }
+    executor->hostWeights_ = std::move(weights);
+    // Handed out writable only because Tensor::data is `void *`: validation guarantees no op
+    // writes the weights.
+    weightsBase = const_cast<uint8_t *>(executor->hostWeights_->data());
+  } else {
+    // Uploaded once; the host copy stays with the caller (shared by ranks).
+    SHARDC_RETURN_IF_ERROR(DeviceBuffer::allocate(device, allocation(prog.weights_bytes()),
+                                                  "the weights", &executor->deviceWeights_));
     if (prog.weights_bytes() > 0) {
       SHARDC_RETURN_IF_ERROR(device->copyHostToDevice(executor->deviceWeights_.data(),
                                                       weights->data(), prog.weights_bytes(),
                                                       executor->stream_));
       SHARDC_RETURN_IF_ERROR(device->synchronize(executor->stream_));
     }
-    arenaBase = static_cast<uint8_t *>(executor->deviceArena_.data());
     weightsBase = static_cast<uint8_t *>(executor->deviceWeights_.data());
   }
+  uint8_t *arenaBase = static_cast<uint8_t *>(executor->arena_.data());
 
   executor->bufferViews_.reserve(prog.buffers_size());
   for (const program::Buffer &buffer : prog.buffers()) {
@@ -300,10 +329,6 @@ Status Executor::writeState(const std::string &name, const void *bytes, size_t s
                          std::to_string(view->sizeBytes()) + " bytes, not " + std::to_string(size));
   if (size == 0)
     return Status::ok();
-  if (device_ == nullptr) {
-    std::memcpy(view->data, bytes, size);
-    return Status::ok();
-  }
   // Synchronous: the caller's bytes may be gone once this returns.
   SHARDC_RETURN_IF_ERROR(device_->copyHostToDevice(view->data, bytes, size, stream_));
   return device_->synchronize(stream_);
@@ -313,10 +338,6 @@ Status Executor::fillState(const std::string &name, uint8_t value) {
   Tensor *view = stateView(name);
   if (view == nullptr)
     return Status::error(quoteForMessage(name) + " is not state the program updates in place");
-  if (device_ == nullptr) {
-    std::memset(view->data, value, view->sizeBytes());
-    return Status::ok();
-  }
   SHARDC_RETURN_IF_ERROR(device_->fill(view->data, value, view->sizeBytes(), stream_));
   return device_->synchronize(stream_);
 }
@@ -326,10 +347,6 @@ Status Executor::readView(const Tensor &view, void *out, size_t size) const {
     return Status::error("reading " + std::to_string(size) + " bytes of " + view.describe());
   if (size == 0)
     return Status::ok();
-  if (device_ == nullptr) {
-    std::memcpy(out, view.data, size);
-    return Status::ok();
-  }
   SHARDC_RETURN_IF_ERROR(device_->copyDeviceToHost(out, view.data, size, stream_));
   return device_->synchronize(stream_);
 }
@@ -384,13 +401,9 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
       continue; // state updated in place, where the last run left it
     const HostTensor &tensor = it->second;
     const Tensor &view = bufferViews_[static_cast<size_t>(binding.buffer())];
-    if (!tensor.bytes.empty()) {
-      if (device_ == nullptr)
-        std::memcpy(view.data, tensor.bytes.data(), tensor.bytes.size());
-      else
-        SHARDC_RETURN_IF_ERROR(device_->copyHostToDevice(view.data, tensor.bytes.data(),
-                                                         tensor.bytes.size(), stream_));
-    }
+    if (!tensor.bytes.empty())
+      SHARDC_RETURN_IF_ERROR(device_->copyHostToDevice(view.data, tensor.bytes.data(),
+                                                       tensor.bytes.size(), stream_));
     stateFed_[static_cast<size_t>(i)] = true;
   }
 
@@ -408,7 +421,7 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   ++runIndex_; // the timeline's run number, whatever the outcome
   // The kernels of a device only queued their work: it must be done (and its errors known)
   // before the outputs are read.
-  if (device_ != nullptr && status.isOk())
+  if (status.isOk())
     status = device_->synchronize(stream_);
   lastRunComm_ = CommCounters();
   lastRunWorldComm_ = difference(countersOf(comm_), worldBefore, &lastRunComm_);
@@ -436,13 +449,8 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
     tensor.dtype = buffer.dtype();
     tensor.shape.assign(buffer.shape().begin(), buffer.shape().end());
     const Tensor &view = bufferViews_[static_cast<size_t>(binding.buffer())];
-    if (device_ == nullptr) {
-      const uint8_t *src = static_cast<const uint8_t *>(view.data);
-      tensor.bytes.assign(src, src + buffer.size_bytes());
-    } else {
-      tensor.bytes.resize(buffer.size_bytes());
-      SHARDC_RETURN_IF_ERROR(readView(view, tensor.bytes.data(), tensor.bytes.size()));
-    }
+    tensor.bytes.resize(buffer.size_bytes());
+    SHARDC_RETURN_IF_ERROR(readView(view, tensor.bytes.data(), tensor.bytes.size()));
   }
   return Status::ok();
 }
@@ -499,16 +507,13 @@ void Executor::prepareArgs(size_t index) {
   for (int i = 0; i < op.outputs_size(); ++i)
     refreshTensor(bufferViews_[op.outputs(i)], &args.outputs[i]);
   args.attrs = &op.attrs();
-  if (device_ != nullptr) {
-    // A device runs every op in order: its one workspace covers the collectives too.
-    args.workspace = deviceWorkspace_.data();
-    args.workspaceBytes = workspaceBytes_;
-  } else if (op.completes_before() != 0) {
+  if (op.completes_before() != 0 && commWorkspace_.data() != nullptr) {
+    // An asynchronous collective may overlap the ops (on the CPU): it has its own scratch.
     args.workspace = commWorkspace_.data();
     args.workspaceBytes = program_.comm_workspace_bytes();
   } else {
     args.workspace = workspace_.data();
-    args.workspaceBytes = program_.workspace_bytes();
+    args.workspaceBytes = workspaceBytes_;
   }
   args.comm = prepared.group < 0 ? comm_ : groups_[static_cast<size_t>(prepared.group)].get();
   args.stream = stream_ != nullptr ? stream_->nativeHandle() : nullptr;
@@ -574,7 +579,7 @@ Status Executor::runOps(const StateUpdateGate &gate) {
   // copy (a diagnosis run, so its allocation and synchronisation do not matter).
   std::vector<float> hostCopy;
   auto outputHoldsNonFinite = [&](const Tensor &out) {
-    if (device_ == nullptr)
+    if (memoryOnHost())
       return holdsNonFinite(out.as<float>(), out.numel(), checkInfinities_);
     hostCopy.resize(static_cast<size_t>(out.numel()));
     return readView(out, hostCopy.data(), hostCopy.size() * sizeof(float)).isOk() &&
@@ -584,7 +589,7 @@ Status Executor::runOps(const StateUpdateGate &gate) {
   // with a communicator; a diagnosis run checks every op's outputs as it ends, so it runs them
   // in order.
   const bool overlap = overlapCollectives_ && asyncCollectives_ > 0 && comm_ != nullptr &&
-                       device_ == nullptr && checkFinite_ == nullptr;
+                       device_->kind() == DeviceKind::Cpu && checkFinite_ == nullptr;
   if (overlap && commThread_ == nullptr)
     commThread_ = std::make_unique<CommThread>(
         asyncCollectives_ + 1, [this](int op) { return callKernel(op, TimelineLane::Comm); });

@@ -10,7 +10,6 @@
 #include "runtime/executor/host_tensor.h"
 #include "runtime/executor/op_timeline.h"
 #include "runtime/kernels/kernel.h"
-#include "runtime/memory/arena.h"
 #include "runtime/program/program.pb.h"
 #include "runtime/support/aligned_buffer.h"
 #include "runtime/support/memory_tracker.h"
@@ -44,11 +43,13 @@ public:
   // single-rank run. When given, its size and rank must be the program's world_size and rank.
   // The ops with a "group" get that group's communicator, which createGroupCommunicators()
   // splits from `comm`.
-  // With a `device` (which must outlive the executor), the arena, the weights and the
-  // workspace live in that device's memory (counted by the device: Device::memoryCounters), the
-  // ops run that device's kernels (a program using a kernel the device lacks is refused here,
-  // naming the op) queued on its default stream, and inputs, outputs and state move through the
-  // device's copies. Without one they live in host memory counted by `tracker`, as always.
+  // The executor runs on `device` (which must outlive it), or on a CPU device of its own when
+  // given none: the arena and the workspace live in that device's memory (counted by the
+  // device, Device::memoryCounters, and, allocated on the CPU, by `tracker` too), the ops run
+  // that device's kernels (a program using a kernel the device lacks is refused here, naming
+  // the op) queued on its default stream, and inputs, outputs and state move through the
+  // device's copies. A device that addresses host memory (the CPU) reads `weights` in place,
+  // shared by the ranks of a process; another gets its own copy.
   static Status create(const program::Program &program,
                        std::shared_ptr<const AlignedBuffer> weights, std::unique_ptr<Executor> *out,
                        MemoryTracker *tracker = nullptr, Communicator *comm = nullptr,
@@ -99,7 +100,7 @@ public:
   // Whether the views above point to host memory. With a GPU device they point to device
   // memory and must not be dereferenced: state and outputs then move through the calls below
   // (which work on every device).
-  bool memoryOnHost() const { return device_ == nullptr || device_->kind() == DeviceKind::Cpu; }
+  bool memoryOnHost() const { return device_->addressesHostMemory(); }
   // Copies `bytes` bytes into state `name` updated in place, from its first byte (which counts
   // as feeding it); or sets all its bytes to `value`.
   Status writeState(const std::string &name, const void *bytes, size_t size);
@@ -107,13 +108,11 @@ public:
   // Copies the first `size` bytes of state `name`, or of graph output `name`, into `out`.
   Status readState(const std::string &name, void *out, size_t size) const;
   Status readOutput(const std::string &name, void *out, size_t size) const;
-  // The device given to create(); null when the executor runs in host memory.
+  // The device given to create(), or the CPU device the executor made for itself; never null.
   Device *device() const { return device_; }
-  // The workspace the kernels are given: the program's, or with a device the largest need of
-  // its kernels (at least the program's).
-  uint64_t workspaceBytes() const {
-    return device_ != nullptr ? workspaceBytes_ : program_.workspace_bytes();
-  }
+  // The workspace the kernels are given: the largest need of the device's kernels (at least the
+  // program's workspace_bytes), rounded as the host allocator rounds.
+  uint64_t workspaceBytes() const { return workspaceBytes_; }
 
   // Where a run first produced a NaN (or, with `infinities`, an infinity), in program order: an
   // f32 graph input that already holds one, else the first op with such an f32 output. NaN and
@@ -137,7 +136,6 @@ public:
                          NonFiniteSite *site);
 
   const program::Program &program() const { return program_; }
-  const Arena &arena() const { return arena_; }
   // The tracker given to create() (null: none); callers that hold the step's input tensors
   // count them in it too (MemoryUse::StepInputs).
   MemoryTracker *memoryTracker() const { return tracker_; }
@@ -208,11 +206,14 @@ private:
 
   program::Program program_;
   MemoryTracker *tracker_ = nullptr;
-  // With a device: its memory holds the arena, the weights and the workspace.
+  // The device's memory holds the arena and the workspace, and the weights unless the device
+  // addresses host memory (then the kernels read the caller's copy, hostWeights_).
+  std::unique_ptr<Device> ownedDevice_; // made by create() when given none
   Device *device_ = nullptr;
   DeviceStream *stream_ = nullptr;
-  DeviceBuffer deviceArena_, deviceWeights_, deviceWorkspace_;
-  // With a device: the workspace its kernels need (at least the program's workspace_bytes).
+  DeviceBuffer arena_, workspace_, commWorkspace_, deviceWeights_;
+  std::shared_ptr<const AlignedBuffer> hostWeights_;
+  // The workspace the device's kernels need (at least the program's workspace_bytes).
   uint64_t workspaceBytes_ = 0;
   Communicator *comm_ = nullptr;
   // [i]: Program.groups(i)'s, once created (groupsCreated_).
@@ -221,8 +222,6 @@ private:
   CommCounters lastRunComm_;
   CommCounters lastRunWorldComm_;
   std::vector<CommCounters> lastRunGroupComm_;
-  Arena arena_;
-  AlignedBuffer workspace_;         // program_.workspace_bytes of scratch, shared by every op
   std::vector<Tensor> bufferViews_; // one view per program buffer
   std::vector<PreparedOp> ops_;
   std::map<std::string, int> inputIndex_; // graph input name -> index in program_.inputs()
@@ -236,7 +235,6 @@ private:
   // issued in the current run and not yet waited for.
   std::vector<uint64_t> tickets_;
   std::vector<bool> issued_;
-  AlignedBuffer commWorkspace_; // program_.comm_workspace_bytes, the asynchronous collectives'
   std::unique_ptr<OpTimeline> timeline_;
   // Read by the communication thread too: a failed run's collectives may still be recording.
   std::atomic<int32_t> runIndex_{0};

@@ -6,15 +6,13 @@ shardc::runtime::Status createRankDevice(const Options &options, std::unique_ptr
   out->reset();
   shardc::runtime::DeviceChoice choice = shardc::runtime::DeviceChoice::Cpu;
   SHARDC_RETURN_IF_ERROR(shardc::runtime::parseDeviceChoice(options.device.value_or("cpu"), &choice));
-  if (choice == shardc::runtime::DeviceChoice::Cpu ||
-      (choice == shardc::runtime::DeviceChoice::Auto && !shardc::runtime::cudaDeviceAvailable(nullptr)))
-    return shardc::runtime::Status::ok();
-  return shardc::runtime::createCudaDevice(0, out);
+  return shardc::runtime::createDevice(choice, 0, out);
 }
 
 shardc::runtime::PeakMemoryReport memoryReportOf(const shardc::runtime::Executor &executor,
                                                  const shardc::runtime::MemoryTracker &tracker) {
-  if (executor.device() == nullptr)
+  // Host memory is counted by the tracker as the plan counts it; a device's by the device.
+  if (executor.memoryOnHost())
     return shardc::runtime::comparePeakMemory(executor.program(), tracker);
   const std::string name = executor.device()->describe();
   return shardc::runtime::compareDevicePeakMemory(executor.program(), tracker, name.c_str(),

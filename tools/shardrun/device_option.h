@@ -11,13 +11,13 @@
 
 namespace shardrun {
 
-// The device --device names for one rank: null for cpu (the executor's host memory, counted
-// by the rank's memory tracker), else a device of the rank's own. Every rank of a process uses
-// GPU 0: ranks run as threads sharing it.
+// The device --device names, one per rank: the CPU device (host memory, counted by the rank's
+// memory tracker too) or the CUDA device. Every rank of a process uses GPU 0: ranks run as
+// threads sharing it.
 shardc::runtime::Status createRankDevice(const Options &options, std::unique_ptr<shardc::runtime::Device> *out);
 
-// The end-of-run memory comparison: of host memory, or of the device's when the executor runs
-// on one.
+// The end-of-run memory comparison: of host memory (the tracker's count), or of the device's
+// when its memory is not the host's.
 shardc::runtime::PeakMemoryReport memoryReportOf(const shardc::runtime::Executor &executor,
                                                  const shardc::runtime::MemoryTracker &tracker);
 

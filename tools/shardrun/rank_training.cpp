@@ -38,7 +38,7 @@ constexpr size_t kTraceSpansPerLane = size_t{1} << 20;
 
 // What a rank holds for its run.
 struct RankState {
-  std::unique_ptr<Device> device; // --device cuda; outlives the executor (declared first)
+  std::unique_ptr<Device> device; // --device; outlives the executor (declared first)
   std::unique_ptr<Executor> executor;
   std::unique_ptr<TrainingLoop> loop;
   std::unique_ptr<BatchSource> batches;

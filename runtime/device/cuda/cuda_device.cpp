@@ -80,6 +80,7 @@ public:
   }
 
   DeviceKind kind() const override { return DeviceKind::Cuda; }
+  bool addressesHostMemory() const override { return false; }
   std::string describe() const override { return description_; }
 
   Status allocate(size_t bytes, const char *what, void **out) override {

@@ -91,17 +91,17 @@ void runAddMatmulOn(Device &device) {
   EXPECT_EQ(executor->device(), &device);
   const program::Program &p = executor->program();
   // The host allocator's sizes (as planned); the workspace at least the program's (a device's
-  // kernels may need more).
-  const uint64_t planned = AlignedBuffer::allocationSize(p.arena_bytes()) +
-                           AlignedBuffer::allocationSize(p.weights_bytes()) +
+  // kernels may need more). The CPU reads the caller's weights in place; a GPU holds a copy.
+  const uint64_t weights =
+      device.addressesHostMemory() ? 0 : AlignedBuffer::allocationSize(p.weights_bytes());
+  const uint64_t planned = AlignedBuffer::allocationSize(p.arena_bytes()) + weights +
                            AlignedBuffer::allocationSize(p.workspace_bytes());
   if (device.kind() == DeviceKind::Cpu)
     EXPECT_EQ(device.memoryCounters().inUse - before, planned);
   else
     EXPECT_GE(device.memoryCounters().inUse - before, planned);
   EXPECT_EQ(device.memoryCounters().inUse - before,
-            AlignedBuffer::allocationSize(p.arena_bytes()) +
-                AlignedBuffer::allocationSize(p.weights_bytes()) + executor->workspaceBytes());
+            AlignedBuffer::allocationSize(p.arena_bytes()) + weights + executor->workspaceBytes());
   for (const std::vector<float> &x :
        {std::vector<float>{1, 2, 3, 4, 5, 6}, std::vector<float>{-3, 0.25f, 8, 1, -1, 0}}) {
     std::map<std::string, HostTensor> outputs;
@@ -183,12 +183,33 @@ TEST(Executor, LocatesTheFirstNonFiniteValueInProgramOrder) {
   EXPECT_EQ(site.describe(), "op '" + op.name() + "' (kernel matmul)");
 }
 
-TEST(Executor, ArenaIsOneAlignedAllocationOfThePlannedSize) {
-  std::unique_ptr<Executor> executor = makeAddMatmulExecutor();
-  ASSERT_NE(executor, nullptr);
-  EXPECT_EQ(executor->arena().bytesAllocated(), 192u);
-  EXPECT_EQ(executor->arena().regionBytes(program::ARENA), 192u);
-  EXPECT_EQ(executor->arena().regionBytes(program::WEIGHTS), 128u);
+// Given no device, an executor runs on a CPU device of its own: the arena is one allocation
+// of the planned size and the workspace another, both in its memory and counted by the
+// tracker; the weights are the caller's, read in place (not copied, not counted again).
+TEST(Executor, WithoutADeviceRunsOnItsOwnCpuDeviceInPlannedAllocations) {
+  MemoryTracker tracker;
+  std::shared_ptr<const AlignedBuffer> weights = weightsOf(128, {{0, kBias}, {64, kWeight}});
+  std::unique_ptr<Executor> executor;
+  ASSERT_TRUE(Executor::create(addMatmulProgram(), weights, &executor, &tracker).isOk());
+  ASSERT_NE(executor->device(), nullptr);
+  EXPECT_EQ(executor->device()->kind(), DeviceKind::Cpu);
+  EXPECT_TRUE(executor->memoryOnHost());
+  const program::Program &p = executor->program();
+  EXPECT_EQ(p.arena_bytes(), 192u);
+  const MemoryByUse live = tracker.liveByUse();
+  EXPECT_EQ(live[static_cast<size_t>(MemoryUse::Arena)], 192u);
+  EXPECT_EQ(live[static_cast<size_t>(MemoryUse::Workspace)],
+            AlignedBuffer::allocationSize(p.workspace_bytes()));
+  EXPECT_EQ(live[static_cast<size_t>(MemoryUse::Weights)], 0u);
+  EXPECT_EQ(executor->device()->memoryCounters().allocations, 2u);
+  EXPECT_EQ(executor->device()->memoryCounters().inUse,
+            192u + AlignedBuffer::allocationSize(p.workspace_bytes()));
+  // The parameter bound as an output is read from the caller's weights.
+  std::map<std::string, HostTensor> outputs;
+  ASSERT_TRUE(executor->run({{"x", f32Tensor({2, 3}, {1, 2, 3, 4, 5, 6})}}, &outputs).isOk());
+  EXPECT_EQ(std::memcmp(outputs.at("b").bytes.data(), weights->data(), 24), 0);
+  executor.reset();
+  EXPECT_EQ(tracker.liveByUse()[static_cast<size_t>(MemoryUse::Arena)], 0u);
 }
 
 TEST(Executor, InputDtypeOrShapeMismatch) {
