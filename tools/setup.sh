@@ -31,6 +31,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-protobuf python3-venv
   python3-xxhash
+  strace
 )
 
 missing=()

@@ -84,6 +84,15 @@ mlir::LogicalResult readExternalData(llvm::StringRef baseDir, const ExternalData
     why = shown + " is not a regular file";
     return mlir::failure();
   }
+  // The location's text stays inside the model's directory (parseExternalDataRef), but a
+  // symbolic link on the way may not: the resolved path must lie there too.
+  llvm::SmallString<256> realFile, realDir;
+  if (!llvm::sys::fs::real_path(path, realFile) && !llvm::sys::fs::real_path(baseDir, realDir) &&
+      !llvm::StringRef(realFile).starts_with(std::string(realDir) + "/")) {
+    why = shown + " resolves to " + quote(std::string(realFile)) +
+          ", outside the model's directory (through a symbolic link)";
+    return mlir::failure();
+  }
   llvm::Expected<llvm::sys::fs::file_t> opened = llvm::sys::fs::openNativeFileForRead(path);
   if (!opened) {
     std::error_code ec = llvm::errorToErrorCode(opened.takeError());

@@ -67,9 +67,20 @@ mlir::LogicalResult loadInitializers(mlir::MLIRContext &ctx, onnx::GraphProto &g
 
     DecodedTensor decoded;
     std::string why;
-    if (failed(decodeTensor(ctx, tensor, options.baseDir, decoded, why)))
-      return errors.fail(what + ": " + why);
     bool neededAtCompileTime = options.compileTimeNames.count(name) > 0;
+    if (!options.requireWeights && !neededAtCompileTime &&
+        tensor.data_type() == onnx::TensorProto::FLOAT) {
+      // Planning without the weights (--no-weights): a float tensor's bytes are never read,
+      // whether its data is there or not; only its type is (the plan's sizes). Its inline
+      // data is dropped below with the parameter's.
+      mlir::FailureOr<mlir::RankedTensorType> type = tensorTypeOf(ctx, tensor, why);
+      if (failed(type))
+        return errors.fail(what + ": " + why);
+      decoded.type = *type;
+      decoded.present = false;
+    } else if (failed(decodeTensor(ctx, tensor, options.baseDir, decoded, why))) {
+      return errors.fail(what + ": " + why);
+    }
     if (!decoded.present && (options.requireWeights || neededAtCompileTime))
       return errors.fail(
           what + ": " + missingFileMessage(decoded) +

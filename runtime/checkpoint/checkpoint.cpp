@@ -268,14 +268,42 @@ Status writeDataFile(const std::string &dir, const DataFileKind &kind, int64_t s
   return writeFileAtomically(path, image.data(), image.size());
 }
 
+// Whether `name` is exactly what freshDataFileName makes: "params-" or "optimizer-", eight or
+// more digits, optionally "." and a number, ".safetensors".
+bool isSavedDataFileName(const std::string &name) {
+  for (const DataFileKind *kind : {&kParamsFile, &kOptimizerFile}) {
+    const std::string prefix = kind->prefix, suffix = kDataFileSuffix;
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string middle =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    const size_t dot = middle.find('.');
+    const std::string step = middle.substr(0, dot);
+    const std::string copy = dot == std::string::npos ? "1" : middle.substr(dot + 1);
+    auto digits = [](const std::string &text) {
+      return !text.empty() &&
+             std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (step.size() >= 8 && digits(step) && digits(copy))
+      return true;
+  }
+  return false;
+}
+
 // What a save may delete: the data files the previous manifest named (a save wrote them) that
-// the new manifest does not name (a checkpoint it no longer keeps), and the temp files of
-// interrupted writes. Any other file, even one named like a checkpoint's, is not its to delete.
+// the new manifest does not name (a checkpoint it no longer keeps), the temp files of
+// interrupted writes and, when the previous manifest could be read (`previousKnown`), the data
+// files no manifest names that are named as a save names them: what a save that failed or was
+// killed before its manifest left (the caller holds the directory's lock, so no other run is
+// saving). Any other file is not its to delete.
 bool isStaleFile(const std::string &name, const std::set<std::string> &kept,
-                 const std::set<std::string> &previouslyNamed) {
+                 const std::set<std::string> &previouslyNamed, bool previousKnown) {
   if (kept.count(name) != 0)
     return false;
   if (previouslyNamed.count(name) != 0)
+    return true;
+  if (previousKnown && isSavedDataFileName(name))
     return true;
   bool dataFileName =
       name.rfind(kParamsFile.prefix, 0) == 0 || name.rfind(kOptimizerFile.prefix, 0) == 0;
@@ -284,11 +312,26 @@ bool isStaleFile(const std::string &name, const std::set<std::string> &kept,
   return name.rfind(std::string(kCheckpointManifestName) + ".tmp.", 0) == 0;
 }
 
+// Removes the files of `dir` isStaleFile names; best effort (a leftover file is only disk
+// space, and the next save retries it).
+void removeStaleFiles(const std::string &dir, const std::set<std::string> &kept,
+                      const std::set<std::string> &previouslyNamed, bool previousKnown) {
+  std::error_code ec;
+  // Explicit increment(ec): the range-for form would throw on a directory read error.
+  std::filesystem::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (isStaleFile(it->path().filename().string(), kept, previouslyNamed, previousKnown)) {
+      std::error_code removeError;
+      std::filesystem::remove(it->path(), removeError);
+    }
+  }
+}
+
 Status loadDataFile(const std::string &dir, const ManifestFile &file,
                     std::map<std::string, HostTensor> *tensors) {
   std::string path = joinPath(dir, file.name);
   std::vector<uint8_t> bytes;
-  SHARDC_RETURN_IF_ERROR(readFile(path, &bytes));
+  SHARDC_RETURN_IF_ERROR(readFileNoFollow(path, &bytes));
   if (bytes.size() != file.size)
     return Status::error(path + ": size is " + std::to_string(bytes.size()) + " bytes, " +
                          kCheckpointManifestName + " says " + std::to_string(file.size) +
@@ -315,10 +358,17 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
   Manifest previous;
   bool hasPrevious = false;
   std::string manifestPath = joinPath(dir, kCheckpointManifestName);
-  if (pathExists(manifestPath) && readFile(manifestPath, &previousBytes).isOk() &&
+  // A manifest that is a symbolic link is refused by the write below, before any data file.
+  SHARDC_RETURN_IF_ERROR(checkRegularFileDestination(manifestPath));
+  if (pathExists(manifestPath) && readFileNoFollow(manifestPath, &previousBytes).isOk() &&
       parseManifest(manifestPath, previousBytes, &previous).isOk())
     hasPrevious = true;
   const std::set<std::string> committed = hasPrevious ? previous.fileNames() : std::set<std::string>{};
+  // What an earlier save left without committing it goes first, so that the directory holds at
+  // most the kept checkpoints and the one being written. Not when a manifest is there but
+  // unreadable: its files may be all that is left of the checkpoints.
+  const bool previousKnown = hasPrevious || !pathExists(manifestPath);
+  removeStaleFiles(dir, committed, committed, previousKnown);
 
   Manifest manifest;
   ManifestEntry &entry = manifest.latest;
@@ -344,15 +394,7 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
 
   // The save is committed; cleanup is best effort (a leftover file is only disk space, and the
   // next save retries it).
-  const std::set<std::string> kept = manifest.fileNames();
-  // Explicit increment(ec): the range-for form would throw on a directory read error.
-  std::filesystem::directory_iterator it(dir, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    if (isStaleFile(it->path().filename().string(), kept, committed)) {
-      std::error_code removeError;
-      std::filesystem::remove(it->path(), removeError);
-    }
-  }
+  removeStaleFiles(dir, manifest.fileNames(), committed, previousKnown);
   return Status::ok();
 }
 
@@ -370,7 +412,7 @@ CheckpointContents scalarsOf(const ManifestEntry &entry) {
 Status readManifest(const std::string &dir, Manifest *manifest) {
   std::string manifestPath = joinPath(dir, kCheckpointManifestName);
   std::vector<uint8_t> bytes;
-  SHARDC_RETURN_IF_ERROR(readFile(manifestPath, &bytes));
+  SHARDC_RETURN_IF_ERROR(readFileNoFollow(manifestPath, &bytes));
   return parseManifest(manifestPath, bytes, manifest);
 }
 

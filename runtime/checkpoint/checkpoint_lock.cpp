@@ -5,16 +5,28 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace shardc::runtime {
 
 Status CheckpointDirLock::acquire(const std::string &dir, std::unique_ptr<CheckpointDirLock> *out) {
   const std::string path = dir + "/" + kCheckpointLockName;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a link planted under the lock's name would have the pid written through it
+  // into whatever it names; O_NONBLOCK: a named pipe there must not block the open.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ELOOP)
+    return Status::error(dir + ": the lock file " + kCheckpointLockName +
+                         " is a symbolic link; refusing to write through it");
   if (fd < 0)
     return Status::error(dir + ": cannot create the lock file " + kCheckpointLockName + ": " +
                          std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(dir + ": the lock file " + kCheckpointLockName +
+                         " is not a regular file; refusing to use it");
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int cause = errno;
     char holder[32] = {};

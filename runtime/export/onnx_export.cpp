@@ -161,6 +161,9 @@ Status OnnxExporter::checkDestination(const std::string &path) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return Status::error(path + ": is a directory, expected a file name");
+  // The model and its external data file: neither may replace a device node or a pipe.
+  SHARDC_RETURN_IF_ERROR(checkRegularFileDestination(path));
+  SHARDC_RETURN_IF_ERROR(checkRegularFileDestination(path + ".data"));
   const std::string dir = parentDirectory(path);
   if (::stat(dir.c_str(), &st) != 0)
     return Status::error(path + ": cannot write: directory " + quoteForMessage(dir) + ": " +

@@ -14,11 +14,23 @@ namespace shardc::runtime {
 
 // Reads the whole regular file at `path` into `out`.
 Status readFile(const std::string &path, std::vector<uint8_t> *out);
+// Same, refusing a symbolic link at `path` ("PATH: is a symbolic link; refusing to follow
+// it"): for files of a directory others may plant links in (a checkpoint's manifest and data).
+Status readFileNoFollow(const std::string &path, std::vector<uint8_t> *out);
 // Same, into 64-aligned memory (weights are read straight into the region kernels use).
 Status readFile(const std::string &path, AlignedBuffer *out);
 
+// Whether a write may put a file at `path`: nothing is there yet, or a regular file (which the
+// write replaces). Anything else (a device node, a named pipe, a socket, a directory, a
+// symbolic link) is refused in one line naming it: no write replaces what is not a plain file.
+// For output options, checked before any work is done; writeFileAtomically checks it too.
+Status checkRegularFileDestination(const std::string &path);
+
 // Writes `size` bytes to `path` through a temporary file in the same directory that is then
-// renamed over `path`: readers see the old content or the new one, never a partial file.
+// renamed over `path`: readers see the old content or the new one, never a partial file. The
+// file is synced before the rename and the directory after it, so that the new content
+// survives a power loss once this returns. A `path` that holds anything but a regular file is
+// refused (checkRegularFileDestination), before anything is written.
 Status writeFileAtomically(const std::string &path, const void *data, size_t size);
 
 // A piece of a file that writeFileAtomically assembles from several buffers.

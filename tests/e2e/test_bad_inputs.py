@@ -321,6 +321,19 @@ def build_cases(args):
                       compile_argv(os.path.join(nodata, "model.onnx"), *bert_flags), "shardc",
                       ["model.weights"]))
 
+    # --- shardc: external data that is a symbolic link leading out of the model's directory
+    # (the location's text stays inside; the file it resolves to does not)
+    linked = os.path.join(work, "bert_linked_weights")
+    shutil.rmtree(linked, ignore_errors=True)
+    os.makedirs(linked)
+    shutil.copy(bert_model, linked)
+    outside = os.path.join(work, "outside.weights")
+    shutil.copy(os.path.join(os.path.dirname(bert_model), "model.weights"), outside)
+    os.symlink(outside, os.path.join(linked, "model.weights"))
+    cases.append(Case("external_data_symlink_outside",
+                      compile_argv(os.path.join(linked, "model.onnx"), *bert_flags), "shardc",
+                      ["model.weights", "outside the model's directory"]))
+
     # --- planning only: with --no-weights the same model compiles, and shardrun refuses the
     # weightless bundle with a clear error instead of running on zeros.
     planned = os.path.join(nodata, "planned.shard")

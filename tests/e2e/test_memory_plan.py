@@ -24,8 +24,9 @@ and one negative case:
             x.npy, under a 1 GiB address-space limit: the missing file is the error
   no_weights_graph_memory  `shardc --no-weights --mode forward` of a model whose one frozen
             weight is [W, W] floats with no data on disk (W = 20000: 1.6 GB; W = 100000: 40 GB),
-            under a 1 GiB data-segment limit: it plans (exit 0) and plan.txt's weights region
-            counts the whole weight; planning holds no weight bytes
+            and with W = 20000 with its data on disk, under a 1 GiB data-segment limit: it plans
+            (exit 0), plan.txt's weights region counts the whole weight and no weights.bin is
+            written; planning reads and holds no weight bytes
 
 Prints PASS/FAIL per case, the planned and measured peaks, and `N passed, M failed`.
 """
@@ -240,8 +241,11 @@ def case_no_weights_graph_memory(args):
     import onnx
     from onnx import TensorProto, helper
     details = []
-    for width in (20000, 100000):
-        work = os.path.join(args.work, f"no_weights_{width}")
+    # The data absent, then present (a sparse file of the full size: no disk is used, but
+    # reading it would need 1.6 GB): --no-weights reads no weight byte either way.
+    for width, present in ((20000, False), (100000, False), (20000, True)):
+        shown = f"[{width}, {width}]{' with its data on disk' if present else ''}"
+        work = os.path.join(args.work, f"no_weights_{width}{'_present' if present else ''}")
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
         weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[width, width])
@@ -256,6 +260,9 @@ def case_no_weights_graph_memory(args):
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, width])], [weight])
         model = os.path.join(work, "model.onnx")
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+        if present:
+            with open(os.path.join(work, "model.weights"), "wb") as f:
+                f.truncate(width * width * 4)
 
         def limit_memory():
             # The heap, not the address space: shardc's libraries and thread stacks map more.
@@ -266,14 +273,16 @@ def case_no_weights_graph_memory(args):
                               bundle], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              timeout=args.timeout, preexec_fn=limit_memory)
         if res.returncode != 0:
-            return f"[{width}, {width}]: shardc --no-weights under a 1 GiB heap limit: exit " \
+            return f"{shown}: shardc --no-weights under a 1 GiB heap limit: exit " \
                    f"{res.returncode}: {res.stderr.strip()!r}"
         plan = open(os.path.join(bundle, "plan.txt")).read()
         m = re.search(r"^  weights: (\d+) bytes", plan, re.M)
         if m is None or int(m.group(1)) < width * width * 4:
-            return f"[{width}, {width}]: plan.txt's weights line does not count the weight: " \
+            return f"{shown}: plan.txt's weights line does not count the weight: " \
                    f"{m.group(0) if m else 'none'}"
-        details.append(f"[{width}, {width}]: weights {int(m.group(1))} bytes planned")
+        if os.path.exists(os.path.join(bundle, "weights.bin")):
+            return f"{shown}: --no-weights wrote weights.bin"
+        details.append(f"{shown}: weights {int(m.group(1))} bytes planned")
     return None, "; ".join(details)
 
 

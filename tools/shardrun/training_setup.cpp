@@ -154,6 +154,9 @@ std::optional<Failure> prepareTraining(const Options &options, const LoadedBundl
     if (options.outputsDir)
       if (Status status = prepareOutputDirectory(*options.outputsDir); !status.isOk())
         return error("--outputs " + status.message());
+    if (options.traceFile)
+      if (Status status = checkRegularFileDestination(*options.traceFile); !status.isOk())
+        return error("--trace: " + status.message());
   }
   if (options.exportOnnx && hostsRank0) {
     Status status = OnnxExporter::checkDestination(*options.exportOnnx);

@@ -1,6 +1,8 @@
 // Checkpoint directories: round trips, detection of truncated or altered files, and the
 // crash-safety property of the manifest-last save scheme.
 #include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/checkpoint_lock.h"
+#include "runtime/support/file_io.h"
 #include "runtime/support/strict_json.h"
 #include "tests/unit/runtime/test_util.h"
 
@@ -10,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace shardc::runtime {
@@ -72,6 +75,31 @@ std::string loadError(const std::string &dir) {
   Status status = loadCheckpoint(dir, &c);
   EXPECT_FALSE(status.isOk());
   return status.message();
+}
+
+// The lock of a checkpoint directory never writes through a link planted under its name (the
+// pid would truncate whatever the link names), and a manifest that is a link is neither read
+// nor replaced.
+TEST(Checkpoint, SymbolicLinksInTheDirectoryAreRefused) {
+  TempDir dir, elsewhere;
+  const std::string victim = elsewhere.file("victim");
+  ASSERT_TRUE(writeFileAtomically(victim, "precious", 8).isOk());
+  ASSERT_EQ(::symlink(victim.c_str(), dir.file(kCheckpointLockName).c_str()), 0);
+  std::unique_ptr<CheckpointDirLock> lock;
+  Status status = CheckpointDirLock::acquire(dir.path(), &lock);
+  EXPECT_EQ(status.message(), dir.path() + ": the lock file " + kCheckpointLockName +
+                                  " is a symbolic link; refusing to write through it");
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(readFile(victim, &bytes).isOk());
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "precious");
+
+  TempDir ck;
+  ASSERT_EQ(::symlink(victim.c_str(), ck.file("manifest.json").c_str()), 0);
+  EXPECT_THAT(saveCheckpoint(ck.path(), sampleContents(10, 1.0f)).message(),
+              ::testing::HasSubstr("manifest.json: exists and is a symbolic link"));
+  EXPECT_THAT(loadError(ck.path()), ::testing::HasSubstr("manifest.json: is a symbolic link"));
+  ASSERT_TRUE(readFile(victim, &bytes).isOk());
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "precious");
 }
 
 TEST(Checkpoint, RoundTrip) {
@@ -164,38 +192,45 @@ TEST(Checkpoint, CrashBeforeManifestLeavesThePreviousCheckpoint) {
   ASSERT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
   expectSameContents(first, loaded);
 
-  // The next successful save commits under names no file has, removes the checkpoint it
-  // replaced and the temp files, and leaves the complete data files the interrupted save wrote:
-  // no manifest names them, so nothing proves they are a save's (only disk space).
+  // The next successful save first removes what the interrupted one left (its data files,
+  // named as a save names them and named by no manifest, and the temp files), then commits and
+  // removes the checkpoint it replaced.
   ASSERT_TRUE(saveCheckpoint(dir.path(), second).isOk());
   EXPECT_EQ(listDir(dir.path()),
-            (std::vector<std::string>{"manifest.json", "optimizer-00000002.1.safetensors",
-                                      "optimizer-00000002.safetensors",
-                                      "params-00000002.1.safetensors",
+            (std::vector<std::string>{"manifest.json", "optimizer-00000002.safetensors",
                                       "params-00000002.safetensors"}));
   ASSERT_TRUE(loadCheckpoint(dir.path(), &loaded).isOk());
   expectSameContents(second, loaded);
 }
 
-// A save deletes only what saves wrote: the checkpoint it replaces and temp files. A file a
-// user put there, even one named like a checkpoint's, survives every save.
-TEST(Checkpoint, DeletesOnlyTheFilesItWrote) {
+// Files named as a save names its data files that no manifest names are what a save that
+// failed or was killed before its manifest left: the next save removes them (else repeated
+// preemption grows the directory without bound). Anything else is not the save's to delete.
+TEST(Checkpoint, RemovesWhatInterruptedSavesLeftAndNothingElse) {
   TempDir dir;
-  testing::writeBytes(dir.file("params-00000099.safetensors"), "a user's copy");
-  testing::writeBytes(dir.file("optimizer-00000001.safetensors"), "another");
-  testing::writeBytes(dir.file("notes.txt"), "keep me");
   ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(1, 1.0f)).isOk());
-  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(2, 2.0f)).isOk());
+  // A save of step 2 killed after its data files were renamed into place.
+  testing::writeBytes(dir.file("params-00000002.safetensors"), "orphan");
+  testing::writeBytes(dir.file("optimizer-00000002.1.safetensors"), "orphan");
+  testing::writeBytes(dir.file("params-00000002.safetensors.tmp.123.0"), "partial");
+  testing::writeBytes(dir.file("params-final.safetensors"), "a user's copy");
+  testing::writeBytes(dir.file("params-1.safetensors"), "another");
+  testing::writeBytes(dir.file("notes.txt"), "keep me");
   ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(3, 3.0f)).isOk());
-  std::vector<std::string> files = listDir(dir.path());
-  for (const char *kept : {"params-00000099.safetensors", "notes.txt", "manifest.json",
-                           "params-00000003.safetensors", "optimizer-00000003.safetensors"})
-    EXPECT_NE(std::find(files.begin(), files.end(), kept), files.end()) << kept;
-  EXPECT_EQ(testing::readBytes(dir.file("params-00000099.safetensors")), "a user's copy");
-  EXPECT_EQ(testing::readBytes(dir.file("optimizer-00000001.safetensors")), "another");
-  for (const char *gone : {"params-00000001.safetensors", "params-00000002.safetensors",
-                           "optimizer-00000002.safetensors"})
-    EXPECT_EQ(std::find(files.begin(), files.end(), gone), files.end()) << gone;
+  EXPECT_EQ(listDir(dir.path()),
+            (std::vector<std::string>{"manifest.json", "notes.txt",
+                                      "optimizer-00000003.safetensors",
+                                      "params-00000003.safetensors", "params-1.safetensors",
+                                      "params-final.safetensors"}));
+  EXPECT_EQ(testing::readBytes(dir.file("params-final.safetensors")), "a user's copy");
+
+  // With a manifest that cannot be read, files named like a save's may be all that is left of
+  // the checkpoints: they stay.
+  TempDir damaged;
+  testing::writeBytes(damaged.file("manifest.json"), "{ not json");
+  testing::writeBytes(damaged.file("params-00000007.safetensors"), "old");
+  ASSERT_TRUE(saveCheckpoint(damaged.path(), sampleContents(8, 8.0f)).isOk());
+  EXPECT_EQ(testing::readBytes(damaged.file("params-00000007.safetensors")), "old");
 }
 
 TEST(Checkpoint, DetectsTruncatedFiles) {

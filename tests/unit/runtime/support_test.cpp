@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace shardc::runtime {
@@ -88,6 +90,57 @@ TEST(FileIo, ErrorsNameThePathAndTheCause) {
   Status noDir = writeFileAtomically(dir.file("no/such/dir/out.npy"), "x", 1);
   EXPECT_EQ(noDir.message(),
             dir.file("no/such/dir/out.npy") + ": cannot create: No such file or directory");
+}
+
+// A write never replaces what is not a regular file: a named pipe, a device node, a directory
+// or a symbolic link at the destination is refused in one line and left as it was (the
+// temporary-file-and-rename would otherwise turn /dev/null into a regular file).
+TEST(FileIo, NeverReplacesWhatIsNotARegularFile) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Status status = writeFileAtomically(fifo, "x", 1);
+  EXPECT_EQ(status.message(),
+            fifo + ": exists and is a named pipe; only a regular file is ever replaced by a write");
+  struct stat st;
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+
+  const std::string victim = dir.file("victim");
+  ASSERT_TRUE(writeFileAtomically(victim, "keep", 4).isOk());
+  const std::string link = dir.file("link");
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  EXPECT_THAT(writeFileAtomically(link, "x", 1).message(), HasSubstr("is a symbolic link"));
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+
+  const std::string subdir = dir.file("sub");
+  std::filesystem::create_directory(subdir);
+  EXPECT_THAT(writeFileAtomically(subdir, "x", 1).message(), HasSubstr("is a directory"));
+  EXPECT_THAT(checkRegularFileDestination("/dev/null").message(),
+              HasSubstr("/dev/null: exists and is a character device"));
+  EXPECT_TRUE(checkRegularFileDestination(victim).isOk());
+  EXPECT_TRUE(checkRegularFileDestination(dir.file("new")).isOk());
+  // Nothing was left behind: the pipe, the victim (unchanged), the link and the directory.
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(readFile(victim, &bytes).isOk());
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "keep");
+  int entries = 0;
+  for ([[maybe_unused]] const auto &entry : std::filesystem::directory_iterator(dir.path()))
+    ++entries;
+  EXPECT_EQ(entries, 4);
+}
+
+// A reader of a directory others may write into does not follow a link planted there.
+TEST(FileIo, ReadFileNoFollowRefusesASymbolicLink) {
+  TempDir dir;
+  ASSERT_TRUE(writeFileAtomically(dir.file("real"), "abc", 3).isOk());
+  ASSERT_EQ(::symlink(dir.file("real").c_str(), dir.file("link").c_str()), 0);
+  std::vector<uint8_t> bytes;
+  EXPECT_EQ(readFileNoFollow(dir.file("link"), &bytes).message(),
+            dir.file("link") + ": is a symbolic link; refusing to follow it");
+  ASSERT_TRUE(readFileNoFollow(dir.file("real"), &bytes).isOk());
+  EXPECT_EQ(bytes.size(), 3u);
 }
 
 TEST(Quote, KeepsMessagesOnOneLine) {
