@@ -11,13 +11,6 @@ using namespace mlir;
 
 namespace shardc::sharding {
 
-std::string nodeName(Operation *op) {
-  std::string kind = op->getName().stripDialect().str();
-  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
-    return "node '" + name.getName().str() + "' (" + kind + ")";
-  return "op " + op->getName().getStringRef().str();
-}
-
 int DimensionClasses::node(Value value, unsigned dim, int64_t groups) {
   auto key = std::make_tuple(value.getAsOpaquePointer(), dim, groups);
   auto [it, inserted] = ids_.try_emplace(key, static_cast<int>(refs_.size()));

@@ -24,6 +24,8 @@
 #ifndef SHARDC_PASSES_SHARDING_DIMENSIONCLASSES_H
 #define SHARDC_PASSES_SHARDING_DIMENSIONCLASSES_H
 
+#include "shardc/Dialect/Graph/GraphDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -109,8 +111,8 @@ private:
   std::vector<std::pair<mlir::Operation *, std::vector<int>>> opFactorClasses_;
 };
 
-// The op's name for messages: its ONNX node name (the location's name), else its op name.
-std::string nodeName(mlir::Operation *op);
+// The op's name for messages (the dialect's: the op hooks of the partitioner use it too).
+using graph::nodeName;
 
 } // namespace shardc::sharding
 

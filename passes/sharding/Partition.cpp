@@ -1,8 +1,10 @@
 //===- Partition.cpp - global program -> each device's program (SPMD) -------------------===//
 //
 // After propagation every value says which dimensions the mesh splits. This pass gives each
-// value its local type, recomputes what ops hold about shapes (result types carry Reshape and
-// Expand targets; Slice ends and constants are rewritten), tracks which values are pending
+// value its local type (result types carry Reshape and Expand targets), has an op rewrite what
+// else it holds about shapes (its own hooks, ShardingRuleOpInterface's buildLocalForm and
+// localizeOp over a LocalShardingContext: Split sizes, Slice ends, constants, a training
+// dropout's whole tensor, the gradient norm's sum over devices), tracks which values are pending
 // sums (a reduction over a split factor, or a linear op on a pending sum) and all-reduces a
 // pending sum before any use that is not linear in it. One rewrite serves every device whose
 // blocks have the same extent (all of them when the batch divides evenly).
@@ -20,7 +22,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
-#include <map>
 #include <tuple>
 
 namespace shardc {
@@ -32,9 +33,6 @@ namespace {
 using namespace mlir;
 using sharding::getSharding;
 using sharding::nodeName;
-using graph::kDropoutGlobalShapeAttr;
-using graph::kDropoutSplitDimAttr;
-using graph::kDropoutSplitUnitAttr;
 using graph::suffixedLoc;
 
 // The ops whose pending sums the data-parallel passes see to: the step's return and the
@@ -45,6 +43,8 @@ bool endsInDataParallelPasses(Operation *op) {
 
 // Uses of a pending sum that the data-parallel passes reduce themselves: the loss the step
 // returns, and the gradients the optimizer reads (bucketed all-reduce or reduce-scatter).
+// (The ops named here are named for that deferral, not for their local form: each op's own
+// rewrite is its ShardingRuleOpInterface hooks.)
 bool reducedByDataParallelPasses(Operation *user, unsigned operand) {
   if (isa<func::ReturnOp>(user))
     return operand == 0;
@@ -172,57 +172,6 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     setPending(r, pendingOf(v) & ~axes);
     reduced[key] = r;
     return r;
-  }
-
-  // A constant split along the batch: one program serves devices that hold different rows, so
-  // the constant must be the same for every row of the batch (along a dimension of size D
-  // that holds D / batch elements per row, it repeats with that period). Each device keeps
-  // its first local rows.
-  LogicalResult sliceConstant(graph::ConstantOp op, RankedTensorType local) {
-    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
-    if (!dense)
-      return op.emitError("a constant split along the batch must be a dense elements value");
-    if (dense.isSplat()) {
-      op.setValueAttr(dense.resizeSplat(local));
-      op.getResult().setType(local);
-      return success();
-    }
-    auto global = cast<RankedTensorType>(dense.getType());
-    for (const auto &axes : sharding::splitAxes(op.getResult()))
-      if (!axes.empty() && maskOf(axes) != 1u)
-        return op.emitError() << nodeName(op) << ": a constant split on a mesh axis other than "
-                              << "the batch's must hold one value";
-    ArrayRef<int64_t> shape = global.getShape();
-    SmallVector<int64_t> strides(shape.size(), 1), period(shape.size(), 0);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * shape[d + 1];
-    for (size_t d = 0; d < shape.size(); ++d)
-      period[d] = local.getDimSize(d) != shape[d] ? shape[d] / batch : 0;
-    SmallVector<Attribute> values(dense.getValues<Attribute>());
-    SmallVector<Attribute> kept;
-    kept.reserve(local.getNumElements());
-    for (int64_t i = 0; i < global.getNumElements(); ++i) {
-      int64_t rest = i, firstRow = 0;
-      bool inLocal = true;
-      for (size_t d = 0; d < shape.size(); ++d) {
-        int64_t c = rest / strides[d];
-        rest %= strides[d];
-        if (period[d]) {
-          inLocal = inLocal && c < local.getDimSize(d);
-          c %= period[d];
-        }
-        firstRow += c * strides[d];
-      }
-      if (values[i] != values[firstRow])
-        return op.emitError() << nodeName(op) << ": a constant of type " << global
-                              << " holds different values for different rows of the batch; it "
-                              << "cannot be split across data-parallel devices";
-      if (inLocal)
-        kept.push_back(values[i]);
-    }
-    op.setValueAttr(DenseElementsAttr::get(local, kept));
-    op.getResult().setType(local);
-    return success();
   }
 
   // Autodiff accumulates a gradient term by term: ((r + q) + p) + ... . When the terms q, p,
@@ -456,40 +405,45 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     return success();
   }
 
-  // The gradient norm when some gradients are split: each device takes the norm of the
-  // gradients split on the same axes together, squares it and sums the squares over those
-  // axes; the replicated gradients' square is added once. (Over dp, the data-parallel passes
-  // do the same for ZeRO's gradient shards.)
-  LogicalResult normOfBlocks(graph::GlobalNormOp norm) {
-    std::map<AxisMask, SmallVector<Value>> byAxes;
-    for (Value g : norm.getInputs())
-      byAxes[splitOf(g)].push_back(g);
-    if (byAxes.size() == 1 && byAxes.begin()->first == 0)
-      return success();
-    OpBuilder b(norm);
-    Type scalar = norm.getNorm().getType();
-    Value total;
-    for (auto &[axes, grads] : byAxes) {
-      Value part = b.create<graph::GlobalNormOp>(norm.getLoc(), scalar, grads);
-      Value square = b.create<graph::MulOp>(norm.getLoc(), scalar, part, part);
-      if (axes) {
-        SmallVector<int16_t> meshAxes;
-        for (mesh::MeshAxis a : axesOf(axes))
-          meshAxes.push_back(a);
-        square = b.create<mesh::AllReduceOp>(allReduceLoc(norm.getLoc()), scalar, mesh.getValue(), meshAxes, square);
-      }
-      total = total ? b.create<graph::AddOp>(norm.getLoc(), scalar, total, square) : square;
+  // What an op's own part of its rewrite may ask (LocalSharding.h), for `op`, the op being
+  // rewritten: its result types in the global program are taken when the context is made,
+  // before step 3 gives them their local types.
+  struct LocalContext final : graph::LocalShardingContext {
+    LocalContext(PartitionPass &pass, Operation *op)
+        : pass(pass), op(op), globalTypes(op->getResultTypes()) {}
+
+    Type globalType(OpResult result) const override {
+      assert(result.getOwner() == op && "a result of the op being rewritten");
+      return globalTypes[result.getResultNumber()];
     }
-    norm.getNorm().replaceAllUsesWith(b.create<graph::SqrtOp>(norm.getLoc(), scalar, total));
-    norm->erase();
-    return success();
-  }
+    SmallVector<SmallVector<mesh::MeshAxis>> splitAxes(Value v) const override {
+      return sharding::splitAxes(v);
+    }
+    SmallVector<int64_t> splitGroups(Value v) const override { return sharding::splitGroups(v); }
+    SmallVector<mesh::MeshAxis> axesSplitting(Value v) const override {
+      return axesOf(splitOf(v));
+    }
+    int64_t localSize(int64_t size, ArrayRef<mesh::MeshAxis> axes) const override {
+      return pass.localSize(size, axes);
+    }
+    int64_t batchSize() const override { return pass.batch; }
+    Value buildAllReduce(OpBuilder &b, Location loc, Value v,
+                         ArrayRef<mesh::MeshAxis> axes) override {
+      return b.create<mesh::AllReduceOp>(allReduceLoc(loc), v.getType(), pass.mesh.getValue(),
+                                         axes, v);
+    }
+
+    PartitionPass &pass;
+    Operation *op;
+    SmallVector<Type> globalTypes;
+  };
 
   LogicalResult rewrite(Operation *op) {
     // Every op of the function got its entry before rewriting started.
     const std::optional<graph::OpShardingRule> &rule = rules.find(op)->second;
     if (meshShape.size() > 1)
       reshardSequence(op, rule);
+    // (Not a local form of add: how pending sums meet across the ops of a gradient's sum.)
     if (auto add = dyn_cast<graph::AddOp>(op))
       sumPendingTermsFirst(add);
     // 1. Pending sums among the operands. An op passes on a pending sum over an axis only
@@ -569,48 +523,26 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       passed |= keep[i];
     if (isa<func::ReturnOp>(op) || !rule)
       return success();
-    if (auto norm = dyn_cast<graph::GlobalNormOp>(op))
-      return normOfBlocks(norm);
 
-    // 2. Local result types. A training dropout keeps the whole tensor's shape and where the
-    // block lies, for its mask (the kernel adds each device's offsets: along the dim split
-    // with the batch, from its rows; along one split on another mesh axis, from its
-    // coordinate).
-    if (auto dropout = dyn_cast<graph::DropoutOp>(op); dropout && dropout.isRandom()) {
-      auto global = cast<RankedTensorType>(dropout.getOutput().getType());
-      OpBuilder b(op);
-      int64_t batchDim = -1, blockDim = -1;
-      for (auto [d, a] : llvm::enumerate(sharding::splitAxes(dropout.getOutput()))) {
-        if (a.empty())
-          continue;
-        if (a.size() != 1 || (a[0] == 0 ? batchDim : blockDim) >= 0)
-          return op->emitError() << nodeName(op) << ": a training dropout split on more than "
-                                 << "the batch and one other dimension is not supported";
-        if (sharding::splitGroups(dropout.getOutput())[d] > 1)
-          return op->emitError() << nodeName(op) << ": a training dropout on a strided split "
-                                 << "(a dimension cut in groups) is not supported";
-        (a[0] == 0 ? batchDim : blockDim) = static_cast<int64_t>(d);
-        if (a[0] != 0)
-          op->setAttr(graph::kDropoutBlockAttr,
-                      b.getDenseI64ArrayAttr({static_cast<int64_t>(d), a[0],
-                                              localSize(global.getDimSize(d), a)}));
-      }
-      if (batchDim >= 0 || blockDim >= 0)
-        op->setAttr(kDropoutGlobalShapeAttr, b.getDenseI64ArrayAttr(global.getShape()));
-      if (batchDim >= 0) {
-        op->setAttr(kDropoutSplitDimAttr, b.getI64IntegerAttr(batchDim));
-        op->setAttr(kDropoutSplitUnitAttr,
-                    b.getI64IntegerAttr(global.getDimSize(batchDim) / batch));
-      }
-    }
+    // 2. The op's own local form, when it is other ops (ShardingRuleOpInterface's
+    // buildLocalForm: the gradient norm of split gradients); the rewrite ends there.
+    auto shardable = cast<graph::ShardingRuleOpInterface>(op);
+    LocalContext context(*this, op);
+    FailureOr<bool> built = shardable.buildLocalForm(context);
+    if (failed(built))
+      return failure();
+    if (*built)
+      return success();
+
+    // 3. Local result types.
     for (Value r : op->getResults())
       if (auto t = dyn_cast<RankedTensorType>(r.getType()))
         r.setType(localType(t, sharding::splitAxes(r)));
 
-    // 3. The mesh axes of each of the op's factors.
+    // 4. The mesh axes of each of the op's factors.
     std::vector<AxisMask> factorAxes = axesOfFactors(op, *rule, /*results=*/false);
 
-    // 4. A result that lacks a split factor is a pending reduction over the factor's axes. The
+    // 5. A result that lacks a split factor is a pending reduction over the factor's axes. The
     // optimizer's results are whole values again (the data-parallel passes make them so).
     for (auto [i, r] : llvm::enumerate(op->getResults())) {
       if (i >= rule->results.size())
@@ -661,37 +593,12 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       }
     }
 
-    // 5. Shapes held in attributes and values.
+    // 6. Where a split indexed factor's block lies, then what the op holds about shapes
+    // (ShardingRuleOpInterface's localizeOp: split sizes, slice ends, constants, a training
+    // dropout's whole tensor).
     if (failed(recordIndexBlock(op, *rule, axesOfFactors(op, *rule, /*results=*/true))))
       return failure();
-    if (auto split = dyn_cast<graph::SplitOp>(op)) {
-      // Step 2 gave the parts their local sizes.
-      SmallVector<int64_t> sizes;
-      for (Value r : split.getOutputs())
-        sizes.push_back(cast<RankedTensorType>(r.getType()).getDimSize(split.getAxis()));
-      split.setSizes(sizes);
-    } else if (auto slice = dyn_cast<graph::SliceOp>(op)) {
-      SmallVector<int64_t> ends(slice.getEnds());
-      auto in = cast<RankedTensorType>(slice.getInput().getType());
-      auto axes = sharding::splitAxes(slice.getResult());
-      for (size_t d = 0; d < ends.size(); ++d)
-        if (!axes[d].empty())
-          ends[d] = in.getDimSize(d);
-      slice.setEnds(ends);
-    } else if (auto constant = dyn_cast<graph::ConstantOp>(op)) {
-      // Step 2 gave the result its local type; the value still has the global one.
-      auto local = cast<RankedTensorType>(constant.getResult().getType());
-      if (local != constant.getValue().getType() && failed(sliceConstant(constant, local)))
-        return failure();
-    } else if (auto fill = dyn_cast<graph::ConstantOfShapeOp>(op)) {
-      auto local = cast<RankedTensorType>(fill.getType());
-      OpBuilder b(op);
-      auto shapeType = cast<RankedTensorType>(fill.getShape().getType());
-      Value shape = b.create<graph::ConstantOp>(
-          op->getLoc(), DenseElementsAttr::get(shapeType, local.getShape()));
-      fill->setOperand(0, shape);
-    }
-    return success();
+    return shardable.localizeOp(context);
   }
 
   void runOnOperation() override {

@@ -31,6 +31,59 @@ std::optional<OpShardingRule> ConstantOp::getShardingRule() {
   return rule;
 }
 
+// The partitioner gave the result its local type; the value still has the global one. One
+// program serves devices that hold different rows, so a constant split along the batch must be
+// the same for every row of it (along a dimension of size D that holds D / batch elements per
+// row, it repeats with that period). Each device keeps its first local rows.
+LogicalResult ConstantOp::localizeOp(LocalShardingContext &context) {
+  auto local = cast<RankedTensorType>(getResult().getType());
+  if (local == getValue().getType())
+    return success();
+  auto dense = dyn_cast<DenseElementsAttr>(getValue());
+  if (!dense)
+    return emitError("a constant split along the batch must be a dense elements value");
+  if (dense.isSplat()) {
+    setValueAttr(dense.resizeSplat(local));
+    return success();
+  }
+  auto global = cast<RankedTensorType>(dense.getType());
+  for (const auto &axes : context.splitAxes(getResult()))
+    if (llvm::any_of(axes, [](mesh::MeshAxis a) { return a != 0; }))
+      return emitError() << nodeName(*this) << ": a constant split on a mesh axis other than "
+                         << "the batch's must hold one value";
+  const int64_t batch = context.batchSize();
+  ArrayRef<int64_t> shape = global.getShape();
+  SmallVector<int64_t> strides(shape.size(), 1), period(shape.size(), 0);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  for (size_t d = 0; d < shape.size(); ++d)
+    period[d] = local.getDimSize(d) != shape[d] ? shape[d] / batch : 0;
+  SmallVector<Attribute> values(dense.getValues<Attribute>());
+  SmallVector<Attribute> kept;
+  kept.reserve(local.getNumElements());
+  for (int64_t i = 0; i < global.getNumElements(); ++i) {
+    int64_t rest = i, firstRow = 0;
+    bool inLocal = true;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t c = rest / strides[d];
+      rest %= strides[d];
+      if (period[d]) {
+        inLocal = inLocal && c < local.getDimSize(d);
+        c %= period[d];
+      }
+      firstRow += c * strides[d];
+    }
+    if (values[i] != values[firstRow])
+      return emitError() << nodeName(*this) << ": a constant of type " << global
+                         << " holds different values for different rows of the batch; it "
+                         << "cannot be split across data-parallel devices";
+    if (inLocal)
+      kept.push_back(values[i]);
+  }
+  setValueAttr(DenseElementsAttr::get(local, kept));
+  return success();
+}
+
 #define ELEMENTWISE_RULE(OP)                                                                   \
   std::optional<OpShardingRule> OP::getShardingRule() { return elementwise(*this); }
 ELEMENTWISE_RULE(AbsOp)
@@ -110,6 +163,41 @@ std::optional<OpShardingRule> DropoutOp::getShardingRule() {
   OpShardingRule rule = elementwise(*this);
   rule.positional = isRandom();
   return rule;
+}
+
+// A training dropout keeps the whole tensor's shape and where the block lies, for its mask
+// (the kernel adds each device's offsets: along the dim split with the batch, from its rows;
+// along one split on another mesh axis, from its coordinate).
+LogicalResult DropoutOp::localizeOp(LocalShardingContext &context) {
+  if (!isRandom())
+    return success();
+  auto global = cast<RankedTensorType>(context.globalType(cast<OpResult>(getOutput())));
+  Builder b(getContext());
+  int64_t batchDim = -1, blockDim = -1;
+  SmallVector<int64_t> groups = context.splitGroups(getOutput());
+  for (auto [d, a] : llvm::enumerate(context.splitAxes(getOutput()))) {
+    if (a.empty())
+      continue;
+    if (a.size() != 1 || (a[0] == 0 ? batchDim : blockDim) >= 0)
+      return emitError() << nodeName(*this) << ": a training dropout split on more than "
+                         << "the batch and one other dimension is not supported";
+    if (groups[d] > 1)
+      return emitError() << nodeName(*this) << ": a training dropout on a strided split "
+                         << "(a dimension cut in groups) is not supported";
+    (a[0] == 0 ? batchDim : blockDim) = static_cast<int64_t>(d);
+    if (a[0] != 0)
+      (*this)->setAttr(kDropoutBlockAttr,
+                       b.getDenseI64ArrayAttr({static_cast<int64_t>(d), a[0],
+                                               context.localSize(global.getDimSize(d), a)}));
+  }
+  if (batchDim >= 0 || blockDim >= 0)
+    (*this)->setAttr(kDropoutGlobalShapeAttr, b.getDenseI64ArrayAttr(global.getShape()));
+  if (batchDim >= 0) {
+    (*this)->setAttr(kDropoutSplitDimAttr, b.getI64IntegerAttr(batchDim));
+    (*this)->setAttr(kDropoutSplitUnitAttr,
+                     b.getI64IntegerAttr(global.getDimSize(batchDim) / context.batchSize()));
+  }
+  return success();
 }
 
 } // namespace shardc::graph

@@ -42,3 +42,10 @@ Location shardc::graph::suffixedLoc(Location loc, StringRef suffix) {
                         name.getChildLoc());
   return loc;
 }
+
+std::string shardc::graph::nodeName(Operation *op) {
+  std::string kind = op->getName().stripDialect().str();
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    return "node '" + name.getName().str() + "' (" + kind + ")";
+  return "op " + op->getName().getStringRef().str();
+}

@@ -137,6 +137,15 @@ std::optional<OpShardingRule> SplitOp::getShardingRule() {
   return rule;
 }
 
+// The parts have their local types: the sizes are theirs along the axis.
+LogicalResult SplitOp::localizeOp(LocalShardingContext &) {
+  SmallVector<int64_t> sizes;
+  for (Value r : getOutputs())
+    sizes.push_back(cast<RankedTensorType>(r.getType()).getDimSize(getAxis()));
+  setSizes(sizes);
+  return success();
+}
+
 namespace {
 // An op from `in` to `out` of the same rank that keeps some dimensions as they are: each kept
 // one is one parallel factor of both (a split of it stays a split of the other); any other is
@@ -188,6 +197,19 @@ std::optional<OpShardingRule> PadOp::getShardingRule() {
 
 std::optional<OpShardingRule> SliceOp::getShardingRule() {
   return sliceRule(shapeOf(getInput()), getType().getShape(), getStarts(), getSteps(), "slice");
+}
+
+// A split dimension is taken entirely (the rule keeps only those whole): it ends at the end of
+// the local input.
+LogicalResult SliceOp::localizeOp(LocalShardingContext &context) {
+  SmallVector<int64_t> ends(getEnds());
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  auto axes = context.splitAxes(getResult());
+  for (size_t d = 0; d < ends.size(); ++d)
+    if (!axes[d].empty())
+      ends[d] = in[d];
+  setEnds(ends);
+  return success();
 }
 
 std::optional<OpShardingRule> SliceGradOp::getShardingRule() {
@@ -313,6 +335,17 @@ std::optional<OpShardingRule> ConstantOfShapeOp::getShardingRule() {
   rule.results.push_back(rule.freshTensor(getType().getShape()));
   rule.linear = {false};
   return rule;
+}
+
+// The shape operand becomes a constant of the local result's shape.
+LogicalResult ConstantOfShapeOp::localizeOp(LocalShardingContext &) {
+  auto local = cast<RankedTensorType>(getType());
+  OpBuilder b(*this);
+  auto shapeType = cast<RankedTensorType>(getShape().getType());
+  Value shape =
+      b.create<ConstantOp>(getLoc(), DenseElementsAttr::get(shapeType, local.getShape()));
+  (*this)->setOperand(0, shape);
+  return success();
 }
 
 } // namespace shardc::graph

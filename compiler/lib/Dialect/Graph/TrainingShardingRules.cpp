@@ -12,6 +12,8 @@
 //===-------------------------------------------------------------------------------------===//
 #include "shardc/Dialect/Graph/GraphOps.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace shardc::graph {
@@ -57,6 +59,42 @@ std::optional<OpShardingRule> GlobalNormOp::getShardingRule() {
   rule.linear.assign(getNumOperands(), false);
   rule.separateOperands = true;
   return rule;
+}
+
+// The gradient norm when some gradients are split: each device takes the norm of the
+// gradients split on the same mesh axes together, squares it and sums the squares over those
+// axes; the replicated gradients' square is added once. (Over dp, the data-parallel passes do
+// the same for ZeRO's gradient shards.) The groups go in the order of their axes as a bit set.
+FailureOr<bool> GlobalNormOp::buildLocalForm(LocalShardingContext &context) {
+  auto maskOf = [](ArrayRef<mesh::MeshAxis> axes) {
+    unsigned m = 0;
+    for (mesh::MeshAxis a : axes)
+      m |= 1u << a;
+    return m;
+  };
+  std::map<unsigned, std::pair<SmallVector<mesh::MeshAxis>, SmallVector<Value>>> byAxes;
+  for (Value g : getInputs()) {
+    SmallVector<mesh::MeshAxis> axes = context.axesSplitting(g);
+    auto &group = byAxes[maskOf(axes)];
+    group.first = axes;
+    group.second.push_back(g);
+  }
+  if (byAxes.size() == 1 && byAxes.begin()->first == 0)
+    return true;
+  OpBuilder b(*this);
+  Type scalar = getNorm().getType();
+  Value total;
+  for (auto &[mask, group] : byAxes) {
+    auto &[axes, grads] = group;
+    Value part = b.create<GlobalNormOp>(getLoc(), scalar, grads);
+    Value square = b.create<MulOp>(getLoc(), scalar, part, part);
+    if (mask)
+      square = context.buildAllReduce(b, getLoc(), square, axes);
+    total = total ? b.create<AddOp>(getLoc(), scalar, total, square) : square;
+  }
+  getNorm().replaceAllUsesWith(b.create<SqrtOp>(getLoc(), scalar, total));
+  erase();
+  return true;
 }
 
 std::optional<OpShardingRule> AllReduceOp::getShardingRule() { return std::nullopt; }

@@ -90,3 +90,22 @@ func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"},
   %t = graph.add %l, %n : (tensor<f32>, tensor<f32>) -> tensor<f32>
   return %t : tensor<f32>
 }
+
+// -----
+
+// A training dropout after a column-parallel product, split along the batch on dp and along the
+// features on tp: it records the whole tensor's shape, the batch's split dim and its elements
+// per row, and the tp block (dim 1, mesh axis 1, 4 features), so each device draws its block
+// of the whole tensor's mask.
+// CHECK-LABEL: func.func @forward(
+// CHECK: graph.dropout {{.*}}{graph.dropout_block = array<i64: 1, 1, 4>, graph.global_shape = array<i64: 8, 8>, {{.*}}graph.split_dim = 0 : i64, graph.split_unit = 1 : i64{{.*}}: (tensor<4x4xf32>, tensor<i64>, tensor<i64>) -> (tensor<4x4xf32>, tensor<4x4xi1>)
+func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"},
+                   %w1: tensor<16x8xf32> {graph.param = "fc1.weight"}, %w2: tensor<8x16xf32> {graph.param = "fc2.weight"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %h = graph.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  %k = graph.constant dense<3> : tensor<i64>
+  %d, %m = graph.dropout %h, %k, %k {ratio = 5.000000e-01 : f32, training, stream = 2 : i64} : (tensor<8x8xf32>, tensor<i64>, tensor<i64>) -> (tensor<8x8xf32>, tensor<8x8xi1>)
+  %o = graph.matmul %d, %w2 : (tensor<8x8xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %s = graph.softmax %o {axis = 1 : i64} : tensor<8x16xf32>
+  %l = graph.reduce_sum %s {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x16xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -112,6 +112,24 @@ func.func @forward(%x: tensor<8x6xf32> {graph.input = "x"}) -> (tensor<f32> {gra
 
 // -----
 
+// A constant_of_shape split along the batch: its shape operand becomes a constant of the local
+// shape (each device's 4 rows; 3 with local-rows=3).
+// CHECK-LABEL: func.func @forward(
+// CHECK: %[[S:.*]] = graph.constant dense<[4, 6]> : tensor<2xi64>
+// CHECK-NEXT: graph.constant_of_shape %[[S]] {{.*}}: (tensor<2xi64>) -> tensor<4x6xf32>
+// ROWS3-LABEL: func.func @forward(
+// ROWS3: %[[S:.*]] = graph.constant dense<[3, 6]> : tensor<2xi64>
+// ROWS3-NEXT: graph.constant_of_shape %[[S]] {{.*}}: (tensor<2xi64>) -> tensor<3x6xf32>
+func.func @forward(%x: tensor<8x6xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %shape = graph.constant dense<[8, 6]> : tensor<2xi64>
+  %ones = graph.constant_of_shape %shape {value = dense<1.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<8x6xf32>
+  %y = graph.mul %x, %ones : (tensor<8x6xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+  %l = graph.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x6xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // --precision bf16's rounding of a sum over the batch (a weight gradient, x^T x here): each
 // device rounds its partial sum and the sum stays pending through the rounding and the exact
 // widening, for the data-parallel reduction to add the rounded parts (as DDP and FSDP reduce

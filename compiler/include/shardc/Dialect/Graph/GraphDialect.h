@@ -8,6 +8,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 
+#include <string>
+
 #include "shardc/Dialect/Graph/GraphDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -82,6 +84,10 @@ inline constexpr llvm::StringLiteral kTpLayoutAttr = "graph.tp_layout";
 // "/all_reduce", ...), so plan.txt and errors name what it came from; `loc` itself when it
 // has no name.
 mlir::Location suffixedLoc(mlir::Location loc, llvm::StringRef suffix);
+
+// The op's name for messages: its ONNX node name (the location's name) and kind, else its op
+// name.
+std::string nodeName(mlir::Operation *op);
 } // namespace shardc::graph
 
 #endif

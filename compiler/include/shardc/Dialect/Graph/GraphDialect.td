@@ -34,7 +34,8 @@ def Graph_Dialect : Dialect {
 }
 
 // Every op says how its dimensions may be split (ShardingRule.h); an op answering "no rule"
-// is computed replicated.
+// is computed replicated. An op that also writes one of the partitioner's hooks lists
+// Graph_ShardableWith<[its hooks]> (ShardingRuleInterface.td) in place of the plain entry.
 // The kernel call of an op (KernelOpInterface): an op runs as the kernel of its own name, on its
 // operands and results in order, unless it lists Graph_KernelCall<[the methods it writes]>
 // (defined in KernelCalls.cpp), or Graph_NoKernel when it only exists at compile time (it is
@@ -50,7 +51,8 @@ def Graph_KernelAttributes : Graph_KernelCall<["buildKernelCall"]>;
 def Graph_KernelRenamed : Graph_KernelCall<["getKernelName"]>;
 
 class Graph_Op<string mnemonic, list<Trait> traits = []> :
-    Op<Graph_Dialect, mnemonic, !listconcat(traits, [Graph_Shardable],
+    Op<Graph_Dialect, mnemonic, !listconcat(traits,
+       !if(!empty(!filter(t, traits, !isa<Graph_ShardableWith>(t))), [Graph_Shardable], []),
        !if(!empty(!filter(t, traits, !or(!isa<Graph_KernelCall>(t),
                                           !isa<Graph_NoKernelTrait>(t)))),
            [Graph_KernelCall<[]>], []))>;

@@ -14,6 +14,7 @@
 #include "shardc/Dialect/Graph/GraphTraits.h"
 
 #include "shardc/Dialect/Graph/GradientInterface.h.inc"
+#include "shardc/Dialect/Graph/LocalSharding.h"
 #include "shardc/Dialect/Graph/ShardingRule.h"
 #include "shardc/Dialect/Graph/ShardingRuleInterface.h.inc"
 #include "shardc/Dialect/Graph/KernelCallBuilder.h"

@@ -22,7 +22,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===-------------------------------------------------------------------------------------===//
 
 def Graph_ConstantOp : Graph_Op<"constant",
-    [Graph_NoKernel, ConstantLike, Pure, InferTypeOpAdaptor]> {
+    [Graph_NoKernel, Graph_ShardableWith<["localizeOp"]>, ConstantLike, Pure,
+     InferTypeOpAdaptor]> {
   let summary = "ONNX Constant; also the result of every compile-time folded op";
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Graph_Tensor:$output);
@@ -308,7 +309,8 @@ def Graph_ConcatOp : Graph_Op<"concat",
 }
 
 def Graph_SplitOp : Graph_Op<"split",
-    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    [Graph_KernelAttributes, Graph_ShardableWith<["localizeOp"]>, Pure, InferTypeOpAdaptor,
+     Graph_Differentiable]> {
   let summary = "ONNX Split; `sizes` has one entry per result";
   let arguments = (ins Graph_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
                    DenseI64ArrayAttr:$sizes);
@@ -319,7 +321,8 @@ def Graph_SplitOp : Graph_Op<"split",
 // Fully normalised slice: one (start, end, step) per dimension, with ONNX's clamping already
 // applied, so element i of dimension d reads index starts[d] + i * steps[d].
 def Graph_SliceOp : Graph_Op<"slice",
-    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    [Graph_KernelAttributes, Graph_ShardableWith<["localizeOp"]>, Pure, InferTypeOpAdaptor,
+     Graph_Differentiable]> {
   let summary = "ONNX Slice";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$starts,
                    DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
@@ -400,7 +403,8 @@ def Graph_ShapeOp : Graph_Op<"shape", [Graph_NoKernel, Pure, InferTypeOpAdaptor]
   let hasFolder = 1;
 }
 
-def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape", [Graph_NoKernel, Pure]> {
+def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape",
+    [Graph_NoKernel, Graph_ShardableWith<["localizeOp"]>, Pure]> {
   let summary = "ONNX ConstantOfShape; the shape is the (static) result type";
   let arguments = (ins Graph_Tensor:$shape, ElementsAttr:$value);
   let results = (outs Graph_Tensor:$output);
@@ -425,7 +429,8 @@ def Graph_RangeOp : Graph_Op<"range", [Graph_NoKernel, Pure]> {
 // `stream` tells the dropouts of one step apart (the node's position among the model's
 // Dropout nodes). The training step wires `key` = (seed, step) once it exists; before that a
 // training dropout has no key and cannot run.
-def Graph_DropoutOp : Graph_Op<"dropout", [Graph_KernelAttributes, Pure, Graph_Differentiable]> {
+def Graph_DropoutOp : Graph_Op<"dropout",
+    [Graph_KernelAttributes, Graph_ShardableWith<["localizeOp"]>, Pure, Graph_Differentiable]> {
   let summary = "ONNX Dropout (inference: identity; training: Philox keep-mask, scaled)";
   let arguments = (ins Graph_Tensor:$input, Variadic<0DTensorOf<[I64]>>:$key, F32Attr:$ratio,
                    UnitAttr:$training, DefaultValuedAttr<I64Attr, "0">:$stream);

@@ -191,7 +191,8 @@ def Graph_SGDUpdateOp : Graph_Op<"sgd_update",
   let hasVerifier = 1;
 }
 
-def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure, Graph_OptimizerPhase]> {
+def Graph_GlobalNormOp : Graph_Op<"global_norm",
+    [Graph_ShardableWith<["buildLocalForm"]>, Pure, Graph_OptimizerPhase]> {
   let summary = "The 2-norm of all operands together (as torch's clip_grad_norm_)";
   let arguments = (ins Variadic<Graph_FloatTensor>:$inputs);
   let results = (outs Graph_FloatTensor:$norm);
