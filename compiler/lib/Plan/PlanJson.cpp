@@ -5,8 +5,8 @@
 // nlohmann::ordered_json keeps insertion order) so the file is reproducible byte for byte.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "shardc/Lowering/Bundle.h"
-#include "shardc/Lowering/PlanSummary.h"
+#include "shardc/Plan/PlanReport.h"
+#include "shardc/Plan/PlanSummary.h"
 
 #include "runtime/kernels/kernel.h"
 #include "runtime/support/strict_json.h"
