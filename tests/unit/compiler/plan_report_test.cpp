@@ -2,8 +2,8 @@
 // hand (two sharded trained parameters, one frozen, AdamW, an all_gather, a reduce_scatter and
 // the loss all-reduce; an uneven batch split so that rank 2's program differs), checked
 // against numbers worked out here and against runtime/common/comm_cost.h.
-#include "shardc/Lowering/Bundle.h"
-#include "shardc/Lowering/PlanSummary.h"
+#include "shardc/Plan/PlanReport.h"
+#include "shardc/Plan/PlanSummary.h"
 #include "tests/unit/compiler/plan_test_util.h"
 
 #include "runtime/common/comm_cost.h"

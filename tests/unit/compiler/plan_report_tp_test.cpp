@@ -4,8 +4,8 @@
 // over the tp group (an activation all-reduce), the dp group (the gradients' reduce-scatter,
 // the parameters' all-gather, the loss) and the whole world (a gradient-norm all-reduce without
 // a group). Every expected number is worked out here from the shapes and the ring algorithms.
-#include "shardc/Lowering/Bundle.h"
-#include "shardc/Lowering/PlanSummary.h"
+#include "shardc/Plan/PlanReport.h"
+#include "shardc/Plan/PlanSummary.h"
 #include "tests/unit/compiler/plan_test_util.h"
 
 #include "runtime/common/planned_memory.h"

@@ -2,7 +2,7 @@
 // docs/plan-format.md documents for plan.json.
 #pragma once
 
-#include "shardc/Lowering/PlanSummary.h"
+#include "shardc/Plan/PlanSummary.h"
 
 #include "runtime/support/strict_json.h"
 

@@ -2,7 +2,7 @@
 #ifndef SHARDC_DRIVER_BUNDLENOTES_H
 #define SHARDC_DRIVER_BUNDLENOTES_H
 
-#include "shardc/Lowering/Bundle.h"
+#include "shardc/Plan/PlanNotes.h"
 #include "shardc/Parallel/CompileOptions.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -2,7 +2,7 @@
 #ifndef SHARDC_DRIVER_BUNDLEOUTPUT_H
 #define SHARDC_DRIVER_BUNDLEOUTPUT_H
 
-#include "shardc/Lowering/Bundle.h"
+#include "shardc/Driver/BundleWriter.h"
 #include "shardc/Parallel/CompileOptions.h"
 
 #include "runtime/program/program.pb.h"

@@ -1,5 +1,6 @@
 //===- BundleWriter.cpp -----------------------------------------------------------------===//
-#include "shardc/Lowering/Bundle.h"
+#include "shardc/Driver/BundleWriter.h"
+#include "shardc/Plan/PlanReport.h"
 
 #include "runtime/loader/bundle.h"
 #include "runtime/support/file_io.h"

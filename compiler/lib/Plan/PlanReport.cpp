@@ -6,8 +6,8 @@
 // one rank, the op list once when every rank runs the same ops.
 //
 //===-------------------------------------------------------------------------------------===//
-#include "shardc/Lowering/Bundle.h"
-#include "shardc/Lowering/PlanSummary.h"
+#include "shardc/Plan/PlanReport.h"
+#include "shardc/Plan/PlanSummary.h"
 
 #include "runtime/common/planned_memory.h"
 #include "runtime/kernels/kernel.h"

@@ -1,5 +1,5 @@
 //===- PlanSummary.cpp - the numbers behind plan.txt and plan.json -----------------------===//
-#include "shardc/Lowering/PlanSummary.h"
+#include "shardc/Plan/PlanSummary.h"
 #include "shardc/Lowering/RankPrograms.h"
 #include "shardc/Parallel/ParallelStrategy.h"
 

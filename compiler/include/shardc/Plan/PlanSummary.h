@@ -10,10 +10,10 @@
 // docs/plan-format.md describes the text and JSON renderings.
 //
 //===-------------------------------------------------------------------------------------===//
-#ifndef SHARDC_LOWERING_PLANSUMMARY_H
-#define SHARDC_LOWERING_PLANSUMMARY_H
+#ifndef SHARDC_PLAN_PLANSUMMARY_H
+#define SHARDC_PLAN_PLANSUMMARY_H
 
-#include "shardc/Lowering/Bundle.h"
+#include "shardc/Plan/PlanNotes.h"
 
 #include "runtime/common/planned_memory.h"
 #include "runtime/program/program.pb.h"

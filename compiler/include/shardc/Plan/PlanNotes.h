@@ -1,0 +1,47 @@
+//===- PlanNotes.h - what the plan reports beyond the bundle ----------------------------===//
+#ifndef SHARDC_PLAN_PLANNOTES_H
+#define SHARDC_PLAN_PLANNOTES_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardc {
+
+// What the plan reports beyond the bundle itself: the driver's reasoning.
+struct PlanNotes {
+  // `--strategy auto`: which candidate was chosen and why the others were rejected, one line
+  // each (printed as given, in order, under "Strategy decision").
+  std::vector<std::string> strategyDecision;
+  // With tensor parallelism: the layout's decisions, one line each (shardc-propagate-sharding's
+  // graph.tp_layout): each parameter dimension class split on tp or kept whole and why, and
+  // the sequence-parallel regions (printed under "Tensor-parallel layout").
+  std::vector<std::string> layoutDecisions;
+  // Training: the initializers kept frozen because they cannot be trained parameters,
+  // "NAME: why" each (graph.not_trainable; printed under "Not trained").
+  std::vector<std::string> notTrained;
+  // Training: where the trained set comes from (the model's record, --trainable/--freeze, or
+  // a guess), one line (printed under "Trained set").
+  std::string trainedSetSource;
+  bool trainedSetGuessed = false; // shardc warns on stderr
+  // Training with --precision other than fp32: what it rounds, one line (printed after the
+  // mode line as "precision: ...").
+  std::string precision;
+  // --precision bf16/fp16 with 16-bit storage: the ZeRO accounting is the mixed-precision one
+  // (16-bit working copies, f32 master weights with the optimizer state), with gradients
+  // reduced in `reducedGradientBytes` per element (4: f32, 2: --reduce-dtype bf16/fp16).
+  bool mixedPrecision = false;
+  uint64_t reducedGradientBytes = 4;
+  // Training with --micro-batches K > 1: K, and what the loop does, one line (printed after
+  // the mode line as "micro-batches: ...").
+  int64_t microBatches = 1;
+  std::string microBatchLoop;
+  // Training with --remat: shardc-remat's report (graph.remat), a summary line then one per
+  // unit (printed under "Recomputation").
+  std::vector<std::string> remat;
+  int64_t rematUnits = 0; // the units shardc-remat found (graph.remat_units)
+};
+
+} // namespace shardc
+
+#endif
