@@ -1,5 +1,6 @@
-"""What shardrun writes never harms the host: destinations that are not regular files are
-refused, links planted in a checkpoint directory are not followed, and saved files are synced.
+"""shardrun never harms the host: destinations that are not regular files are refused, links
+planted in a checkpoint directory are not followed, saved files are synced, and a run that would
+not fit is refused before it allocates.
 
     test_host_safety.py --shardc PATH --shardrun PATH --work DIR
 
@@ -8,6 +9,9 @@ On the MLP classifier compiled for one rank (the data-parallel test's fixture):
     refused in one line before any step runs, and the pipe is still a pipe;
   - `--save DIR` whose lock file is a symbolic link to another file is refused in one line, and
     that file keeps its content;
+  - a bundle compiled for 65536 ranks run without mpirun is refused in one line naming the
+    limit of ranks as threads and mpirun, before anything is loaded (it used to end in
+    std::bad_alloc: the local communicators grow with the square of the ranks);
   - a run saving twice syncs every file it writes before renaming it into place and then the
     directory (counted with strace when it is installed: fsync of the params, optimizer and
     manifest files and of the directory, per save).
@@ -25,6 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import e2e_util  # noqa: E402
 from test_data_parallel import Model  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, os.pardir, "models"))
+import export_util  # noqa: E402
 
 
 def one_line_refusal(res, *names):
@@ -68,6 +75,18 @@ def main():
     if problem is None and open(victim).read() != "precious\n":
         problem = f"{victim} was written through the link"
     results.append(("lock_file_is_a_symbolic_link", problem))
+
+    wide = export_util.with_global_batch(model.onnx, 65536)
+    wide_bundle = os.path.join(args.work, "ranks65536.shard")
+    res = e2e_util.run_tool([args.shardc, wide, "--gpus", "65536", "--strategy", "dp=65536",
+                             "-o", wide_bundle], args.timeout)
+    if not res.ok:
+        problem = f"compiling for 65536 ranks: {res.describe()}"
+    else:
+        res = e2e_util.run_tool([args.shardrun, wide_bundle, "--data", model.data, "--steps", "1"],
+                                args.timeout)
+        problem = one_line_refusal(res, wide_bundle, "65536 ranks", "at most 1024", "mpirun")
+    results.append(("too_many_ranks_as_threads", problem))
 
     strace = shutil.which("strace")
     if strace is None:

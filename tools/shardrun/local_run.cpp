@@ -66,6 +66,15 @@ std::optional<Failure> runInProcess(const Options &options, int expectedWorldSiz
   const int world = bundle.bundle.world_size();
   if (expectedWorldSize != 0 && world != expectedWorldSize)
     return error(mpiWorldMismatch(options.bundle, world, expectedWorldSize));
+  // The ranks of a run without mpirun are threads of this process, each with its program, its
+  // tracker and its communicator, whose channels grow with the square of their number: beyond
+  // this many a job takes hosts (mpirun), not threads. Checked before the weights are loaded.
+  constexpr int kMaxLocalRanks = 1024;
+  if (world > kMaxLocalRanks)
+    return error(options.bundle + ": compiled for " + std::to_string(world) +
+                 " ranks; without mpirun shardrun runs at most " + std::to_string(kMaxLocalRanks) +
+                 " ranks as threads of one process (launch it with mpirun -np " +
+                 std::to_string(world) + ")");
   // The weights count in `tracker` for a single rank, by hand in each rank's tracker for several.
   if (auto failure = loadRunBundle(options, trainingLoop, world == 1 ? &tracker : nullptr, &bundle))
     return failure;
