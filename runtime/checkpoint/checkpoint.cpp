@@ -166,6 +166,10 @@ Status parseManifestEntry(const std::string &source, const Json &object, Manifes
     const Json *v = member(object, key);
     if (v == nullptr || !asInt64(*v, value) || *value < 0)
       return Status::error(source + ": " + key + " is missing or not a non-negative integer");
+    if (*value > kMaxTrainingSteps)
+      return Status::error(source + ": " + key + " " + std::to_string(*value) +
+                           " is beyond the " + std::to_string(kMaxTrainingSteps) +
+                           " steps a run may take (not written by shardrun)");
     return Status::ok();
   };
   auto getUint = [&](const char *key, uint64_t *value) -> Status {
@@ -211,6 +215,10 @@ Status parseManifestJson(const std::string &source, const Json &root, Manifest *
   if (const Json *older = member(root, "older")) {
     if (!older->is_array())
       return Status::error(source + ": older is not an array");
+    if (older->size() >= static_cast<size_t>(kMaxKeptCheckpoints))
+      return Status::error(source + ": older lists " + std::to_string(older->size()) +
+                           " checkpoints; a directory keeps at most " +
+                           std::to_string(kMaxKeptCheckpoints) + " (--keep-checkpoints)");
     for (size_t i = 0; i < older->size(); ++i) {
       const Json &item = (*older)[i];
       const std::string where = source + ": older[" + std::to_string(i) + "]";

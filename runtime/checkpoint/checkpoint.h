@@ -42,6 +42,11 @@ namespace shardc::runtime {
 // ("fnv1a64"), which this runtime no longer computes, so it refuses those manifests.
 constexpr int kCheckpointFormatVersion = 2;
 constexpr const char *kCheckpointManifestName = "manifest.json";
+// The most steps a run takes (shardrun's --steps) and the most checkpoints a directory keeps
+// (--keep-checkpoints): a manifest whose step, data position or list of kept checkpoints goes
+// beyond them was not written by shardrun, and is refused.
+constexpr int64_t kMaxTrainingSteps = 1000000000000;
+constexpr int64_t kMaxKeptCheckpoints = 1000000;
 
 struct CheckpointContents {
   int64_t step = 0;         // training steps completed (>= 0)

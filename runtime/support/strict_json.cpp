@@ -38,39 +38,80 @@ std::string parseErrorReason(const char *what) {
   return printable;
 }
 
+// nlohmann's DOM builder with the runtime's checks on the way: at most kMaxJsonDepth open
+// containers, no key twice in one object. (Not nlohmann's callback parser: after each object
+// it scans the enclosing array for discarded values, which is quadratic in the array's length;
+// a manifest listing 100,000 checkpoints took a minute to read.)
+class StrictDomBuilder {
+public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  explicit StrictDomBuilder(Json &result) : dom_(result, /*allow_exceptions=*/true) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool value) { return dom_.boolean(value); }
+  bool number_integer(number_integer_t value) { return dom_.number_integer(value); }
+  bool number_unsigned(number_unsigned_t value) { return dom_.number_unsigned(value); }
+  bool number_float(number_float_t value, const string_t &text) {
+    return dom_.number_float(value, text);
+  }
+  bool string(string_t &value) { return dom_.string(value); }
+  bool binary(binary_t &value) { return dom_.binary(value); }
+  bool start_object(std::size_t elements) {
+    open();
+    return dom_.start_object(elements);
+  }
+  bool key(string_t &key) {
+    if (!keys_.back().insert(key).second) {
+      std::string quoted = quoteForMessage(key); // 'key', escaped to one printable line
+      throw Rejection{"duplicate key \"" + quoted.substr(1, quoted.size() - 2) + "\""};
+    }
+    return dom_.key(key);
+  }
+  bool end_object() {
+    keys_.pop_back();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t elements) {
+    open();
+    return dom_.start_array(elements);
+  }
+  bool end_array() {
+    keys_.pop_back();
+    return dom_.end_array();
+  }
+  // Throws the error as its own type (nlohmann's DOM builder would throw the base class): a
+  // parse error's byte offset goes into the message.
+  bool parse_error(std::size_t, const std::string &, const nlohmann::detail::exception &error) {
+    if (const auto *parseError = dynamic_cast<const Json::parse_error *>(&error))
+      throw *parseError;
+    throw Rejection{error.what()};
+  }
+
+private:
+  void open() {
+    if (static_cast<int>(keys_.size()) >= kMaxJsonDepth)
+      throw Rejection{"nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
+    // One set of keys per open container (an array's stays empty).
+    keys_.emplace_back();
+  }
+
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  std::vector<std::unordered_set<std::string>> keys_;
+};
+
 } // namespace
 
 Status parseJson(const char *text, size_t size, Json *out) {
-  // One set of keys per open container (arrays get an unused one: it keeps the stack aligned
-  // with nlohmann's depth without tracking which kind each level is).
-  std::vector<std::unordered_set<std::string>> keys;
-  Json::parser_callback_t check = [&keys](int depth, Json::parse_event_t event, Json &parsed) {
-    switch (event) {
-    case Json::parse_event_t::object_start:
-    case Json::parse_event_t::array_start:
-      if (depth >= kMaxJsonDepth)
-        throw Rejection{"nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
-      keys.emplace_back();
-      break;
-    case Json::parse_event_t::object_end:
-    case Json::parse_event_t::array_end:
-      keys.pop_back();
-      break;
-    case Json::parse_event_t::key: {
-      const std::string &key = parsed.get_ref<const std::string &>();
-      if (!keys.back().insert(key).second) {
-        std::string quoted = quoteForMessage(key); // 'key', escaped to one printable line
-        throw Rejection{"duplicate key \"" + quoted.substr(1, quoted.size() - 2) + "\""};
-      }
-      break;
-    }
-    case Json::parse_event_t::value:
-      break;
-    }
-    return true;
-  };
   try {
-    *out = Json::parse(text, text + size, check);
+    Json parsed;
+    StrictDomBuilder builder(parsed);
+    Json::sax_parse(text, text + size, &builder);
+    *out = std::move(parsed);
     return Status::ok();
   } catch (const Rejection &rejection) {
     return Status::error("malformed JSON: " + rejection.why);

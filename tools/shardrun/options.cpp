@@ -1,5 +1,7 @@
 #include "tools/shardrun/options.h"
 
+#include "runtime/checkpoint/checkpoint.h"
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -184,11 +186,11 @@ public:
     positive("--threads", "a thread count", 4096, [this](long long n) {
       options_->threads = static_cast<int>(n);
     });
-    positive("--steps", "a step count", 1000000000000LL,
+    positive("--steps", "a step count", shardc::runtime::kMaxTrainingSteps,
              [this](long long n) { options_->steps = n; });
-    positive("--save-every", "a step count", 1000000000000LL,
+    positive("--save-every", "a step count", shardc::runtime::kMaxTrainingSteps,
              [this](long long n) { options_->saveEvery = n; });
-    positive("--keep-checkpoints", "a checkpoint count", 1000000,
+    positive("--keep-checkpoints", "a checkpoint count", shardc::runtime::kMaxKeptCheckpoints,
              [this](long long n) { options_->keepCheckpoints = n; });
     value("--seed", "a seed", [this](const std::string &flag, const std::string &v) {
       uint64_t seed = 0;

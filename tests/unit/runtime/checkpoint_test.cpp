@@ -7,6 +7,7 @@
 #include "tests/unit/runtime/test_util.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <gmock/gmock.h>
@@ -319,6 +320,9 @@ TEST(Checkpoint, RejectsBadManifests) {
        manifestPath + ": step is missing or not a non-negative integer"},
       {withReplaced("\"step\": 4", "\"step\": 4, \"step\": 5"),
        manifestPath + ": malformed JSON: duplicate key \"step\""},
+      {withReplaced("\"step\": 4", "\"step\": 4611686018427387904"),
+       manifestPath + ": step 4611686018427387904 is beyond the 1000000000000 steps a run may "
+                      "take (not written by shardrun)"},
       {withReplaced("\"files\": {", "\"files\": ["), manifestPath + ": malformed JSON at byte "},
       {withReplaced("\"params-00000004.safetensors\"", "\"../params-00000004.safetensors\""),
        manifestPath + ": files.params.name is missing or not a valid data file name"},
@@ -338,6 +342,33 @@ TEST(Checkpoint, RejectsBadManifests) {
     testing::writeBytes(manifestPath, c.manifest);
     EXPECT_THAT(loadError(dir.path()), StartsWith(c.error)) << c.manifest;
   }
+}
+
+// A manifest listing many kept checkpoints is read in time linear in their number (nlohmann's
+// callback parser took a minute for 100,000).
+TEST(Checkpoint, LongListsOfKeptCheckpointsReadInLinearTime) {
+  TempDir dir;
+  ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(4, 1.0f)).isOk());
+  const std::string manifest = testing::readBytes(dir.file("manifest.json"));
+  const size_t stepAt = manifest.find("\"step\"");
+  const size_t filesEnd = manifest.rfind('}');
+  ASSERT_NE(stepAt, std::string::npos);
+  // The latest entry's keys, as one object of "older".
+  const std::string entry = "{" + manifest.substr(stepAt, filesEnd - stepAt) + "}";
+  auto withOlder = [&](size_t count) {
+    std::string older = ", \"older\": [";
+    for (size_t i = 0; i < count; ++i)
+      older += (i ? "," : "") + entry;
+    return manifest.substr(0, filesEnd) + older + "]}";
+  };
+  testing::writeBytes(dir.file("manifest.json"), withOlder(100000));
+  const auto start = std::chrono::steady_clock::now();
+  CheckpointContents loaded;
+  Status status = loadCheckpoint(dir.path(), &loaded);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_LT(seconds, 20.0) << "100,000 kept checkpoints took " << seconds << " s to read";
 }
 
 TEST(Checkpoint, RejectsNegativeStep) {
