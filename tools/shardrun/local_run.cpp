@@ -47,6 +47,8 @@ std::optional<Failure> runLocalWorld(const Options &options, const LoadedBundle 
     return error(status.message()); // "rank R: cause"
 
   std::fprintf(stderr, "%s\n", outcomes[0].summary.c_str());
+  if (outcomes[0].stopSignal != 0)
+    return Failure{"", kExitSignalBase + outcomes[0].stopSignal};
   std::vector<RankReport> reports;
   for (const RankOutcome &outcome : outcomes)
     reports.push_back(outcome.report);
@@ -93,6 +95,8 @@ std::optional<Failure> runInProcess(const Options &options, int expectedWorldSiz
   if (!status.isOk())
     return error(status.message());
   std::fprintf(stderr, "%s\n", outcome.summary.c_str());
+  if (outcome.stopSignal != 0)
+    return Failure{"", kExitSignalBase + outcome.stopSignal};
   return printRankReports({outcome.report}, 1);
 }
 

@@ -16,6 +16,7 @@
 #include "tools/shardrun/local_run.h"
 #include "tools/shardrun/mpi_run.h"
 #include "tools/shardrun/options.h"
+#include "tools/shardrun/stop_signals.h"
 
 #include <cstdio>
 #include <exception>
@@ -60,6 +61,9 @@ int main(int argc, char **argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    // Before anything is loaded: a job preempted during its setup stops after its first step.
+    if (options.steps && savesOnSignal(options))
+      installStopSignalHandlers();
     if (auto failure = runShardrun(options))
       return report(*failure);
     return 0;

@@ -107,6 +107,8 @@ std::optional<Failure> runUnderMpi(const Options &options, CommBackend backend) 
     return Failure{"", kExitError};
   if (rank == 0)
     std::fprintf(stderr, "%s\n", outcome.summary.c_str());
+  if (outcome.stopSignal != 0)
+    return Failure{"", kExitSignalBase + outcome.stopSignal};
   return printRankReports({outcome.report}, size);
 }
 

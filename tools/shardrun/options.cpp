@@ -45,6 +45,9 @@ const char kUsage[] =
     "  --save-every N     checkpoint every N steps (needs --save)\n"
     "  --keep-checkpoints K  checkpoints --save keeps in DIR: the latest and K-1 before it\n"
     "                     (default 2); older ones are deleted after each save\n"
+    "  --save-on-signal on|off  with --save (default on): SIGTERM, SIGINT or SIGUSR1 stop\n"
+    "                     the run after its current step, save a checkpoint and exit with\n"
+    "                     128 + the signal (143 for SIGTERM); a second signal ends it at once\n"
     "  --resume DIR       continue from the (latest) checkpoint in DIR up to --steps\n"
     "  --resume-step N    resume from the checkpoint of step N that DIR keeps instead\n"
     "  --on-nonfinite stop|skip-step  a step whose loss is NaN or infinite stops the run\n"
@@ -87,7 +90,7 @@ const char *const kLoopFlags[] = {"--tokens",       "--seed",        "--metrics"
                                   "--save-every",   "--resume",      "--lr",       "--schedule",
                                   "--warmup-steps", "--min-lr",      "--export-onnx",
                                   "--on-nonfinite", "--overwrite", "--keep-checkpoints",
-                                  "--resume-step", "--trace"};
+                                  "--resume-step", "--trace", "--save-on-signal"};
 
 // Thrown by an option's callback to end the parse with shardrun's own usage message (CLI11
 // passes exceptions other than its own through parse()).
@@ -148,6 +151,8 @@ std::optional<Failure> checkLoopArgs(const Options &options) {
     return usageError("--overwrite applies to --save DIR");
   if (options.keepCheckpoints && !options.saveDir)
     return usageError("--keep-checkpoints applies to --save DIR");
+  if (options.saveOnSignal && !options.saveDir)
+    return usageError("--save-on-signal applies to --save DIR");
   if (options.resumeStep && !options.resumeDir)
     return usageError("--resume-step needs --resume DIR");
   if (options.minLr && options.schedule.value_or("constant") != "cosine")
@@ -181,6 +186,7 @@ public:
     choice("--schedule", "constant or cosine", {"constant", "cosine"}, &options->schedule);
     choice("--on-nonfinite", "stop or skip-step", {"stop", "skip-step"}, &options->onNonFinite);
     choice("--comm", "local, mpi or nccl", {"local", "mpi", "nccl"}, &options->comm);
+    choice("--save-on-signal", "on or off", {"on", "off"}, &options->saveOnSignal);
     choice("--device", "cpu, cuda or auto", {"cpu", "cuda", "auto"}, &options->device);
 
     positive("--threads", "a thread count", 4096, [this](long long n) {

@@ -11,6 +11,10 @@ constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
 // An error to report and the exit code it maps to.
+// Stopped by a signal after saving (--save-on-signal): 128 + the signal's number, as a shell
+// reports a process the signal ended (143 for SIGTERM, 130 for SIGINT, 138 for SIGUSR1).
+constexpr int kExitSignalBase = 128;
+
 struct Failure {
   std::string message;
   int exitCode;
@@ -39,6 +43,9 @@ struct Options {
   std::optional<std::string> resumeDir;
   std::optional<long long> resumeStep; // --resume-step N: an older checkpoint --resume DIR keeps
   bool overwrite = false;              // --save may replace a checkpoint it did not resume from
+  // --save-on-signal on|off: SIGTERM, SIGINT or SIGUSR1 stop the loop after its step and save
+  // (default on with --save; stop_signals.h).
+  std::optional<std::string> saveOnSignal;
   // --on-nonfinite stop|skip-step: what a step with a non-finite loss does (default stop).
   std::optional<std::string> onNonFinite;
   std::optional<double> lr;
@@ -59,6 +66,11 @@ struct Options {
   std::optional<double> ioTimeout;
   bool help = false;
 };
+
+// Whether stop signals stop the training loop and save (--save, --save-on-signal on).
+inline bool savesOnSignal(const Options &options) {
+  return options.saveDir && options.saveOnSignal.value_or("on") == "on";
+}
 
 extern const char kUsage[];
 

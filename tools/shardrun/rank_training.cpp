@@ -1,6 +1,7 @@
 #include "tools/shardrun/rank_training.h"
 
 #include "tools/shardrun/device_option.h"
+#include "tools/shardrun/stop_signals.h"
 
 #include "runtime/executor/chrome_trace.h"
 #include "runtime/executor/executor.h"
@@ -16,6 +17,7 @@
 #include "tools/shardrun/comm_options.h"
 #include "tools/shardrun/tensor_files.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -143,7 +145,8 @@ public:
       : run_(run), options_(*run.options), rank_(rank), lead_(rank == 0), comm_(comm),
         tracker_(tracker), executor_(*state.executor), loop_(*state.loop), batches_(*state.batches),
         out_(out), firstStep_(loop_.step()),
-        skipNonFinite_(options_.onNonFinite.value_or("stop") == "skip-step") {}
+        skipNonFinite_(options_.onNonFinite.value_or("stop") == "skip-step"),
+        saveOnSignal_(savesOnSignal(options_)) {}
 
   Status train() {
     std::optional<ProgressLine> progress;
@@ -158,6 +161,8 @@ public:
     SHARDC_RETURN_IF_ERROR(status);
     if (lead_)
       SHARDC_RETURN_IF_ERROR(run_.metrics.close());
+    if (stopSignal_ != 0)
+      return stopOnSignal();
     SHARDC_RETURN_IF_ERROR(writeFinalState());
     if (options_.traceFile)
       SHARDC_RETURN_IF_ERROR(writeTrace(*options_.traceFile));
@@ -210,7 +215,50 @@ private:
                          "while rank 0 writes the checkpoint of step " + std::to_string(step)));
         lastSaved_ = step;
       }
+      if (saveOnSignal_) {
+        SHARDC_RETURN_IF_ERROR(agreeOnStopSignal());
+        if (stopSignal_ != 0)
+          break;
+      }
     }
+    return Status::ok();
+  }
+
+  // Whether a rank received a stop signal: every rank asks after each step (an all-gather of
+  // one value outside the program's counted collectives), so that all stop after the same one
+  // even when the signal reached them at different moments (under mpirun, one process after
+  // another).
+  Status agreeOnStopSignal() {
+    float signal = static_cast<float>(requestedStopSignal());
+    if (comm_ != nullptr && comm_->size() > 1) {
+      std::vector<float> signals(static_cast<size_t>(comm_->size()));
+      SHARDC_RETURN_IF_ERROR(comm_->allGather(&signal, signals.data(), 1));
+      signal = *std::max_element(signals.begin(), signals.end());
+    }
+    stopSignal_ = static_cast<int>(signal);
+    return Status::ok();
+  }
+
+  // After a stop signal: the checkpoint of the last step (unless its --save-every save wrote
+  // it), nothing else (--outputs, --export-onnx and --trace are the end of a finished run), and
+  // the one line saying where it is.
+  Status stopOnSignal() {
+    const int64_t step = loop_.step();
+    if (lastSaved_ != step) {
+      SHARDC_RETURN_IF_ERROR(checkSoundState("the checkpoint of step " + std::to_string(step)));
+      CheckpointContents full;
+      SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
+      if (lead_)
+        SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, options_, run_.seed));
+      SHARDC_RETURN_IF_ERROR(
+          waitForRanks(comm_, ioTimeoutOf(options_),
+                       "while rank 0 writes the checkpoint of step " + std::to_string(step)));
+      lastSaved_ = step;
+    }
+    out_->stopSignal = stopSignal_;
+    out_->summary = std::string("shardrun: stopped by ") + stopSignalName(stopSignal_) +
+                    " after step " + std::to_string(step) + ": checkpoint at step " +
+                    std::to_string(step) + " in " + *options_.saveDir;
     return Status::ok();
   }
 
@@ -440,6 +488,8 @@ private:
   RankOutcome *out_;
   const int64_t firstStep_;
   const bool skipNonFinite_; // --on-nonfinite skip-step
+  const bool saveOnSignal_;  // stop signals stop the loop and save (stop_signals.h)
+  int stopSignal_ = 0;       // the stop signal the ranks agreed on after a step (0: none)
   float loss_ = NAN;
   int64_t lastSaved_ = -1;
   uint64_t allocationsAfterFirstStep_ = 0;

@@ -23,6 +23,9 @@ struct RankOutcome {
   // Every rank finished its setup: a later failure leaves the others waiting in a collective.
   bool setupDone = false;
   std::string summary; // rank 0: "shardrun: trained 30 steps (1..30) in ..." (no newline)
+  // The stop signal the ranks agreed to stop on (--save-on-signal), 0 when none stopped the
+  // run; the summary then says where the checkpoint is.
+  int stopSignal = 0;
   RankReport report;   // memory and communication, checked against the plan by the caller
 };
 

@@ -1,0 +1,188 @@
+"""Runs preempted with SIGTERM save their last finished step and resume bit-identically.
+
+    test_preemption.py --shardc PATH --shardrun PATH --work DIR [--mpirun PATH] [--runs N]
+                       [--seed S]
+
+The MLP classifier (global batch 8), compiled for 4 data-parallel ranks with ZeRO-3 (4 local
+ranks, threads of one process) and for 2 (under `mpirun -np 2`, when --mpirun is given). The
+uninterrupted run of each trains STEPS steps with `--save-every 5 --keep-checkpoints 2`: its
+losses are the reference. Each of N runs (alternating local and mpirun) trains the same steps
+into a fresh directory and gets SIGTERM at a random moment (uniform, from its first step's
+metrics, over the time the uninterrupted run's steps took). Then, for
+each run:
+  - it exits 143 and its last stderr line is "shardrun: stopped by SIGTERM after step K:
+    checkpoint at step K in DIR" with K the last step in its metrics (or it had trained every
+    step when the signal came); under mpirun every rank exits 143, and mpirun, which got the
+    signal, exits 143 or 1;
+  - the manifest's latest checkpoint is of step K, and DIR holds the files of at most
+    --keep-checkpoints checkpoints (no leftover of a save);
+  - `--resume DIR` to STEPS exits 0 and every resumed step's loss is string-equal (so
+    bit-identical) to the uninterrupted run's.
+Prints PASS/FAIL per run and `N passed, M failed`.
+"""
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_util  # noqa: E402
+from test_data_parallel import Model  # noqa: E402
+
+STEPS = 200
+KEEP = 2
+LR = "0.01"
+
+
+def metric_lines(path):
+    return e2e_util.metric_lines(path) if os.path.exists(path) else []
+
+
+def field(line, name):
+    return e2e_util.metrics_field(line, name)
+
+
+class Preemption:
+    def __init__(self, args):
+        self.args = args
+        self.model = Model("mlp_classifier", "static", args)
+        self.bundles = {}
+        for mode, ranks in self.modes().items():
+            bundle = os.path.join(args.work, f"{mode}.shard")
+            res = e2e_util.run_tool([args.shardc, self.model.onnx, "-o", bundle, "--gpus",
+                                     str(ranks), "--strategy", "zero3"], args.timeout)
+            if not res.ok:
+                raise SystemExit(f"compile for {ranks} ranks: {res.describe()}")
+            self.bundles[mode] = bundle
+        self.reference = {}
+        for mode in self.modes():
+            out = os.path.join(args.work, f"reference_{mode}")
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            metrics = os.path.join(out, "m.jsonl")
+            proc = subprocess.Popen(self.argv(mode, os.path.join(out, "ckpt"), metrics, False),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            # The steps' time: from the first step's metrics to the last's.
+            first = last = None
+            deadline = time.time() + args.timeout
+            while proc.poll() is None and time.time() < deadline:
+                count = len(metric_lines(metrics))
+                if count and first is None:
+                    first = time.time()
+                if count == STEPS and last is None:
+                    last = time.time()
+                time.sleep(0.001)
+            stderr = proc.communicate()[1]
+            if proc.returncode != 0 or len(metric_lines(metrics)) != STEPS:
+                raise SystemExit(f"uninterrupted run ({mode}): exit {proc.returncode}: {stderr}")
+            self.reference[mode] = (metric_lines(metrics), (last or time.time()) - (first or 0))
+            print(f"uninterrupted run ({mode}): steps 2..{STEPS} in "
+                  f"{self.reference[mode][1]:.3f} s")
+
+    def modes(self):
+        return {"local": 4, "mpirun": 2} if self.args.mpirun else {"local": 4}
+
+    def argv(self, mode, ckpt, metrics, resume):
+        run = [self.args.shardrun, self.bundles[mode], "--steps", str(STEPS), "--data",
+               self.model.data, "--lr", LR, "--metrics", metrics, "--save", ckpt,
+               "--save-every", "5", "--keep-checkpoints", str(KEEP)]
+        if resume:
+            run += ["--resume", ckpt]
+        if mode == "mpirun":
+            return [self.args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", *run]
+        return run
+
+    def trial(self, index, mode):
+        ref_lines, duration = self.reference[mode]
+        out = os.path.join(self.args.work, f"run{index:02d}_{mode}")
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        ckpt, metrics = os.path.join(out, "ckpt"), os.path.join(out, "killed.jsonl")
+        proc = subprocess.Popen(self.argv(mode, ckpt, metrics, False), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + self.args.timeout
+        while not metric_lines(metrics) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.001)
+        delay = random.uniform(0.0, duration)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return f"SIGTERM {delay:.3f} s after step 1: still running 60 s later"
+        ran = len(metric_lines(metrics))
+        how = f"SIGTERM {delay:.3f} s after step 1"
+        last = stderr.strip().split("\n")[-1] if stderr.strip() else ""
+        if ran == STEPS and f"shardrun: trained {STEPS} steps" in stderr:
+            # The signal came after the last step (mpirun may then exit non-zero for it).
+            how += " (the run had finished)"
+            saved = STEPS
+        else:
+            want = (f"shardrun: stopped by SIGTERM after step {ran}: checkpoint at step {ran} "
+                    f"in {ckpt}")
+            # Each rank exits 143; mpirun, signalled itself, reports the job's end its own way.
+            codes = (143,) if mode == "local" else (143, 1)
+            if proc.returncode not in codes or last != want:
+                return f"{how}: exit {proc.returncode}, last line {last!r}; expected 143, {want!r}"
+            saved = ran
+        manifest = json.load(open(os.path.join(ckpt, "manifest.json")))
+        if manifest["step"] != saved:
+            return f"{how}: the manifest's latest checkpoint is of step {manifest['step']}, " \
+                   f"not {saved}"
+        data_files = [f for f in os.listdir(ckpt) if f.endswith(".safetensors")]
+        if len(data_files) > 2 * KEEP or any(".tmp." in f for f in os.listdir(ckpt)):
+            return f"{how}: {ckpt} holds {sorted(os.listdir(ckpt))}"
+        if saved == STEPS:
+            return None, how
+        resumed = os.path.join(out, "resumed.jsonl")
+        res = e2e_util.run_tool(self.argv(mode, ckpt, resumed, True), self.args.timeout)
+        if not res.ok:
+            return f"{how}: resuming from step {saved}: {res.describe()}"
+        lines, expected = metric_lines(resumed), ref_lines[saved:]
+        if [field(a, "step") for a in lines] != [field(b, "step") for b in expected]:
+            return f"{how}: resumed steps {[field(a, 'step') for a in lines]}"
+        for line, ref in zip(lines, expected):
+            if field(line, "loss") != field(ref, "loss"):
+                return f"{how}: step {field(line, 'step')}: loss {field(line, 'loss')}, " \
+                       f"uninterrupted {field(ref, 'loss')}"
+        return None, f"{how}: stopped after step {saved}, resumed {len(lines)} steps " \
+                     "bit-identical"
+
+
+def main():
+    p = e2e_util.argument_parser(__doc__, timeout=300.0)
+    p.add_argument("--mpirun")
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--seed", type=int, default=None)
+    args = e2e_util.parse_args(p)
+    args.work = os.path.abspath(args.work)
+    os.makedirs(args.work, exist_ok=True)
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    random.seed(seed)
+    print(f"seed {seed}")
+    preemption = Preemption(args)
+    modes = list(preemption.modes())
+    failed = 0
+    for i in range(args.runs):
+        mode = modes[i % len(modes)]
+        result = preemption.trial(i, mode)
+        if isinstance(result, tuple):
+            print(f"PASS run {i} ({mode}): {result[1]}")
+        else:
+            failed += 1
+            print(f"FAIL run {i} ({mode}): {result}")
+    print(f"{args.runs - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
