@@ -18,6 +18,7 @@
 #include <climits>
 #include <cstring>
 #include <sys/stat.h>
+#include <map>
 #include <utility>
 #include <vector>
 #include <xxhash.h>
@@ -134,6 +135,58 @@ Status parseBundleProgram(const void *data, size_t size, const std::string &path
 
 namespace {
 
+// The ranks' rows of the global batch, which the placements give (batch_begin; batch_rows is
+// their program's), partition it exactly: the distinct row ranges tile the batch, each row in
+// one range, and every range is held by as many ranks as every other (the ranks that share
+// rows: a data-parallel coordinate's tensor-parallel ranks). An edited placement that put two
+// ranks on the same rows would train some rows twice and others never. Programs are valid
+// (validatePlacedPrograms) when it runs.
+template <typename Fail> Status checkBatchPlacements(const program::Bundle &bundle, Fail fail) {
+  const int64_t global = bundle.programs(programIndexOfRank(bundle, 0)).global_batch_rows();
+  // [begin, end) -> the ranks that hold those rows.
+  std::map<std::pair<int64_t, int64_t>, std::vector<int>> holders;
+  for (int r = 0; r < bundle.ranks_size(); ++r) {
+    const program::Program &p = bundle.programs(programIndexOfRank(bundle, r));
+    if (p.global_batch_rows() != global)
+      return fail("rank " + std::to_string(r) + "'s program has a global batch of " +
+                  std::to_string(p.global_batch_rows()) + " rows, rank 0's of " +
+                  std::to_string(global));
+    const int64_t begin = bundle.ranks(r).batch_begin();
+    holders[{begin, begin + p.batch_rows()}].push_back(r);
+  }
+  if (global == 0)
+    return Status::ok(); // no batch is split: every rank takes all of it
+  auto rowsOf = [](const std::pair<const std::pair<int64_t, int64_t>, std::vector<int>> &entry) {
+    return "rank " + std::to_string(entry.second.front()) + "'s rows [" +
+           std::to_string(entry.first.first) + ", " + std::to_string(entry.first.second) + ")";
+  };
+  const std::string must =
+      ": the ranks' rows must cover the " + std::to_string(global) + " rows of the global batch "
+      "once each";
+  int64_t covered = 0;
+  const auto *previous = &*holders.begin();
+  for (const auto &entry : holders) {
+    if (entry.first.first < covered)
+      return fail(rowsOf(entry) + " overlap " + rowsOf(*previous) + must);
+    if (entry.first.first > covered)
+      return fail(rowsOf(entry) + " leave rows [" + std::to_string(covered) + ", " +
+                  std::to_string(entry.first.first) + ") to no rank" + must);
+    if (entry.second.size() != holders.begin()->second.size())
+      return fail("rows [" + std::to_string(entry.first.first) + ", " +
+                  std::to_string(entry.first.second) + ") are held by " +
+                  std::to_string(entry.second.size()) + " ranks, rows [" +
+                  std::to_string(holders.begin()->first.first) + ", " +
+                  std::to_string(holders.begin()->first.second) + ") by " +
+                  std::to_string(holders.begin()->second.size()) + must);
+    covered = entry.first.second;
+    previous = &entry;
+  }
+  if (covered != global)
+    return fail("the ranks' rows end at " + std::to_string(covered) + ", not at the " +
+                std::to_string(global) + " rows of the global batch");
+  return Status::ok();
+}
+
 // A placed bundle: one placement per rank, each naming a program, and every program valid as
 // the program of the first rank that runs it (each other rank's is checked when it is built:
 // programOfRank). A program no rank runs is an error, as is one that does not belong to it.
@@ -159,7 +212,7 @@ template <typename Fail> Status validatePlacedPrograms(const program::Bundle &bu
     if (!status.isOk())
       return fail("rank " + std::to_string(firstRank[index]) + ": " + status.message());
   }
-  return Status::ok();
+  return checkBatchPlacements(bundle, fail);
 }
 
 // The byte ranges of the weights file a program reads as initial values: each init's, and in a

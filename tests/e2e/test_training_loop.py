@@ -24,7 +24,8 @@ Cases:
                     with one error line before the first step
   checkpoint_ownership  one writer per checkpoint directory (a second run fails at start, the
                     lock dies with a killed holder), no silent replacing of a checkpoint the run
-                    did not resume from (--overwrite), files a save did not write survive
+                    did not resume from (--overwrite), files a save did not write survive (but a
+                    data file named as a save names one, left by an interrupted save, goes)
   keep_checkpoints  --save-every 5 keeps the 2 latest checkpoints by default (3 with
                     --keep-checkpoints 3), only their files; a damaged latest one is refused
                     naming the older step kept, and --resume-step resumes from that one with
@@ -306,14 +307,19 @@ def case_destinations_checked_first(s):
 def case_checkpoint_ownership(s):
     """A checkpoint directory has one writer and keeps what is not its own: a second run saving
     into it while the first does fails at its start; a fresh run refuses to replace a
-    checkpoint it did not resume from unless given --overwrite; files a user put there, even
-    named like a checkpoint's, survive the saves."""
+    checkpoint it did not resume from unless given --overwrite; files a user put there survive
+    the saves, but a data file named exactly as a save names one that no manifest names (what
+    an interrupted save left) is removed by the next save."""
     ckpt = s.fresh_dir("ckpt_owned")
-    user_file = os.path.join(ckpt, "params-00000099.safetensors")
+    user_file = os.path.join(ckpt, "params-final.safetensors")
     open(user_file, "wb").write(b"a user's copy")
+    orphan = os.path.join(ckpt, "params-00000099.safetensors")
+    open(orphan, "wb").write(b"what an interrupted save left")
     res = s.shardrun("--steps", "5", "--data", s.data, "--save", ckpt)
     if not res.ok:
         return f"first run: {res.describe()}"
+    if os.path.exists(orphan):
+        return f"the save left {orphan}, which no manifest names"
     # A fresh run into it: refused, naming the checkpoint and the ways out.
     res = s.shardrun("--steps", "8", "--data", s.data, "--save", ckpt)
     line = last_error(res)

@@ -204,6 +204,23 @@ TEST(RankProgram, BlocksAndShardsComeFromTheRanksCoordinate) {
               (*b.mutable_programs(0)->mutable_ops(0)->mutable_attrs())["block_size"].set_i(-1);
             }),
             "B/program.pb: rank 0: op 'drop': block_axis / block_size name no block of the mesh");
+  // The placements must partition the batch: the distinct row ranges tile it, each held by
+  // as many ranks as the others.
+  EXPECT_EQ(errorAfter([](auto &b) { b.mutable_ranks(2)->set_batch_begin(0); }),
+            "B/program.pb: rows [3, 6) are held by 1 ranks, rows [0, 3) by 3: the ranks' rows "
+            "must cover the 6 rows of the global batch once each");
+  EXPECT_EQ(errorAfter([](auto &b) {
+              b.mutable_ranks(2)->set_batch_begin(1);
+              b.mutable_ranks(3)->set_batch_begin(1);
+            }),
+            "B/program.pb: rank 2's rows [1, 4) overlap rank 0's rows [0, 3): the ranks' rows "
+            "must cover the 6 rows of the global batch once each");
+  EXPECT_EQ(errorAfter([](auto &b) {
+              b.mutable_ranks(0)->set_batch_begin(1);
+              b.mutable_ranks(1)->set_batch_begin(1);
+            }),
+            "B/program.pb: rank 0's rows [1, 4) leave rows [0, 1) to no rank: the ranks' rows "
+            "must cover the 6 rows of the global batch once each");
   EXPECT_EQ(errorAfter([](auto &b) { *b.add_programs() = b.programs(0); }),
             "B/program.pb: program 1 is not run by any rank");
   EXPECT_EQ(errorAfter([](auto &b) { b.mutable_programs(0)->mutable_mesh_axes(0)->set_size(3); }),
