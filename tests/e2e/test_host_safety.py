@@ -9,6 +9,8 @@ On the MLP classifier compiled for one rank (the data-parallel test's fixture):
     refused in one line before any step runs, and the pipe is still a pipe;
   - `--save DIR` whose lock file is a symbolic link to another file is refused in one line, and
     that file keeps its content;
+  - a placed bundle edited (and re-signed) so that two ranks train the same rows is refused in
+    one line (with protoc, to edit it);
   - a bundle compiled for 65536 ranks run without mpirun is refused in one line naming the
     limit of ranks as threads and mpirun, before anything is loaded (it used to end in
     std::bad_alloc: the local communicators grow with the square of the ranks);
@@ -32,6 +34,8 @@ from test_data_parallel import Model  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, os.pardir, "models"))
 import export_util  # noqa: E402
+
+PROTO_DIR = os.path.join(HERE, os.pardir, os.pardir, "runtime", "program")
 
 
 def one_line_refusal(res, *names):
@@ -87,6 +91,38 @@ def main():
                                 args.timeout)
         problem = one_line_refusal(res, wide_bundle, "65536 ranks", "at most 1024", "mpirun")
     results.append(("too_many_ranks_as_threads", problem))
+
+    # A placed bundle edited (and re-signed) so that rank 1 trains rank 0's rows: some rows
+    # would be trained twice and others never. Edited through protoc's text form.
+    protoc = shutil.which("protoc")
+    if protoc is None:
+        print("SKIP overlapping_rank_placements: protoc is not installed")
+    else:
+        placed = os.path.join(args.work, "overlap.shard")
+        res = e2e_util.run_tool([args.shardc, model.onnx, "--gpus", "4", "--strategy", "zero3",
+                                 "-o", placed], args.timeout)
+        problem = None if res.ok else f"compiling for 4 ranks: {res.describe()}"
+        if problem is None:
+            program = os.path.join(placed, "program.pb")
+            proto = ["-I", PROTO_DIR, os.path.join(PROTO_DIR, "program.proto")]
+            text = subprocess.run([protoc, "--decode=shardc.program.Bundle", *proto],
+                                  stdin=open(program, "rb"), stdout=subprocess.PIPE,
+                                  check=True).stdout
+            # ranks[1] { batch_begin: 2 } (a shared program's batch_begin is 0, not written).
+            altered, count = re.subn(rb"batch_begin: 2\b", b"batch_begin: 0", text, count=1)
+            if count != 1:
+                problem = "program.pb places no rank at row 2"
+            else:
+                encoded = subprocess.run([protoc, "--encode=shardc.program.Bundle", *proto],
+                                         input=altered, stdout=subprocess.PIPE,
+                                         check=True).stdout
+                open(program, "wb").write(encoded)
+                e2e_util.write_program_checksum(placed)
+                res = e2e_util.run_tool([args.shardrun, placed, "--data", model.data, "--steps",
+                                         "1"], args.timeout)
+                problem = one_line_refusal(res, "program.pb", "rows [2, 4) to no rank",
+                                           "of the global batch once each")
+        results.append(("overlapping_rank_placements", problem))
 
     strace = shutil.which("strace")
     if strace is None:
