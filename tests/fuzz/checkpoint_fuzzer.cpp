@@ -17,6 +17,7 @@
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/support/file_io.h"
+#include "tests/fuzz/one_line_errors.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -30,15 +31,6 @@
 using namespace shardc::runtime;
 
 namespace {
-
-// Errors reach users as one line ("PATH: what is wrong"); a message that a crafted value can
-// break over several lines is a bug like a crash.
-void requireOneLine(const Status &status) {
-  if (status.isOk() || status.message().find('\n') == std::string::npos)
-    return;
-  std::fprintf(stderr, "error message of more than one line:\n%s\n", status.message().c_str());
-  std::abort();
-}
 
 // `bytes` into `path`, plainly (a fuzzing iteration need not survive a power loss).
 bool writeBytes(const std::string &path, const void *bytes, size_t size) {

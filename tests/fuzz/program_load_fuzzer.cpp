@@ -25,6 +25,7 @@
 #include "runtime/loader/op_workspace.h"
 #include "runtime/loader/rank_program.h"
 #include "runtime/training/training_signature.h"
+#include "tests/fuzz/one_line_errors.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -36,15 +37,6 @@
 using namespace shardc::runtime;
 
 namespace {
-
-// Errors reach users as one line ("PATH: what is wrong"); a message that a crafted value can
-// break over several lines is a bug like a crash.
-void requireOneLine(const Status &status) {
-  if (status.isOk() || status.message().find('\n') == std::string::npos)
-    return;
-  std::fprintf(stderr, "error message of more than one line:\n%s\n", status.message().c_str());
-  std::abort();
-}
 
 // The ranks whose programs are built: the first few and the last, the far corner of the mesh
 // and the last rows of the batch. Not all of them: world_size may be 65536, and each rank's

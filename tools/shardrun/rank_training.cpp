@@ -202,25 +202,32 @@ private:
       if (progress != nullptr)
         progress->update(step, loss_, lr,
                          std::chrono::duration<double>(Clock::now() - start).count());
-      if (options_.saveDir && options_.saveEvery && step % *options_.saveEvery == 0) {
-        SHARDC_RETURN_IF_ERROR(checkSoundState("the checkpoint of step " + std::to_string(step)));
-        CheckpointContents full;
-        SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
-        if (lead_)
-          SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, options_, run_.seed));
-        // The others wait for the write here, under --io-timeout, rather than in the next
-        // step's first collective under --comm-timeout, which a large checkpoint could outlast.
-        SHARDC_RETURN_IF_ERROR(
-            waitForRanks(comm_, ioTimeoutOf(options_),
-                         "while rank 0 writes the checkpoint of step " + std::to_string(step)));
-        lastSaved_ = step;
-      }
+      if (options_.saveDir && options_.saveEvery && step % *options_.saveEvery == 0)
+        SHARDC_RETURN_IF_ERROR(saveStep());
       if (saveOnSignal_) {
         SHARDC_RETURN_IF_ERROR(agreeOnStopSignal());
         if (stopSignal_ != 0)
           break;
       }
     }
+    return Status::ok();
+  }
+
+  // The checkpoint of the step just run: every rank joins the gathering of the state, rank 0
+  // writes it.
+  Status saveStep() {
+    const int64_t step = loop_.step();
+    SHARDC_RETURN_IF_ERROR(checkSoundState("the checkpoint of step " + std::to_string(step)));
+    CheckpointContents full;
+    SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
+    if (lead_)
+      SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, options_, run_.seed));
+    // The others wait for the write here, under --io-timeout, rather than in the next step's
+    // first collective under --comm-timeout, which a large checkpoint could outlast.
+    SHARDC_RETURN_IF_ERROR(
+        waitForRanks(comm_, ioTimeoutOf(options_),
+                     "while rank 0 writes the checkpoint of step " + std::to_string(step)));
+    lastSaved_ = step;
     return Status::ok();
   }
 
@@ -244,17 +251,8 @@ private:
   // the one line saying where it is.
   Status stopOnSignal() {
     const int64_t step = loop_.step();
-    if (lastSaved_ != step) {
-      SHARDC_RETURN_IF_ERROR(checkSoundState("the checkpoint of step " + std::to_string(step)));
-      CheckpointContents full;
-      SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
-      if (lead_)
-        SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, options_, run_.seed));
-      SHARDC_RETURN_IF_ERROR(
-          waitForRanks(comm_, ioTimeoutOf(options_),
-                       "while rank 0 writes the checkpoint of step " + std::to_string(step)));
-      lastSaved_ = step;
-    }
+    if (lastSaved_ != step)
+      SHARDC_RETURN_IF_ERROR(saveStep());
     out_->stopSignal = stopSignal_;
     out_->summary = std::string("shardrun: stopped by ") + stopSignalName(stopSignal_) +
                     " after step " + std::to_string(step) + ": checkpoint at step " +
