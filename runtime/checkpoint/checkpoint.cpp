@@ -280,12 +280,11 @@ Status writeDataFile(const std::string &dir, const DataFileKind &kind, int64_t s
 // more digits, optionally "." and a number, ".safetensors".
 bool isSavedDataFileName(const std::string &name) {
   for (const DataFileKind *kind : {&kParamsFile, &kOptimizerFile}) {
-    const std::string prefix = kind->prefix, suffix = kDataFileSuffix;
-    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    if (!isDataFileName(name, *kind))
       continue;
+    const size_t prefix = std::string(kind->prefix).size();
     const std::string middle =
-        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+        name.substr(prefix, name.size() - prefix - std::string(kDataFileSuffix).size());
     const size_t dot = middle.find('.');
     const std::string step = middle.substr(0, dot);
     const std::string copy = dot == std::string::npos ? "1" : middle.substr(dot + 1);
@@ -368,14 +367,15 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
   std::string manifestPath = joinPath(dir, kCheckpointManifestName);
   // A manifest that is a symbolic link is refused by the write below, before any data file.
   SHARDC_RETURN_IF_ERROR(checkRegularFileDestination(manifestPath));
-  if (pathExists(manifestPath) && readFileNoFollow(manifestPath, &previousBytes).isOk() &&
+  const bool manifestExists = pathExists(manifestPath);
+  if (manifestExists && readFileNoFollow(manifestPath, &previousBytes).isOk() &&
       parseManifest(manifestPath, previousBytes, &previous).isOk())
     hasPrevious = true;
   const std::set<std::string> committed = hasPrevious ? previous.fileNames() : std::set<std::string>{};
   // What an earlier save left without committing it goes first, so that the directory holds at
   // most the kept checkpoints and the one being written. Not when a manifest is there but
   // unreadable: its files may be all that is left of the checkpoints.
-  const bool previousKnown = hasPrevious || !pathExists(manifestPath);
+  const bool previousKnown = hasPrevious || !manifestExists;
   removeStaleFiles(dir, committed, committed, previousKnown);
 
   Manifest manifest;

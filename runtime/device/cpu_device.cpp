@@ -1,6 +1,7 @@
 // The CPU device: host memory from AlignedBuffer (counted by the active MemoryScope's tracker,
-// as the plan counts it), work done at once in the calling thread. Its streams and events exist so that code written for a device with queues runs
-// unchanged here; on the CPU every queue is already in order and finished when a call returns.
+// as the plan counts it), work done at once in the calling thread. Its streams and events exist
+// so that code written for a device with queues runs unchanged here; on the CPU every queue is
+// already in order and finished when a call returns.
 #include "runtime/device/device.h"
 #include "runtime/support/aligned_buffer.h"
 

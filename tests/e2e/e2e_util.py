@@ -259,6 +259,20 @@ def metrics_field(line, name):
     return line[start:end]
 
 
+def resumed_mismatch(lines, expected):
+    """None when the metrics `lines` of a resumed run have the steps of `expected` (the
+    uninterrupted run's lines from the same step on) and string-equal (so bit-identical) losses;
+    else what differs first."""
+    steps = [metrics_field(line, "step") for line in lines]
+    if steps != [metrics_field(line, "step") for line in expected]:
+        return f"resumed steps {steps}"
+    for line, ref in zip(lines, expected):
+        if metrics_field(line, "loss") != metrics_field(ref, "loss"):
+            return f"step {metrics_field(line, 'step')}: loss {metrics_field(line, 'loss')}, " \
+                   f"uninterrupted {metrics_field(ref, 'loss')}"
+    return None
+
+
 def memory_peaks(shardrun_output):
     """(planned, measured) peak bytes of each rank, from shardrun's memory lines."""
     return [(int(p), int(m)) for p, m in

@@ -194,13 +194,9 @@ class Harness:
         if not res.ok:
             return f"{how} at step {saved}: resuming: {res.describe()}"
         lines = metric_lines(resumed_metrics)
-        expected = ref_lines[saved:]
-        if [field(line, "step") for line in lines] != [field(line, "step") for line in expected]:
-            return f"{how}: resumed steps {[field(line, 'step') for line in lines]}"
-        for line, ref in zip(lines, expected):
-            if field(line, "loss") != field(ref, "loss"):
-                return f"{how}: step {field(line, 'step')}: loss {field(line, 'loss')}, " \
-                       f"uninterrupted {field(ref, 'loss')}"
+        mismatch = e2e_util.resumed_mismatch(lines, ref_lines[saved:])
+        if mismatch:
+            return f"{how}: {mismatch}"
         where = f"checkpoint of step {saved}" if saved else "no checkpoint yet"
         return None, f"{how}: {where} (metrics to step {ran}), resumed {len(lines)} steps " \
                      "bit-identical"

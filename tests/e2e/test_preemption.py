@@ -24,7 +24,6 @@ Prints PASS/FAIL per run and `N passed, M failed`.
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -44,12 +43,7 @@ KEEP = 2
 LR = "0.01"
 
 
-def metric_lines(path):
-    return e2e_util.metric_lines(path) if os.path.exists(path) else []
-
-
-def field(line, name):
-    return e2e_util.metrics_field(line, name)
+metric_lines = e2e_util.metric_lines
 
 
 class Preemption:
@@ -146,13 +140,10 @@ class Preemption:
         res = e2e_util.run_tool(self.argv(mode, ckpt, resumed, True), self.args.timeout)
         if not res.ok:
             return f"{how}: resuming from step {saved}: {res.describe()}"
-        lines, expected = metric_lines(resumed), ref_lines[saved:]
-        if [field(a, "step") for a in lines] != [field(b, "step") for b in expected]:
-            return f"{how}: resumed steps {[field(a, 'step') for a in lines]}"
-        for line, ref in zip(lines, expected):
-            if field(line, "loss") != field(ref, "loss"):
-                return f"{how}: step {field(line, 'step')}: loss {field(line, 'loss')}, " \
-                       f"uninterrupted {field(ref, 'loss')}"
+        lines = metric_lines(resumed)
+        mismatch = e2e_util.resumed_mismatch(lines, ref_lines[saved:])
+        if mismatch:
+            return f"{how}: {mismatch}"
         return None, f"{how}: stopped after step {saved}, resumed {len(lines)} steps " \
                      "bit-identical"
 
