@@ -1,6 +1,7 @@
 //===- LoweringPasses.td - shardc passes: lowering ---------------------------------------===//
 //
-// The last passes before the program is emitted: constant folding and the memory plan
+// The last passes before the program is emitted: constant folding, large one-value constants
+// filled at run time, and the memory plan
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_PASSES_LOWERING_LOWERINGPASSES_TD
@@ -26,6 +27,34 @@ def FoldConstants : Pass<"shardc-fold-constants", "mlir::func::FuncOp"> {
     After:
     ```mlir
     %i = graph.constant dense<8> : tensor<1xi64>
+    ```
+  }];
+  let dependentDialects = ["shardc::graph::GraphDialect"];
+}
+
+def FillLargeSplats : Pass<"shardc-fill-large-splats", "mlir::func::FuncOp"> {
+  let summary = "Compute large one-value constants at run time instead of storing them";
+  let description = [{
+    A constant holding one value repeated (a `ConstantOfShape`, an inference dropout's mask)
+    costs one element in the IR but its whole size in the weights file, where the program
+    stores constants expanded, once per rank. Each such constant larger than 64 KiB
+    becomes, before each op that reads it, a one-element constant broadcast by
+    `graph.expand`: the `expand` kernel fills an arena buffer that the memory plan places and
+    frees after that op, like any activation. The filled bytes are counted in the planned
+    peak instead of the weights, and no compile step ever materialises them.
+
+    Before:
+    ```mlir
+    %c = graph.constant dense<1.0> : tensor<8192x1024xf32>
+    %s = graph.reduce_sum %c {axes = array<i64: 0, 1>, keepdims = false}
+        : (tensor<8192x1024xf32>) -> tensor<f32>
+    ```
+    After:
+    ```mlir
+    %v = graph.constant dense<1.0> : tensor<f32>
+    %c = graph.expand %v : (tensor<f32>) -> tensor<8192x1024xf32>
+    %s = graph.reduce_sum %c {axes = array<i64: 0, 1>, keepdims = false}
+        : (tensor<8192x1024xf32>) -> tensor<f32>
     ```
   }];
   let dependentDialects = ["shardc::graph::GraphDialect"];

@@ -107,22 +107,6 @@ def rows_model(rows):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def huge_constant_model(n):
-    """A model of about 100 bytes whose ConstantOfShape fills [n, n] floats (n = 100000: 40 GB),
-    summed into its output."""
-    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [n, n])
-    nodes = [
-        helper.make_node("ConstantOfShape", ["shape"], ["c"], name="the_fill",
-                         value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
-        helper.make_node("ReduceSum", ["c"], ["s"], name="sum", keepdims=0),
-        helper.make_node("Add", ["x", "s"], ["y"], name="add"),
-    ]
-    graph = helper.make_graph(
-        nodes, "huge_constant", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], [shape])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
 def unsupported_ops_model():
     """Two LpPool nodes and one Hardmax (none supported) around a supported Relu."""
     nodes = [
@@ -304,12 +288,6 @@ def build_cases(args):
     cases.append(Case("unsupported_ops", compile_argv(path), "shardc",
                       ["pools.onnx", "LpPool", "Hardmax", ("first_lp_pool", "second_lp_pool"),
                        "the_hardmax"], extra=count_mentioned(path, 2)))
-
-    # A constant the bundle would store expanded (it used to end in std::bad_alloc, or write
-    # gigabytes of weights.bin even with --no-weights): refused naming the node, at once.
-    path = save(huge_constant_model(100000), os.path.join(work, "huge_constant", "fill.onnx"))
-    cases.append(Case("constant_of_shape_huge", compile_argv(path, "--no-weights"), "shardc",
-                      ["fill.onnx", "the_fill", "40000000000 bytes", "a bundle stores"]))
 
     path = save(pad_mode_model("reflect"), os.path.join(work, "pad_reflect", "pad.onnx"))
     cases.append(Case("pad_mode_reflect", compile_argv(path), "shardc",

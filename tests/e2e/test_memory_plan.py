@@ -28,6 +28,18 @@ and one negative case:
             (exit 0), plan.txt's weights region counts the whole weight and no weights.bin is
             written; planning reads and holds no weight bytes
 
+  large_constant_filled  a model of about 100 bytes whose ConstantOfShape fills [W, W] floats
+            (W = 100000: 40 GB), compiled with and without --no-weights under a 1 GiB heap
+            limit: it plans (exit 0), the fill is an `expand` whose result the arena counts, and
+            weights.bin holds at most one value's bytes (none is written with --no-weights) (a bundle used to store the constant
+            expanded: std::bad_alloc, or gigabytes of weights.bin); W = 4096 (64 MiB) runs, its
+            output exact and its measured peak the planned one
+  large_constant_trains  a PyTorch module adding torch.full((batch, 1024), 0.5) (32 MiB at 8192
+            rows), exported with dynamic axes (a ConstantOfShape) and without (a 32 MiB Constant
+            node), trains 3 SGD steps on one rank, dp=2
+            and zero3 with PyTorch's losses (relative 1e-5), the constant filled at run time
+            (an expand in plan.txt, not in weights.bin)
+
 Prints PASS/FAIL per case, the planned and measured peaks, and `N passed, M failed`.
 """
 
@@ -286,12 +298,184 @@ def case_no_weights_graph_memory(args):
     return None, "; ".join(details)
 
 
+def fill_model(width, value):
+    """About 100 bytes of ONNX whose ConstantOfShape fills [width, width] with `value`, summed
+    and added to the input x [1]."""
+    from onnx import TensorProto, helper
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [width, width])
+    nodes = [
+        helper.make_node("ConstantOfShape", ["shape"], ["c"], name="the_fill",
+                         value=helper.make_tensor("v", TensorProto.FLOAT, [1], [value])),
+        helper.make_node("ReduceSum", ["c"], ["s"], name="sum", keepdims=0),
+        helper.make_node("Add", ["x", "s"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes, "fill", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], [shape])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def case_large_constant_filled(args):
+    import numpy as np
+    import onnx
+    details = []
+    # 40 GB: planned in the arena, compiled under a 1 GiB heap limit, with and without weights.
+    width = 100000
+    work = os.path.join(args.work, "large_constant_40g")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    model = os.path.join(work, "fill.onnx")
+    onnx.save(fill_model(width, 1.0), model)
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, 1 << 30))
+
+    for flags in ([], ["--no-weights"]):
+        bundle = os.path.join(work, f"fill{len(flags)}.shard")
+        res = subprocess.run([args.shardc, model, "--mode", "forward", "-o", bundle, *flags],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=args.timeout, preexec_fn=limit_memory)
+        shown = f"[{width}, {width}] {' '.join(flags) or 'with weights'}"
+        if res.returncode != 0:
+            return f"{shown}: shardc under a 1 GiB heap limit: exit {res.returncode}: " \
+                   f"{res.stderr.strip()!r}"
+        err, total, parts = check_plan(bundle)
+        if err:
+            return f"{shown}: {err}"
+        _, _, plan_details = read_plan_memory(bundle)
+        filled = width * width * 4
+        if plan_details["arena"].get("activations", 0) < filled:
+            return f"{shown}: the arena's activations {plan_details['arena']} do not hold the " \
+                   f"{filled} filled bytes"
+        if parts["weights"] > 1024:
+            return f"{shown}: {parts['weights']} bytes of weights, expected only the one value"
+        if "expand 'the_fill'" not in open(os.path.join(bundle, "plan.txt")).read():
+            return f"{shown}: plan.txt's program has no expand 'the_fill'"
+        weights_bin = os.path.join(bundle, "weights.bin")
+        if flags:
+            if os.path.exists(weights_bin):
+                return f"{shown}: --no-weights wrote weights.bin"
+            details.append(f"{shown}: arena {parts['arena']} bytes, no weights.bin")
+            continue
+        size = os.path.getsize(weights_bin)
+        if size > 1024:
+            return f"{shown}: weights.bin holds {size} bytes"
+        details.append(f"{shown}: arena {parts['arena']} bytes, weights.bin {size} bytes")
+
+    # 64 MiB, run: the fill computes what the constant holds, and the plan is what is measured.
+    # 0.25 * 4096^2 = 2^22 and every partial sum is exact in f32, whatever the order.
+    width, value = 4096, 0.25
+    work = os.path.join(args.work, "large_constant_run")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(os.path.join(work, "data"))
+    model = os.path.join(work, "fill.onnx")
+    onnx.save(fill_model(width, value), model)
+    x = np.array([3.0], np.float32)
+    np.save(os.path.join(work, "data", "x.npy"), x)
+    bundle = os.path.join(work, "fill.shard")
+    res = e2e_util.run_tool([args.shardc, model, "--mode", "forward", "-o", bundle], args.timeout)
+    if not res.ok:
+        return f"[{width}, {width}]: compile: {res.describe()}"
+    out = os.path.join(work, "out")
+    res = e2e_util.run_tool([args.shardrun, bundle, "--data", os.path.join(work, "data"),
+                             "--outputs", out], args.timeout)
+    if not res.ok:
+        return f"[{width}, {width}]: run: {res.describe()}"
+    expected = float(x[0]) + value * width * width
+    y = float(np.load(os.path.join(out, "y.npy"))[0])
+    if y != expected:
+        return f"[{width}, {width}]: y = {y}, expected {expected}"
+    peaks = e2e_util.memory_peaks(res.stderr)
+    if len(peaks) != 1 or peaks[0][0] != peaks[0][1]:
+        return f"[{width}, {width}]: planned and measured peaks {peaks}"
+    details.append(f"[{width}, {width}] run: y = {y}, peak {peaks[0][0]} bytes as planned")
+    return None, "; ".join(details)
+
+
+def case_large_constant_trains(args):
+    """A PyTorch model adding torch.full((batch, 1024), 0.5) (32 MiB at 8192 rows) trains like
+    PyTorch, exported both ways, on one rank and on two (dp, zero3); the filled constant is not
+    in weights.bin."""
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.join(HERE, os.pardir, "models"))
+    import export_util
+
+    class ShiftedSquares(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 1024)
+
+        def forward(self, x):
+            z = self.proj(x) + torch.full((x.shape[0], 1024), 0.5)
+            return (z * z).mean()
+
+    rows, steps, lr = 8192, 3, 0.05
+    torch.manual_seed(0)
+    model = ShiftedSquares()
+    data = torch.randn(2 * rows, 8)
+    reference = ShiftedSquares()
+    reference.load_state_dict(model.state_dict())
+    optimizer = torch.optim.SGD(reference.parameters(), lr=lr)
+    expected = []
+    for step in range(steps):
+        optimizer.zero_grad()
+        loss = reference(data[(step % 2) * rows:(step % 2 + 1) * rows])
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+
+    details = []
+    for style, axes in (("dynamic", {"x": {0: "batch"}}), ("static", None)):
+        model_dir = os.path.join(args.work, f"large_constant_{style}")
+        shutil.rmtree(model_dir, ignore_errors=True)
+        with open(os.devnull, "w") as quiet:
+            stdout, sys.stdout = sys.stdout, quiet
+            try:
+                proto = export_util.export_model(model, (data[:rows],), ["x"], ["loss"],
+                                                 model_dir, dynamic_axes=axes)
+            finally:
+                sys.stdout = stdout
+        # The dynamic export computes the constant (ConstantOfShape of the batch); the static
+        # one stores it, 32 MiB of one value in a Constant node.
+        source = "ConstantOfShape" if axes else "Constant"
+        if not any(n.op_type == source for n in proto.graph.node):
+            return f"{style} export: no {source} in the graph"
+        data_dir = os.path.join(model_dir, "data")
+        os.makedirs(data_dir)
+        np.save(os.path.join(data_dir, "x.npy"), data.numpy())
+        for name, flags in (("single", []), ("dp2", ["--gpus", "2", "--strategy", "dp"]),
+                            ("zero3", ["--gpus", "2", "--strategy", "zero3"])):
+            bundle = os.path.join(model_dir, f"{name}.shard")
+            _, err = e2e_util.compile_and_train(
+                args.shardc, args.shardrun, model_dir, bundle, data_dir,
+                ["--optimizer", "sgd", *flags], steps, lr)
+            if err:
+                return f"{style} {name}: {err}"
+            losses = [float(e2e_util.metrics_field(line, "loss"))
+                      for line in e2e_util.metric_lines(bundle + ".jsonl")]
+            if len(losses) != steps:
+                return f"{style} {name}: {len(losses)} losses, expected {steps}"
+            worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+            if worst > 1e-5:
+                return f"{style} {name}: losses {losses}, PyTorch {expected}"
+            size = os.path.getsize(os.path.join(bundle, "weights.bin"))
+            if size > 1 << 20:
+                return f"{style} {name}: weights.bin holds {size} bytes: the constant is stored"
+            if "expand" not in open(os.path.join(bundle, "plan.txt")).read():
+                return f"{style} {name}: no expand in plan.txt"
+            details.append(f"{style} {name}: worst loss error {worst:.1e}")
+    return None, "; ".join(details)
+
+
 def main():
     args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, timeout=120))
     cases = [(c[0], lambda c=c: run_config(*c, args)) for c in CONFIGS]
     cases.append(("mismatch", lambda: case_mismatch(args)))
     cases.append(("data_before_arena", lambda: case_data_before_arena(args)))
     cases.append(("no_weights_graph_memory", lambda: case_no_weights_graph_memory(args)))
+    cases.append(("large_constant_filled", lambda: case_large_constant_filled(args)))
+    cases.append(("large_constant_trains", lambda: case_large_constant_trains(args)))
     e2e_util.run_cases(cases)
 
 

@@ -26,7 +26,10 @@ std::string baseName(const std::string &path) {
 int writeCompiledBundle(mlir::MLIRContext &ctx, const CompileOptions &opts,
                         const CompiledBundle &compiled) {
   const program::Bundle &bundle = compiled.bundle;
-  const std::vector<char> *weights = compiled.weights ? &*compiled.weights : nullptr;
+  // --no-weights plans only: no weights.bin even when every stored value happened to be at
+  // hand (a model whose only initializers are shapes and constants).
+  const std::vector<char> *weights =
+      compiled.weights && !opts.withoutWeights ? &*compiled.weights : nullptr;
   const PlanNotes &notes = compiled.notes;
   bool training = opts.mode == Mode::Train;
   std::string error;

@@ -5,7 +5,6 @@
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Lowering/BufferRoles.h"
-#include "shardc/Lowering/ConstantEvaluator.h"
 #include "shardc/Lowering/KernelMapping.h"
 #include "shardc/Lowering/MemoryPlanner.h"
 #include "shardc/Lowering/MeshGroups.h"
@@ -286,14 +285,9 @@ private:
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!dense)
         return op.emitOpError("constant value is not dense");
-      // A constant is stored in the weights file, expanded: a splat of a huge shape (a
-      // ConstantOfShape) would take that much memory to write and that much disk.
-      const int64_t bytes = dense.getType().getNumElements() *
-                            runtimeElementSize(dense.getType().getElementType());
-      if (bytes > kMaxStoredConstantBytes)
-        return op.emitError() << "a constant of " << bytes << " bytes (" << dense.getType()
-                              << ") is larger than the " << kMaxStoredConstantBytes
-                              << " bytes a bundle stores for one constant";
+      // Stored expanded: a large one-value constant is no longer one by now (it is filled at
+      // run time, shardc-fill-large-splats), so what is stored is the model's own bytes or a
+      // value the compiler folded (ConstantEvaluator bounds those).
       program::Buffer *buf =
           newBuffer(constant, valueName(constant), program::CONSTANT, program::ROLE_CONSTANT);
       placeInWeights(buf, toRuntimeBytes(dense));

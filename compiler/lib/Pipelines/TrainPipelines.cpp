@@ -177,6 +177,7 @@ void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldConstants());
   if (train)
     pm.nest<mlir::func::FuncOp>().addPass(shardc::createHoistLoss());
+  pm.nest<mlir::func::FuncOp>().addPass(shardc::createFillLargeSplats());
   PlanMemoryOptions planMemory;
   planMemory.overlapCollectives = dp == nullptr || dp->overlapCollectives;
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory(planMemory));

@@ -19,11 +19,10 @@ namespace shardc {
 
 // Ops whose results or operands exceed this many bytes are not evaluated (a large result
 // would bloat the weights file, a large splat operand would be expanded in memory); the op
-// then runs at runtime instead. Dialect folders that only reuse an attribute still apply.
+// then runs at runtime instead. Dialect folders that only reuse an attribute still apply; a
+// large one-value result of theirs (a ConstantOfShape) is computed at run time instead of
+// stored (shardc-fill-large-splats).
 inline constexpr int64_t kMaxFoldedConstantBytes = 16 << 20;
-// The largest constant a bundle stores (in its weights file, expanded): beyond it the compile
-// is refused naming the node, rather than expanding, say, a ConstantOfShape of 10^10 elements.
-inline constexpr int64_t kMaxStoredConstantBytes = int64_t(1) << 30;
 
 // If every operand of `op` is a constant and its results are statically shaped, evaluates it,
 // replaces all its results with graph.constant ops (created at `op`) and erases `op`.
