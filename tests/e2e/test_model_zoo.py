@@ -46,7 +46,7 @@ Per model and style:
              skipped (and the table says so) for the models whose training amplifies float32
              rounding (below), where one flipped bf16 rounding grows without a useful bound
 Models whose batch the partitioner cannot split (nn.MultiheadAttention merges it into the minor
-part of [seq * batch, embed]; BART's and T5's label shift is a ScatterND, computed whole) must be
+part of [seq * batch, embed]; CLIP's pooling gathers from the flattened batch) must be
 refused in one line naming why, for the checks that split the batch; the table records the
 refusal.
 Some trainings amplify float32 rounding: ResNet-18 (BatchNorm over few values per channel in
@@ -111,9 +111,6 @@ MHA_BATCH_MERGED = "a reshape merges it into the minor part of a dimension"
 # hidden] states at row * seq + argmax: the gather pairs blocks of the batch with each other,
 # which the partitioner does not split yet; data parallelism is refused naming the gather.
 GATHER_PAIRS_BLOCKS = "it pairs blocks of the same dimension with each other"
-# BART and T5 shift the labels right with ScatterND, which is computed whole (its index values
-# say where it writes); shardc refuses data parallelism for them naming it.
-SCATTER_WHOLE = "scatter_nd writes where its index values say"
 
 
 def generator():
@@ -432,8 +429,8 @@ MODELS = {
     "opt": Spec(hf_opt, token_batch, TOKENS_DYNAMIC),
     "bloom": Spec(hf_bloom, token_batch, TOKENS_DYNAMIC),
     "bart": Spec(hf_seq2seq("bart"), token_batch, TOKENS_DYNAMIC,
-                 batch_split_refused=SCATTER_WHOLE, freeze="model.final_logits_bias"),
-    "t5": Spec(hf_seq2seq("t5"), token_batch, TOKENS_DYNAMIC, batch_split_refused=SCATTER_WHOLE),
+                 freeze="model.final_logits_bias"),
+    "t5": Spec(hf_seq2seq("t5"), token_batch, TOKENS_DYNAMIC),
     "vit": Spec(hf_vit, image_batch, IMAGES_DYNAMIC),
     "mamba": Spec(hf_mamba, token_batch, TOKENS_DYNAMIC),
     "clip_text": Spec(ClipTextClassifier, text_class_batch, TEXT_CLASS_DYNAMIC,

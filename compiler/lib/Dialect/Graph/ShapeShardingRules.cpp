@@ -321,9 +321,6 @@ std::optional<OpShardingRule> CumSumOp::getShardingRule() {
   return rule;
 }
 
-std::optional<OpShardingRule> ScatterNDOp::getShardingRule() {
-  return sharding::allWhole(*this, "scatter_nd writes where its index values say");
-}
 std::optional<OpShardingRule> ConstantOfShapeOp::getShardingRule() {
   // Every element is the same value: any block of it is the same block.
   OpShardingRule rule;

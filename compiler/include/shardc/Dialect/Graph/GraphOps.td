@@ -363,7 +363,7 @@ def Graph_CumSumOp : Graph_Op<"cum_sum", [Graph_KernelAttributes, Pure, SameOper
 }
 
 def Graph_ScatterNDOp : Graph_Op<"scatter_nd",
-    [Graph_KernelAttributes, Pure, Graph_Differentiable]> {
+    [Graph_KernelAttributes, Graph_ShardableWith<["localizeOp"]>, Pure, Graph_Differentiable]> {
   let summary = "ONNX ScatterND: data with updates written (or combined) where indices say";
   let description = [{
     indices [..., k] (k <= rank(data)) address slices data[i0, ..., ik-1, :, ...]; updates has
