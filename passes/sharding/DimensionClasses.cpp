@@ -20,6 +20,7 @@ int DimensionClasses::node(Value value, unsigned dim, int64_t groups) {
     unit_.push_back(0);
     blocked_.emplace_back(nullptr, "");
     max_.push_back(false);
+    stridedBy_.push_back(nullptr);
   }
   return it->second;
 }
@@ -43,6 +44,8 @@ void DimensionClasses::unite(int a, int b) {
   if (!blocked_[a].first && blocked_[b].first)
     blocked_[a] = blocked_[b];
   max_[a] = max_[a] || max_[b];
+  if (!stridedBy_[a])
+    stridedBy_[a] = stridedBy_[b];
 }
 
 void DimensionClasses::block(int n, Operation *op, const std::string &why) {
@@ -111,6 +114,9 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
           if (factor.kind == graph::FactorKind::Whole) {
             block(n, op, factor.why);
             wholeParts_.push_back({v, d, groups, groups * factor.size, op, factor.why});
+          } else if (k > 0 && rule->stridedBatchParts) {
+            if (!stridedBy_[find(n)])
+              stridedBy_[find(n)] = op;
           } else if (k > 0 && !rule->stridedParts) {
             block(n, op, "a reshape merges it into the minor part of a dimension");
           }
@@ -200,6 +206,7 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
       c.blocker = blocked_[r].first;
       c.why = blocked_[r].second;
       c.maxReduction = max_[r];
+      c.stridedBy = stridedBy_[r];
       classes_.push_back(std::move(c));
     }
     classes_[classIndex_[r]].members.push_back(refs_[n]);
@@ -279,6 +286,14 @@ std::string DimensionClasses::describeBlocker(int cls) const {
   if (c.maxReduction)
     return "a reduce_max over it would leave a pending maximum, which no collective takes yet";
   return "";
+}
+
+std::string DimensionClasses::describeTensorParallelBlocker(int cls) const {
+  std::string why = describeBlocker(cls);
+  if (why.empty() && classes_[cls].stridedBy)
+    why = nodeName(classes_[cls].stridedBy) +
+          ": a reshape merges it into the minor part of a dimension";
+  return why;
 }
 
 } // namespace shardc::sharding

@@ -48,6 +48,9 @@ struct DimClass {
   mlir::Operation *blocker = nullptr; // the first op that prevents a split (null: none)
   std::string why;                    // what that op needs
   bool maxReduction = false;          // some op leaves a pending maximum over it
+  // The first op that strides it by a reshape (a batch-only strided part): null when none.
+  // The batch may be split so; tensor parallelism may not (OpShardingRule::stridedBatchParts).
+  mlir::Operation *stridedBy = nullptr;
   std::vector<DimRef> members;
 };
 
@@ -63,8 +66,10 @@ public:
   // The groups of every part of dimension `dim` of `value` some op sees: 1 (the dimension
   // itself) and those of its minor parts, increasing.
   std::vector<int64_t> partGroups(mlir::Value value, unsigned dim) const;
-  // "node 'NAME' (op): WHY", for messages.
+  // "node 'NAME' (op): WHY", for messages; empty when nothing prevents a split of the batch.
   std::string describeBlocker(int cls) const;
+  // The same for a split on tensor parallelism, which a reshape's strided part also prevents.
+  std::string describeTensorParallelBlocker(int cls) const;
   int numClasses() const { return static_cast<int>(classes_.size()); }
   // For every op with a rule: the class of each of its factors (-1 for a factor no dimension
   // of size > 1 carries). Two classes split on the same mesh axis must never be two factors
@@ -106,6 +111,7 @@ private:
   std::vector<int64_t> unit_;
   std::vector<std::pair<mlir::Operation *, std::string>> blocked_;
   std::vector<bool> max_;
+  std::vector<mlir::Operation *> stridedBy_; // per root: the first reshape striding it
   std::vector<int> classIndex_; // root -> index into classes_
   std::vector<DimClass> classes_;
   std::vector<std::pair<mlir::Operation *, std::vector<int>>> opFactorClasses_;

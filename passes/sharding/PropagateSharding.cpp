@@ -185,7 +185,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
             unsplittable = "a constant whose blocks would differ between devices";
         }
       }
-      ci.why = dc.describeBlocker(c);
+      ci.why = dc.describeTensorParallelBlocker(c);
       if (ci.why.empty() && !unsplittable.empty())
         ci.why = "it holds " + unsplittable;
       if (ci.why.empty() && info.unit % tp)

@@ -1,17 +1,20 @@
 // Training batches from .npy files: one file per graph input holding the whole data set, cut
-// into consecutive batches along the leading (batch) dimension.
+// into consecutive batches along its leading dimension.
 //
-// For graph inputs (name, dtype, shape) with batch size B = shape[0], the file for input NAME is
-// DIR/tensorNpyFileName(NAME). Each must hold dtype and shape [N, shape[1:]...] with the same N
-// for every input, N a positive multiple of B. The batch of training step k (1-based) is rows
-// [(k-1)B, kB) modulo N: the data set is walked in order and wraps around each epoch, and since
-// a batch depends only on k, resuming at step k yields exactly the batches of an uninterrupted
-// run. Files are read once, by open().
+// For graph inputs (name, dtype, shape) whose batch of B rows lies in dimension `batchDim`
+// (0, or 1 for a sequence-first model's [seq, batch] inputs), the file for input NAME is
+// DIR/tensorNpyFileName(NAME). Batch-first (batchDim 0), it holds [N, shape[1:]...], N a
+// positive multiple of B, and the batch of training step k (1-based) is rows [(k-1)B, kB)
+// modulo N. Otherwise it holds consecutive blocks of the input's shape along dim 0:
+// [n * shape[0], shape[1:]...] (the batch's B rows in dim batchDim of each block), and step k
+// takes block (k-1) modulo n. Every input has the same number of batches. The data set is
+// walked in order and wraps around each epoch, and since a batch depends only on k, resuming
+// at step k yields exactly the batches of an uninterrupted run. Files are read once, by open().
 //
 // Data parallelism: a rank that takes rows [begin, begin + rows) of each global batch of
-// B = globalRows rows (BatchSlice) gets, at step k, rows [(k-1)B + begin, (k-1)B + begin + rows)
-// modulo N: its part of exactly the batch a one-rank run sees at step k. It reads and holds only
-// those rows of each file (rows/B of the data set).
+// B = globalRows rows (BatchSlice) gets, at step k, those rows of the batch a one-rank run sees
+// at step k, along the batch dimension. It holds only those rows of each file (rows/B of the
+// data set), and with the batch in dim 0 reads only them.
 #pragma once
 
 #include "runtime/executor/host_tensor.h"
@@ -28,6 +31,7 @@ struct GraphInputSpec {
   std::string name;
   DType dtype = program::DTYPE_UNSPECIFIED;
   std::vector<int64_t> shape;
+  size_t batchDim = 0; // the dimension of the batch's rows (Binding.batch_dim)
 };
 
 // The rows of every global batch that one rank takes (Program.batch_begin, batch_rows,
@@ -43,14 +47,15 @@ struct BatchSlice {
 class NpyBatchSource {
 public:
   // Reads and checks DIR/<file of each input> (only the slice's rows of it). Errors name the
-  // file and the input. With a slice, every input's dim 0 must be slice.rows.
+  // file and the input. With a slice, every input's batch dimension must be slice.rows.
   static Status open(const std::string &dataDir, const std::vector<GraphInputSpec> &inputs,
                      NpyBatchSource *out, const BatchSlice &slice = BatchSlice());
 
-  // The global batch size B (the rank's rows are the inputs' dim 0).
+  // The global batch size B (the rank's rows are the inputs' batch dimension).
   int64_t batchSize() const { return batchSize_; }
+  // The files' dim 0 (the largest, should inputs differ in the size of their blocks).
   int64_t numRows() const { return numRows_; }
-  int64_t batchesPerEpoch() const { return batchSize_ > 0 ? numRows_ / batchSize_ : 0; }
+  int64_t batchesPerEpoch() const { return batches_; }
   const std::vector<GraphInputSpec> &inputs() const { return inputs_; }
 
   // The batch of training step `step` (>= 1): one tensor per input, in the order given to
@@ -71,6 +76,7 @@ private:
   int64_t firstRow_ = 0; // the rank's first row in each batch
   int64_t rows_ = 0;     // the rank's rows per batch
   int64_t numRows_ = 0;
+  int64_t batches_ = 0; // per epoch
 };
 
 } // namespace shardc::runtime

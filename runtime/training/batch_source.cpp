@@ -69,10 +69,11 @@ Status openTokenBatchSource(const std::string &path, const std::vector<GraphInpu
                             const BatchSlice &slice) {
   bool fits = inputs.size() == 2;
   for (const GraphInputSpec &in : inputs)
-    fits = fits && in.dtype == program::I64 && in.shape.size() == 2 && in.shape == inputs[0].shape;
+    fits = fits && in.dtype == program::I64 && in.shape.size() == 2 &&
+           in.shape == inputs[0].shape && in.batchDim == 0;
   if (!fits)
     return Status::error("--tokens needs a model with exactly two batch inputs, both i64[B x T] "
-                         "(token ids and targets); this one has " +
+                         "(token ids and targets, batch first); this one has " +
                          describeInputs(inputs));
   auto source = std::make_unique<TokenBatches>();
   const int64_t globalRows = slice.whole() ? inputs[0].shape[0] : slice.globalRows;

@@ -61,10 +61,11 @@ Status deriveBatchSlice(const program::Program &program,
                          std::to_string(begin + rows) + ") do not lie inside the global batch of " +
                          std::to_string(global) + " rows");
   for (const GraphInputSpec &input : batchInputs)
-    if (input.shape.empty() || input.shape[0] != rows)
+    if (input.shape.size() <= input.batchDim || input.shape[input.batchDim] != rows)
       return Status::error("training program: batch input " + quoteForMessage(input.name) + " is " +
                            describeTensorType(input.dtype, input.shape) + ", but the rank takes " +
-                           std::to_string(rows) + " rows of each batch");
+                           std::to_string(rows) + " rows of each batch (along dim " +
+                           std::to_string(input.batchDim) + ")");
   *out = BatchSlice{begin, rows, global};
   return Status::ok();
 }
@@ -119,7 +120,12 @@ Status deriveTrainingSignature(const program::Program &program, TrainingSignatur
     } else if (name != kLrInputName && name != kSeedInputName) {
       const program::Buffer &buffer = program.buffers(b.buffer());
       std::vector<int64_t> shape(buffer.shape().begin(), buffer.shape().end());
-      signature.batchInputs.push_back({name, buffer.dtype(), std::move(shape)});
+      if (b.batch_dim() < 0 || static_cast<size_t>(b.batch_dim()) >= std::max<size_t>(shape.size(), 1))
+        return Status::error("training program: batch input " + quoteForMessage(name) +
+                             " has batch_dim " + std::to_string(b.batch_dim()) + ", but it is " +
+                             describeBuffer(buffer));
+      signature.batchInputs.push_back(
+          {name, buffer.dtype(), std::move(shape), static_cast<size_t>(b.batch_dim())});
     }
     if (b.has_sharding()) {
       if (!carried)

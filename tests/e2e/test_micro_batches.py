@@ -19,7 +19,7 @@ Checks:
             than holding it whole across the loop); plan.txt and plan.json state the
             microbatches
   refused   rows that do not divide into K microbatches, a model whose batch cannot be split
-            (PyTorch's sequence-first nn.MultiheadAttention merges it into its heads): one line,
+            (a loss over every pair of rows, x·xᵀ over the batch): one line,
             exit 1; --micro-batches 0 and --mode forward --micro-batches 2: one usage line,
             exit 2
 Prints PASS/FAIL per case with the worst differences and the memory, and `N passed, M failed`.
@@ -150,20 +150,36 @@ def check_model(model, style, runs, args, results):
                         "peak by K: " + ", ".join(f"K={k}: {by_k[k]} B" for k in ks)))
 
 
+def pairwise_model(path):
+    """h = x·W, loss = mean(h·hᵀ): every row meets every other, so no microbatch has its part."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.full((4, 4), 0.1, np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="project"),
+             helper.make_node("Transpose", ["h"], ["ht"], name="transpose", perm=[1, 0]),
+             helper.make_node("MatMul", ["h", "ht"], ["pairs"], name="pairs"),
+             helper.make_node("ReduceMean", ["pairs"], ["loss"], name="loss", keepdims=0)]
+    graph = helper.make_graph(nodes, "pairwise",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 4])],
+                              [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], [w])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return os.path.dirname(path)
+
+
 def check_refusals(args, results):
     tiny = e2e_util.export_test_model("tiny_gpt",
                                       os.path.join(args.work, "tiny_gpt_static", "model"),
                                       static_batch=STATIC_BATCH)
-    seq_first = e2e_util.export_test_model("seq_first_transformer",
-                                           os.path.join(args.work, "seq_first", "model"),
-                                           static_batch=4)
+    pairwise = pairwise_model(os.path.join(args.work, "pairwise", "model.onnx"))
     cases = [
         ("rows do not divide", tiny, ["--micro-batches", "3"], 1,
          "do not divide into 3 equal microbatches"),
         ("dp rows do not divide", tiny, ["--gpus", "2", "--strategy", "dp=2",
                                           "--micro-batches", "3"], 1,
          "do not divide into 3 equal microbatches"),
-        ("batch mixed into heads", seq_first, ["--micro-batches", "2"], 1,
+        ("rows paired with each other", pairwise, ["--micro-batches", "2"], 1,
          "cannot split the batch across 1 data-parallel devices and 2 microbatches"),
         ("zero microbatches", tiny, ["--micro-batches", "0"], 2, "--micro-batches needs"),
         ("forward mode", tiny, ["--mode", "forward", "--micro-batches", "2"], 2,

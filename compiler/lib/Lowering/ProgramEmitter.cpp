@@ -159,6 +159,12 @@ private:
       // A trained parameter is fed step after step; its first value ships in the weights.
       if (func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr))
         return addStateInit(*input, buf->size_bytes(), *wholeShape);
+      // The batch's rows are the dimension split on the data-parallel axis (0): dim 1 of a
+      // sequence-first model's inputs. The data source cuts them along it.
+      if (auto split = func_.getArgAttrOfType<mesh::MeshShardingAttr>(i, graph::kShardingAttr))
+        for (auto [d, axes] : llvm::enumerate(split.getSplitAxes()))
+          if (llvm::is_contained(axes.asArrayRef(), mesh::MeshAxis(0)))
+            binding->set_batch_dim(static_cast<int32_t>(d));
       return success();
     }
     auto param = func_.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);

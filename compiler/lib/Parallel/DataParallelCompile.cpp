@@ -18,24 +18,8 @@ std::optional<GlobalBatch> findGlobalBatch(mlir::ModuleOp global, const CompileO
     error = opts.model + ": the training step has no batch to split across ranks";
     return std::nullopt;
   }
-  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    auto name = step.getArgAttrOfType<mlir::StringAttr>(i, graph::kInputAttr);
-    auto sharding = step.getArgAttrOfType<mlir::mesh::MeshShardingAttr>(i, graph::kShardingAttr);
-    if (!name || !sharding)
-      continue;
-    auto axes = sharding.getSplitAxes();
-    unsigned dim = 0;
-    while (dim < axes.size() && axes[dim].empty())
-      ++dim;
-    // One device (microbatches alone) is fed the whole batch: no rows to cut.
-    if (dim != 0 && opts.gpus > 1) {
-      error = opts.model + ": input '" + name.str() + "': its batch is dim " +
-              std::to_string(dim) + " (dim 0 mixes rows: the model is sequence-first); " +
-              "shardrun cuts the rows of every input along dim 0, so --gpus " +
-              std::to_string(opts.gpus) + " cannot split this model yet";
-      return std::nullopt;
-    }
-  }
+  // The batch may lie in any dimension of an input (dim 1 of a sequence-first model): each
+  // input binding says which (Binding.batch_dim), and the data source cuts the rows along it.
   GlobalBatch batch;
   batch.rows = size.getInt();
   return batch;

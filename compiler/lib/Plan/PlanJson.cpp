@@ -112,6 +112,7 @@ static void to_json(Json &j, const Binding &b) {
   j = Json{{"name", b.name()},
            {"buffer", b.buffer()},
            {"in_place", b.in_place()},
+           {"batch_dim", b.batch_dim()},
            {"sharding", orNull(b.has_sharding(), b.sharding())}};
 }
 

@@ -276,7 +276,9 @@ void formatProgramBody(const program::Program &p, std::ostringstream &os) {
   os << "inputs:\n";
   for (const program::Binding &b : p.inputs())
     os << "  " << b.name() << ": " << operand(p, b.buffer())
-       << (b.in_place() ? " (updated in place)" : "") << "\n";
+       << (b.in_place() ? " (updated in place)" : "")
+       << (b.batch_dim() ? " (batch rows in dim " + std::to_string(b.batch_dim()) + ")" : "")
+       << "\n";
   if (p.state_init_size() > 0) {
     uint64_t bytes = 0;
     for (const program::StateInit &s : p.state_init())

@@ -121,9 +121,54 @@ TEST(NpyBatches, RowsMustBeAPositiveMultipleOfTheBatch) {
 TEST(NpyBatches, InputsMustHaveTheSameRowCount) {
   TempDir dir;
   writeData(dir, 4, 8);
-  EXPECT_EQ(openError(dir, specs(2)), dir.file("label.npy") + ": input 'label': 8 rows, but " +
+  EXPECT_EQ(openError(dir, specs(2)), dir.file("label.npy") + ": input 'label': 4 batches, but " +
                                           dir.file("onnx__x.npy") +
-                                          " has 4 (every input needs the same number of rows)");
+                                          " has 2 (every input needs as many batches)");
+}
+
+// A sequence-first input [seq, batch]: the file stacks blocks of [seq, B] along dim 0, and a
+// rank takes its columns of each block.
+TEST(NpyBatches, BatchInDimensionOneIsCutAlongIt) {
+  TempDir dir;
+  const int64_t seq = 3, batch = 4, batches = 2;
+  HostTensor tokens = makeHostTensor(program::I64, {batches * seq, batch});
+  for (int64_t i = 0; i < batches * seq * batch; ++i)
+    tokens.as<int64_t>()[i] = i; // block k, position s, column b: (k * seq + s) * batch + b
+  ASSERT_TRUE(writeNpy(dir.file("src.npy"), tokens).isOk());
+  ASSERT_TRUE(writeNpy(dir.file("label.npy"), labelRows(batches * batch)).isOk());
+
+  // The rank taking columns [1, 3) of each global batch of 4.
+  std::vector<GraphInputSpec> rank = {{"src", program::I64, {seq, 2}, 1},
+                                      {"label", program::I64, {2}, 0}};
+  NpyBatchSource source;
+  Status status = NpyBatchSource::open(dir.path(), rank, &source, BatchSlice{1, 2, batch});
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(source.batchSize(), batch);
+  EXPECT_EQ(source.batchesPerEpoch(), batches);
+  for (int64_t step : {1, 2, 3}) {
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(source.batch(step, &out).isOk());
+    const int64_t k = (step - 1) % batches;
+    ASSERT_EQ(out[0].shape, (std::vector<int64_t>{seq, 2}));
+    for (int64_t s = 0; s < seq; ++s)
+      for (int64_t b = 0; b < 2; ++b)
+        EXPECT_EQ(out[0].as<int64_t>()[s * 2 + b], (k * seq + s) * batch + 1 + b)
+            << "step " << step << " position " << s << " column " << b;
+    EXPECT_EQ(out[1].as<int64_t>()[0], k * batch + 1);
+    EXPECT_EQ(out[1].as<int64_t>()[1], k * batch + 2);
+  }
+
+  // The whole batch (one rank), and a file whose blocks do not tile dim 0.
+  std::vector<GraphInputSpec> whole = {{"src", program::I64, {seq, batch}, 1},
+                                       {"label", program::I64, {batch}, 0}};
+  ASSERT_TRUE(NpyBatchSource::open(dir.path(), whole, &source).isOk());
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(source.batch(2, &out).isOk());
+  EXPECT_EQ(out[0].as<int64_t>()[0], seq * batch);
+  std::vector<GraphInputSpec> longer = {{"src", program::I64, {4, batch}, 1},
+                                        {"label", program::I64, {batch}, 0}};
+  EXPECT_THAT(openError(dir, longer),
+              HasSubstr("6 rows is not a positive multiple of its dimension 0, 4"));
 }
 
 TEST(NpyBatches, DtypeAndShapeMismatches) {

@@ -186,6 +186,11 @@ OpShardingRule reshape(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
     j = j2;
     skipOnes();
   }
+  // A minor factor split by the batch is a strided set of rows of the merged dimension
+  // ([L, B] -> [L*B] with B split: each device holds its B/n rows of every l), which the local
+  // reshape of the local block produces in the same order. Ops that need such a dimension
+  // whole, or read positions in it, keep it whole through their own rules.
+  rule.stridedBatchParts = true;
   rule.linear = {true};
   return rule;
 }

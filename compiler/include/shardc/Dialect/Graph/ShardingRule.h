@@ -101,8 +101,14 @@ struct OpShardingRule {
   // strided split of its dimensions (below) is refused.
   bool positional = false;
   // Its minor factors may be split as strided parts (a concat or split into equal parts);
-  // those of any other op (a reshape merging dimensions) stay whole.
+  // those of any other op stay whole.
   bool stridedParts = false;
+  // Its minor factors may be split as strided parts by the batch only (a reshape merging the
+  // batch into the minor part of a dimension, as nn.MultiheadAttention's [seq * batch, embed]:
+  // each device holds its rows of every group, the local reshape's order). Tensor parallelism
+  // keeps them whole: a head or column split that a reshape strides would cut its blocks
+  // differently in the layers before and after it.
+  bool stridedBatchParts = false;
 
   // --- building ---
   int addFactor(int64_t size, FactorKind kind = FactorKind::Parallel);
