@@ -3,6 +3,7 @@
 
 #include "shardc/Driver/SourceModel.h"
 #include "shardc/Parallel/DataParallelCompile.h"
+#include "shardc/Plan/PlanSummary.h"
 #include "shardc/Support/Diagnostics.h"
 
 #include "runtime/loader/bundle.h"
@@ -19,6 +20,31 @@ namespace {
 std::string baseName(const std::string &path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Above this share of the trained elements whole on every tp rank, the summary says so: such a
+// plan saves less memory than its tp degree suggests (heads or a vocabulary that tp does not
+// divide, a cut the rules keep whole), which plan.txt alone would leave to be found.
+constexpr double kReplicatedShareToReport = 0.10;
+
+void noteReplicatedShare(const program::Bundle &bundle, const PlanNotes &notes) {
+  PlanSummary s = summarizePlan(bundle, notes);
+  int tp = 1;
+  for (const auto &[axis, size] : s.meshAxes)
+    if (axis == "tp")
+      tp = size;
+  if (tp < 2 || s.trainedElements == 0)
+    return;
+  const double share = static_cast<double>(s.trainedReplicatedElements) /
+                       static_cast<double>(s.trainedElements);
+  if (share <= kReplicatedShareToReport)
+    return;
+  std::fprintf(stderr,
+               "shardc: note: tp=%d keeps %.0f%% of the trained parameters (%llu of %llu "
+               "elements) whole on every tp rank; plan.txt's \"Tensor-parallel layout\" says "
+               "why for each\n",
+               tp, 100.0 * share, static_cast<unsigned long long>(s.trainedReplicatedElements),
+               static_cast<unsigned long long>(s.trainedElements));
 }
 
 } // namespace
@@ -74,6 +100,7 @@ int writeCompiledBundle(mlir::MLIRContext &ctx, const CompileOptions &opts,
       static_cast<unsigned long long>(p.weights_bytes()),
       static_cast<unsigned long long>(p.workspace_bytes()), static_cast<unsigned long long>(peak),
       weights ? "" : " (weights absent: planning only)");
+  noteReplicatedShare(bundle, notes);
   if (notes.trainedSetGuessed)
     std::fprintf(stderr,
                  "shardc: warning: %s records no trained parameters: trained every float "

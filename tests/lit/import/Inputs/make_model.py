@@ -365,6 +365,26 @@ def linear_classifier():
     return model(nodes, [vi("x", F32, [4, 3]), vi("y", I64, [4])], [vi("loss", F32, [])], inits)
 
 
+def tp_mlp_head(head):
+    """loss = mean(relu(x @ w1) @ w2 [@ w3]): x f32[4, 6], w1 [6, 8], w2 [8, 6] (a column then a
+    row-parallel product under tp=2), and with `head` w3 [6, 5], whose 5 columns tp=2 does not
+    divide and whose rows are the replicated stream: 30 of the 126 trained elements whole."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="up"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "w2"], ["o"], name="down"),
+    ]
+    inits = [const("w1", np.linspace(-1, 1, 48).reshape(6, 8), np.float32),
+             const("w2", np.linspace(-1, 1, 48).reshape(8, 6), np.float32)]
+    last = "o"
+    if head:
+        nodes.append(helper.make_node("MatMul", ["o", "w3"], ["z"], name="head"))
+        inits.append(const("w3", np.linspace(-1, 1, 30).reshape(6, 5), np.float32))
+        last = "z"
+    nodes.append(helper.make_node("ReduceMean", [last], ["loss"], name="mean", keepdims=0))
+    return model(nodes, [vi("x", F32, [4, 6])], [vi("loss", F32, [])], inits)
+
+
 def masked_scores():
     """loss = mean(softmax(x @ w + mask)): the float mask initializer holds -inf above the
     diagonal (PyTorch's generate_square_subsequent_mask, registered as a buffer)."""
@@ -461,6 +481,8 @@ MODELS = {
     "conv_pool_bn": conv_pool_bn,
     "recorded_trainable": recorded_trainable,
     "masked_scores": masked_scores,
+    "tp_mlp": lambda: tp_mlp_head(False),
+    "tp_mlp_head": lambda: tp_mlp_head(True),
     "params_and_constants": params_and_constants,
     "shape_chain": shape_chain,
     "negative_axes": negative_axes,
