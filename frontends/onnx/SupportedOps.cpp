@@ -72,6 +72,12 @@ const OpInfo kOps[] = {
     {"ReduceMean", 13, 1, 2, 1, 1, bit(1), importReduceMean},
     {"ReduceSum", 13, 1, 2, 1, 1, bit(1), importReduceSum},
     {"ReduceMax", 13, 1, 2, 1, 1, bit(1), importReduceMax},
+    {"ReduceMin", 13, 1, 2, 1, 1, bit(1), importReduceMin},
+    {"ReduceSumSquare", 13, 1, 2, 1, 1, bit(1), importReduceSumSquare},
+    {"ReduceL1", 13, 1, 2, 1, 1, bit(1), importReduceL1},
+    {"ReduceL2", 13, 1, 2, 1, 1, bit(1), importReduceL2},
+    {"ReduceLogSum", 13, 1, 2, 1, 1, bit(1), importReduceLogSum},
+    {"ReduceLogSumExp", 13, 1, 2, 1, 1, bit(1), importReduceLogSumExp},
     {"ArgMax", 13, 1, 1, 1, 1, 0, importArgMax},
     // Shapes
     {"Reshape", 13, 2, 2, 1, 1, bit(1), importReshape},

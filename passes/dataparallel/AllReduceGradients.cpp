@@ -31,9 +31,9 @@ struct AllReduceGradientsPass : impl::AllReduceGradientsBase<AllReduceGradientsP
 
     // Gradients in the order the backward pass finishes them; each bucket is reduced right
     // after its last gradient is computed, while the rest of the backward pass still runs.
-    SmallVector<Value> grads;
-    for (dp::TrainedParam &p : view->params)
-      grads.push_back(p.grad);
+    // A gradient the partitioner already made whole is every rank's as it is.
+    SmallVector<Value> grads, whole;
+    dp::splitPendingGradients(*view, grads, whole);
     dp::sortByDefinition(grads);
     uint64_t bucketBytes = static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0);
     auto buckets = dp::formBuckets(grads, bucketBytes);

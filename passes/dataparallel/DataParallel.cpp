@@ -1,5 +1,6 @@
 //===- DataParallel.cpp -----------------------------------------------------------------===//
 #include "passes/dataparallel/DataParallel.h"
+#include "passes/sharding/ValueSharding.h"
 
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
@@ -94,9 +95,30 @@ FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
   return view;
 }
 
+bool pendingOverDataParallel(const TrainStepView &view, Value v) {
+  bool partitioned = false;
+  mlir::func::FuncOp func = view.func;
+  func.walk([&](Operation *op) {
+    partitioned = op->hasAttr(sharding::kResultShardingsAttr);
+    return partitioned ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (!partitioned)
+    return true;
+  mesh::MeshShardingAttr sharding = sharding::getSharding(v);
+  return sharding && llvm::is_contained(sharding.getPartialAxes(), mesh::MeshAxis(0));
+}
+
+void splitPendingGradients(TrainStepView &view, SmallVectorImpl<Value> &pending,
+                           SmallVectorImpl<Value> &whole) {
+  for (TrainedParam &p : view.params)
+    (pendingOverDataParallel(view, p.grad) ? pending : whole).push_back(p.grad);
+}
+
 void allReduceLoss(TrainStepView &view) {
   Operation *ret = view.func.getBody().front().getTerminator();
   Value loss = ret->getOperand(0);
+  if (!pendingOverDataParallel(view, loss))
+    return;
   OpBuilder b(ret);
   Location loc = NameLoc::get(b.getStringAttr("loss/all_reduce"), loss.getLoc());
   auto sum = b.create<mesh::AllReduceOp>(loc, loss.getType(), view.mesh.getSymName(),

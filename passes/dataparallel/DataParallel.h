@@ -60,9 +60,22 @@ mlir::FailureOr<TrainStepView> analyzeTrainStep(mlir::func::FuncOp func);
 int64_t shardLength(int64_t numel, int64_t ranks);
 mlir::RankedTensorType flatShardType(mlir::Type whole, int64_t ranks);
 
+// Whether `v` is a pending sum over the data-parallel axis (mesh axis 0), as shardc-partition
+// annotates the loss and the gradients of each rank's rows. A loss or gradient that adds a
+// term that does not depend on the batch (a regulariser of the weights) to a sum over it is
+// already whole: the partitioner summed the batch part before the addition. A step that was
+// not partitioned (no op annotated: written by hand, as the passes' own tests are) is taken
+// as every rank's pending part, as the passes did before the partitioner existed.
+bool pendingOverDataParallel(const TrainStepView &view, mlir::Value v);
+
 // Makes the loss global: the step returns the sum over the ranks of each rank's (already
-// partitioned: a pending sum) loss, with an upstream mesh.all_reduce before the return.
+// partitioned: a pending sum) loss, with an upstream mesh.all_reduce before the return; a loss
+// that is already whole is returned as it is.
 void allReduceLoss(TrainStepView &view);
+
+// The gradients of `view` that are pending sums over dp (to reduce), and the whole ones.
+void splitPendingGradients(TrainStepView &view, llvm::SmallVectorImpl<mlir::Value> &pending,
+                           llvm::SmallVectorImpl<mlir::Value> &whole);
 
 // With sharded gradients, each rank's total norm covers only its shards: square it, sum over
 // the dp ranks (mesh.all_reduce) and take the root, so clipping uses the global norm.

@@ -44,6 +44,11 @@ def AllReduceGradients : Pass<"shardc-all-reduce-gradients", "mlir::func::FuncOp
     `bucket-mb` MiB; one `graph.all_reduce` per bucket is placed right after the bucket's last
     gradient is computed, so it can overlap the rest of the backward pass. The optimizer (and
     the gradient norm) read the sums. The loss is summed over the ranks (mesh.all_reduce).
+    Only pending sums over the batch (`partial = sum[0]` from shardc-partition) are reduced: a
+    loss or gradient that adds a term of the weights alone to a sum over the batch is already
+    whole (the partitioner summed the batch part first) and is every rank's as it is. The ZeRO
+    passes likewise take their shard of such a gradient by `graph.shard_slice`, not a
+    reduce-scatter.
 
     After:
     ```mlir

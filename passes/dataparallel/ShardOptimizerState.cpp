@@ -53,11 +53,22 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
     uint64_t bucketBytes = static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0);
     Operation *optimizerStart = dp::firstOptimizerOp(view);
 
-    // 1. Gradients -> this rank's gradient shards.
+    // 1. Gradients -> this rank's gradient shards: a reduce-scatter of the pending sums, a
+    // slice (no communication) of the gradients the partitioner already made whole.
     llvm::DenseMap<Value, Value> gradShard;
-    SmallVector<Value> grads;
-    for (dp::TrainedParam &p : view.params)
-      grads.push_back(p.grad);
+    SmallVector<Value> grads, whole;
+    dp::splitPendingGradients(view, grads, whole);
+    if (!whole.empty()) {
+      b.setInsertionPoint(optimizerStart);
+      SmallVector<Type> shardTypes;
+      for (Value g : whole)
+        shardTypes.push_back(dp::flatShardType(g.getType(), view.ranks));
+      auto slice = b.create<graph::ShardSliceOp>(
+          namedLoc(b, "gradients/whole/shard_slice", func.getLoc()), shardTypes, mesh, whole,
+          IntegerAttr(), StringAttr(), view.dpAxes);
+      for (auto [g, s] : llvm::zip(whole, slice.getResults()))
+        gradShard[g] = s;
+    }
     dp::sortByDefinition(grads);
     for (auto [index, bucket] : llvm::enumerate(dp::formBuckets(grads, bucketBytes))) {
       if (view.zeroStage == 2)

@@ -273,15 +273,33 @@ struct ShardParametersPass : impl::ShardParametersBase<ShardParametersPass> {
     for (int segment : used)
       gatherFor(segment);
 
-    // Gradients: one reduce-scatter per unit, as soon as the unit's gradients are final.
+    // Gradients: one reduce-scatter per unit, as soon as the unit's gradients are final; a
+    // gradient the partitioner already made whole is sliced instead (no communication).
     llvm::DenseMap<Value, Value> gradShard;
+    SmallVector<Value> pendingGrads, wholeGrads;
+    dp::splitPendingGradients(view, pendingGrads, wholeGrads);
+    if (!wholeGrads.empty()) {
+      b.setInsertionPoint(dp::firstOptimizerOp(view));
+      SmallVector<Type> shardTypes;
+      for (Value g : wholeGrads)
+        shardTypes.push_back(dp::flatShardType(g.getType(), view.ranks));
+      auto slice = b.create<graph::ShardSliceOp>(
+          NameLoc::get(b.getStringAttr("gradients/whole/shard_slice"), func.getLoc()), shardTypes,
+          mesh, wholeGrads, IntegerAttr(), StringAttr(), view.dpAxes);
+      for (auto [g, s] : llvm::zip(wholeGrads, slice.getResults()))
+        gradShard[g] = s;
+    }
     for (Unit &u : units) {
       SmallVector<Value> grads;
       SmallVector<Type> shardTypes;
       for (dp::TrainedParam *p : u.params) {
+        if (gradShard.count(p->grad))
+          continue;
         grads.push_back(p->grad);
         shardTypes.push_back(dp::flatShardType(p->grad.getType(), view.ranks));
       }
+      if (grads.empty())
+        continue;
       b.setInsertionPointAfter(dp::lastDefinition(grads));
       auto scatter = b.create<graph::ReduceScatterOp>(
           NameLoc::get(b.getStringAttr("gradients/" + u.name), func.getLoc()), shardTypes, mesh,

@@ -19,7 +19,8 @@ MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
 SUPPORTED_OPS = frozenset("""
     Add Sub Mul Div Pow Sqrt Reciprocal Neg Exp Log Tanh Erf Sin Cos Sigmoid Relu Gelu Abs Max
     Min Clip Where Equal Less Greater Not And Or Cast MatMul Gemm LayerNormalization Softmax
-    LogSoftmax ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Flatten Concat
+    LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum
+    ReduceLogSumExp Reshape Transpose Unsqueeze Squeeze Flatten Concat
     Split Slice Pad Gather GatherElements Expand Tile Shape ConstantOfShape Range Trilu Identity Constant
     SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool

@@ -72,6 +72,12 @@ mlir::LogicalResult importBatchNormalization(NodeContext &node);
 mlir::LogicalResult importReduceMean(NodeContext &node);
 mlir::LogicalResult importReduceSum(NodeContext &node);
 mlir::LogicalResult importReduceMax(NodeContext &node);
+mlir::LogicalResult importReduceMin(NodeContext &node);
+mlir::LogicalResult importReduceSumSquare(NodeContext &node);
+mlir::LogicalResult importReduceL1(NodeContext &node);
+mlir::LogicalResult importReduceL2(NodeContext &node);
+mlir::LogicalResult importReduceLogSum(NodeContext &node);
+mlir::LogicalResult importReduceLogSumExp(NodeContext &node);
 mlir::LogicalResult importArgMax(NodeContext &node);
 
 // ShapeOps.cpp: ops whose result shape comes from operand values or attributes.

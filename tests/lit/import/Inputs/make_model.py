@@ -154,6 +154,20 @@ def reduce_opset18():
                   vi("max_noop", F32, [2, 3, 4])], inits, opset=18)
 
 
+def reduce_composed():
+    """Opset 18 reductions composed of others: ReduceL2, ReduceLogSumExp (keepdims 0), ReduceMin
+    and ReduceL1 over axis 1 of x: [2, 3]."""
+    nodes = [
+        helper.make_node("ReduceL2", ["x", "axes"], ["l2"], name="l2"),
+        helper.make_node("ReduceLogSumExp", ["x", "axes"], ["lse"], name="lse", keepdims=0),
+        helper.make_node("ReduceMin", ["x", "axes"], ["min"], name="min"),
+        helper.make_node("ReduceL1", ["x", "axes"], ["l1"], name="l1"),
+    ]
+    return model(nodes, [vi("x", F32, [2, 3])],
+                 [vi("l2", F32, [2, 1]), vi("lse", F32, [2]), vi("min", F32, [2, 1]),
+                  vi("l1", F32, [2, 1])], [const("axes", [1])], opset=18)
+
+
 def reduce_attr_at_18():
     """An opset-13 style axes attribute in an opset-18 model: must be refused."""
     nodes = [helper.make_node("ReduceMean", ["x"], ["y"], name="old_mean", axes=[1])]
@@ -489,6 +503,7 @@ MODELS = {
     "slice_forms": slice_forms,
     "reduce_opset13": reduce_opset13,
     "reduce_opset18": reduce_opset18,
+    "reduce_composed": reduce_composed,
     "reduce_attr_at_18": reduce_attr_at_18,
     "clip_bounds": clip_bounds,
     "gemm_forms": gemm_forms,
