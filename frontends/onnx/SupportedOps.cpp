@@ -54,6 +54,7 @@ const OpInfo kOps[] = {
     {"HardSigmoid", 13, 1, 1, 1, 1, 0, importHardSigmoid},
     {"HardSwish", 14, 1, 1, 1, 1, 0, importHardSwish},
     {"CumSum", 14, 2, 2, 1, 1, bit(1), importCumSum},
+    {"OneHot", 11, 3, 3, 1, 1, bit(1) | bit(2), importOneHot},
     {"Cast", 13, 1, 1, 1, 1, 0, importCast},
     // Linear algebra, normalisation, softmax
     {"MatMul", 13, 2, 2, 1, 1, 0, importMatMul},

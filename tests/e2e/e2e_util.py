@@ -24,7 +24,7 @@ SUPPORTED_OPS = frozenset("""
     Split Slice Pad Gather GatherElements Expand Tile Shape ConstantOfShape Range Trilu Identity Constant
     SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
-    BatchNormalization ScatterND If HardSigmoid HardSwish CumSum Softplus Mod ArgMax
+    BatchNormalization ScatterND If HardSigmoid HardSwish CumSum Softplus Mod ArgMax OneHot
 """.split())
 
 # Default-domain opsets shardc accepts.
@@ -49,6 +49,13 @@ COMPILE_TIME_OPERANDS = {
     "ReduceMean": (1,),
     "ReduceSum": (1,),
     "ReduceMax": (1,),
+    "ReduceMin": (1,),
+    "ReduceSumSquare": (1,),
+    "ReduceL1": (1,),
+    "ReduceL2": (1,),
+    "ReduceLogSum": (1,),
+    "ReduceLogSumExp": (1,),
+    "OneHot": (1, 2),
     "Split": (1,),
     "Trilu": (1,),
     "Range": (0, 1, 2),

@@ -166,4 +166,79 @@ LogicalResult importConstant(NodeContext &node) {
   return node.setOutput(node.constant(value));
 }
 
+// OneHot, composed of graph ops: where(unsqueeze(indices) == range(depth), on, off), the
+// range laid along `axis` of the output and a negative index taken from the end (ONNX's
+// wrap-around); an index outside [-depth, depth) matches nothing, giving all `off`. depth and
+// values are compile-time constants; values [off, on] give the output's element type.
+LogicalResult importOneHot(NodeContext &node) {
+  FailureOr<Value> indices = node.requiredInput(0, "indices");
+  FailureOr<DenseElementsAttr> depthValue = node.constantInput(1, "depth");
+  FailureOr<DenseElementsAttr> values = node.constantInput(2, "values");
+  FailureOr<int64_t> axisAttr = node.intAttr("axis", -1);
+  if (failed(indices) || failed(depthValue) || failed(values) || failed(axisAttr))
+    return failure();
+  if (depthValue->getNumElements() != 1)
+    return node.fail("input 'depth' must hold one value");
+  Type depthElement = depthValue->getElementType();
+  int64_t depth = depthElement.isF32()
+                      ? static_cast<int64_t>(*depthValue->getValues<float>().begin())
+                      : depthValue->getValues<APInt>()[0].getSExtValue();
+  if (depth < 1)
+    return node.fail("depth " + std::to_string(depth) + " is not a positive size");
+  // The positions 0..depth-1 are a constant of the program.
+  if (depth > kMaxFoldedConstantBytes / static_cast<int64_t>(sizeof(int64_t)))
+    return node.fail("depth " + std::to_string(depth) + " is larger than shardc lays out at " +
+                     "compile time (" + std::to_string(kMaxFoldedConstantBytes >> 20) + " MiB)");
+  if (values->getNumElements() != 2)
+    return node.fail("input 'values' must hold [off_value, on_value]");
+  auto indexType = NodeContext::typeOf(*indices);
+  FailureOr<int64_t> axis = node.normalizeAxis(*axisAttr, indexType.getRank() + 1, "axis");
+  if (failed(axis))
+    return failure();
+
+  OpBuilder &b = node.builder();
+  auto i64 = b.getI64Type();
+  Value index = *indices;
+  if (!indexType.getElementType().isInteger(64)) {
+    FailureOr<Value> cast = node.createInferred1<CastOp>(index, TypeAttr::get(i64));
+    if (failed(cast))
+      return failure();
+    index = *cast;
+  }
+  // A negative index counts from the end: index + depth where index < 0.
+  auto scalarI64 = [&](int64_t v) {
+    return node.constant(DenseElementsAttr::get(RankedTensorType::get({}, i64), v));
+  };
+  FailureOr<Value> negative = node.createInferred1<LessOp>(index, scalarI64(0));
+  if (failed(negative))
+    return failure();
+  FailureOr<Value> wrapped = node.createInferred1<AddOp>(index, scalarI64(depth));
+  if (failed(wrapped))
+    return failure();
+  FailureOr<Value> resolved = node.createInferred1<WhereOp>(*negative, *wrapped, index);
+  SmallVector<int64_t> expanded(indexType.getShape());
+  expanded.insert(expanded.begin() + *axis, 1);
+  SmallVector<int64_t> positionsShape(expanded.size(), 1);
+  positionsShape[*axis] = depth;
+  SmallVector<int64_t> positions;
+  for (int64_t i = 0; i < depth; ++i)
+    positions.push_back(i);
+  if (failed(resolved))
+    return failure();
+  FailureOr<Value> unsqueezed =
+      node.createTyped1<ReshapeOp>(RankedTensorType::get(expanded, i64), *resolved);
+  if (failed(unsqueezed))
+    return failure();
+  FailureOr<Value> hot = node.createInferred1<EqualOp>(
+      *unsqueezed, node.constant(DenseElementsAttr::get(
+                       RankedTensorType::get(positionsShape, i64), ArrayRef<int64_t>(positions))));
+  if (failed(hot))
+    return failure();
+  auto scalarType = RankedTensorType::get({}, values->getElementType());
+  SmallVector<Attribute> pair(values->getValues<Attribute>());
+  Value off = node.constant(DenseElementsAttr::get(scalarType, pair[0]));
+  Value on = node.constant(DenseElementsAttr::get(scalarType, pair[1]));
+  return node.setOutput(node.createInferred1<WhereOp>(*hot, on, off));
+}
+
 } // namespace shardc::onnx_import

@@ -73,6 +73,7 @@ mlir::LogicalResult importReduceMean(NodeContext &node);
 mlir::LogicalResult importReduceSum(NodeContext &node);
 mlir::LogicalResult importReduceMax(NodeContext &node);
 mlir::LogicalResult importReduceMin(NodeContext &node);
+mlir::LogicalResult importOneHot(NodeContext &node);
 mlir::LogicalResult importReduceSumSquare(NodeContext &node);
 mlir::LogicalResult importReduceL1(NodeContext &node);
 mlir::LogicalResult importReduceL2(NodeContext &node);
