@@ -22,6 +22,10 @@ RankedTensorType flatShardType(Type whole, int64_t ranks) {
 FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
   TrainStepView view;
   view.func = func;
+  func.walk([&](Operation *op) {
+    view.partitioned = op->hasAttr(sharding::kResultShardingsAttr);
+    return view.partitioned ? WalkResult::interrupt() : WalkResult::advance();
+  });
   auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(kMeshAttr);
   auto stage = func->getAttrOfType<IntegerAttr>(kZeroStageAttr);
   if (!meshRef || !stage)
@@ -96,13 +100,7 @@ FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
 }
 
 bool pendingOverDataParallel(const TrainStepView &view, Value v) {
-  bool partitioned = false;
-  mlir::func::FuncOp func = view.func;
-  func.walk([&](Operation *op) {
-    partitioned = op->hasAttr(sharding::kResultShardingsAttr);
-    return partitioned ? WalkResult::interrupt() : WalkResult::advance();
-  });
-  if (!partitioned)
+  if (!view.partitioned)
     return true;
   mesh::MeshShardingAttr sharding = sharding::getSharding(v);
   return sharding && llvm::is_contained(sharding.getPartialAxes(), mesh::MeshAxis(0));

@@ -51,6 +51,9 @@ struct TrainStepView {
   mlir::Value totalNorm;
   llvm::SmallVector<graph::GlobalNormOp> norms;
   mlir::Operation *lossDef = nullptr;     // the op computing the loss: forward ends here
+  // Whether shardc-partition annotated the step (graph.shardings on some op); a step written
+  // by hand without them is every rank's pending part (pendingOverDataParallel).
+  bool partitioned = false;
 };
 
 // Reads @train_step's layout (set by shardc-place-on-mesh); an error when it is missing.

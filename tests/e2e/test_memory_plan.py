@@ -43,6 +43,7 @@ and one negative case:
 Prints PASS/FAIL per case, the planned and measured peaks, and `N passed, M failed`.
 """
 
+import contextlib
 import os
 import re
 import resource
@@ -429,13 +430,9 @@ def case_large_constant_trains(args):
     for style, axes in (("dynamic", {"x": {0: "batch"}}), ("static", None)):
         model_dir = os.path.join(args.work, f"large_constant_{style}")
         shutil.rmtree(model_dir, ignore_errors=True)
-        with open(os.devnull, "w") as quiet:
-            stdout, sys.stdout = sys.stdout, quiet
-            try:
-                proto = export_util.export_model(model, (data[:rows],), ["x"], ["loss"],
-                                                 model_dir, dynamic_axes=axes)
-            finally:
-                sys.stdout = stdout
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            proto = export_util.export_model(model, (data[:rows],), ["x"], ["loss"], model_dir,
+                                             dynamic_axes=axes)
         # The dynamic export computes the constant (ConstantOfShape of the batch); the static
         # one stores it, 32 MiB of one value in a Constant node.
         source = "ConstantOfShape" if axes else "Constant"

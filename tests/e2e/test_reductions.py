@@ -15,6 +15,7 @@ The export must hold the ops named above, so that a change of the exporter canno
 test pass without them. Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -83,14 +84,10 @@ def main():
 
     def case(style):
         out = os.path.join(args.work, style)
-        with open(os.devnull, "w") as quiet:
-            stdout, sys.stdout = sys.stdout, quiet
-            try:
-                proto = export_util.export_model(
-                    build(), (data[:ROWS],), ["x"], ["loss"], out,
-                    dynamic_axes={"x": {0: "batch"}} if style == "dynamic" else None)
-            finally:
-                sys.stdout = stdout
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            proto = export_util.export_model(
+                build(), (data[:ROWS],), ["x"], ["loss"], out,
+                dynamic_axes={"x": {0: "batch"}} if style == "dynamic" else None)
         missing = EXPECTED_OPS - {n.op_type for n in proto.graph.node}
         if missing:
             return f"the export has no {sorted(missing)}"

@@ -101,6 +101,15 @@ FailureOr<Value> then(FailureOr<Value> reduced, NodeContext &node) {
   return node.createTyped1<OpT>(reduced->getType(), *reduced);
 }
 
+// sum(map(x)) over the axes: the sum of squares, of magnitudes.
+template <FailureOr<Value> (*Map)(NodeContext &, Value)>
+FailureOr<Value> sumOf(NodeContext &node, Value x, ArrayRef<int64_t> axes, bool keepdims) {
+  FailureOr<Value> mapped = Map(node, x);
+  if (failed(mapped))
+    return failure();
+  return reduceWith<ReduceSumOp>(node, *mapped, axes, keepdims);
+}
+
 LogicalResult requireFloat(NodeContext &node) {
   FailureOr<Value> x = node.requiredInput(0, "data");
   if (failed(x))
@@ -136,27 +145,11 @@ LogicalResult importReduceMin(NodeContext &node) {
 }
 
 LogicalResult importReduceSumSquare(NodeContext &node) {
-  return importReduce(
-      node, /*axesInputSince=*/18,
-      [](NodeContext &node, Value x, ArrayRef<int64_t> axes, bool keepdims) -> FailureOr<Value> {
-        FailureOr<Value> sq = squared(node, x);
-        if (failed(sq))
-          return failure();
-        return reduceWith<ReduceSumOp>(node, *sq, axes, keepdims);
-      },
-      squared);
+  return importReduce(node, /*axesInputSince=*/18, sumOf<squared>, squared);
 }
 
 LogicalResult importReduceL1(NodeContext &node) {
-  return importReduce(
-      node, /*axesInputSince=*/18,
-      [](NodeContext &node, Value x, ArrayRef<int64_t> axes, bool keepdims) -> FailureOr<Value> {
-        FailureOr<Value> abs = magnitude(node, x);
-        if (failed(abs))
-          return failure();
-        return reduceWith<ReduceSumOp>(node, *abs, axes, keepdims);
-      },
-      magnitude);
+  return importReduce(node, /*axesInputSince=*/18, sumOf<magnitude>, magnitude);
 }
 
 // sqrt(sum(x * x)). Its gradient x / norm is NaN where the norm is 0 (PyTorch's is 0 there);
@@ -166,11 +159,8 @@ LogicalResult importReduceL2(NodeContext &node) {
     return failure();
   return importReduce(
       node, /*axesInputSince=*/18,
-      [](NodeContext &node, Value x, ArrayRef<int64_t> axes, bool keepdims) -> FailureOr<Value> {
-        FailureOr<Value> sq = squared(node, x);
-        if (failed(sq))
-          return failure();
-        return then<SqrtOp>(reduceWith<ReduceSumOp>(node, *sq, axes, keepdims), node);
+      [](NodeContext &node, Value x, ArrayRef<int64_t> axes, bool keepdims) {
+        return then<SqrtOp>(sumOf<squared>(node, x, axes, keepdims), node);
       },
       magnitude);
 }
