@@ -19,7 +19,7 @@ int DimensionClasses::node(Value value, unsigned dim, int64_t groups) {
     parent_.push_back(it->second);
     unit_.push_back(0);
     blocked_.emplace_back(nullptr, "");
-    max_.push_back(false);
+    max_.push_back(nullptr);
     stridedBy_.push_back(nullptr);
   }
   return it->second;
@@ -43,7 +43,8 @@ void DimensionClasses::unite(int a, int b) {
   unit_[a] = std::gcd(unit_[a], unit_[b]);
   if (!blocked_[a].first && blocked_[b].first)
     blocked_[a] = blocked_[b];
-  max_[a] = max_[a] || max_[b];
+  if (!max_[a])
+    max_[a] = max_[b];
   if (!stridedBy_[a])
     stridedBy_[a] = stridedBy_[b];
 }
@@ -54,7 +55,8 @@ void DimensionClasses::block(int n, Operation *op, const std::string &why) {
     blocked_[r] = {op, why};
 }
 
-DimensionClasses::DimensionClasses(func::FuncOp func) {
+DimensionClasses::DimensionClasses(func::FuncOp func,
+                                   const llvm::SmallPtrSetImpl<Operation *> *wholeOps) {
   // Per op, one node of each of its factors, to find ops whose distinct factors end up in one
   // class once every link is made.
   std::vector<std::pair<Operation *, std::vector<int>>> factorNodes;
@@ -82,6 +84,9 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
       for (unsigned d = 0; d < dimsOf(v); ++d)
         if (sizeOf(v, d) != 1)
           unit_[node(v, d)] = sizeOf(v, d);
+    // A resharding point computes on whole operands: nothing of it ties a split.
+    if (wholeOps && wholeOps->contains(op))
+      return;
     if (!rule) {
       for (Value v : values)
         for (unsigned d = 0; d < dimsOf(v); ++d)
@@ -146,8 +151,9 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
     auto markMax = [&](Value v, const graph::TensorFactors &tf) {
       for (unsigned d = 0; d < tf.size() && d < dimsOf(v); ++d)
         if (!tf[d].empty() && sizeOf(v, d) != 1 &&
-            rule->factors[tf[d][0]].partial == graph::PartialKind::Max)
-          max_[find(node(v, d))] = true;
+            rule->factors[tf[d][0]].partial == graph::PartialKind::Max &&
+            !max_[find(node(v, d))])
+          max_[find(node(v, d))] = op;
     };
     for (auto [i, v] : llvm::enumerate(op->getOperands()))
       if (i < rule->operands.size())
@@ -205,7 +211,7 @@ DimensionClasses::DimensionClasses(func::FuncOp func) {
       c.unit = unit_[r];
       c.blocker = blocked_[r].first;
       c.why = blocked_[r].second;
-      c.maxReduction = max_[r];
+      c.maxBy = max_[r];
       c.stridedBy = stridedBy_[r];
       classes_.push_back(std::move(c));
     }
@@ -283,9 +289,15 @@ std::string DimensionClasses::describeBlocker(int cls) const {
   const DimClass &c = classes_[cls];
   if (c.blocker)
     return nodeName(c.blocker) + ": " + c.why;
-  if (c.maxReduction)
-    return "a reduce_max over it would leave a pending maximum, which no collective takes yet";
+  if (c.maxBy)
+    return nodeName(c.maxBy) + ": a maximum over it would leave a pending maximum, which no "
+                               "collective takes yet";
   return "";
+}
+
+Operation *DimensionClasses::splitPreventedBy(int cls) const {
+  const DimClass &c = classes_[cls];
+  return c.blocker ? c.blocker : c.maxBy;
 }
 
 std::string DimensionClasses::describeTensorParallelBlocker(int cls) const {

@@ -20,6 +20,11 @@
 // The batch of a training step is such a class: the dimension along which rows never
 // interact, found from the graph (never assumed to be dim 0).
 //
+// Resharding: the ops of `wholeOps` take every operand whole (the partitioner all-gathers what
+// is split before them and slices what they yield where a split value is wanted), so they link
+// nothing and block nothing; a class an op blocked falls apart there into classes a mesh axis
+// can split on either side of it.
+//
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_PASSES_SHARDING_DIMENSIONCLASSES_H
 #define SHARDC_PASSES_SHARDING_DIMENSIONCLASSES_H
@@ -28,6 +33,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <map>
 #include <set>
@@ -47,7 +53,7 @@ struct DimClass {
   int64_t unit = 0;              // gcd of the major-factor sizes: a split cuts blocks of it
   mlir::Operation *blocker = nullptr; // the first op that prevents a split (null: none)
   std::string why;                    // what that op needs
-  bool maxReduction = false;          // some op leaves a pending maximum over it
+  mlir::Operation *maxBy = nullptr;   // the first op that leaves a pending maximum over it
   // The first op that strides it by a reshape (a batch-only strided part): null when none.
   // The batch may be split so; tensor parallelism may not (OpShardingRule::stridedBatchParts).
   mlir::Operation *stridedBy = nullptr;
@@ -56,8 +62,10 @@ struct DimClass {
 
 class DimensionClasses {
 public:
-  // Links the dimensions of every value in `func`'s body through the ops' sharding rules.
-  explicit DimensionClasses(mlir::func::FuncOp func);
+  // Links the dimensions of every value in `func`'s body through the ops' sharding rules, but
+  // for the ops of `wholeOps` (resharding points: they take their operands whole).
+  explicit DimensionClasses(mlir::func::FuncOp func,
+                            const llvm::SmallPtrSetImpl<mlir::Operation *> *wholeOps = nullptr);
 
   // The class of dimension `dim` of `value` (of its part after `groups` groups); -1 for a
   // dimension of size 1 (never split) or a part no op sees.
@@ -68,6 +76,9 @@ public:
   std::vector<int64_t> partGroups(mlir::Value value, unsigned dim) const;
   // "node 'NAME' (op): WHY", for messages; empty when nothing prevents a split of the batch.
   std::string describeBlocker(int cls) const;
+  // The op that prevents a split of class `cls` (it needs a part whole, pairs its blocks, has
+  // no rule, or leaves a pending maximum over it): the place to reshard; null when none.
+  mlir::Operation *splitPreventedBy(int cls) const;
   // The same for a split on tensor parallelism, which a reshape's strided part also prevents.
   std::string describeTensorParallelBlocker(int cls) const;
   int numClasses() const { return static_cast<int>(classes_.size()); }
@@ -110,7 +121,7 @@ private:
   mutable std::vector<int> parent_;
   std::vector<int64_t> unit_;
   std::vector<std::pair<mlir::Operation *, std::string>> blocked_;
-  std::vector<bool> max_;
+  std::vector<mlir::Operation *> max_; // per root: the first op leaving a pending maximum
   std::vector<mlir::Operation *> stridedBy_; // per root: the first reshape striding it
   std::vector<int> classIndex_; // root -> index into classes_
   std::vector<DimClass> classes_;

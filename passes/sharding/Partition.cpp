@@ -226,21 +226,35 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     return v.getDefiningOp() ? v.getDefiningOp()->getLoc() : v.getLoc();
   }
 
-  // Sequence parallelism's entry: `v` (whole along dimension d) cut into blocks along d on
-  // tp, each device keeping its own. A pending sum over tp is summed as it is cut (a
-  // reduce-scatter, in place of an all-reduce); a replicated value is sliced locally. The
-  // collectives cut flat tensors into contiguous shards in the order of the tp coordinate, so
-  // the blocks of d are first brought to the front: [outer, t, S/t, inner] -> [t, outer, S/t,
-  // inner].
-  Value blocksAlong(Value v, unsigned d) {
-    auto key = std::make_pair(v, d);
+  // `x` viewed as `type`: a reshape, unless it has that type already.
+  static Value viewAs(OpBuilder &b, Location loc, Value x, RankedTensorType type) {
+    return x.getType() == type ? x : b.create<graph::ReshapeOp>(loc, type, x).getResult();
+  }
+
+  // The cache key of `v`'s conversion along dimension d on mesh axis `axis`.
+  static std::pair<Value, unsigned> reshardKey(Value v, unsigned d, mesh::MeshAxis axis) {
+    return {v, d * 16 + static_cast<unsigned>(axis)};
+  }
+
+  // `v` (whole along dimension d on mesh axis `axis`) cut into blocks along d, each device
+  // keeping its own: sequence parallelism's entry, and the slice of what a resharding point
+  // yields whole. A pending sum over the axis is summed as it is cut (a reduce-scatter, in
+  // place of an all-reduce); a replicated value is sliced locally. The collectives cut flat
+  // tensors into contiguous shards in the order of the axis's coordinate, so the blocks of d
+  // are first brought to the front: [outer, t, S/t, inner] -> [t, outer, S/t, inner]. A
+  // dimension split in `groups` equal groups (strided rows) is cut within each group: its
+  // groups count into `outer`.
+  Value blocksAlong(Value v, unsigned d, mesh::MeshAxis axis = 1, int64_t groups = 1) {
+    auto key = reshardKey(v, d, axis);
     if (Value r = resharded.lookup(key))
       return r;
-    const AxisMask tpAxis = 1u << 1;
-    bool scatter = pendingOf(v) & tpAxis;
+    const AxisMask axisBit = 1u << axis;
+    bool scatter = pendingOf(v) & axisBit;
     auto type = cast<RankedTensorType>(v.getType());
     auto [outer, size, inner] = aroundDim(type, d);
-    const int64_t t = meshShape[1];
+    outer *= groups;
+    size /= groups;
+    const int64_t t = meshShape[axis];
     Type f32 = type.getElementType();
     OpBuilder b(v.getContext());
     b.setInsertionPointAfterValue(v);
@@ -252,50 +266,63 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       x = b.create<graph::TransposeOp>(loc, RankedTensorType::get({t, outer, size / t, inner}, f32),
                                        x, b.getDenseI64ArrayAttr({1, 0, 2, 3}));
     }
-    x = b.create<graph::ReshapeOp>(loc, RankedTensorType::get({type.getNumElements()}, f32), x);
+    x = viewAs(b, loc, x, RankedTensorType::get({type.getNumElements()}, f32));
     auto shardType = RankedTensorType::get({type.getNumElements() / t}, f32);
-    DenseI16ArrayAttr tpAxes = b.getDenseI16ArrayAttr({1});
+    DenseI16ArrayAttr meshAxes = b.getDenseI16ArrayAttr({static_cast<int16_t>(axis)});
+    StringRef sliceName = axis == 1 && groups == 1 ? "/sequence_slice" : "/reshard_slice";
     Value shard =
         scatter ? b.create<graph::ReduceScatterOp>(suffixedLoc(loc, "/reduce_scatter"),
                                                    TypeRange{shardType}, mesh, ValueRange{x},
-                                                   IntegerAttr(), StringAttr(), tpAxes)
+                                                   IntegerAttr(), StringAttr(), meshAxes)
                       .getResult(0)
-                : b.create<graph::ShardSliceOp>(suffixedLoc(loc, "/sequence_slice"),
+                : b.create<graph::ShardSliceOp>(suffixedLoc(loc, sliceName),
                                                 TypeRange{shardType}, mesh, ValueRange{x},
-                                                IntegerAttr(), StringAttr(), tpAxes)
+                                                IntegerAttr(), StringAttr(), meshAxes)
                       .getResult(0);
     SmallVector<int64_t> local(type.getShape());
-    local[d] = size / t;
+    local[d] = type.getDimSize(d) / t;
     Value r = b.create<graph::ReshapeOp>(loc, RankedTensorType::get(local, f32), shard);
     auto axes = sharding::splitAxes(v);
-    axes[d].push_back(1);
-    sharding::setSharding(r, sharding::makeSharding(mesh, axes, axesOf(pendingOf(v) & ~tpAxis)));
+    axes[d].push_back(axis);
+    sharding::setSharding(r, sharding::makeSharding(mesh, axes, axesOf(pendingOf(v) & ~axisBit)));
+    if (groups > 1) {
+      SmallVector<int64_t> g = sharding::splitGroups(v);
+      g[d] = groups;
+      sharding::setSplitGroups(r, g);
+    }
     resharded[key] = r;
     return r;
   }
 
-  // Sequence parallelism's exit: `v`, split along dimension d on tp, gathered whole along it.
-  Value wholeAlong(Value v, unsigned d) {
-    auto key = std::make_pair(v, d);
+  // `v`, split along dimension d on mesh axis `axis`, gathered whole along it: sequence
+  // parallelism's exit, and the operands of a resharding point (`forOp`: the all-gather is
+  // named for it). A dimension split in groups (strided rows) is gathered within each group.
+  Value wholeAlong(Value v, unsigned d, mesh::MeshAxis axis = 1, Operation *forOp = nullptr) {
+    auto key = reshardKey(v, d, axis);
     if (Value r = resharded.lookup(key))
       return r;
     auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> groupsOf = sharding::splitGroups(v);
+    const int64_t groups = groupsOf[d];
     auto [outer, block, inner] = aroundDim(type, d);
-    const int64_t t = meshShape[1];
+    outer *= groups;
+    block /= groups;
+    const int64_t t = meshShape[axis];
     Type f32 = type.getElementType();
     SmallVector<int64_t> whole(type.getShape());
-    whole[d] = block * t;
+    whole[d] = type.getDimSize(d) * t;
     auto wholeType = RankedTensorType::get(whole, f32);
     OpBuilder b(v.getContext());
     b.setInsertionPointAfterValue(v);
     Location loc = locOf(v);
-    Value flat =
-        b.create<graph::ReshapeOp>(loc, RankedTensorType::get({type.getNumElements()}, f32), v);
+    Value flat = viewAs(b, loc, v, RankedTensorType::get({type.getNumElements()}, f32));
     auto gatheredType =
         outer > 1 ? RankedTensorType::get({t, outer, block, inner}, f32) : wholeType;
-    Value x = b.create<graph::AllGatherOp>(suffixedLoc(loc, "/all_gather"), TypeRange{gatheredType},
+    Location gatherLoc = forOp ? suffixedLoc(forOp->getLoc(), "/reshard_all_gather")
+                               : suffixedLoc(loc, "/all_gather");
+    Value x = b.create<graph::AllGatherOp>(gatherLoc, TypeRange{gatheredType},
                                            mesh, ValueRange{flat}, IntegerAttr(), StringAttr(),
-                                           b.getDenseI16ArrayAttr({1}))
+                                           b.getDenseI16ArrayAttr({static_cast<int16_t>(axis)}))
                   .getResult(0);
     if (outer > 1) {
       x = b.create<graph::TransposeOp>(loc, RankedTensorType::get({outer, t, block, inner}, f32),
@@ -303,10 +330,87 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       x = b.create<graph::ReshapeOp>(loc, wholeType, x);
     }
     auto axes = sharding::splitAxes(v);
-    llvm::erase(axes[d], static_cast<mesh::MeshAxis>(1));
+    llvm::erase(axes[d], axis);
     sharding::setSharding(x, sharding::makeSharding(mesh, axes, axesOf(pendingOf(v))));
+    groupsOf[d] = 1;
+    sharding::setSplitGroups(x, groupsOf);
     resharded[key] = x;
     return x;
+  }
+
+  // Resharding needs every device's block of the batch to be the same size.
+  LogicalResult requireEvenBatch(Operation *op, StringRef why) {
+    if (rows * meshShape[0] == batch)
+      return success();
+    return op->emitError() << nodeName(op) << " needs the batch whole (" << why
+                           << "), which is resharded only from an even split: " << batch
+                           << " rows do not divide by " << meshShape[0] << " devices";
+  }
+
+  // Each result of `op`, which it yields whole, cut to this device's blocks where the program
+  // wants it split (a local slice per split dimension, no communication).
+  void sliceResults(Operation *op) {
+    for (Value r : op->getResults()) {
+      auto axes = sharding::splitAxes(r);
+      SmallVector<int64_t> groups = sharding::splitGroups(r);
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : r.getUses())
+        uses.push_back(&use);
+      sharding::setSharding(r, nullptr);
+      sharding::setSplitGroups(r, SmallVector<int64_t>(groups.size(), 1));
+      Value x = r;
+      for (unsigned d = 0; d < axes.size(); ++d)
+        for (mesh::MeshAxis a : axes[d])
+          x = blocksAlong(x, d, a, groups[d]);
+      for (OpOperand *use : uses)
+        use->set(x);
+    }
+  }
+
+  // A resharding point (graph.whole_operands, set by shardc-propagate-sharding: the op needs a
+  // split dimension whole): it runs on whole operands, as in the global program. Each operand
+  // is summed where it is pending and gathered along every split dimension; each result the
+  // program wants split is sliced to this device's blocks after it. The backward pass needs
+  // no collective of its own: the gradient ops of such an op are resharding points too (they
+  // read the same whole values), and a gradient they yield whole is sliced like any other
+  // result.
+  LogicalResult rewriteWholeOperands(Operation *op) {
+    if (failed(requireEvenBatch(
+            op, op->getAttrOfType<StringAttr>(graph::kWholeOperandsAttr).getValue())))
+      return failure();
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      if (!isa<RankedTensorType>(v.getType()))
+        continue;
+      if (AxisMask p = pendingOf(v))
+        v = allReduced(v, p);
+      // A dimension split on several axes holds the minor axis's block inside the major's:
+      // gathered minor axis first.
+      auto axes = sharding::splitAxes(v);
+      for (unsigned d = 0; d < axes.size(); ++d)
+        for (mesh::MeshAxis a : llvm::reverse(SmallVector<mesh::MeshAxis>(axes[d])))
+          v = wholeAlong(v, d, a, op);
+      use.set(v);
+    }
+    sliceResults(op);
+    return success();
+  }
+
+  // A split constant whose blocks differ between devices (the row offsets of a pooling over
+  // the flattened batch, a position table split on tp): one program serves every device, so
+  // it is kept whole and each device slices its blocks from it. True when it did so.
+  FailureOr<bool> sliceDistinctConstant(graph::ConstantOp op) {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    auto axes = sharding::splitAxes(op.getResult());
+    if (!dense || !splitOf(op.getResult()) ||
+        graph::sameBlockOnEveryDevice(
+            dense, localType(cast<RankedTensorType>(dense.getType()), axes), axes, batch))
+      return false;
+    if ((splitOf(op.getResult()) & 1u) &&
+        failed(requireEvenBatch(op, "its blocks hold different values")))
+      return failure();
+    sliceResults(op);
+    return true;
   }
 
   // The dimension of `v` that sequence parallelism split (its producer computes blocks of it:
@@ -439,6 +543,13 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   };
 
   LogicalResult rewrite(Operation *op) {
+    if (op->hasAttr(graph::kWholeOperandsAttr))
+      return rewriteWholeOperands(op);
+    if (auto constant = dyn_cast<graph::ConstantOp>(op)) {
+      FailureOr<bool> sliced = sliceDistinctConstant(constant);
+      if (failed(sliced) || *sliced)
+        return failure(failed(sliced));
+    }
     // Every op of the function got its entry before rewriting started.
     const std::optional<graph::OpShardingRule> &rule = rules.find(op)->second;
     if (meshShape.size() > 1)

@@ -151,7 +151,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     };
     std::vector<ClassInfo> classes(dc.numClasses());
     for (int c = 0; c < dc.numClasses(); ++c) {
-      if (c == batch)
+      if (classAxis[c] == 0)
         continue;
       const sharding::DimClass &info = dc.info(c);
       ClassInfo &ci = classes[c];
@@ -348,7 +348,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     };
     SmallVector<int> candidates;
     for (int c = 0; c < dc.numClasses(); ++c) {
-      if (c == batch || !classes[c].elements || forced[c])
+      if (classAxis[c] == 0 || !classes[c].elements || forced[c])
         continue;
       if (excluded[c]) {
         notes.push_back("replicated " + classes[c].label + ": --shard keeps it whole");
@@ -395,7 +395,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       return success();
     int largest = -1;
     for (int c = 0; c < dc.numClasses(); ++c)
-      if (c != batch && classes[c].elements &&
+      if (classAxis[c] != 0 && classes[c].elements &&
           (largest < 0 || classes[c].elements > classes[largest].elements))
         largest = c;
     std::string why = largest < 0 ? "the model has no trained parameter with a dimension to split"
@@ -407,10 +407,12 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     return failure();
   }
 
-  // Why class `cls` cannot be the batch; empty when it can.
-  std::string whyNotBatch(func::FuncOp func, const DimensionClasses &dc, int cls) {
+  // Why class `cls` cannot be the batch; empty when it can. With `reshardable`, an op that
+  // needs it whole is no reason: resharding hands that op its operands whole.
+  std::string whyNotBatch(func::FuncOp func, const DimensionClasses &dc, int cls,
+                          bool reshardable = false) {
     std::string blocker = dc.describeBlocker(cls);
-    if (!blocker.empty())
+    if (!blocker.empty() && !reshardable)
       return blocker;
     for (BlockArgument arg : func.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
@@ -431,6 +433,86 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
              (microBatches > 1 ? " times " + std::to_string(microBatches) + " microbatches"
                                : std::string());
     return "";
+  }
+
+  // The batch split with resharding: where the class of a batch dimension is blocked by ops
+  // that need it whole (a contrastive loss's logits pair the rows, a pooling gathers across
+  // them, an op has no rule), those ops take their operands whole and the rest of the program
+  // stays split. The result: the classes that hold the batch once those ops link nothing (one
+  // per group of inputs they leave connected) and the ops, each with why it needs the batch
+  // whole.
+  struct WholeOperandsOp {
+    Operation *op;
+    std::string why;
+    int64_t gatheredBytes = 0; // of its operands the batch's split cuts, whole
+  };
+  struct ReshardedBatch {
+    std::unique_ptr<DimensionClasses> dc;
+    std::vector<int> classes;
+    SmallVector<WholeOperandsOp> wholeOps;
+    int64_t gatheredBytes = 0; // of all of them
+  };
+
+  // Starting from `cls`, the class of a batch dimension in the program without resharding:
+  // cuts the program at each op that blocks a class holding an input's batch dimension until
+  // none does. Fails (an empty result) when the classes left do not all hold the batch's size.
+  std::optional<ReshardedBatch> reshardBatch(func::FuncOp func, const DimensionClasses &dc,
+                                             int cls) {
+    // Every input has one dimension in `cls` (whyNotBatch): the batch dimension of each.
+    SmallVector<std::pair<BlockArgument, unsigned>> batchDims;
+    for (BlockArgument arg : func.getArguments()) {
+      if (!func.getArgAttr(arg.getArgNumber(), graph::kInputAttr))
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      for (unsigned d = 0; d < type.getRank(); ++d)
+        if (dc.classOf(arg, d) == cls)
+          batchDims.emplace_back(arg, d);
+    }
+    ReshardedBatch result;
+    llvm::SmallPtrSet<Operation *, 16> whole;
+    // Each round cuts at least one op more, so it ends; each op is cut once at most.
+    for (;;) {
+      result.dc = std::make_unique<DimensionClasses>(func, &whole);
+      result.classes.clear();
+      Operation *next = nullptr;
+      std::string why;
+      for (auto [arg, d] : batchDims) {
+        int c = result.dc->classOf(arg, d);
+        if (!llvm::is_contained(result.classes, c))
+          result.classes.push_back(c);
+        if (!next)
+          if ((next = result.dc->splitPreventedBy(c)))
+            why = result.dc->info(c).blocker ? result.dc->info(c).why
+                                             : "a maximum over it would be pending";
+      }
+      if (!next)
+        break;
+      whole.insert(next);
+      result.wholeOps.push_back({next, why});
+    }
+    // What a resharding point gathers, every device holds an equal block of.
+    const int64_t batch = dc.info(cls).unit;
+    if (batch % ranks)
+      return std::nullopt;
+    for (int c : result.classes)
+      if (result.dc->info(c).unit != batch)
+        return std::nullopt;
+    for (WholeOperandsOp &w : result.wholeOps) {
+      for (Value v : w.op->getOperands()) {
+        auto type = dyn_cast<RankedTensorType>(v.getType());
+        if (!type)
+          continue;
+        bool split = false;
+        for (unsigned d = 0; d < type.getRank(); ++d)
+          for (int64_t g : result.dc->partGroups(v, d))
+            split |= llvm::is_contained(result.classes, result.dc->classOf(v, d, g));
+        if (split)
+          w.gatheredBytes += type.getNumElements() *
+                             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      }
+      result.gatheredBytes += w.gatheredBytes;
+    }
+    return result;
   }
 
   void runOnOperation() override {
@@ -455,14 +537,14 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       return signalPassFailure();
     }
 
-    DimensionClasses dc(func);
+    auto dc = std::make_unique<DimensionClasses>(func);
     BlockArgument first = inputs.front();
     auto firstType = cast<RankedTensorType>(first.getType());
     int batch = -1;
     std::string rejected;
     for (unsigned d = 0; d < firstType.getRank() && batch < 0; ++d) {
-      int cls = dc.classOf(first, d);
-      std::string why = cls < 0 ? "it has size 1" : whyNotBatch(func, dc, cls);
+      int cls = dc->classOf(first, d);
+      std::string why = cls < 0 ? "it has size 1" : whyNotBatch(func, *dc, cls);
       if (why.empty()) {
         batch = cls;
         break;
@@ -474,7 +556,35 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     // tp group takes the whole batch, so a model whose rows mix (PyTorch's sequence-first
     // nn.MultiheadAttention folds the batch into its heads) can still be split on tp.
     bool noBatch = batch < 0 && ranks == 1 && tp > 1 && microBatches == 1;
+    // Where every candidate is blocked by ops that need it whole: reshard at those ops, on the
+    // candidate whose ops take the fewest bytes whole.
+    std::vector<int> batchClasses;
+    if (batch >= 0)
+      batchClasses.push_back(batch);
+    std::optional<ReshardedBatch> resharded;
+    int64_t batchSize = batch >= 0 ? dc->info(batch).unit : 0;
     if (batch < 0 && !noBatch) {
+      for (unsigned d = 0; d < firstType.getRank(); ++d) {
+        int cls = dc->classOf(first, d);
+        if (cls < 0 || !whyNotBatch(func, *dc, cls, /*reshardable=*/true).empty())
+          continue;
+        std::optional<ReshardedBatch> r = reshardBatch(func, *dc, cls);
+        if (r && (!resharded || r->gatheredBytes < resharded->gatheredBytes)) {
+          resharded = std::move(r);
+          batchSize = dc->info(cls).unit;
+        }
+      }
+    }
+    if (resharded && microBatches > 1) {
+      // A microbatch's op would see only its own rows of the batch it needs whole.
+      const WholeOperandsOp &first = resharded->wholeOps.front();
+      func.emitError("--micro-batches ")
+          << static_cast<int64_t>(microBatches) << ": " << sharding::nodeName(first.op)
+          << " needs the whole batch (" << first.why << "); gradient accumulation would "
+          << "compute it per microbatch, not over the batch";
+      return signalPassFailure();
+    }
+    if (batch < 0 && !noBatch && !resharded) {
       auto diag = func.emitError("cannot split the batch across ")
                   << static_cast<int64_t>(ranks) << " data-parallel devices";
       if (microBatches > 1)
@@ -483,6 +593,20 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
           << argName(func, first.getArgNumber())
           << "' is one along which rows never interact: " << rejected;
       return signalPassFailure();
+    }
+    if (resharded) {
+      dc = std::move(resharded->dc);
+      batchClasses = resharded->classes;
+      batch = batchClasses.front();
+      SmallVector<std::string> lines;
+      for (const WholeOperandsOp &w : resharded->wholeOps) {
+        w.op->setAttr(graph::kWholeOperandsAttr, StringAttr::get(&getContext(), w.why));
+        lines.push_back(sharding::nodeName(w.op) + ": " + w.why + "; " +
+                        std::to_string(w.gatheredBytes) + " bytes of its operands gathered "
+                        "whole on every rank");
+      }
+      SmallVector<StringRef> refs(lines.begin(), lines.end());
+      func->setAttr(graph::kReshardingAttr, OpBuilder(func).getStrArrayAttr(refs));
     }
 
     OpBuilder b(&getContext());
@@ -505,22 +629,22 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     // feeds every device whole.
     func->setAttr(graph::kBatchSizeAttr,
                   b.getI64IntegerAttr(noBatch ? (firstType.getRank() ? firstType.getDimSize(0) : 1)
-                                          : dc.info(batch).unit));
+                                          : batchSize));
 
     // The mesh axis of each class: the batch on dp (axis 0), the tensor-parallel layout on tp.
-    std::vector<int> classAxis(dc.numClasses(), -1);
+    std::vector<int> classAxis(dc->numClasses(), -1);
     SmallVector<std::string> notes;
     if (noBatch)
       notes.push_back("no batch dimension to split (" + rejected + "); with dp=1 every device "
                       "of the tp group takes the whole batch");
-    else
-      classAxis[batch] = 0;
+    for (int c : batchClasses)
+      classAxis[c] = 0;
     if (sequenceParallel && !twoAxes) {
       func.emitError("--strategy sp=1 needs tensor parallelism (tp > 1): the sequence is split "
                      "on the tp axis");
       return signalPassFailure();
     }
-    if (twoAxes && failed(chooseTensorParallel(func, dc, batch, classAxis, notes)))
+    if (twoAxes && failed(chooseTensorParallel(func, *dc, batch, classAxis, notes)))
       return signalPassFailure();
 
     // Every value with a dimension in a split class is split along it on that class's axis
@@ -530,10 +654,10 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       SmallVector<int64_t> groups;
     };
     llvm::MapVector<Value, ValueSplit> split;
-    for (int c = 0; c < dc.numClasses(); ++c) {
+    for (int c = 0; c < dc->numClasses(); ++c) {
       if (classAxis[c] < 0)
         continue;
-      for (const sharding::DimRef &ref : dc.info(c).members) {
+      for (const sharding::DimRef &ref : dc->info(c).members) {
         auto [it, inserted] = split.try_emplace(ref.value);
         if (inserted) {
           auto rank = cast<RankedTensorType>(ref.value.getType()).getRank();
@@ -549,7 +673,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       sharding::setSplitGroups(value, s.groups);
     }
     if (sequenceParallel &&
-        failed(sharding::chooseSequenceParallel(func, dc, batch, classAxis, tp, meshRef, notes)))
+        failed(sharding::chooseSequenceParallel(func, *dc, batch, classAxis, tp, meshRef, notes)))
       return signalPassFailure();
     if (twoAxes) {
       SmallVector<StringRef> refs(notes.begin(), notes.end());

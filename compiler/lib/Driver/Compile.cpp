@@ -155,6 +155,7 @@ int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBu
     return 1;
   }
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
+  notes.reshardings = compiler.globalStep(chosen)->reshardings;
   notes.remat = rematReport(compiler.globalStep(chosen)->module.get(), &notes.rematUnits);
   addTrainedSetNotes(opts, imported->module.get(), notes);
   out.bundle = newBundle(opts);

@@ -64,10 +64,14 @@ GlobalStep *StrategyCompiler::globalStep(const ParallelStrategy &s, std::string 
     fail(errors.hasError() ? errors.message() : opts_.model + ": pass pipeline failed", refusal);
     return nullptr;
   }
-  if (auto train = step->module->lookupSymbol<mlir::func::FuncOp>("train_step"))
+  if (auto train = step->module->lookupSymbol<mlir::func::FuncOp>("train_step")) {
     if (auto layout = train->getAttrOfType<mlir::ArrayAttr>(graph::kTpLayoutAttr))
       for (llvm::StringRef line : layout.getAsValueRange<mlir::StringAttr>())
         step->layoutDecisions.push_back(line.str());
+    if (auto lines = train->getAttrOfType<mlir::ArrayAttr>(graph::kReshardingAttr))
+      for (llvm::StringRef line : lines.getAsValueRange<mlir::StringAttr>())
+        step->reshardings.push_back(line.str());
+  }
   std::string error;
   std::optional<GlobalBatch> batch = findGlobalBatch(step->module.get(), opts_, error);
   if (!batch) {

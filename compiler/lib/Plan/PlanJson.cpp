@@ -462,6 +462,7 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
       {"communication", communicationJson(s)},
       {"strategy_decision", s.strategyDecision},
       {"tp_layout", s.layoutDecisions},
+      {"resharding", s.reshardings},
       {"warnings", s.warnings},
       {"programs", std::move(programs)},
   };

@@ -1040,6 +1040,9 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
   formatMesh(s, os);
   formatParameters(s, os);
   formatLayoutDecisions(s.layoutDecisions, os);
+  formatNoteLines("Resharding (ops that need the batch whole: their operands all-gathered, "
+                  "their results sliced back to each rank's rows)",
+                  s.reshardings, os);
   formatMemoryPerRank(s, os);
   formatZero(s, os);
   formatComm(s, os);

@@ -714,6 +714,7 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
   s.weightsPresent = !bundle.weights_file().empty();
   s.strategyDecision = notes.strategyDecision;
   s.layoutDecisions = notes.layoutDecisions;
+  s.reshardings = notes.reshardings;
   const std::optional<ParallelStrategy> recorded = recordedStrategy(s.strategy, s.worldSize);
   s.sequenceParallel = recorded && recorded->sequenceParallel;
   if (bundle.programs_size() > 0)

@@ -8,11 +8,12 @@
 // shards are packed back to back (rank-major for reduce_scatter and all_gather, so that the
 // communicator's chunk r is exactly rank r's shards of every tensor).
 //
-// The operands are f32, bf16 or f16. A reduction sums one dtype (a bf16 or f16 sum is rounded to
-// its type at every ring step: runtime/comm/ring.h), so all_reduce and reduce_scatter take
-// operands of one dtype. all_gather and shard_slice only move data: their tensors may differ in
-// dtype (a shard has its tensor's), and are packed by bytes; the communicator then moves
-// CommDType::Bytes, or the dtype itself when every tensor has the same.
+// A reduction sums one dtype, f32, bf16 or f16 (a bf16 or f16 sum is rounded to its type at
+// every ring step: runtime/comm/ring.h), so all_reduce and reduce_scatter take operands of one
+// of them. all_gather and shard_slice only move data: their tensors may have any dtype (integer
+// indices and boolean masks too, which resharding gathers) and differ in it (a shard has its
+// tensor's); they are packed by bytes, and the communicator then moves CommDType::Bytes, or the
+// float dtype itself when every tensor has the same.
 //
 // Every check, including the workspace, happens before the first byte is sent: a call that
 // fails on one rank fails identically on all of them (the shapes and attributes are the same),
@@ -67,8 +68,9 @@ std::string wrongDtype(const char *kernel, const std::string &role, const Tensor
   return std::string(kernel) + ": " + role + " is " + dtypeName(t.dtype) + ", but " + expected;
 }
 
-// The "dtype" attribute (a DType), when present, names the element type of every operand.
-Status readDtype(const char *kernel, const KernelArgs &args) {
+// The "dtype" attribute (a DType), when present, names the element type of every operand; a
+// `reduction` sums only the float dtypes.
+Status readDtype(const char *kernel, const KernelArgs &args, bool reduction) {
   if (!hasAttr(args, "dtype"))
     return Status::ok();
   int64_t value = 0;
@@ -79,9 +81,9 @@ Status readDtype(const char *kernel, const KernelArgs &args) {
   if (!known)
     return Status::error(std::string(kernel) + ": unknown dtype " + std::to_string(value));
   const DType dtype = static_cast<DType>(value);
-  if (!movable(dtype))
+  if (reduction && !movable(dtype))
     return Status::error(std::string(kernel) + ": dtype " + dtypeName(dtype) +
-                         " is not supported (the collectives move f32, bf16 and f16)");
+                         " is not supported (the collectives sum f32, bf16 and f16)");
   const std::string expected = std::string("the dtype attribute is ") + dtypeName(dtype);
   for (size_t i = 0; i < args.inputs.size(); ++i)
     if (args.inputs[i].dtype != dtype)
@@ -92,20 +94,21 @@ Status readDtype(const char *kernel, const KernelArgs &args) {
   return Status::ok();
 }
 
-// What all four kernels share: n >= 1 inputs, as many outputs, each f32, bf16 or f16 (one dtype
-// for every operand of a `reduction`, else output i of input i's), `num_ranks` >= 1 and a
-// "dtype" attribute, if any, that agrees with them.
+// What all four kernels share: n >= 1 inputs, as many outputs (f32, bf16 or f16 of one dtype
+// for every operand of a `reduction`; any dtype, output i of input i's, for the others),
+// `num_ranks` >= 1 and a "dtype" attribute, if any, that agrees with them.
 Status readCommon(const char *kernel, const KernelArgs &args, bool reduction, int *ranks) {
   SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::atLeast(1), Arity::atLeast(1)));
   if (args.inputs.size() != args.outputs.size())
     return Status::error(std::string(kernel) + ": expected as many outputs as inputs, got " +
                          std::to_string(args.inputs.size()) + " inputs and " +
                          std::to_string(args.outputs.size()) + " outputs");
+  // Sums take floats; all_gather and shard_slice move bytes of any dtype.
   auto expectMovable = [&](const char *kind, size_t i, const Tensor &t) -> Status {
-    if (movable(t.dtype))
+    if (!reduction || movable(t.dtype))
       return Status::ok();
     return Status::error(std::string(kernel) + ": " + operandRole(kind, i) + " is " +
-                         dtypeName(t.dtype) + " (the collectives move f32, bf16 and f16)");
+                         dtypeName(t.dtype) + " (the collectives sum f32, bf16 and f16)");
   };
   for (size_t i = 0; i < args.inputs.size(); ++i)
     SHARDC_RETURN_IF_ERROR(expectMovable("input", i, args.inputs[i]));
@@ -127,7 +130,7 @@ Status readCommon(const char *kernel, const KernelArgs &args, bool reduction, in
                                           " (a shard has its tensor's dtype)"));
     }
   }
-  SHARDC_RETURN_IF_ERROR(readDtype(kernel, args));
+  SHARDC_RETURN_IF_ERROR(readDtype(kernel, args, reduction));
   int64_t numRanks = 0;
   SHARDC_RETURN_IF_ERROR(getIntAttr(args, "num_ranks", &numRanks));
   if (numRanks < 1 || numRanks > INT_MAX)

@@ -337,7 +337,8 @@ TEST(Collectives, CallsWithoutTheRightCommunicatorAreCleanErrors) {
   EXPECT_KERNEL_ERROR(runKernel("reduce_scatter", {x}, {y}, two), "reduce_scatter: output 0");
   EXPECT_KERNEL_ERROR(runKernel("all_gather", {x}, {x}, two), "all_gather: input 0");
   HostTensor ints(program::I64, {4});
-  EXPECT_KERNEL_ERROR(runKernel("shard_slice", {ints}, {shard}, two), "shard_slice: input 0");
+  EXPECT_KERNEL_ERROR(runKernel("shard_slice", {ints}, {shard}, two),
+                      "shard_slice: output 0 is f32, but input 0 is i64");
 }
 
 // ---- bf16, f16 and mixed dtypes
@@ -352,10 +353,21 @@ float widen(DType dtype, uint16_t bits) {
                                 : toFloat(Float16{bits});
 }
 
-// A tensor of `dtype` (f32, bf16 or f16) holding `values` rounded to it.
+// A tensor of `dtype` (f32, bf16, f16; i64 and bool, which only data movement takes) holding
+// `values` rounded to it.
 HostTensor tensorOf(DType dtype, std::vector<int64_t> shape, const std::vector<float> &values) {
   if (dtype == program::F32)
     return HostTensor::of<float>(std::move(shape), values);
+  if (dtype == program::I64 || dtype == program::BOOL) {
+    HostTensor t(dtype, std::move(shape));
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == program::I64)
+        t.view().as<int64_t>()[i] = static_cast<int64_t>(values[i] * 1e6f) * 4099;
+      else
+        t.view().as<uint8_t>()[i] = values[i] > 0;
+    }
+    return t;
+  }
   HostTensor t(dtype, std::move(shape));
   uint16_t *bits = t.view().as<uint16_t>();
   for (size_t i = 0; i < values.size(); ++i)
@@ -467,10 +479,10 @@ TEST(Collectives, AllGatherMovesBf16AndMixesDtypesByBytes) {
   }
 }
 
-// shard_slice of tensors of several dtypes, then all_gather of the slices: every tensor back,
-// byte for byte.
+// shard_slice of tensors of several dtypes (integer indices and boolean masks among them, as
+// resharding moves), then all_gather of the slices: every tensor back, byte for byte.
 TEST(Collectives, ShardSliceAndAllGatherOfMixedDtypesRoundTrip) {
-  const std::vector<DType> dtypes = {program::F16, program::F32, program::BF16, program::BF16,
+  const std::vector<DType> dtypes = {program::F16, program::I64, program::BF16, program::BOOL,
                                      program::F32};
   for (int n : kRankCounts) {
     SCOPED_TRACE("ranks " + std::to_string(n));
@@ -527,13 +539,16 @@ TEST(Collectives, DtypesThatDoNotFitAreCleanErrorsBeforeAnythingIsSent) {
                       "all_gather: input 1 is bf16, but the dtype attribute is f32");
   EXPECT_KERNEL_ERROR(
       runKernel("all_reduce", {x}, {y}, Attrs().i("num_ranks", 2).i("dtype", program::I64)),
-      "all_reduce: dtype i64 is not supported (the collectives move f32, bf16 "
+      "all_reduce: dtype i64 is not supported (the collectives sum f32, bf16 "
       "and f16)");
   EXPECT_KERNEL_ERROR(runKernel("all_reduce", {x}, {y}, Attrs().i("num_ranks", 2).i("dtype", 99)),
                       "all_reduce: unknown dtype 99");
   HostTensor ints(program::I64, {4});
+  EXPECT_KERNEL_ERROR(runKernel("all_reduce", {ints}, {ints}, two),
+                      "all_reduce: input 0 is i64 (the collectives sum f32, bf16 and f16)");
   EXPECT_KERNEL_ERROR(runKernel("all_gather", {xs}, {ints}, two),
-                      "all_gather: output 0 is i64 (the collectives move f32, bf16 and f16)");
+                      "all_gather: output 0 is i64, but input 0 is f32 (a shard has its "
+                      "tensor's dtype)");
 
   // With a communicator, on one rank of two: the refusal comes before anything is sent (were
   // anything sent, the rank would wait for its peer and time out instead).

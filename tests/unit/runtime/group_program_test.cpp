@@ -177,7 +177,7 @@ TEST(GroupProgram, CollectivesRefuseADtypeTheyDoNotMove) {
                                       "rank [0-3]: rank [0-3], op 'ar_dp' \\(kernel all_reduce\\): "
                                       "all_reduce: dtype " +
                                       name +
-                                      " is not supported \\(the collectives move f32, "
+                                      " is not supported \\(the collectives sum f32, "
                                       "bf16 and f16\\)"));
   }
 }

@@ -42,6 +42,8 @@ struct GlobalStep {
   bool dumped = false; // its passes wrote --dump-ir-after-all's files
   int dumps = 0;       // IR dumps written so far (numbers the local passes' files)
   std::vector<std::string> layoutDecisions;
+  // The resharding points of the step (PlanNotes::reshardings).
+  std::vector<std::string> reshardings;
 };
 
 // Compiles the strategies of one import (`imported`, @forward, and its weights): the global

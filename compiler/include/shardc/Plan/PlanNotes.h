@@ -17,6 +17,10 @@ struct PlanNotes {
   // graph.tp_layout): each parameter dimension class split on tp or kept whole and why, and
   // the sequence-parallel regions (printed under "Tensor-parallel layout").
   std::vector<std::string> layoutDecisions;
+  // With data parallelism: the ops the batch's split cannot pass and that take their operands
+  // whole instead (graph.whole_operands), one line each with why and the bytes gathered
+  // (printed under "Resharding"; the collectives themselves are listed with the others).
+  std::vector<std::string> reshardings;
   // Training: the initializers kept frozen because they cannot be trained parameters,
   // "NAME: why" each (graph.not_trainable; printed under "Not trained").
   std::vector<std::string> notTrained;

@@ -31,27 +31,21 @@ std::optional<OpShardingRule> ConstantOp::getShardingRule() {
   return rule;
 }
 
-// The partitioner gave the result its local type; the value still has the global one. One
-// program serves devices that hold different rows, so a constant split along the batch must be
-// the same for every row of it (along a dimension of size D that holds D / batch elements per
-// row, it repeats with that period). Each device keeps its first local rows.
-LogicalResult ConstantOp::localizeOp(LocalShardingContext &context) {
-  auto local = cast<RankedTensorType>(getResult().getType());
-  if (local == getValue().getType())
-    return success();
-  auto dense = dyn_cast<DenseElementsAttr>(getValue());
-  if (!dense)
-    return emitError("a constant split along the batch must be a dense elements value");
-  if (dense.isSplat()) {
-    setValueAttr(dense.resizeSplat(local));
-    return success();
-  }
+// One program serves devices that hold different rows, so a constant split along the batch
+// is kept as one block only when it is the same for every row of it (along a dimension of
+// size D that holds D / batch elements per row, it repeats with that period): each device
+// keeps its first local rows. Otherwise the partitioner keeps it whole and slices each
+// device's rows from it at run time (resharding), so this never refuses.
+std::optional<DenseElementsAttr> sameBlockOnEveryDevice(DenseElementsAttr dense,
+                                                        RankedTensorType local,
+                                                        ArrayRef<SmallVector<mesh::MeshAxis>> axes,
+                                                        int64_t batch) {
+  if (dense.isSplat())
+    return dense.resizeSplat(local);
+  for (const auto &a : axes)
+    if (llvm::any_of(a, [](mesh::MeshAxis axis) { return axis != 0; }))
+      return std::nullopt; // blocks of a tp split hold different values
   auto global = cast<RankedTensorType>(dense.getType());
-  for (const auto &axes : context.splitAxes(getResult()))
-    if (llvm::any_of(axes, [](mesh::MeshAxis a) { return a != 0; }))
-      return emitError() << nodeName(*this) << ": a constant split on a mesh axis other than "
-                         << "the batch's must hold one value";
-  const int64_t batch = context.batchSize();
   ArrayRef<int64_t> shape = global.getShape();
   SmallVector<int64_t> strides(shape.size(), 1), period(shape.size(), 0);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
@@ -74,13 +68,28 @@ LogicalResult ConstantOp::localizeOp(LocalShardingContext &context) {
       firstRow += c * strides[d];
     }
     if (values[i] != values[firstRow])
-      return emitError() << nodeName(*this) << ": a constant of type " << global
-                         << " holds different values for different rows of the batch; it "
-                         << "cannot be split across data-parallel devices";
+      return std::nullopt;
     if (inLocal)
       kept.push_back(values[i]);
   }
-  setValueAttr(DenseElementsAttr::get(local, kept));
+  return DenseElementsAttr::get(local, kept);
+}
+
+// The partitioner gave the result its local type; the value still has the global one.
+LogicalResult ConstantOp::localizeOp(LocalShardingContext &context) {
+  auto local = cast<RankedTensorType>(getResult().getType());
+  if (local == getValue().getType())
+    return success();
+  auto dense = dyn_cast<DenseElementsAttr>(getValue());
+  if (!dense)
+    return emitError("a constant split along the batch must be a dense elements value");
+  std::optional<DenseElementsAttr> block = sameBlockOnEveryDevice(
+      dense, local, context.splitAxes(getResult()), context.batchSize());
+  if (!block)
+    return emitError() << nodeName(*this) << ": a constant of type " << dense.getType()
+                       << " holds different values on different devices; the partitioner "
+                       << "slices it whole instead";
+  setValueAttr(*block);
   return success();
 }
 

@@ -27,19 +27,3 @@ func.func @forward(%labels: tensor<4x5xi64> {graph.input = "labels"}, %x: tensor
   %l = graph.reduce_sum %y {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<4x5x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
-
-// -----
-
-// Indices whose rows write into other rows (here each row into the next one) keep the batch
-// whole: no dimension of the inputs is one along which rows never interact.
-// expected-error@+1 {{no dimension of input 'labels' is one along which rows never interact}}
-func.func @forward(%labels: tensor<4x5xi64> {graph.input = "labels"}, %w: tensor<16x8xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"}) {
-  %zeros = graph.constant dense<0> : tensor<4x5xi64>
-  %i = graph.constant dense<[[[1, 0]], [[2, 0]], [[3, 0]], [[0, 0]]]> : tensor<4x1x2xi64>
-  %u = graph.constant dense<2> : tensor<4x1xi64>
-  %s = graph.scatter_nd %zeros, %i, %u {reduction = "none"} : (tensor<4x5xi64>, tensor<4x1x2xi64>, tensor<4x1xi64>) -> tensor<4x5xi64>
-  %m = graph.mul %s, %labels : (tensor<4x5xi64>, tensor<4x5xi64>) -> tensor<4x5xi64>
-  %e = graph.gather %w, %m {axis = 0 : i64} : (tensor<16x8xf32>, tensor<4x5xi64>) -> tensor<4x5x8xf32>
-  %l = graph.reduce_sum %e {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<4x5x8xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}

@@ -86,17 +86,6 @@ func.func @forward(%x: tensor<8x6xf32> {graph.input = "x"}) -> (tensor<f32> {gra
 
 // -----
 
-// A constant whose rows differ cannot be one program's constant on every device.
-func.func @forward(%x: tensor<4x2xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
-  // expected-error @+1 {{op graph.constant: a constant of type 'tensor<4x2xf32>' holds different values for different rows of the batch; it cannot be split across data-parallel devices}}
-  %c = graph.constant dense<[[1.0, 2.0], [3.0, 4.0], [1.0, 2.0], [3.0, 4.0]]> : tensor<4x2xf32>
-  %a = graph.add %x, %c : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
-  %l = graph.reduce_sum %a {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
-
 // A training dropout splits with the batch and keeps the whole tensor's shape, the split dim
 // and its elements per batch row, so each device draws its block of the whole tensor's mask.
 // CHECK-LABEL: func.func @forward(

@@ -65,8 +65,15 @@ func.func @forward(%x: tensor<8x3xf32> {graph.input = "x"}) -> (tensor<f32> {gra
 
 // -----
 
-// No dimension along which rows never interact: refused, naming each candidate's op.
-// expected-error @+1 {{cannot split the batch across 2 data-parallel devices: no dimension of input 'x' is one along which rows never interact: dim 0 (size 4): op graph.softmax: softmax normalises over it; dim 1 (size 6): op graph.softmax: softmax normalises over it}}
+// No dimension along which rows never interact: the batch (dim 0) is split all the same, and
+// the op that needs it whole takes its operand whole (graph.whole_operands, with why; the
+// partitioner gathers it there). The function lists it for plan.txt. What the op yields no
+// longer meets the batch: it stays whole.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %arg0: tensor<4x6xf32> {graph.input = "x", graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>}
+// CHECK-SAME: graph.resharding = ["op graph.softmax: softmax normalises over it; 96 bytes of its operands gathered whole on every rank"]
+// CHECK: graph.softmax %arg0 {axis = 0 : i64, graph.whole_operands = "softmax normalises over it"}
+// CHECK: graph.softmax %{{.*}} {axis = 1 : i64} : tensor<4x6xf32>
 func.func @forward(%x: tensor<4x6xf32> {graph.input = "x"}) -> (tensor<4x6xf32> {graph.output = "y"}) {
   %a = graph.softmax %x {axis = 0 : i64} : tensor<4x6xf32>
   %b = graph.softmax %a {axis = 1 : i64} : tensor<4x6xf32>
@@ -76,13 +83,31 @@ func.func @forward(%x: tensor<4x6xf32> {graph.input = "x"}) -> (tensor<4x6xf32> 
 // -----
 
 // Rows that interact through a product of the batch with itself (a contrastive loss's logits):
-// a device would only compute the pairs of its own rows. Refused.
-// (Dim 1 alone would be fine, its split giving pending sums; the softmax keeps it whole.)
-// expected-error @+1 {{cannot split the batch across 2 data-parallel devices: no dimension of input 'x' is one along which rows never interact: dim 0 (size 4): op graph.matmul: it pairs blocks of the same dimension with each other (two of its factors are in it); dim 1 (size 6): op graph.softmax: softmax normalises over it}}
-func.func @forward(%x: tensor<4x6xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
-  %n = graph.softmax %x {axis = 1 : i64} : tensor<4x6xf32>
+// a device would only compute the pairs of its own rows, so the product takes both operands
+// whole; the tower before it stays split. (The features, dim 1, are a dimension of the
+// parameter: never the batch.)
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>
+// CHECK-SAME: graph.batch_size = 4 : i64
+// CHECK: graph.softmax {{.*}}graph.shardings = [#mesh.shard<@dp, {{\[\[}}0]]>]
+// CHECK: graph.matmul {{.*}}graph.whole_operands = "it pairs blocks of the same dimension with each other (two of its factors are in it)"
+func.func @forward(%x: tensor<4x6xf32> {graph.input = "x"}, %w: tensor<6x6xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %e = graph.matmul %x, %w : (tensor<4x6xf32>, tensor<6x6xf32>) -> tensor<4x6xf32>
+  %n = graph.softmax %e {axis = 1 : i64} : tensor<4x6xf32>
   %t = graph.transpose %n {perm = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>
   %s = graph.matmul %n, %t : (tensor<4x6xf32>, tensor<6x4xf32>) -> tensor<4x4xf32>
   %l = graph.reduce_sum %s {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// What resharding cannot mend: every dimension of the input is also one of a parameter (the
+// same on every device), so no split of the batch keeps the program's meaning. Refused, naming
+// why for each candidate.
+// expected-error @+1 {{cannot split the batch across 2 data-parallel devices: no dimension of input 'x' is one along which rows never interact: dim 0 (size 4): 'p' (a parameter or state, the same on every device) has it; dim 1 (size 6): 'p' (a parameter or state, the same on every device) has it}}
+func.func @forward(%x: tensor<4x6xf32> {graph.input = "x"}, %p: tensor<4x6xf32> {graph.param = "p"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %a = graph.mul %x, %p : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %l = graph.reduce_sum %a {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x6xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }

@@ -21,12 +21,15 @@
 
 include "mlir/IR/SymbolInterfaces.td"
 
-class Graph_CollectiveOp<string mnemonic> : Graph_Op<mnemonic,
+// The collectives that sum take floats; those that only move data (all_gather, shard_slice)
+// take any tensor the runtime holds: resharding gathers integer indices and boolean masks too.
+class Graph_CollectiveOp<string mnemonic, Type element = Graph_StorageFloatTensor>
+    : Graph_Op<mnemonic,
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>, Graph_KernelAttributes]> {
-  let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_StorageFloatTensor>:$inputs,
+  let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<element>:$inputs,
                    OptionalAttr<I64Attr>:$bucket, OptionalAttr<StrAttr>:$unit,
                    OptionalAttr<DenseI16ArrayAttr>:$mesh_axes);
-  let results = (outs Variadic<Graph_StorageFloatTensor>:$results);
+  let results = (outs Variadic<element>:$results);
   let assemblyFormat = [{
     $inputs `on` $mesh attr-dict `:` functional-type($inputs, $results)
   }];
@@ -53,7 +56,7 @@ def Graph_ReduceScatterOp : Graph_CollectiveOp<"reduce_scatter"> {
   }];
 }
 
-def Graph_AllGatherOp : Graph_CollectiveOp<"all_gather"> {
+def Graph_AllGatherOp : Graph_CollectiveOp<"all_gather", Graph_Tensor> {
   let summary = "Reassembles whole tensors from every rank's flat shard";
   let description = [{
     Operand i is this rank's flat shard (tensor<k_i>); result i, of any shape with
@@ -62,7 +65,7 @@ def Graph_AllGatherOp : Graph_CollectiveOp<"all_gather"> {
   }];
 }
 
-def Graph_ShardSliceOp : Graph_CollectiveOp<"shard_slice"> {
+def Graph_ShardSliceOp : Graph_CollectiveOp<"shard_slice", Graph_Tensor> {
   let summary = "This rank's flat shard of each (replicated) operand; no communication";
   let description = [{
     Result i (tensor<k_i>) holds elements [r*k_i, (r+1)*k_i) of operand i flattened, zero past

@@ -16,11 +16,13 @@
 
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace shardc::graph {
 
@@ -51,6 +53,14 @@ public:
   virtual mlir::Value buildAllReduce(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value v,
                                      llvm::ArrayRef<mlir::mesh::MeshAxis> axes) = 0;
 };
+
+// The block of the constant `dense` a device of local type `local` holds, when it is the same
+// on every device (a splat, or a constant split along the batch that repeats for every row);
+// nullopt when the devices' blocks differ (the partitioner then slices the whole constant).
+std::optional<mlir::DenseElementsAttr>
+sameBlockOnEveryDevice(mlir::DenseElementsAttr dense, mlir::RankedTensorType local,
+                       llvm::ArrayRef<llvm::SmallVector<mlir::mesh::MeshAxis>> axes,
+                       int64_t batch);
 
 } // namespace shardc::graph
 
