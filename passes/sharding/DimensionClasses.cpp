@@ -20,6 +20,7 @@ int DimensionClasses::node(Value value, unsigned dim, int64_t groups) {
     unit_.push_back(0);
     blocked_.emplace_back(nullptr, "");
     max_.push_back(nullptr);
+    indexedBy_.push_back(nullptr);
     stridedBy_.push_back(nullptr);
   }
   return it->second;
@@ -45,6 +46,8 @@ void DimensionClasses::unite(int a, int b) {
     blocked_[a] = blocked_[b];
   if (!max_[a])
     max_[a] = max_[b];
+  if (!indexedBy_[a])
+    indexedBy_[a] = indexedBy_[b];
   if (!stridedBy_[a])
     stridedBy_[a] = stridedBy_[b];
 }
@@ -126,6 +129,8 @@ DimensionClasses::DimensionClasses(func::FuncOp func,
             block(n, op, "a reshape merges it into the minor part of a dimension");
           }
           // An index block is one range of the whole axis: no strided part inside it.
+          if (llvm::is_contained(rule->indexedFactors, f) && !indexedBy_[find(n)])
+            indexedBy_[find(n)] = op;
           if (llvm::is_contained(rule->indexedFactors, f))
             wholeParts_.push_back({v, d, std::max<int64_t>(groups, 2), groups * factor.size, op,
                                    "its positions are picked by index (an index block is one "
@@ -212,6 +217,7 @@ DimensionClasses::DimensionClasses(func::FuncOp func,
       c.blocker = blocked_[r].first;
       c.why = blocked_[r].second;
       c.maxBy = max_[r];
+      c.indexedBy = indexedBy_[r];
       c.stridedBy = stridedBy_[r];
       classes_.push_back(std::move(c));
     }
@@ -295,9 +301,16 @@ std::string DimensionClasses::describeBlocker(int cls) const {
   return "";
 }
 
+std::string DimensionClasses::describeBatchBlocker(int cls) const {
+  std::string why = describeBlocker(cls);
+  if (why.empty() && classes_[cls].indexedBy)
+    why = nodeName(classes_[cls].indexedBy) + ": it picks positions of it by index values";
+  return why;
+}
+
 Operation *DimensionClasses::splitPreventedBy(int cls) const {
   const DimClass &c = classes_[cls];
-  return c.blocker ? c.blocker : c.maxBy;
+  return c.blocker ? c.blocker : c.maxBy ? c.maxBy : c.indexedBy;
 }
 
 std::string DimensionClasses::describeTensorParallelBlocker(int cls) const {

@@ -54,6 +54,10 @@ struct DimClass {
   mlir::Operation *blocker = nullptr; // the first op that prevents a split (null: none)
   std::string why;                    // what that op needs
   mlir::Operation *maxBy = nullptr;   // the first op that leaves a pending maximum over it
+  // The first op that picks positions of it by index values (ShardingRule.h: index blocks).
+  // Tensor parallelism splits such a factor (a vocabulary-parallel embedding); the batch's
+  // rows are not one block of fixed offset in every program, so the batch may not be.
+  mlir::Operation *indexedBy = nullptr;
   // The first op that strides it by a reshape (a batch-only strided part): null when none.
   // The batch may be split so; tensor parallelism may not (OpShardingRule::stridedBatchParts).
   mlir::Operation *stridedBy = nullptr;
@@ -74,10 +78,14 @@ public:
   // The groups of every part of dimension `dim` of `value` some op sees: 1 (the dimension
   // itself) and those of its minor parts, increasing.
   std::vector<int64_t> partGroups(mlir::Value value, unsigned dim) const;
-  // "node 'NAME' (op): WHY", for messages; empty when nothing prevents a split of the batch.
+  // "node 'NAME' (op): WHY", for messages; empty when nothing prevents a split of the class.
   std::string describeBlocker(int cls) const;
-  // The op that prevents a split of class `cls` (it needs a part whole, pairs its blocks, has
-  // no rule, or leaves a pending maximum over it): the place to reshard; null when none.
+  // The same for a split of the batch, which an op picking positions of it by index also
+  // prevents.
+  std::string describeBatchBlocker(int cls) const;
+  // The op that prevents a split of class `cls` along the batch (it needs a part whole, pairs
+  // its blocks, has no rule, leaves a pending maximum over it or picks its positions by
+  // index): the place to reshard; null when none.
   mlir::Operation *splitPreventedBy(int cls) const;
   // The same for a split on tensor parallelism, which a reshape's strided part also prevents.
   std::string describeTensorParallelBlocker(int cls) const;
@@ -122,6 +130,7 @@ private:
   std::vector<int64_t> unit_;
   std::vector<std::pair<mlir::Operation *, std::string>> blocked_;
   std::vector<mlir::Operation *> max_; // per root: the first op leaving a pending maximum
+  std::vector<mlir::Operation *> indexedBy_; // per root: the first op picking it by index
   std::vector<mlir::Operation *> stridedBy_; // per root: the first reshape striding it
   std::vector<int> classIndex_; // root -> index into classes_
   std::vector<DimClass> classes_;

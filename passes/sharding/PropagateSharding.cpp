@@ -411,7 +411,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
   // needs it whole is no reason: resharding hands that op its operands whole.
   std::string whyNotBatch(func::FuncOp func, const DimensionClasses &dc, int cls,
                           bool reshardable = false) {
-    std::string blocker = dc.describeBlocker(cls);
+    std::string blocker = dc.describeBatchBlocker(cls);
     if (!blocker.empty() && !reshardable)
       return blocker;
     for (BlockArgument arg : func.getArguments()) {
@@ -481,9 +481,27 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
         if (!llvm::is_contained(result.classes, c))
           result.classes.push_back(c);
         if (!next)
-          if ((next = result.dc->splitPreventedBy(c)))
-            why = result.dc->info(c).blocker ? result.dc->info(c).why
-                                             : "a maximum over it would be pending";
+          if ((next = result.dc->splitPreventedBy(c))) {
+            const sharding::DimClass &info = result.dc->info(c);
+            why = info.blocker ? info.why
+                  : info.maxBy ? "a maximum over it would be pending"
+                               : "it picks positions of it by index values";
+          }
+      }
+      // The batch's classes are split on one mesh axis: an op with factors in two of them (the
+      // text rows and the image rows of contrastive logits, once the product that made them
+      // is cut) would compute only the pairs of blocks a device holds.
+      for (const auto &[op, factorClasses] : result.dc->opFactorClasses()) {
+        if (next)
+          break;
+        int inBatch = 0;
+        for (int c : factorClasses)
+          inBatch += c >= 0 && llvm::is_contained(result.classes, c);
+        if (inBatch > 1) {
+          next = op;
+          why = "it pairs blocks of the batch with each other (two of its factors are split "
+                "along it)";
+        }
       }
       if (!next)
         break;
@@ -664,6 +682,16 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
           it->second.axes.resize(rank);
           it->second.groups.assign(rank, 1);
         }
+        // A mesh axis splits one dimension of a value: two would leave each device only the
+        // blocks where its coordinates meet (the rules above keep such classes apart; this is
+        // the last guard against a wrong program).
+        for (auto [d, axes] : llvm::enumerate(it->second.axes))
+          if (d != ref.dim && llvm::is_contained(axes, classAxis[c])) {
+            func.emitError("internal error: ")
+                << valueName(ref.value) << " would be split along dims " << d << " and "
+                << ref.dim << " on the same mesh axis";
+            return signalPassFailure();
+          }
         it->second.axes[ref.dim] = {static_cast<mesh::MeshAxis>(classAxis[c])};
         it->second.groups[ref.dim] = ref.groups;
       }

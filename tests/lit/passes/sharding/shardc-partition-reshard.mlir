@@ -148,3 +148,34 @@ func.func @forward(%labels: tensor<4x5xi64> {graph.input = "labels"}, %w: tensor
   %l = graph.reduce_sum %e {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<4x5x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Two inputs joined only by the product that pairs their rows (the two towers of a contrastive
+// loss): once the product is cut, each input's rows are a class of their own, both split on dp.
+// An op with a factor in each (here every op between the product and the tower it feeds back
+// into) would see only the blocks where the two splits meet, so it is cut too; nothing is ever
+// split along two dimensions on one axis.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %arg0: tensor<2x6xf32> {graph.input = "a", graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>}
+// CHECK-SAME: %arg1: tensor<2x6xf32> {graph.input = "b", graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>}
+// CHECK-NOT: {{\[\[}}0], [0]]
+// CHECK: %[[S:.*]] = graph.matmul {{.*}}graph.whole_operands = "it pairs blocks of the same dimension with each other (two of its factors are in it)"{{.*}} -> tensor<4x4xf32>
+// CHECK: %[[T:.*]] = graph.transpose %[[S]] {graph.whole_operands = "it pairs blocks of the batch with each other (two of its factors are split along it)"
+// CHECK: %[[E:.*]] = graph.exp %[[T]] {graph.whole_operands = "it pairs blocks of the batch with each other (two of its factors are split along it)"
+// CHECK: %[[U:.*]] = graph.matmul %[[E]], %{{.*}} {graph.whole_operands = "it pairs blocks of the batch with each other (two of its factors are split along it)"} : (tensor<4x4xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+// CHECK: graph.shard_slice {{.*}} : (tensor<24xf32>) -> tensor<12xf32>
+// CHECK-NOT: {{\[\[}}0], [0]]
+// CHECK: return
+func.func @forward(%a: tensor<4x6xf32> {graph.input = "a"}, %b: tensor<4x6xf32> {graph.input = "b"}, %w: tensor<6x6xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %x = graph.matmul %a, %w : (tensor<4x6xf32>, tensor<6x6xf32>) -> tensor<4x6xf32>
+  %y = graph.matmul %b, %w : (tensor<4x6xf32>, tensor<6x6xf32>) -> tensor<4x6xf32>
+  %yt = graph.transpose %y {perm = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %s = graph.matmul %x, %yt : (tensor<4x6xf32>, tensor<6x4xf32>) -> tensor<4x4xf32>
+  %st = graph.transpose %s {perm = array<i64: 1, 0>} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %e = graph.exp %st : tensor<4x4xf32>
+  %u = graph.matmul %e, %y : (tensor<4x4xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %v = graph.mul %u, %x : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %l = graph.reduce_sum %v {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x6xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
