@@ -67,6 +67,27 @@ void collectSubgraphReads(const onnx::NodeProto &node, std::set<std::string> &na
   }
 }
 
+bool isDoubleConstant(const onnx::NodeProto &node) {
+  return node.op_type() == "Constant" && node.output_size() == 1 && node.attribute_size() == 1 &&
+         node.attribute(0).name() == "value" && node.attribute(0).has_t() &&
+         node.attribute(0).t().data_type() == onnx::TensorProto::DOUBLE;
+}
+
+// A Where that reads `name` as one branch while its other branch is no float64 constant: the
+// exporter's trace of torch.where(mask, python_float, tensor), which PyTorch computes in the
+// tensor's dtype (a Python scalar does not promote). Narrowed, the branches agree; were the
+// other branch float64 after all, the importer refuses that value by name.
+bool isWhereBranchBesideTensor(const onnx::NodeProto &node, const std::string &name,
+                               const std::set<std::string> &doubleConstants) {
+  if (node.op_type() != "Where" || node.input_size() != 3)
+    return false;
+  for (int branch : {1, 2})
+    if (node.input(branch) == name && node.input(3 - branch) != name &&
+        !doubleConstants.count(node.input(3 - branch)))
+      return true;
+  return false;
+}
+
 } // namespace
 
 void narrowDoubleConstantsCastToFloat(onnx::GraphProto &graph) {
@@ -81,17 +102,21 @@ void narrowDoubleConstantsCastToFloat(onnx::GraphProto &graph) {
   for (const onnx::NodeProto &node : graph.node())
     collectSubgraphReads(node, kept);
 
+  std::set<std::string> doubleConstants;
+  for (const onnx::NodeProto &node : graph.node())
+    if (isDoubleConstant(node))
+      doubleConstants.insert(node.output(0));
   std::set<std::string> narrowed;
   for (onnx::NodeProto &node : *graph.mutable_node()) {
-    if (node.op_type() != "Constant" || node.output_size() != 1 || node.attribute_size() != 1 ||
-        node.attribute(0).name() != "value" || !node.attribute(0).has_t() ||
-        node.attribute(0).t().data_type() != onnx::TensorProto::DOUBLE)
+    if (!isDoubleConstant(node))
       continue;
     const std::string &name = node.output(0);
     auto it = readers.find(name);
     if (kept.count(name) || it == readers.end() ||
-        !std::all_of(it->second.begin(), it->second.end(),
-                     [](const onnx::NodeProto *reader) { return isCastToFloat(*reader); }))
+        !std::all_of(it->second.begin(), it->second.end(), [&](const onnx::NodeProto *reader) {
+          return isCastToFloat(*reader) ||
+                 isWhereBranchBesideTensor(*reader, name, doubleConstants);
+        }))
       continue;
     onnx::TensorProto &tensor = *node.mutable_attribute(0)->mutable_t();
     std::vector<double> values;

@@ -69,6 +69,7 @@ const OpInfo kOps[] = {
     {"GlobalAveragePool", 13, 1, 1, 1, 1, 0, importGlobalAveragePool},
     {"GlobalMaxPool", 13, 1, 1, 1, 1, 0, importGlobalMaxPool},
     {"BatchNormalization", 13, 5, 5, 1, 5, 0, importBatchNormalization},
+    {"InstanceNormalization", 13, 3, 3, 1, 1, 0, importInstanceNormalization},
     // Reductions (axes: an attribute or input 1, depending on op and opset)
     {"ReduceMean", 13, 1, 2, 1, 1, bit(1), importReduceMean},
     {"ReduceSum", 13, 1, 2, 1, 1, bit(1), importReduceSum},

@@ -1,4 +1,4 @@
-//===- BatchNormOps.cpp - BatchNormalization, decomposed --------------------------------===//
+//===- BatchNormOps.cpp - BatchNormalization and InstanceNormalization, decomposed ------===//
 //
 // BatchNormalization becomes reductions and elementwise ops, so its gradient and its sharding
 // come from theirs: in training mode the batch statistics are a ReduceMean over every dim but
@@ -12,6 +12,11 @@
 // the running variance with the biased batch variance; PyTorch, whose exporter writes the
 // node unchanged, with the unbiased one (n / (n - 1)). shardc follows the exporter's
 // framework for models produced by PyTorch and ONNX's definition otherwise.
+//
+// InstanceNormalization (how PyTorch exports GroupNorm: a reshape to [N, groups, ...], an
+// InstanceNormalization with unit scale and zero bias, a reshape back and the affine
+// parameters as Mul and Add) is the same decomposition with the statistics of each sample and
+// channel, the mean over the spatial dims: rows never meet, so the batch splits freely.
 //
 //===-------------------------------------------------------------------------------------===//
 #include "frontends/onnx/GraphBuilder.h"
@@ -58,17 +63,43 @@ struct BatchNormBuilder {
         RankedTensorType::get({x.getDimSize(1)}, x.getElementType()), *v);
   }
   // The mean over every dim but the channels, kept as [1, C, 1, ...].
-  FailureOr<Value> channelMean(FailureOr<Value> v) {
+  FailureOr<Value> channelMean(FailureOr<Value> v) { return meanOver(v, /*batch=*/true); }
+  // The mean over the spatial dims, per sample and channel, kept as [N, C, 1, ...].
+  FailureOr<Value> spatialMean(FailureOr<Value> v) { return meanOver(v, /*batch=*/false); }
+  // The mean over dims 2.. (and over dim 0 with `batch`), dims kept.
+  FailureOr<Value> meanOver(FailureOr<Value> v, bool batch) {
     if (failed(v))
       return failure();
-    SmallVector<int64_t> axes{0};
+    SmallVector<int64_t> axes;
+    if (batch)
+      axes.push_back(0);
     for (int64_t d = 2; d < x.getRank(); ++d)
       axes.push_back(d);
     OpBuilder &b = node.builder();
     return node.createInferred1<ReduceMeanOp>(*v, b.getDenseI64ArrayAttr(axes),
                                               b.getBoolAttr(true));
   }
+  // (v - mean) / sqrt(variance + epsilon) * scale + bias, the scale and bias per channel.
+  FailureOr<Value> normalise(FailureOr<Value> centred, FailureOr<Value> variance,
+                             float epsilon, Value scale, Value bias) {
+    FailureOr<Value> invStd = binary<DivOp>(
+        this->scalar(1.0), unary<SqrtOp>(binary<AddOp>(variance, this->scalar(epsilon))));
+    return binary<AddOp>(binary<MulOp>(binary<MulOp>(centred, invStd), perChannel(scale)),
+                         perChannel(bias));
+  }
 };
+
+// scale and bias (and the running statistics) must be [C], one per channel of X.
+LogicalResult checkPerChannel(NodeContext &node, int64_t channels,
+                              std::initializer_list<std::pair<Value, const char *>> operands) {
+  for (auto [value, name] : operands) {
+    ArrayRef<int64_t> shape = NodeContext::typeOf(value).getShape();
+    if (shape.size() != 1 || shape[0] != channels)
+      return node.fail(std::string(name) + " " + formatShape(shape) + " must be [" +
+                       std::to_string(channels) + "] (one per channel of X)");
+  }
+  return success();
+}
 
 } // namespace
 
@@ -101,17 +132,12 @@ LogicalResult importBatchNormalization(NodeContext &node) {
   if (xType.getRank() < 2)
     return node.fail("input X must be [N, C, ...], got " + formatShape(xType.getShape()));
   const int64_t channels = xType.getDimSize(1);
-  using Named = std::pair<Value, const char *>;
-  for (auto [value, name] :
-       std::initializer_list<Named>{{*scale, "scale"},
-                                    {*bias, "B"},
-                                    {*runningMean, "input_mean"},
-                                    {*runningVar, "input_var"}}) {
-    ArrayRef<int64_t> shape = NodeContext::typeOf(value).getShape();
-    if (shape.size() != 1 || shape[0] != channels)
-      return node.fail(std::string(name) + " " + formatShape(shape) + " must be [" +
-                       std::to_string(channels) + "] (one per channel of X)");
-  }
+  if (failed(checkPerChannel(node, channels,
+                             {{*scale, "scale"},
+                              {*bias, "B"},
+                              {*runningMean, "input_mean"},
+                              {*runningVar, "input_var"}})))
+    return failure();
 
   BatchNormBuilder b{node, xType};
   GraphBuilder &graph = node.graph();
@@ -120,12 +146,7 @@ LogicalResult importBatchNormalization(NodeContext &node) {
   FailureOr<Value> centred = b.binary<SubOp>(*x, mean);
   FailureOr<Value> variance = training ? b.channelMean(b.binary<MulOp>(centred, centred))
                                        : b.perChannel(*runningVar);
-  FailureOr<Value> invStd = b.binary<DivOp>(
-      b.scalar(1.0), b.unary<SqrtOp>(b.binary<AddOp>(variance, b.scalar(*epsilon))));
-  FailureOr<Value> y = b.binary<AddOp>(
-      b.binary<MulOp>(b.binary<MulOp>(centred, invStd),
-                      b.perChannel(*scale)),
-      b.perChannel(*bias));
+  FailureOr<Value> y = b.normalise(centred, variance, *epsilon, *scale, *bias);
   if (failed(y))
     return failure();
 
@@ -166,6 +187,27 @@ LogicalResult importBatchNormalization(NodeContext &node) {
                              .str() +
                          "' is updated by another BatchNormalization node too");
   return node.setOutputs({*y, *newMean, *newVar});
+}
+
+LogicalResult importInstanceNormalization(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "input");
+  FailureOr<Value> scale = node.requiredInput(1, "scale");
+  FailureOr<Value> bias = node.requiredInput(2, "B");
+  FailureOr<float> epsilon = node.floatAttr("epsilon", 1e-5f);
+  if (failed(x) || failed(scale) || failed(bias) || failed(epsilon))
+    return failure();
+  RankedTensorType xType = NodeContext::typeOf(*x);
+  if (xType.getRank() < 3)
+    return node.fail("input must be [N, C, D1, ...], got " + formatShape(xType.getShape()));
+  if (failed(checkPerChannel(node, xType.getDimSize(1), {{*scale, "scale"}, {*bias, "B"}})))
+    return failure();
+  BatchNormBuilder b{node, xType};
+  FailureOr<Value> centred = b.binary<SubOp>(*x, b.spatialMean(*x));
+  FailureOr<Value> variance = b.spatialMean(b.binary<MulOp>(centred, centred));
+  FailureOr<Value> y = b.normalise(centred, variance, *epsilon, *scale, *bias);
+  if (failed(y))
+    return failure();
+  return node.setOutputs({*y});
 }
 
 } // namespace shardc::onnx_import

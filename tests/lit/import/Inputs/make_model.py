@@ -338,6 +338,29 @@ def double_constants(refused):
     return model(nodes, [vi("x", F32, [2, 3])], outputs)
 
 
+def double_where():
+    """y = where(x > 0, x, min) with min a float64 Constant (finfo(float32).min, as Gemma2's
+    exporter writes torch.where(mask, python_float, tensor)): PyTorch computes it in float32."""
+    c = numpy_helper.from_array(np.array(-3.4028234663852886e38, dtype=np.float64), "m")
+    zero = numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero")
+    nodes = [helper.make_node("Constant", [], ["m"], value=c, name="min64"),
+             helper.make_node("Constant", [], ["zero"], value=zero, name="zero"),
+             helper.make_node("Greater", ["x", "zero"], ["keep"], name="positive"),
+             helper.make_node("Where", ["keep", "x", "m"], ["y"], name="fill")]
+    # The branches' types differ, as in the exporter's output: onnx's checker would refuse it.
+    return model(nodes, [vi("x", F32, [2, 3])], [vi("y", F32, [2, 3])], check=False)
+
+
+def instance_norm():
+    """InstanceNormalization of x [2, 3, 4] (epsilon 1e-3) with per-channel scale and bias."""
+    scale = numpy_helper.from_array(np.array([1.0, 2.0, 0.5], dtype=np.float32), "scale")
+    bias = numpy_helper.from_array(np.array([0.0, 0.1, -0.2], dtype=np.float32), "bias")
+    nodes = [helper.make_node("InstanceNormalization", ["x", "scale", "bias"], ["y"],
+                              epsilon=1e-3, name="inorm")]
+    return model(nodes, [vi("x", F32, [2, 3, 4])], [vi("y", F32, [2, 3, 4])],
+                 initializers=[scale, bias])
+
+
 def tile_forms():
     """Tile of x: [2, 3] by repeats [2, 1] (whole copies along dim 0), [1, 1] (a copy) and
     [3, 2]."""
@@ -546,6 +569,8 @@ MODELS = {
         [vi("x", F32, [2, 3])], [vi("y", I64, [2, 1])], check=False),
     "double_constants": lambda: double_constants(False),
     "double_constants_refused": lambda: double_constants(True),
+    "double_where": double_where,
+    "instance_norm": instance_norm,
 }
 
 
