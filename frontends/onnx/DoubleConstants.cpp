@@ -136,4 +136,115 @@ void narrowDoubleConstantsCastToFloat(onnx::GraphProto &graph) {
       info.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
 }
 
+namespace {
+
+bool isCastTo(const onnx::NodeProto &node, int type) {
+  if (node.op_type() != "Cast")
+    return false;
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == "to")
+      return attr.i() == type;
+  return false;
+}
+
+void setCastTo(onnx::NodeProto &node, int type) {
+  for (onnx::AttributeProto &attr : *node.mutable_attribute())
+    if (attr.name() == "to")
+      attr.set_i(type);
+}
+
+} // namespace
+
+std::vector<std::string> narrowFloat64Regions(onnx::GraphProto &graph) {
+  std::vector<std::string> report;
+  std::map<std::string, std::vector<int>> readers;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &input : graph.node(i).input())
+      readers[input].push_back(i);
+  std::set<std::string> kept;
+  for (const onnx::ValueInfoProto &output : graph.output())
+    kept.insert(output.name());
+  for (const onnx::NodeProto &node : graph.node())
+    collectSubgraphReads(node, kept);
+
+  // Grown from each Cast to float64 along its readers (nodes are in topological order), up to
+  // the Casts to float32 that end it; float64 constants read by the region's nodes join it.
+  std::vector<bool> taken(graph.node_size(), false);
+  for (int start = 0; start < graph.node_size(); ++start) {
+    if (taken[start] || !isCastTo(graph.node(start), onnx::TensorProto::DOUBLE))
+      continue;
+    std::set<int> nodes = {start}, exits;
+    std::vector<int> work = {start};
+    bool closed = true;
+    while (!work.empty() && closed) {
+      const onnx::NodeProto &node = graph.node(work.back());
+      work.pop_back();
+      for (const std::string &out : node.output()) {
+        if (kept.count(out))
+          closed = false;
+        auto it = readers.find(out);
+        if (it == readers.end())
+          continue;
+        for (int reader : it->second) {
+          const onnx::NodeProto &r = graph.node(reader);
+          if (isCastTo(r, onnx::TensorProto::FLOAT)) {
+            exits.insert(reader);
+          } else if (nodes.insert(reader).second) {
+            // A second Cast to float64 inside the region widens nothing more.
+            work.push_back(reader);
+          }
+        }
+      }
+    }
+    if (!closed || exits.empty())
+      continue;
+    // The region's other float64 inputs: Casts to float64 (joined) and float64 constants.
+    std::set<std::string> produced;
+    for (int n : nodes)
+      produced.insert(graph.node(n).output().begin(), graph.node(n).output().end());
+    for (int i = 0; i < graph.node_size(); ++i)
+      if (!nodes.count(i) && isDoubleConstant(graph.node(i))) {
+        const std::string &c = graph.node(i).output(0);
+        auto it = readers.find(c);
+        if (it != readers.end() && !kept.count(c) &&
+            std::all_of(it->second.begin(), it->second.end(),
+                        [&](int r) { return nodes.count(r) != 0; }))
+          nodes.insert(i);
+      }
+    // Narrow: the casts to float64 become casts to float32, the constants float32 values.
+    for (int n : nodes) {
+      onnx::NodeProto &node = *graph.mutable_node(n);
+      taken[n] = true;
+      if (isCastTo(node, onnx::TensorProto::DOUBLE)) {
+        setCastTo(node, onnx::TensorProto::FLOAT);
+      } else if (isDoubleConstant(node)) {
+        onnx::TensorProto &tensor = *node.mutable_attribute(0)->mutable_t();
+        std::vector<double> values;
+        if (tensor.data_location() == onnx::TensorProto::EXTERNAL || !readDoubles(tensor, values))
+          continue;
+        std::string raw(values.size() * sizeof(float), '\0');
+        for (size_t i = 0; i < values.size(); ++i)
+          llvm::support::endian::write<float, llvm::endianness::little>(
+              raw.data() + i * sizeof(float), static_cast<float>(values[i]));
+        tensor.clear_double_data();
+        tensor.set_raw_data(raw);
+        tensor.set_data_type(onnx::TensorProto::FLOAT);
+      }
+      produced.insert(node.output().begin(), node.output().end());
+    }
+    for (onnx::ValueInfoProto &info : *graph.mutable_value_info())
+      if (produced.count(info.name()) && info.type().has_tensor_type() &&
+          info.type().tensor_type().elem_type() == onnx::TensorProto::DOUBLE)
+        info.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto named = [&](int n) {
+      const std::string &name = graph.node(n).name();
+      return "'" + (name.empty() ? graph.node(n).op_type() : name) + "'";
+    };
+    report.push_back("the float64 region from Cast " + named(start) + " to Cast " +
+                     named(*exits.begin()) + " (" + std::to_string(nodes.size()) +
+                     " nodes) is computed in float32");
+  }
+  return report;
+}
+
 } // namespace shardc::onnx_import

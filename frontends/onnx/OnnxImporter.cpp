@@ -61,6 +61,7 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
       failed(inlineConstantNodeData(ctx, graph, baseDir, errors)))
     return failure();
   narrowDoubleConstantsCastToFloat(graph);
+  result.warnings = narrowFloat64Regions(graph);
 
   // libonnx checks first what it can check robustly; its shape inference waits until the
   // importer has accepted every node (see ModelValidation.h).

@@ -47,6 +47,9 @@ struct ImportOptions {
 struct ImportedModel {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   WeightStore weights;
+  // What the import changed that the user should know, one line each (shardc prints them as
+  // warnings): float64 regions computed in float32 (DoubleConstants.h).
+  std::vector<std::string> warnings;
 };
 
 // Reads and imports the model file at opts.modelPath. Loads the graph and func dialects into

@@ -69,7 +69,6 @@ each model's static export uses (supported by shardc or not) to --ops-table.
 """
 
 import collections
-import copy
 import json
 import os
 import shutil
@@ -96,7 +95,8 @@ class Spec:
     with it); inputs() its batch by name; dynamic the symbolic axes of the dynamic export."""
 
     def __init__(self, build, inputs, dynamic, lr=1e-3, freeze=None, steps=STEPS,
-                 dynamic_refused=None, same_network=(), refused=None, extra_checks=()):
+                 dynamic_refused=None, same_network=(), refused=None, extra_checks=(),
+                 mkldnn=True):
         self.build, self.inputs, self.dynamic = build, inputs, dynamic
         # Zoo models that are this network (the same module, the same weights) in another
         # layout: PyTorch's float32 rounding of one layout bounds what float32 can promise
@@ -117,6 +117,9 @@ class Spec:
         self.refused = refused or {}
         # More (name, shardc flags) checks against the 1-rank run, for this model alone.
         self.extra_checks = extra_checks
+        # False: PyTorch's reference runs without oneDNN (mkldnn), whose convolutions on this
+        # model's shapes are not deterministic (two identical float32 runs part after a step).
+        self.mkldnn = mkldnn
 
 
 # CLIP pools each row's hidden state at its argmax by a Gather from the flattened [batch * seq,
@@ -261,6 +264,69 @@ def hf_vit():
                            list(IMAGES_DYNAMIC))
 
 
+def hf_whisper():
+    """Whisper: a convolutional front end over log-mel frames, the encoder's sinusoidal
+    positions (a buffer PyTorch keeps fixed), a decoder fed the labels shifted right."""
+    import transformers
+    config = transformers.WhisperConfig(
+        vocab_size=VOCAB, num_mel_bins=16, d_model=64, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+        decoder_ffn_dim=128, max_source_positions=16, max_target_positions=32, dropout=0.0,
+        attention_dropout=0.0, activation_dropout=0.0, use_cache=False,
+        decoder_start_token_id=1, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    return HuggingFaceLoss(transformers.WhisperForConditionalGeneration(config),
+                           ["input_features", "labels"])
+
+
+def whisper_batch():
+    g = generator()
+    return collections.OrderedDict(input_features=torch.randn(BATCH, 16, 32, generator=g),
+                                   labels=torch.randint(3, VOCAB, (BATCH, 8), generator=g))
+
+
+WHISPER_DYNAMIC = {"input_features": {0: "batch"}, "labels": {0: "batch", 1: "seq"}}
+
+
+def hf_gemma2():
+    """Gemma2: logit soft-capping (tanh), alternating sliding-window and global attention, and
+    a causal mask the exporter types float64 (torch.where(mask, finfo.min, x)), which puts each
+    layer's scores through a float64 region cast back to float32."""
+    import transformers
+    config = transformers.Gemma2Config(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+        attention_dropout=0.0, use_cache=False, attn_implementation="eager", sliding_window=8)
+    return HuggingFaceLoss(transformers.Gemma2ForCausalLM(config), list(TOKENS_DYNAMIC))
+
+
+def hf_wav2vec2():
+    """Wav2Vec2 for sequence classification: a convolutional feature encoder whose first
+    layer's GroupNorm exports as InstanceNormalization, a weight-normed positional
+    convolution, mean pooling over time."""
+    import transformers
+    import transformers.models.wav2vec2.modeling_wav2vec2 as wav2vec2
+    # Its encoder asks whether FSDP manages it, which imports torch.distributed.fsdp: that
+    # module does not load on Debian's torch 1.13 under Python 3.11. No FSDP here.
+    wav2vec2.is_fsdp_managed_module = lambda module: False
+    config = transformers.Wav2Vec2Config(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=4, feat_extract_norm="group", hidden_dropout=0.0,
+        attention_dropout=0.0, activation_dropout=0.0, feat_proj_dropout=0.0, final_dropout=0.0,
+        layerdrop=0.0, mask_time_prob=0.0, num_labels=4, apply_spec_augment=False)
+    return HuggingFaceLoss(transformers.Wav2Vec2ForSequenceClassification(config),
+                           ["input_values", "labels"])
+
+
+def audio_batch():
+    g = generator()
+    return collections.OrderedDict(input_values=torch.randn(BATCH, 400, generator=g),
+                                   labels=torch.randint(0, 4, (BATCH,), generator=g))
+
+
+AUDIO_DYNAMIC = {"input_values": {0: "batch", 1: "samples"}, "labels": {0: "batch"}}
+
+
 def hf_mamba():
     """Mamba: its selective scan's step sizes through softplus (ONNX Softplus), a depthwise
     causal Conv1d, and the scan as PyTorch's sequential loop over the sequence (no fused
@@ -364,6 +430,15 @@ class ClassifierLoss(torch.nn.Module):
 def resnet18():
     import torchvision
     return ClassifierLoss(torchvision.models.resnet18(num_classes=10))
+
+
+def torchvision_vit():
+    """torchvision's VisionTransformer (vit_b_16's code, small sizes): class token, learned
+    positions, nn.MultiheadAttention inside its encoder blocks."""
+    import torchvision
+    return ClassifierLoss(torchvision.models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128,
+        num_classes=10))
 
 
 def small_cnn():
@@ -494,6 +569,15 @@ MODELS = {
                  refused={"mb2": NEEDS_WHOLE_BATCH},
                  extra_checks=(("dp4", ["--gpus", "4", "--strategy", "dp=4"]),)),
     "swin": Spec(hf_swin, image_batch, IMAGES_DYNAMIC),
+    # Its static export has no record of the trained set: shardc's warning names the encoder's
+    # sinusoidal positions, which PyTorch keeps fixed.
+    "whisper": Spec(hf_whisper, whisper_batch, WHISPER_DYNAMIC,
+                    freeze="model.model.encoder.embed_positions.weight"),
+    "gemma2": Spec(hf_gemma2, token_batch, TOKENS_DYNAMIC),
+    # oneDNN's convolutions of its feature encoder make PyTorch's float32 runs differ from run
+    # to run (and reach NaN by step 9 at lr 1e-4); without oneDNN they are within 2e-6 of
+    # float64.
+    "wav2vec2": Spec(hf_wav2vec2, audio_batch, AUDIO_DYNAMIC, mkldnn=False),
     "torch_encoder": Spec(TorchEncoderLM, token_batch, TOKENS_DYNAMIC),
     "torch_transformer_seq_first": Spec(lambda: TorchSeq2Seq(False), seq2seq_batch(False),
                                         seq2seq_dynamic(False),
@@ -502,6 +586,7 @@ MODELS = {
                                           seq2seq_dynamic(True),
                                           same_network=("torch_transformer_seq_first",)),
     "torch_mha": Spec(TorchAttentionBlock, token_batch_seq_first, TOKENS_SEQ_FIRST),
+    "torchvision_vit": Spec(torchvision_vit, image_batch, IMAGES_DYNAMIC),
     "small_cnn": Spec(small_cnn, lambda: image_batch(16, batch=4), IMAGES_DYNAMIC),
     # 11M parameters and convolutions on 32x32 images: 10 steps keep its ten checks within
     # about a minute on 2 cores.
@@ -531,6 +616,13 @@ class Zoo:
         model.train()
         return model
 
+    def copy_of(self, name, model):
+        """A fresh module of `name` holding `model`'s parameters and buffers (deepcopy fails on
+        modules with hook-based weight norm, Wav2Vec2's positional convolution)."""
+        fresh = self.module(name)
+        fresh.load_state_dict(model.state_dict())
+        return fresh
+
     def export(self, name, style):
         spec = MODELS[name]
         model, batch = self.module(name), spec.inputs()
@@ -545,7 +637,7 @@ class Zoo:
         # running statistics (the file holds the moved ones); shardc_export puts them back.
         # The reference is the exported module, in the state the file holds.
         with torch.no_grad():
-            loss = float(copy.deepcopy(model)(*args))
+            loss = float(self.copy_of(name, model)(*args))
             if style == "static":
                 torch.onnx.export(model, args, path, opset_version=17,
                                   training=torch.onnx.TrainingMode.TRAINING,
@@ -581,19 +673,20 @@ class Zoo:
             return f"shardrun {bundle}: {res.describe()}"
         return [json.loads(line)["loss"] for line in open(metrics)]
 
-    def torch_run(self, model, batch, lr, steps, dtype):
-        """`steps` AdamW steps of a copy of `model` in `dtype`: the losses and the final
-        buffers."""
-        model = copy.deepcopy(model).to(dtype)
+    def torch_run(self, name, model, batch, lr, steps, dtype):
+        """`steps` AdamW steps of a copy of `model` (a module of `name`) in `dtype`: the losses
+        and the final buffers."""
+        model = self.copy_of(name, model).to(dtype)
         args = [t.to(dtype) if t.is_floating_point() else t for t in batch.values()]
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
         losses = []
-        for _ in range(steps):
-            optimizer.zero_grad()
-            loss = model(*args)
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss))
+        with torch.backends.mkldnn.flags(enabled=MODELS[name].mkldnn):
+            for _ in range(steps):
+                optimizer.zero_grad()
+                loss = model(*args)
+                loss.backward()
+                optimizer.step()
+                losses.append(float(loss))
         buffers = {n: b.detach().double().numpy() for n, b in model.named_buffers()}
         return losses, buffers
 
@@ -641,10 +734,10 @@ class Zoo:
         else:
             check("forward", err)
 
-        reference, torch_buffers = self.torch_run(model, batch, spec.lr, spec.steps,
+        reference, torch_buffers = self.torch_run(name, model, batch, spec.lr, spec.steps,
                                                   torch.float32)
         try:
-            reference64, buffers64 = self.torch_run(model, batch, spec.lr, spec.steps,
+            reference64, buffers64 = self.torch_run(name, model, batch, spec.lr, spec.steps,
                                                     torch.float64)
             floor = worst_relative(reference, reference64)
         except RuntimeError as e:
@@ -655,8 +748,10 @@ class Zoo:
         for twin in spec.same_network:
             twin_model, twin_batch = self.module(twin), MODELS[twin].inputs()
             twin_gap = worst_relative(
-                self.torch_run(twin_model, twin_batch, spec.lr, spec.steps, torch.float32)[0],
-                self.torch_run(twin_model, twin_batch, spec.lr, spec.steps, torch.float64)[0])
+                self.torch_run(twin, twin_model, twin_batch, spec.lr, spec.steps,
+                               torch.float32)[0],
+                self.torch_run(twin, twin_model, twin_batch, spec.lr, spec.steps,
+                               torch.float64)[0])
             if twin_gap > floor:
                 floor = twin_gap
                 details.append(f"the same network as {twin}")

@@ -101,13 +101,21 @@ int writeCompiledBundle(mlir::MLIRContext &ctx, const CompileOptions &opts,
       static_cast<unsigned long long>(p.workspace_bytes()), static_cast<unsigned long long>(peak),
       weights ? "" : " (weights absent: planning only)");
   noteReplicatedShare(bundle, notes);
-  if (notes.trainedSetGuessed)
+  if (notes.trainedSetGuessed) {
+    // The parameters whose values look like a buffer's, named (the first 3) in the one line.
+    std::string doubts;
+    for (size_t i = 0; i < notes.doubtfulTrained.size() && i < 3; ++i)
+      doubts += (i ? ", " : "") + notes.doubtfulTrained[i];
+    if (notes.doubtfulTrained.size() > 3)
+      doubts += " and " + std::to_string(notes.doubtfulTrained.size() - 3) + " more";
     std::fprintf(stderr,
                  "shardc: warning: %s records no trained parameters: trained every float "
                  "initializer the loss depends on but %zu recognised buffers (plan.txt, "
-                 "\"Trained set\"); export with tools/export/shardc_export.py or settle it with "
-                 "--trainable/--freeze\n",
-                 opts.model.c_str(), notes.notTrained.size());
+                 "\"Trained set\")%s%s; export with tools/export/shardc_export.py or settle it "
+                 "with --trainable/--freeze\n",
+                 opts.model.c_str(), notes.notTrained.size(),
+                 doubts.empty() ? "" : "; unsure of ", doubts.c_str());
+  }
   // Each frozen initializer when there are few; plan.txt lists them all.
   if (notes.notTrained.size() <= 3)
     for (const std::string &line : notes.notTrained)

@@ -3,6 +3,7 @@
 
 #include "shardc/Driver/BundleNotes.h"
 #include "shardc/Driver/BundleOutput.h"
+#include "shardc/Driver/TrainedSetDoubts.h"
 #include "shardc/Parallel/AutoRemat.h"
 #include "shardc/Parallel/AutoStrategy.h"
 #include "shardc/Parallel/StrategyCompiler.h"
@@ -66,6 +67,8 @@ importModel(mlir::MLIRContext &ctx, const CompileOptions &opts, FirstErrorCollec
                                    : opts.model + ": import failed");
     return imported;
   }
+  for (const std::string &line : imported->warnings)
+    std::fprintf(stderr, "shardc: warning: %s: %s\n", opts.model.c_str(), line.c_str());
   // --fuse-attention: on the imported forward function, so that every strategy and both modes
   // start from the fused graph.
   if (opts.fuseAttention) {
@@ -118,6 +121,8 @@ int compileSingleRank(mlir::MLIRContext &ctx, const CompileOptions &opts,
     printPassFailure(opts, errors);
     return 1;
   }
+  if (notes.trainedSetGuessed)
+    notes.doubtfulTrained = doubtfulTrainedParameters(imported->module.get(), imported->weights);
   notes.remat = rematReport(imported->module.get(), &notes.rematUnits);
   mlir::FailureOr<EmittedProgram> emitted =
       emitCompiledStep(imported->module.get(), imported->weights, opts, errors);
@@ -158,6 +163,9 @@ int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBu
   notes.reshardings = compiler.globalStep(chosen)->reshardings;
   notes.remat = rematReport(compiler.globalStep(chosen)->module.get(), &notes.rematUnits);
   addTrainedSetNotes(opts, imported->module.get(), notes);
+  if (notes.trainedSetGuessed)
+    notes.doubtfulTrained =
+        doubtfulTrainedParameters(compiler.globalStep(chosen)->module.get(), imported->weights);
   out.bundle = newBundle(opts);
   out.bundle.set_world_size(chosen.dp * chosen.tp);
   out.bundle.set_strategy(chosen.canonical());

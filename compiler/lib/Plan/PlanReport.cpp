@@ -344,6 +344,12 @@ void formatTrainedSet(const PlanNotes &notes, std::ostringstream &os) {
   os << "== Trained set\n";
   if (!notes.trainedSetSource.empty())
     os << "  source: " << notes.trainedSetSource << "\n";
+  if (!notes.doubtfulTrained.empty()) {
+    os << "  trained, but holding values no random initialisation gives (--freeze them if "
+          "PyTorch keeps them fixed):\n";
+    for (const std::string &line : notes.doubtfulTrained)
+      os << "    " << line << "\n";
+  }
   if (!notes.notTrained.empty()) {
     os << "  not trained (" << notes.notTrained.size()
        << " initializers that are not trained parameters):\n";

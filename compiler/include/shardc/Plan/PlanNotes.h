@@ -28,6 +28,9 @@ struct PlanNotes {
   // a guess), one line (printed under "Trained set").
   std::string trainedSetSource;
   bool trainedSetGuessed = false; // shardc warns on stderr
+  // With a guessed trained set: the trained parameters whose values look like a buffer's,
+  // "'NAME' (why)" each (TrainedSetDoubts.h; named in the warning and under "Trained set").
+  std::vector<std::string> doubtfulTrained;
   // Training with --precision other than fp32: what it rounds, one line (printed after the
   // mode line as "precision: ...").
   std::string precision;

@@ -351,6 +351,22 @@ def double_where():
     return model(nodes, [vi("x", F32, [2, 3])], [vi("y", F32, [2, 3])], check=False)
 
 
+def double_region(escapes):
+    """y = float(softmax(double(x) + m)) with m a float64 [2, 3] Constant: a float64 region
+    between a Cast to float64 and one back (Gemma2's attention scores). With `escapes`, the
+    region's sum also leaves the graph as float64: it cannot be narrowed."""
+    m = numpy_helper.from_array(np.array([[0.0, -1.0, 0.5], [2.0, 0.0, -3.0]]), "m")
+    nodes = [helper.make_node("Constant", [], ["m"], value=m, name="mask64"),
+             helper.make_node("Cast", ["x"], ["x64"], to=TensorProto.DOUBLE, name="widen"),
+             helper.make_node("Add", ["x64", "m"], ["s"], name="scores"),
+             helper.make_node("Softmax", ["s"], ["p"], axis=1, name="softmax"),
+             helper.make_node("Cast", ["p"], ["y"], to=TensorProto.FLOAT, name="narrow")]
+    outputs = [vi("y", F32, [2, 3])]
+    if escapes:
+        outputs.append(helper.make_tensor_value_info("s", TensorProto.DOUBLE, [2, 3]))
+    return model(nodes, [vi("x", F32, [2, 3])], outputs)
+
+
 def instance_norm():
     """InstanceNormalization of x [2, 3, 4] (epsilon 1e-3) with per-channel scale and bias."""
     scale = numpy_helper.from_array(np.array([1.0, 2.0, 0.5], dtype=np.float32), "scale")
@@ -359,6 +375,28 @@ def instance_norm():
                               epsilon=1e-3, name="inorm")]
     return model(nodes, [vi("x", F32, [2, 3, 4])], [vi("y", F32, [2, 3, 4])],
                  initializers=[scale, bias])
+
+
+def buffer_like_initializers():
+    """loss = sum((emb[ids] + pos[0..3]) @ w + zero_bias): `pos` a sinusoidal position table and
+    `zero_bias` a [1, 5] matrix of zeros (buffers PyTorch keeps fixed, whose values say so),
+    `emb` and `w` random (trained)."""
+    rng = np.random.default_rng(0)
+    p = np.arange(8)[:, None]
+    freq = 1.0 / (100.0 ** (np.arange(2)[None, :] / 2))
+    pos = np.concatenate([np.sin(p * freq), np.cos(p * freq)], axis=1).astype(np.float32)
+    inits = [numpy_helper.from_array(pos, "pos"),
+             numpy_helper.from_array(rng.normal(0, 0.02, (10, 4)).astype(np.float32), "emb"),
+             numpy_helper.from_array(rng.normal(0, 0.02, (4, 5)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.zeros((1, 5), np.float32), "zero_bias"),
+             numpy_helper.from_array(np.arange(4, dtype=np.int64), "positions")]
+    nodes = [helper.make_node("Gather", ["emb", "ids"], ["e"], name="embed"),
+             helper.make_node("Gather", ["pos", "positions"], ["pe"], name="position"),
+             helper.make_node("Add", ["e", "pe"], ["h"], name="add_position"),
+             helper.make_node("MatMul", ["h", "w"], ["z"], name="project"),
+             helper.make_node("Add", ["z", "zero_bias"], ["logits"], name="bias"),
+             helper.make_node("ReduceSum", ["logits"], ["loss"], keepdims=0, name="loss")]
+    return model(nodes, [vi("ids", I64, [2, 4])], [vi("loss", F32, [])], initializers=inits)
 
 
 def tile_forms():
@@ -571,6 +609,9 @@ MODELS = {
     "double_constants_refused": lambda: double_constants(True),
     "double_where": double_where,
     "instance_norm": instance_norm,
+    "double_region": lambda: double_region(False),
+    "double_region_escapes": lambda: double_region(True),
+    "buffer_like_initializers": buffer_like_initializers,
 }
 
 
