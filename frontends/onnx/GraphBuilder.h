@@ -21,6 +21,8 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
+#include <optional>
 #include <string>
 
 namespace shardc::onnx_import {
@@ -77,6 +79,12 @@ public:
   int branchDepth() const { return branchDepth_; }
   void enterBranch() { ++branchDepth_; }
   void leaveBranch() { --branchDepth_; }
+  // The embeddings' padding rows the model records (TrainableRecord.h): initializer -> row.
+  void setPaddingRows(std::map<std::string, int64_t> rows) { paddingRows_ = std::move(rows); }
+  std::optional<int64_t> paddingIdxOf(const std::string &initializer) const {
+    auto it = paddingRows_.find(initializer);
+    return it == paddingRows_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
   // The model's producer_name ("pytorch", ...), for semantics its exporter leaves implicit.
   void setProducerName(std::string name) { producerName_ = std::move(name); }
   const std::string &producerName() const { return producerName_; }
@@ -116,6 +124,7 @@ private:
   };
   std::vector<BufferUpdate> bufferUpdates_;
   std::string producerName_;
+  std::map<std::string, int64_t> paddingRows_;
   bool trainingDropout_ = false;
   bool updateBuffers_ = true;
   int branchDepth_ = 0;

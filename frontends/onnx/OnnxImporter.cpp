@@ -53,7 +53,8 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
   ImportedModel result;
   InitializerSet initializers;
   FailureOr<std::optional<std::set<std::string>>> record = readTrainableRecord(model, errors);
-  if (failed(record))
+  FailureOr<std::map<std::string, int64_t>> paddingRows = readPaddingIdxRecord(model, errors);
+  if (failed(record) || failed(paddingRows))
     return failure();
   InitializerOptions initOptions{baseDir.str(), opts.requireWeights,
                                  compileTimeInputNames(graph, *opset), *record};
@@ -76,6 +77,16 @@ FailureOr<ImportedModel> importParsed(MLIRContext &ctx, onnx::ModelProto &model,
   GraphBuilder builder(ctx, errors, declaredTypes(graph));
   builder.setTrainingDropout(opts.trainingDropout);
   builder.setProducerName(model.producer_name());
+  for (const auto &[name, row] : opts.paddingRows) {
+    bool looked = false;
+    for (const onnx::NodeProto &node : graph.node())
+      looked |= node.op_type() == "Gather" && node.input_size() > 0 && node.input(0) == name;
+    if (!looked)
+      return errors.fail("--padding-row '" + name + "=" + std::to_string(row) +
+                         "': no Gather looks up rows of an initializer of that name");
+    (*paddingRows)[name] = row;
+  }
+  builder.setPaddingRows(*paddingRows);
   builder.setUpdateBuffers(opts.updateBuffers);
   if (failed(builder.begin(graph, initializers)) || failed(importGraphNodes(builder, graph, *opset)) ||
       failed(builder.finish(graph)))

@@ -39,6 +39,8 @@ struct ImportOptions {
   // true when compiling a training step: a Dropout whose training_mode is true keeps its random
   // mask (graph.dropout {training}). false: every Dropout has inference semantics (identity).
   bool trainingDropout = false;
+  // --padding-row: embeddings' padding rows, over the model's own record (TrainableRecord.h).
+  std::map<std::string, int64_t> paddingRows;
   // Whether buffers the model updates as it runs (BatchNormalization's running statistics in
   // training mode) become graph.buffer results; a forward-only compile keeps none.
   bool updateBuffers = true;

@@ -13,6 +13,7 @@
 
 #include "mlir/Support/LogicalResult.h"
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,6 +28,14 @@ inline constexpr const char *kTrainableMetadataKey = "shardc.trainable";
 // a JSON list of strings or appears twice.
 mlir::FailureOr<std::optional<std::set<std::string>>>
 readTrainableRecord(const onnx::ModelProto &model, ErrorReporter &errors);
+
+// The same helper records, under "shardc.padding_idx", each nn.Embedding's padding row as a
+// JSON object {initializer name: row}: PyTorch never sends that row a gradient from the
+// lookup, and ONNX's Gather cannot say so. Empty without a record; an error when it is not
+// such an object (rows are integers >= 0) or appears twice.
+inline constexpr const char *kPaddingIdxMetadataKey = "shardc.padding_idx";
+mlir::FailureOr<std::map<std::string, int64_t>>
+readPaddingIdxRecord(const onnx::ModelProto &model, ErrorReporter &errors);
 
 } // namespace shardc::onnx_import
 

@@ -96,7 +96,7 @@ class Spec:
 
     def __init__(self, build, inputs, dynamic, lr=1e-3, freeze=None, steps=STEPS,
                  dynamic_refused=None, same_network=(), refused=None, extra_checks=(),
-                 mkldnn=True):
+                 mkldnn=True, padding_rows=()):
         self.build, self.inputs, self.dynamic = build, inputs, dynamic
         # Zoo models that are this network (the same module, the same weights) in another
         # layout: PyTorch's float32 rounding of one layout bounds what float32 can promise
@@ -120,6 +120,10 @@ class Spec:
         # False: PyTorch's reference runs without oneDNN (mkldnn), whose convolutions on this
         # model's shapes are not deterministic (two identical float32 runs part after a step).
         self.mkldnn = mkldnn
+        # The embeddings' padding rows (nn.Embedding padding_idx) a static export cannot
+        # record: its compiles settle them with --padding-row, as shardc's warning suggests;
+        # the dynamic export's helper records them.
+        self.padding_rows = padding_rows
 
 
 # CLIP pools each row's hidden state at its argmax by a Gather from the flattened [batch * seq,
@@ -233,8 +237,8 @@ def hf_bloom():
 
 
 def hf_seq2seq(kind):
-    """BART or T5 with its own loss: the decoder's inputs are the labels shifted right, which
-    the export computes with ScatterND."""
+    """BART, Pegasus or T5 with its own loss: the decoder's inputs are the labels shifted right,
+    which the export computes with ScatterND."""
     def build():
         import transformers
         if kind == "bart":
@@ -244,6 +248,14 @@ def hf_seq2seq(kind):
                 decoder_ffn_dim=128, max_position_embeddings=64, dropout=0.0,
                 attention_dropout=0.0, activation_dropout=0.0, use_cache=False)
             model = transformers.BartForConditionalGeneration(config)
+        elif kind == "pegasus":
+            # Sinusoidal positions (buffers PyTorch keeps fixed) and a zero final_logits_bias.
+            config = transformers.PegasusConfig(
+                vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
+                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                decoder_ffn_dim=128, max_position_embeddings=64, dropout=0.0,
+                attention_dropout=0.0, activation_dropout=0.0, use_cache=False)
+            model = transformers.PegasusForConditionalGeneration(config)
         else:
             config = transformers.T5Config(
                 vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
@@ -549,12 +561,22 @@ MODELS = {
     # Its dynamic export traces the rotary loop over a dynamic length as Loop and sequence ops.
     "gptj": Spec(hf_gptj, token_batch, TOKENS_DYNAMIC,
                  dynamic_refused="unsupported ops: SplitToSequence"),
-    "bert_mlm": Spec(hf_bert, token_batch, TOKENS_DYNAMIC),
-    "roberta": Spec(hf_roberta, token_batch, TOKENS_DYNAMIC),
-    "opt": Spec(hf_opt, token_batch, TOKENS_DYNAMIC),
+    "bert_mlm": Spec(hf_bert, token_batch, TOKENS_DYNAMIC,
+                     padding_rows=("model.bert.embeddings.word_embeddings.weight=0",)),
+    "roberta": Spec(hf_roberta, token_batch, TOKENS_DYNAMIC,
+                    padding_rows=("model.roberta.embeddings.word_embeddings.weight=1",
+                                  "model.roberta.embeddings.position_embeddings.weight=1")),
+    "opt": Spec(hf_opt, token_batch, TOKENS_DYNAMIC,
+                padding_rows=("model.model.decoder.embed_tokens.weight=1",)),
     "bloom": Spec(hf_bloom, token_batch, TOKENS_DYNAMIC),
     "bart": Spec(hf_seq2seq("bart"), token_batch, TOKENS_DYNAMIC,
-                 freeze="model.final_logits_bias"),
+                 freeze="model.final_logits_bias",
+                 padding_rows=("model.model.shared.weight=1",)),
+    # Its decoder starts every row with the pad id, whose embedding row PyTorch never trains
+    # (padding_idx): the static export settles it with --padding-row, the recorded one knows.
+    "pegasus": Spec(hf_seq2seq("pegasus"), token_batch, TOKENS_DYNAMIC,
+                    freeze="model.final_logits_bias|model.model.(en|de)coder.embed_positions.weight",
+                    padding_rows=("model.model.shared.weight=0",)),
     "t5": Spec(hf_seq2seq("t5"), token_batch, TOKENS_DYNAMIC),
     "vit": Spec(hf_vit, image_batch, IMAGES_DYNAMIC),
     "mamba": Spec(hf_mamba, token_batch, TOKENS_DYNAMIC),
@@ -653,6 +675,9 @@ class Zoo:
         flags = []
         if style == "static" and spec.freeze:
             flags += ["--freeze", spec.freeze]
+        if style == "static":
+            for row in spec.padding_rows:
+                flags += ["--padding-row", row]
         if style == "dynamic":
             for input_name, tensor in batch.items():
                 flags += ["--input-shape",

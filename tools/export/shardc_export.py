@@ -12,7 +12,9 @@ As a library (what to call instead of torch.onnx.export):
 
 exports in training mode (dropout kept, BatchNorm on batch statistics with its running
 statistics updated, no constant folding, which would fold parameters into constants) and
-records model.named_parameters() that require a gradient. Exporting in training mode runs the
+records model.named_parameters() that require a gradient, and the padding row of every
+nn.Embedding with a padding_idx ("shardc.padding_idx"), which PyTorch's lookup never
+trains. Exporting in training mode runs the
 model, which moves BatchNorm's running statistics; export() puts the buffers back as they were,
 in the module and in the file. For a file exported already:
 
@@ -29,6 +31,9 @@ import json
 import sys
 
 METADATA_KEY = "shardc.trainable"
+# Each nn.Embedding's padding row, {initializer name: row}: PyTorch never sends that row a
+# gradient from the lookup, and ONNX's Gather has no field to say so.
+PADDING_KEY = "shardc.padding_idx"
 
 
 def trainable_names(module):
@@ -37,9 +42,24 @@ def trainable_names(module):
     return [name for name, p in module.named_parameters() if p.requires_grad]
 
 
-def write_record(path, names, buffers=None):
-    """Adds (or replaces) the shardc.trainable metadata of the ONNX file at `path`; `buffers`
-    (name -> tensor) replaces the values of the initializers of those names."""
+def padding_rows(module):
+    """{name: row} for the weight of every nn.Embedding with a padding_idx, under each name
+    the module's state_dict gives it (a tied table has several; the export keeps one)."""
+    import torch
+    rows = {}
+    for embedding in module.modules():
+        if isinstance(embedding, torch.nn.Embedding) and embedding.padding_idx is not None:
+            row = embedding.padding_idx % embedding.num_embeddings
+            for name, tensor in module.state_dict(keep_vars=True).items():
+                if tensor is embedding.weight:
+                    rows[name] = row
+    return rows
+
+
+def write_record(path, names, buffers=None, padding=None):
+    """Adds (or replaces) the shardc.trainable metadata of the ONNX file at `path` (and, with
+    `padding`, {name: row}, the shardc.padding_idx record of the initializers it names);
+    `buffers` (name -> tensor) replaces the values of the initializers of those names."""
     import onnx
     from onnx import numpy_helper
     model = onnx.load(path, load_external_data=False)
@@ -47,17 +67,23 @@ def write_record(path, names, buffers=None):
         if buffers and tensor.name in buffers:
             value = buffers[tensor.name].detach().cpu().numpy()
             model.graph.initializer[i].CopyFrom(numpy_helper.from_array(value, tensor.name))
-    kept = [p for p in model.metadata_props if p.key != METADATA_KEY]
+    kept = [p for p in model.metadata_props if p.key not in (METADATA_KEY, PADDING_KEY)]
     del model.metadata_props[:]
     model.metadata_props.extend(kept)
     entry = model.metadata_props.add()
     entry.key = METADATA_KEY
     entry.value = json.dumps(sorted(names))
+    initializers = {t.name for t in model.graph.initializer}
+    padding = {name: row for name, row in (padding or {}).items() if name in initializers}
+    if padding:
+        entry = model.metadata_props.add()
+        entry.key = PADDING_KEY
+        entry.value = json.dumps(padding, sort_keys=True)
     onnx.save(model, path)
 
 
 def record_trainable(path, module):
-    write_record(path, trainable_names(module))
+    write_record(path, trainable_names(module), padding=padding_rows(module))
 
 
 def export(module, args, path, input_names, output_names, dynamic_axes=None, opset_version=17,
@@ -77,7 +103,7 @@ def export(module, args, path, input_names, output_names, dynamic_axes=None, ops
         with torch.no_grad():
             for name, b in module.named_buffers():
                 b.copy_(buffers[name])
-    write_record(path, trainable_names(module), buffers)
+    write_record(path, trainable_names(module), buffers, padding_rows(module))
 
 
 def main(argv=None):

@@ -36,6 +36,9 @@ training (--mode train; PyTorch's semantics and defaults):
   --momentum M, --nesterov  SGD (default 0, off)
   --grad-clip N             clip the global gradient norm to N (default: no clipping)
   --freeze REGEX            do not train parameters whose name matches
+  --padding-row NAME=ROW    the embedding table NAME's lookups never train row ROW (PyTorch's
+                            nn.Embedding padding_idx, which ONNX does not record; the export
+                            helper records it) (repeatable)
   --trainable REGEX         train only parameters whose name matches
   --precision fp32|bf16|fp16
                             bf16: matrix products read and write bf16-rounded values with
@@ -289,6 +292,18 @@ public:
               fail("--input-shape given twice for '" + name + "'");
             options_.inputShapes[name] = dims;
           });
+    const char *paddingRow = "--padding-row needs NAME=ROW with ROW a row number >= 0";
+    value("--padding-row", paddingRow, [this, paddingRow](const std::string &v) {
+      size_t eq = v.rfind('=');
+      double row = 0;
+      if (eq == std::string::npos || eq == 0 || !parseNumber(v.substr(eq + 1), row) ||
+          row < 0 || row > 9e15 || row != std::floor(row))
+        fail(paddingRow);
+      std::string name = v.substr(0, eq);
+      if (options_.paddingRows.count(name))
+        fail("--padding-row given twice for '" + name + "'");
+      options_.paddingRows[name] = static_cast<int64_t>(row);
+    });
     value("--optimizer", "--optimizer needs adamw or sgd", [this](const std::string &v) {
       if (v != "adamw" && v != "sgd")
         fail("--optimizer needs adamw or sgd");

@@ -111,11 +111,36 @@ LogicalResult SliceOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorIm
   return success();
 }
 
+// The gathered rows' gradients are scattered back (summed where an index repeats). An
+// embedding's padding row gets none: the rows of dy that picked it are zeroed first (dy times
+// indices != padding_idx, broadcast over the data's other dims).
 LogicalResult GatherOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
-  g.push_back(isDifferentiable(getData())
-                  ? Value(b.create<GatherGradOp>(gradLoc(*this), getData().getType(), dys[0],
-                                                 getIndices(), getAxisAttr()))
-                  : Value());
+  if (!isDifferentiable(getData())) {
+    g.append({Value(), Value()});
+    return success();
+  }
+  Location loc = gradLoc(*this);
+  Value dy = dys[0];
+  if (std::optional<uint64_t> pad = getPaddingIdx()) {
+    auto indices = cast<RankedTensorType>(getIndices().getType());
+    auto dyType = cast<RankedTensorType>(dy.getType());
+    auto scalar = RankedTensorType::get({}, indices.getElementType());
+    Value padding = b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(scalar, b.getIntegerAttr(indices.getElementType(),
+                                                             static_cast<int64_t>(*pad))));
+    auto bools = RankedTensorType::get(indices.getShape(), b.getI1Type());
+    Value kept = b.create<NotOp>(loc, bools,
+                                 b.create<EqualOp>(loc, bools, getIndices(), padding));
+    // [1] * axis + indices' shape + [1] * (the data's dims after the axis).
+    SmallVector<int64_t> shape(getAxis(), 1);
+    shape.append(indices.getShape().begin(), indices.getShape().end());
+    shape.resize(dyType.getRank(), 1);
+    auto maskType = RankedTensorType::get(shape, dyType.getElementType());
+    Value mask = b.create<ReshapeOp>(
+        loc, maskType, b.create<CastOp>(loc, kept, TypeAttr::get(dyType.getElementType())));
+    dy = b.create<MulOp>(loc, dyType, dy, mask);
+  }
+  g.push_back(b.create<GatherGradOp>(loc, getData().getType(), dy, getIndices(), getAxisAttr()));
   g.push_back(Value());
   return success();
 }

@@ -55,6 +55,7 @@ importModel(mlir::MLIRContext &ctx, const CompileOptions &opts, FirstErrorCollec
   onnx_import::ImportOptions importOptions;
   importOptions.modelPath = opts.model;
   importOptions.inputShapes = opts.inputShapes;
+  importOptions.paddingRows = opts.paddingRows;
   importOptions.requireWeights = !opts.withoutWeights;
   importOptions.trainingDropout = opts.mode == Mode::Train;
   importOptions.updateBuffers = opts.mode == Mode::Train;

@@ -1,9 +1,10 @@
 //===- TrainedSetDoubts.cpp -------------------------------------------------------------===//
 #include "shardc/Driver/TrainedSetDoubts.h"
 
-#include "shardc/Dialect/Graph/GraphDialect.h"
+#include "shardc/Dialect/Graph/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <cstring>
@@ -61,6 +62,25 @@ bool sinusoidal(const std::vector<float> &v, mlir::RankedTensorType type) {
   return varies;
 }
 
+// The single row of a [rows, features] table that is all zeros, -1 when none or several: how
+// nn.Embedding(padding_idx=...) starts its padding row, which its lookups never train.
+int64_t onlyZeroRow(const std::vector<float> &v, mlir::RankedTensorType type) {
+  if (type.getRank() != 2 || type.getDimSize(0) < 2)
+    return -1;
+  const int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  int64_t found = -1;
+  for (int64_t r = 0; r < rows; ++r) {
+    bool zero = true;
+    for (int64_t c = 0; c < cols && zero; ++c)
+      zero = v[r * cols + c] == 0.0f;
+    if (zero && found >= 0)
+      return -1;
+    if (zero)
+      found = r;
+  }
+  return found;
+}
+
 } // namespace
 
 std::vector<std::string> doubtfulTrainedParameters(mlir::ModuleOp module,
@@ -69,6 +89,15 @@ std::vector<std::string> doubtfulTrainedParameters(mlir::ModuleOp module,
   auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step");
   if (!step)
     return lines;
+  // The tables the step looks rows up in, along dim 0, with no padding row recorded.
+  llvm::StringSet<> lookedUpWithoutPadding;
+  step.walk([&](graph::GatherOp gather) {
+    auto arg = llvm::dyn_cast<mlir::BlockArgument>(gather.getData());
+    if (!arg || gather.getAxis() != 0 || gather.getPaddingIdx())
+      return;
+    if (auto name = step.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), graph::kParamAttr))
+      lookedUpWithoutPadding.insert(name.getValue());
+  });
   for (unsigned i = 0; i < step.getNumResults(); ++i) {
     auto name = step.getResultAttrOfType<mlir::StringAttr>(i, graph::kParamAttr);
     const WeightTensor *t = name ? weights.find(name.str()) : nullptr;
@@ -77,10 +106,16 @@ std::vector<std::string> doubtfulTrainedParameters(mlir::ModuleOp module,
     std::vector<float> values = floatsOf(*t);
     if (static_cast<int64_t>(values.size()) != t->type.getNumElements())
       continue;
-    if (oneValue(values, t->type))
+    if (oneValue(values, t->type)) {
       lines.push_back("'" + name.str() + "' (one value throughout)");
-    else if (sinusoidal(values, t->type))
+    } else if (sinusoidal(values, t->type)) {
       lines.push_back("'" + name.str() + "' (a sinusoidal table)");
+    } else if (int64_t row = onlyZeroRow(values, t->type);
+               row >= 0 && lookedUpWithoutPadding.contains(name.getValue())) {
+      const std::string r = std::to_string(row);
+      lines.push_back("'" + name.str() + "' (row " + r + " all zeros: an embedding's padding "
+                      "row? --padding-row " + name.str() + "=" + r + ")");
+    }
   }
   return lines;
 }

@@ -276,8 +276,18 @@ LogicalResult importGather(NodeContext &node) {
   if (failed(normalized) ||
       failed(checkConstantIndices(node, *indices, type.getDimSize(*normalized))))
     return failure();
+  // An embedding lookup of a table with a recorded padding row (TrainableRecord.h).
+  IntegerAttr padding;
+  if (*normalized == 0)
+    if (std::optional<int64_t> row = node.graph().paddingIdxOf(node.proto().input(0))) {
+      if (*row >= type.getDimSize(0))
+        return node.fail("the recorded padding row " + std::to_string(*row) + " of '" +
+                         node.proto().input(0) + "' is outside its " +
+                         std::to_string(type.getDimSize(0)) + " rows");
+      padding = node.builder().getI64IntegerAttr(*row);
+    }
   return node.setOutput(node.createInferred1<GatherOp>(
-      *data, *indices, node.builder().getI64IntegerAttr(*normalized)));
+      *data, *indices, node.builder().getI64IntegerAttr(*normalized), padding));
 }
 
 // GatherElements (torch.gather) as a Gather of the flattened data, whose gradient (a scatter-add
@@ -380,7 +390,8 @@ LogicalResult importGatherElements(NodeContext &node) {
       RankedTensorType::get({*total}, dataType.getElementType()), *data);
   if (failed(checked) || failed(flat))
     return failure();
-  return node.setOutput(node.createInferred1<GatherOp>(*flat, *checked, b.getI64IntegerAttr(0)));
+  return node.setOutput(
+      node.createInferred1<GatherOp>(*flat, *checked, b.getI64IntegerAttr(0), IntegerAttr()));
 }
 
 // k (opset 14 input, default 0) must be a compile-time constant: it becomes an attribute.

@@ -27,6 +27,9 @@ struct CompileOptions {
   std::string dumpIrDir;
   bool withoutWeights = false;
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  // --padding-row NAME=ROW: an embedding's padding row its lookups never train (PyTorch's
+  // nn.Embedding padding_idx), beside or instead of the model's shardc.padding_idx record.
+  std::map<std::string, int64_t> paddingRows;
   TrainStepOptions train;
   bool weightDecayGiven = false; // else PyTorch's default for the optimizer
   // Parallelism.

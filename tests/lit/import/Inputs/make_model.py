@@ -547,6 +547,25 @@ def recorded_trainable():
     return m
 
 
+def padding_row(record):
+    """loss = sum(emb[ids] * w): an embedding whose row 0 is its padding row. With `record`
+    ("good", "bad", "outside" or "none"), the shardc.padding_idx metadata names it, holds a
+    negative row, a row outside the table, or is absent."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.normal(0, 1, (5, 3)).astype(np.float32), "emb"),
+             numpy_helper.from_array(rng.normal(0, 1, (3,)).astype(np.float32), "w")]
+    nodes = [helper.make_node("Gather", ["emb", "ids"], ["e"], name="lookup"),
+             helper.make_node("Mul", ["e", "w"], ["p"], name="weigh"),
+             helper.make_node("ReduceSum", ["p"], ["loss"], keepdims=0, name="loss")]
+    m = model(nodes, [vi("ids", I64, [2, 4])], [vi("loss", F32, [])], initializers=inits)
+    if record == "none":
+        return m
+    value = {"good": '{"emb": 0}', "bad": '{"emb": -1}', "outside": '{"emb": 5}'}[record]
+    entry = m.metadata_props.add()
+    entry.key, entry.value = "shardc.padding_idx", value
+    return m
+
+
 MODELS = {
     "bn_one_value": refused_vision("bn_one_value"),
     "maxpool_indices": refused_vision("maxpool_indices"),
@@ -612,6 +631,10 @@ MODELS = {
     "double_region": lambda: double_region(False),
     "double_region_escapes": lambda: double_region(True),
     "buffer_like_initializers": buffer_like_initializers,
+    "padding_row": lambda: padding_row("good"),
+    "padding_row_negative": lambda: padding_row("bad"),
+    "padding_row_outside": lambda: padding_row("outside"),
+    "padding_row_unrecorded": lambda: padding_row("none"),
 }
 
 

@@ -346,8 +346,15 @@ def Graph_PadOp : Graph_Op<"pad",
 def Graph_GatherOp : Graph_Op<"gather",
     [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Gather";
+  let description = [{
+    `padding_idx`, when present, is an embedding's padding row (PyTorch's
+    nn.Embedding(padding_idx=...), recorded by the export helper: ONNX has no field for it).
+    The lookup reads it like any other row; its gradient never reaches it from this lookup,
+    as in PyTorch (a tied output projection still trains the row).
+  }];
   let arguments = (ins Graph_Tensor:$data, Graph_IndexTensor:$indices,
-                   ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
+                   OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
 }
