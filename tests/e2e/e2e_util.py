@@ -24,7 +24,8 @@ SUPPORTED_OPS = frozenset("""
     Split Slice Pad Gather GatherElements Expand Tile Shape ConstantOfShape Range Trilu Identity Constant
     SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
-    BatchNormalization InstanceNormalization ScatterND If HardSigmoid HardSwish CumSum Softplus Mod
+    BatchNormalization InstanceNormalization ScatterND ScatterElements If HardSigmoid HardSwish
+    CumSum Softplus Mod
     ArgMax OneHot
 """.split())
 

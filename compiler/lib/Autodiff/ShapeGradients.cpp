@@ -158,10 +158,44 @@ LogicalResult CumSumOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorI
   return success();
 }
 
-// ScatterND reaches the loss's gradient in exports only through integer tensors (the label shift
-// of encoder-decoder models); a float one in the gradient's path is refused, not approximated.
-LogicalResult ScatterNDOp::buildVjp(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
-  return emitOpError("the gradient through scatter_nd of float data is not supported");
+// ScatterND whose indices address rows of dim 0 (indices [..., 1]: ScatterElements on the
+// flattened data, `x[idx] = v` along dim 0). "none" overwrites: data's gradient is dy with the
+// written rows zeroed (a scatter of zeros), the updates' is dy at those rows (a gather).
+// "add" passes dy to data whole. Other reductions, and indices addressing more dims, are
+// refused rather than approximated. (An index written twice keeps one update, in an order ONNX
+// leaves open; PyTorch's scatter leaves it open too.)
+LogicalResult ScatterNDOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &g) {
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  const StringRef reduction = getReduction();
+  if (indices.getRank() < 1 || indices.getShape().back() != 1 ||
+      (reduction != "none" && reduction != "add"))
+    return emitOpError("the gradient through scatter_nd is supported for indices addressing "
+                       "dim 0 ([..., 1]) with reduction none or add, not indices ")
+           << indices << " with reduction '" << reduction << "'";
+  Location loc = gradLoc(*this);
+  Value dy = dys[0];
+  Value dData;
+  if (isDifferentiable(getData())) {
+    if (reduction == "add") {
+      dData = dy;
+    } else {
+      auto updates = cast<RankedTensorType>(getUpdates().getType());
+      Value zeros = b.create<ConstantOp>(
+          loc, DenseElementsAttr::get(updates, b.getZeroAttr(updates.getElementType())));
+      dData = b.create<ScatterNDOp>(loc, dy.getType(), dy, getIndices(), zeros,
+                                    b.getStringAttr("none"));
+    }
+  }
+  Value dUpdates;
+  if (isDifferentiable(getUpdates())) {
+    auto rows = RankedTensorType::get(indices.getShape().drop_back(), indices.getElementType());
+    Value at = b.create<ReshapeOp>(loc, rows, getIndices());
+    dUpdates = b.create<GatherOp>(loc, getUpdates().getType(), dy, at, b.getI64IntegerAttr(0),
+                                  IntegerAttr());
+  }
+  g.append({dData, Value(), dUpdates});
+  return success();
 }
 
 LogicalResult TriluOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {

@@ -5,6 +5,7 @@
 #include "frontends/onnx/NodeContext.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Dialect/Graph/ShapeRules.h"
 #include "shardc/Lowering/ConstantEvaluator.h"
 
 using namespace mlir;
@@ -290,29 +291,26 @@ LogicalResult importGather(NodeContext &node) {
       *data, *indices, node.builder().getI64IntegerAttr(*normalized), padding));
 }
 
-// GatherElements (torch.gather) as a Gather of the flattened data, whose gradient (a scatter-add
-// into the data) and sharding rule exist: element i of the result reads data at i's position
-// with its `axis` coordinate replaced by indices[i], i.e. at the flat offset
+// The flat offsets into `data` of GatherElements' / ScatterElements' elements: element i of
+// `indices` addresses data at i's position with its `axis` coordinate replaced by indices[i],
+// i.e. the flat offset
 //   base[i] + indices[i] * stride(axis),
 // where base[i], the offset of i's position with axis coordinate 0, is a compile-time constant
 // of the indices' shape. Negative indices count from the end of the axis. An index outside
-// [-s, s) becomes offset N (one past the data), so the Gather refuses it with its one-line
-// out-of-range error instead of reading another element.
-LogicalResult importGatherElements(NodeContext &node) {
+// [-s, s) becomes offset N (one past the data), so the Gather or ScatterND that reads the
+// offsets refuses it with its one-line out-of-range error instead of touching another element.
+namespace {
+FailureOr<Value> elementOffsets(NodeContext &node, Value data, Value indices, int64_t axis,
+                                int64_t &total) {
   // The constant base offsets are materialised: cap them like any other tensor built at import.
   constexpr int64_t kMaxBaseElements = int64_t(1) << 26;
-  FailureOr<Value> data = node.requiredInput(0, "data");
-  FailureOr<Value> indices = node.requiredInput(1, "indices");
-  FailureOr<int64_t> axis = node.intAttr("axis", 0);
-  if (failed(data) || failed(indices) || failed(axis))
-    return failure();
-  RankedTensorType dataType = NodeContext::typeOf(*data);
-  RankedTensorType indexType = NodeContext::typeOf(*indices);
+  RankedTensorType dataType = NodeContext::typeOf(data);
+  RankedTensorType indexType = NodeContext::typeOf(indices);
   const int64_t rank = dataType.getRank();
   if (rank < 1 || indexType.getRank() != rank)
     return node.fail("indices must have the data's rank (" + std::to_string(rank) +
                      ", at least 1), got rank " + std::to_string(indexType.getRank()));
-  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, rank, "axis");
+  FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank, "axis");
   if (failed(normalized))
     return failure();
   ArrayRef<int64_t> dims = dataType.getShape(), out = indexType.getShape();
@@ -324,10 +322,11 @@ LogicalResult importGatherElements(NodeContext &node) {
                        ") exceeds the data's (" + std::to_string(dims[d]) + ")");
   }
   std::string why;
-  std::optional<int64_t> total = checkedElementCount(dims, why);
+  std::optional<int64_t> elements = checkedElementCount(dims, why);
   std::optional<int64_t> count = checkedElementCount(out, why);
-  if (!total || !count)
+  if (!elements || !count)
     return node.fail(why);
+  total = *elements;
   if (*count > kMaxBaseElements)
     return node.fail("indices have " + std::to_string(*count) + " elements; at most " +
                      std::to_string(kMaxBaseElements) + " are supported");
@@ -351,7 +350,7 @@ LogicalResult importGatherElements(NodeContext &node) {
   auto scalar = [&](int64_t v) {
     return node.constant(DenseElementsAttr::get(RankedTensorType::get({}, i64), v));
   };
-  Value index = *indices;
+  Value index = indices;
   if (!indexType.getElementType().isInteger(64)) {
     FailureOr<Value> widened = node.createTyped1<CastOp>(
         RankedTensorType::get(out, i64), index, TypeAttr::get(i64));
@@ -385,13 +384,69 @@ LogicalResult importGatherElements(NodeContext &node) {
   FailureOr<Value> offsets = node.createInferred1<AddOp>(*scaled, baseOffsets);
   if (failed(offsets))
     return failure();
-  FailureOr<Value> checked = node.createInferred1<WhereOp>(*valid, *offsets, scalar(*total));
-  FailureOr<Value> flat = node.createTyped1<ReshapeOp>(
-      RankedTensorType::get({*total}, dataType.getElementType()), *data);
-  if (failed(checked) || failed(flat))
+  return node.createInferred1<WhereOp>(*valid, *offsets, scalar(total));
+}
+} // namespace
+
+// GatherElements (torch.gather) as a Gather of the flattened data at elementOffsets, whose
+// gradient (a scatter-add into the data) and sharding rule exist.
+LogicalResult importGatherElements(NodeContext &node) {
+  FailureOr<Value> data = node.requiredInput(0, "data");
+  FailureOr<Value> indices = node.requiredInput(1, "indices");
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  if (failed(data) || failed(indices) || failed(axis))
     return failure();
-  return node.setOutput(
-      node.createInferred1<GatherOp>(*flat, *checked, b.getI64IntegerAttr(0), IntegerAttr()));
+  int64_t total = 0;
+  FailureOr<Value> checked = elementOffsets(node, *data, *indices, *axis, total);
+  if (failed(checked))
+    return failure();
+  RankedTensorType dataType = NodeContext::typeOf(*data);
+  FailureOr<Value> flat = node.createTyped1<ReshapeOp>(
+      RankedTensorType::get({total}, dataType.getElementType()), *data);
+  if (failed(flat))
+    return failure();
+  return node.setOutput(node.createInferred1<GatherOp>(
+      *flat, *checked, node.builder().getI64IntegerAttr(0), IntegerAttr()));
+}
+
+// ScatterElements (torch.Tensor.scatter, scatter_add with reduction "add") as a ScatterND of
+// the flattened data at elementOffsets (one offset per update, [count, 1]), reshaped back: its
+// kernel, sharding rule and gradient (ScatterND's, for "none" and "add") serve it.
+LogicalResult importScatterElements(NodeContext &node) {
+  FailureOr<Value> data = node.requiredInput(0, "data");
+  FailureOr<Value> indices = node.requiredInput(1, "indices");
+  FailureOr<Value> updates = node.requiredInput(2, "updates");
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  FailureOr<std::string> reduction = node.stringAttr("reduction", "none");
+  if (failed(data) || failed(indices) || failed(updates) || failed(axis) || failed(reduction))
+    return failure();
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, *reduction))
+    return node.fail("reduction '" + *reduction + "' is not one of none, add, mul, max, min");
+  RankedTensorType dataType = NodeContext::typeOf(*data);
+  RankedTensorType indexType = NodeContext::typeOf(*indices);
+  RankedTensorType updateType = NodeContext::typeOf(*updates);
+  if (updateType.getShape() != indexType.getShape())
+    return node.fail("updates " + formatShape(updateType.getShape()) +
+                     " must have the indices' shape " + formatShape(indexType.getShape()));
+  int64_t total = 0;
+  FailureOr<Value> offsets = elementOffsets(node, *data, *indices, *axis, total);
+  if (failed(offsets))
+    return failure();
+  const int64_t count = indexType.getNumElements();
+  Type element = dataType.getElementType();
+  FailureOr<Value> flat =
+      node.createTyped1<ReshapeOp>(RankedTensorType::get({total}, element), *data);
+  FailureOr<Value> at = node.createTyped1<ReshapeOp>(
+      RankedTensorType::get({count, 1}, node.builder().getI64Type()), *offsets);
+  FailureOr<Value> values =
+      node.createTyped1<ReshapeOp>(RankedTensorType::get({count}, element), *updates);
+  if (failed(flat) || failed(at) || failed(values))
+    return failure();
+  FailureOr<Value> scattered = node.createTyped1<ScatterNDOp>(
+      flat->getType(), *flat, *at, *values, node.builder().getStringAttr(*reduction));
+  if (failed(scattered))
+    return failure();
+  return node.setOutput(node.createTyped1<ReshapeOp>(dataType, *scattered));
 }
 
 // k (opset 14 input, default 0) must be a compile-time constant: it becomes an attribute.

@@ -68,6 +68,7 @@ mlir::LogicalResult importGlobalMaxPool(NodeContext &node);
 // BatchNormOps.cpp
 mlir::LogicalResult importBatchNormalization(NodeContext &node);
 mlir::LogicalResult importInstanceNormalization(NodeContext &node);
+mlir::LogicalResult importScatterElements(NodeContext &node);
 
 // ReductionOps.cpp
 mlir::LogicalResult importReduceMean(NodeContext &node);

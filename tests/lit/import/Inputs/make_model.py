@@ -367,6 +367,15 @@ def double_region(escapes):
     return model(nodes, [vi("x", F32, [2, 3])], outputs)
 
 
+def scatter_elements():
+    """y = ScatterElements(x [2, 3], indices [[1, 0], [2, 1]], u [2, 2], axis 1, reduction add)."""
+    idx = numpy_helper.from_array(np.array([[1, 0], [2, 1]], dtype=np.int64), "idx")
+    nodes = [helper.make_node("ScatterElements", ["x", "idx", "u"], ["y"], axis=1,
+                              reduction="add", name="scatter")]
+    return model(nodes, [vi("x", F32, [2, 3]), vi("u", F32, [2, 2])], [vi("y", F32, [2, 3])],
+                 initializers=[idx])
+
+
 def instance_norm():
     """InstanceNormalization of x [2, 3, 4] (epsilon 1e-3) with per-channel scale and bias."""
     scale = numpy_helper.from_array(np.array([1.0, 2.0, 0.5], dtype=np.float32), "scale")
@@ -628,6 +637,7 @@ MODELS = {
     "double_constants_refused": lambda: double_constants(True),
     "double_where": double_where,
     "instance_norm": instance_norm,
+    "scatter_elements": scatter_elements,
     "double_region": lambda: double_region(False),
     "double_region_escapes": lambda: double_region(True),
     "buffer_like_initializers": buffer_like_initializers,
