@@ -102,6 +102,7 @@ const OpInfo kOps[] = {
     {"Trilu", 14, 1, 2, 1, 1, bit(1), importTrilu},
     {"ScatterND", 13, 3, 3, 1, 1, 0, importScatterND},
     {"ScatterElements", 13, 3, 3, 1, 1, 0, importScatterElements},
+    {"EyeLike", 13, 1, 1, 1, 1, 0, importEyeLike},
     // Losses and the rest
     {"SoftmaxCrossEntropyLoss", 13, 2, 3, 1, 2, 0, importSoftmaxCrossEntropyLoss},
     {"NegativeLogLikelihoodLoss", 13, 2, 3, 1, 1, 0, importNegativeLogLikelihoodLoss},

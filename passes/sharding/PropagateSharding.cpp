@@ -407,12 +407,10 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     return failure();
   }
 
-  // Why class `cls` cannot be the batch; empty when it can. With `reshardable`, an op that
-  // needs it whole is no reason: resharding hands that op its operands whole.
-  std::string whyNotBatch(func::FuncOp func, const DimensionClasses &dc, int cls,
-                          bool reshardable = false) {
+  // Why class `cls` cannot be the batch without resharding; empty when it can.
+  std::string whyNotBatch(func::FuncOp func, const DimensionClasses &dc, int cls) {
     std::string blocker = dc.describeBatchBlocker(cls);
-    if (!blocker.empty() && !reshardable)
+    if (!blocker.empty())
       return blocker;
     for (BlockArgument arg : func.getArguments()) {
       auto type = cast<RankedTensorType>(arg.getType());
@@ -456,57 +454,121 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
   // Starting from `cls`, the class of a batch dimension in the program without resharding:
   // cuts the program at each op that blocks a class holding an input's batch dimension until
   // none does. Fails (an empty result) when the classes left do not all hold the batch's size.
+  // The classes holding the batch before resharding, from `cls`, the class of a dimension of
+  // the first input: inputs whose rows meet the first input's only in ops that need them whole
+  // (the images and the texts of a SigLIP loss, joined by nothing but their product) have
+  // their batch in a class of their own, the first of their dimensions of the same size that
+  // no parameter shares. (Any such choice keeps the program's meaning: every op that would mix
+  // rows takes them whole.) Empty, with `why`, when no set fits: an input with no such
+  // dimension or two in the set, a parameter in it, or too few rows.
+  std::vector<int> batchClassesFrom(func::FuncOp func, const DimensionClasses &dc, int cls,
+                                    std::string &why) {
+    const int64_t size = dc.info(cls).unit;
+    std::vector<int> classes = {cls};
+    auto holdsParameter = [&](int c) {
+      for (const sharding::DimRef &m : dc.info(c).members)
+        if (auto arg = dyn_cast<BlockArgument>(m.value))
+          if (!func.getArgAttr(arg.getArgNumber(), graph::kInputAttr))
+            return true;
+      return false;
+    };
+    auto dimsIn = [&](BlockArgument arg, const std::vector<int> &set) {
+      unsigned n = 0;
+      auto type = cast<RankedTensorType>(arg.getType());
+      for (unsigned d = 0; d < type.getRank(); ++d)
+        n += llvm::is_contained(set, dc.classOf(arg, d));
+      return n;
+    };
+    for (BlockArgument arg : func.getArguments()) {
+      if (!func.getArgAttr(arg.getArgNumber(), graph::kInputAttr) || dimsIn(arg, classes))
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      for (unsigned d = 0; d < type.getRank(); ++d) {
+        int c = dc.classOf(arg, d);
+        if (c >= 0 && type.getDimSize(d) == size && dc.info(c).unit == size &&
+            !holdsParameter(c)) {
+          classes.push_back(c);
+          break;
+        }
+      }
+    }
+    for (BlockArgument arg : func.getArguments()) {
+      bool isInput = func.getArgAttr(arg.getArgNumber(), graph::kInputAttr) != nullptr;
+      unsigned n = dimsIn(arg, classes);
+      if (isInput && n != 1) {
+        why = "input '" + argName(func, arg.getArgNumber()) + "' has " + std::to_string(n) +
+              " dimensions of the batch's size in it, not one";
+        return {};
+      }
+      if (!isInput && n) {
+        why = "'" + argName(func, arg.getArgNumber()) +
+              "' (a parameter or state, the same on every device) has it";
+        return {};
+      }
+    }
+    if (size < ranks * microBatches) {
+      why = "its size " + std::to_string(size) + " is smaller than the devices";
+      return {};
+    }
+    return classes;
+  }
+
   std::optional<ReshardedBatch> reshardBatch(func::FuncOp func, const DimensionClasses &dc,
-                                             int cls) {
-    // Every input has one dimension in `cls` (whyNotBatch): the batch dimension of each.
+                                             const std::vector<int> &uncut) {
+    // Every input has one dimension in the classes (batchClassesFrom): its batch dimension.
     SmallVector<std::pair<BlockArgument, unsigned>> batchDims;
     for (BlockArgument arg : func.getArguments()) {
       if (!func.getArgAttr(arg.getArgNumber(), graph::kInputAttr))
         continue;
       auto type = cast<RankedTensorType>(arg.getType());
       for (unsigned d = 0; d < type.getRank(); ++d)
-        if (dc.classOf(arg, d) == cls)
+        if (llvm::is_contained(uncut, dc.classOf(arg, d)))
           batchDims.emplace_back(arg, d);
     }
+    const int cls = uncut.front();
     ReshardedBatch result;
     llvm::SmallPtrSet<Operation *, 16> whole;
-    // Each round cuts at least one op more, so it ends; each op is cut once at most.
+    // Each round cuts at least one op more, so it ends; each op is cut once at most. A round
+    // cuts the first blocker of each of the batch's classes; when there is none, every op
+    // pairing two of them at once (a loss region after a cut product is many such ops, and a
+    // round rebuilds the classes).
     for (;;) {
       result.dc = std::make_unique<DimensionClasses>(func, &whole);
       result.classes.clear();
-      Operation *next = nullptr;
-      std::string why;
+      SmallVector<WholeOperandsOp> cuts;
+      auto cut = [&](Operation *op, std::string why) {
+        if (!llvm::any_of(cuts, [&](const WholeOperandsOp &w) { return w.op == op; }))
+          cuts.push_back({op, std::move(why)});
+      };
       for (auto [arg, d] : batchDims) {
         int c = result.dc->classOf(arg, d);
         if (!llvm::is_contained(result.classes, c))
           result.classes.push_back(c);
-        if (!next)
-          if ((next = result.dc->splitPreventedBy(c))) {
-            const sharding::DimClass &info = result.dc->info(c);
-            why = info.blocker ? info.why
+        if (Operation *op = result.dc->splitPreventedBy(c)) {
+          const sharding::DimClass &info = result.dc->info(c);
+          cut(op, info.blocker ? info.why
                   : info.maxBy ? "a maximum over it would be pending"
-                               : "it picks positions of it by index values";
-          }
+                               : "it picks positions of it by index values");
+        }
       }
       // The batch's classes are split on one mesh axis: an op with factors in two of them (the
       // text rows and the image rows of contrastive logits, once the product that made them
       // is cut) would compute only the pairs of blocks a device holds.
-      for (const auto &[op, factorClasses] : result.dc->opFactorClasses()) {
-        if (next)
-          break;
-        int inBatch = 0;
-        for (int c : factorClasses)
-          inBatch += c >= 0 && llvm::is_contained(result.classes, c);
-        if (inBatch > 1) {
-          next = op;
-          why = "it pairs blocks of the batch with each other (two of its factors are split "
-                "along it)";
+      if (cuts.empty())
+        for (const auto &[op, factorClasses] : result.dc->opFactorClasses()) {
+          int inBatch = 0;
+          for (int c : factorClasses)
+            inBatch += c >= 0 && llvm::is_contained(result.classes, c);
+          if (inBatch > 1)
+            cut(op, "it pairs blocks of the batch with each other (two of its factors are "
+                    "split along it)");
         }
-      }
-      if (!next)
+      if (cuts.empty())
         break;
-      whole.insert(next);
-      result.wholeOps.push_back({next, why});
+      for (WholeOperandsOp &w : cuts) {
+        whole.insert(w.op);
+        result.wholeOps.push_back(std::move(w));
+      }
     }
     // What a resharding point gathers, every device holds an equal block of.
     const int64_t batch = dc.info(cls).unit;
@@ -584,9 +646,11 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     if (batch < 0 && !noBatch) {
       for (unsigned d = 0; d < firstType.getRank(); ++d) {
         int cls = dc->classOf(first, d);
-        if (cls < 0 || !whyNotBatch(func, *dc, cls, /*reshardable=*/true).empty())
+        std::string why;
+        std::vector<int> uncut = cls < 0 ? std::vector<int>() : batchClassesFrom(func, *dc, cls, why);
+        if (uncut.empty())
           continue;
-        std::optional<ReshardedBatch> r = reshardBatch(func, *dc, cls);
+        std::optional<ReshardedBatch> r = reshardBatch(func, *dc, uncut);
         if (r && (!resharded || r->gatheredBytes < resharded->gatheredBytes)) {
           resharded = std::move(r);
           batchSize = dc->info(cls).unit;

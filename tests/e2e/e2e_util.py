@@ -25,7 +25,7 @@ SUPPORTED_OPS = frozenset("""
     SoftmaxCrossEntropyLoss
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
     BatchNormalization InstanceNormalization ScatterND ScatterElements If HardSigmoid HardSwish
-    CumSum Softplus Mod
+    CumSum Softplus Mod EyeLike
     ArgMax OneHot
 """.split())
 

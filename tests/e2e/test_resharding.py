@@ -2,11 +2,14 @@
 
     test_resharding.py --shardc PATH --shardrun PATH --work DIR
 
-Two torch.nn models whose every batch dimension is blocked by an op that needs the batch whole:
+Three torch.nn models whose every batch dimension is blocked by an op that needs the batch
+whole:
   contrastive  two towers (Linear, GELU, Linear, F.normalize) and a learned temperature; the
                logits pair every row of one side with every row of the other (a @ b^T), the
                loss is cross-entropy along both axes with arange labels (CLIP's and SimCLR's
                InfoNCE)
+  sigmoid      the same towers with SigLIP's pairwise sigmoid loss (labels 2 * eye - 1, a
+               learned bias): the two inputs meet only in the product
   batch_pool   attention pooling over the batch (a softmax along dim 0, as multiple-instance
                learning pools a bag), the pooled vector added back to every row before a
                per-row classifier
@@ -61,6 +64,28 @@ class Contrastive(torch.nn.Module):
         return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)) / 2
 
 
+class Sigmoid(torch.nn.Module):
+    """SigLIP's pairwise sigmoid loss: every pair (i, j) is a binary decision, positive on the
+    diagonal. Its labels (2 * eye - 1) link no row to another, so the two inputs' batches meet
+    only in the product: each is a class of its own, both split."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.a = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Linear(16, 8))
+        self.b = nn.Sequential(nn.Linear(5, 16), nn.GELU(), nn.Linear(16, 8))
+        self.log_scale = nn.Parameter(torch.tensor(1.0))
+        self.bias = nn.Parameter(torch.tensor(-2.0))
+
+    def forward(self, x, y):
+        a = F.normalize(self.a(x), dim=1)
+        b = F.normalize(self.b(y), dim=1)
+        logits = a @ b.t() * self.log_scale.exp() + self.bias
+        n = logits.shape[0]
+        labels = 2.0 * torch.eye(n) - 1.0  # OpenCLIP's SigLipLoss.get_ground_truth
+        return -F.logsigmoid(labels * logits).sum() / n
+
+
 class BatchPool(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -87,7 +112,8 @@ def pool_data():
             "labels": torch.randint(0, 4, (2 * ROWS,), generator=g)}
 
 
-MODELS = {"contrastive": (Contrastive, contrastive_data), "batch_pool": (BatchPool, pool_data)}
+MODELS = {"contrastive": (Contrastive, contrastive_data), "sigmoid": (Sigmoid, contrastive_data),
+          "batch_pool": (BatchPool, pool_data)}
 
 
 def build(name):

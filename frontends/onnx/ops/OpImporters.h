@@ -69,6 +69,7 @@ mlir::LogicalResult importGlobalMaxPool(NodeContext &node);
 mlir::LogicalResult importBatchNormalization(NodeContext &node);
 mlir::LogicalResult importInstanceNormalization(NodeContext &node);
 mlir::LogicalResult importScatterElements(NodeContext &node);
+mlir::LogicalResult importEyeLike(NodeContext &node);
 
 // ReductionOps.cpp
 mlir::LogicalResult importReduceMean(NodeContext &node);

@@ -328,4 +328,41 @@ LogicalResult importRange(NodeContext &node) {
                                                    node.input(0), node.input(1), node.input(2)));
 }
 
+// EyeLike (torch.eye in an export, SigLIP's labels): ones where column - row == k on the
+// input's [n, m] shape, as Equal(row, column - k) of two small constants cast to the element
+// type, so that the [n, m] result is computed (or folded) like any elementwise op.
+LogicalResult importEyeLike(NodeContext &node) {
+  FailureOr<Value> x = node.requiredInput(0, "input");
+  FailureOr<int64_t> k = node.intAttr("k", 0);
+  FailureOr<std::optional<int64_t>> dtype = node.optionalIntAttr("dtype");
+  if (failed(x) || failed(k) || failed(dtype))
+    return failure();
+  RankedTensorType type = NodeContext::typeOf(*x);
+  if (type.getRank() != 2)
+    return node.fail("input must be 2-D, got " + describeType(type));
+  Type element = type.getElementType();
+  if (*dtype) {
+    element = elementTypeFor(*node.context(), **dtype);
+    if (!element)
+      return node.fail("dtype " + onnxTypeName(**dtype) +
+                       " is not supported (shardc supports float32, int64, int32, bool)");
+  }
+  const int64_t n = type.getDimSize(0), m = type.getDimSize(1);
+  OpBuilder &b = node.builder();
+  Type i64 = b.getI64Type();
+  SmallVector<int64_t> rows(n), cols(m);
+  for (int64_t i = 0; i < n; ++i)
+    rows[i] = i;
+  for (int64_t j = 0; j < m; ++j)
+    cols[j] = j - *k;
+  Value row = node.constant(DenseElementsAttr::get(RankedTensorType::get({n, 1}, i64),
+                                                   ArrayRef<int64_t>(rows)));
+  Value col = node.constant(DenseElementsAttr::get(RankedTensorType::get({1, m}, i64),
+                                                   ArrayRef<int64_t>(cols)));
+  FailureOr<Value> diagonal = node.createInferred1<EqualOp>(row, col);
+  if (failed(diagonal) || element.isInteger(1))
+    return failed(diagonal) ? failure() : node.setOutput(*diagonal);
+  return node.setOutput(node.createInferred1<CastOp>(*diagonal, TypeAttr::get(element)));
+}
+
 } // namespace shardc::onnx_import
