@@ -51,6 +51,22 @@ bool readDoubles(const onnx::TensorProto &tensor, std::vector<double> &values) {
   return true;
 }
 
+// Rewrites the float64 `tensor` as float32, each value rounded to nearest; false (and left as
+// it is, for the importer to report) when its values cannot be read.
+bool narrowToFloat(onnx::TensorProto &tensor) {
+  std::vector<double> values;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL || !readDoubles(tensor, values))
+    return false;
+  std::string raw(values.size() * sizeof(float), '\0');
+  for (size_t i = 0; i < values.size(); ++i)
+    llvm::support::endian::write<float, llvm::endianness::little>(
+        raw.data() + i * sizeof(float), static_cast<float>(values[i]));
+  tensor.clear_double_data();
+  tensor.set_raw_data(raw);
+  tensor.set_data_type(onnx::TensorProto::FLOAT);
+  return true;
+}
+
 // Every name read inside the subgraphs of `node` (If branches, loop bodies), at any depth.
 void collectSubgraphReads(const onnx::NodeProto &node, std::set<std::string> &names) {
   auto readAll = [&](const onnx::GraphProto &graph) {
@@ -118,18 +134,8 @@ void narrowDoubleConstantsCastToFloat(onnx::GraphProto &graph) {
                  isWhereBranchBesideTensor(*reader, name, doubleConstants);
         }))
       continue;
-    onnx::TensorProto &tensor = *node.mutable_attribute(0)->mutable_t();
-    std::vector<double> values;
-    if (tensor.data_location() == onnx::TensorProto::EXTERNAL || !readDoubles(tensor, values))
-      continue; // left as it is: the importer reports it
-    std::string raw(values.size() * sizeof(float), '\0');
-    for (size_t i = 0; i < values.size(); ++i)
-      llvm::support::endian::write<float, llvm::endianness::little>(
-          raw.data() + i * sizeof(float), static_cast<float>(values[i]));
-    tensor.clear_double_data();
-    tensor.set_raw_data(raw);
-    tensor.set_data_type(onnx::TensorProto::FLOAT);
-    narrowed.insert(name);
+    if (narrowToFloat(*node.mutable_attribute(0)->mutable_t()))
+      narrowed.insert(name);
   }
   for (onnx::ValueInfoProto &info : *graph.mutable_value_info())
     if (narrowed.count(info.name()) && info.type().has_tensor_type())
@@ -217,18 +223,9 @@ std::vector<std::string> narrowFloat64Regions(onnx::GraphProto &graph) {
       taken[n] = true;
       if (isCastTo(node, onnx::TensorProto::DOUBLE)) {
         setCastTo(node, onnx::TensorProto::FLOAT);
-      } else if (isDoubleConstant(node)) {
-        onnx::TensorProto &tensor = *node.mutable_attribute(0)->mutable_t();
-        std::vector<double> values;
-        if (tensor.data_location() == onnx::TensorProto::EXTERNAL || !readDoubles(tensor, values))
-          continue;
-        std::string raw(values.size() * sizeof(float), '\0');
-        for (size_t i = 0; i < values.size(); ++i)
-          llvm::support::endian::write<float, llvm::endianness::little>(
-              raw.data() + i * sizeof(float), static_cast<float>(values[i]));
-        tensor.clear_double_data();
-        tensor.set_raw_data(raw);
-        tensor.set_data_type(onnx::TensorProto::FLOAT);
+      } else if (isDoubleConstant(node) &&
+                 !narrowToFloat(*node.mutable_attribute(0)->mutable_t())) {
+        continue;
       }
       produced.insert(node.output().begin(), node.output().end());
     }
