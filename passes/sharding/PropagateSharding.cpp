@@ -361,10 +361,12 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       // A table only looked up by index (a position or token-type embedding, or a word
       // embedding smaller than its lookups): splitting it saves less memory than it moves.
       if (reduced[c] && !computeReduced[c] && classes[c].elements <= reduced[c]) {
-        notes.push_back("replicated " + classes[c].label + ": a lookup table of " +
-                        std::to_string(classes[c].elements) + " parameter elements, no more "
-                        "than the " + std::to_string(reduced[c]) + " elements of partial sums "
-                        "per step its split would cost");
+        // (Kept as the reason too: the refusal below names it when nothing else splits.)
+        classes[c].why = "a lookup table of " + std::to_string(classes[c].elements) +
+                         " parameter elements, no more than the " +
+                         std::to_string(reduced[c]) +
+                         " elements of partial sums per step its split would cost";
+        notes.push_back("replicated " + classes[c].label + ": " + classes[c].why);
         continue;
       }
       candidates.push_back(c);
