@@ -180,7 +180,7 @@ def check_refusals(args, results):
                                           "--micro-batches", "3"], 1,
          "do not divide into 3 equal microbatches"),
         ("rows paired with each other", pairwise, ["--micro-batches", "2"], 1,
-         "cannot split the batch across 1 data-parallel devices and 2 microbatches"),
+         "--micro-batches 2: node 'pairs' (matmul) needs the whole batch"),
         ("zero microbatches", tiny, ["--micro-batches", "0"], 2, "--micro-batches needs"),
         ("forward mode", tiny, ["--mode", "forward", "--micro-batches", "2"], 2,
          "applies to training"),
