@@ -13,7 +13,10 @@ step). Then, for each run:
   - it exits 143 and its last stderr line is "shardrun: stopped by SIGTERM after step K:
     checkpoint at step K in DIR" with K the last step in its metrics (or it had trained every
     step when the signal came); under mpirun every rank exits 143, and mpirun, which got the
-    signal, exits 143 or 1 (and may print lines of its own after shardrun's);
+    signal, exits 143 or 1 (and may print lines of its own after shardrun's); a signal that
+    comes before any rank has started (mpirun still launching them) ends the job by the
+    signal's default action, and is accepted only with nothing trained, nothing saved and
+    nothing printed;
   - the manifest's latest checkpoint is of step K, and DIR holds the files of at most
     --keep-checkpoints checkpoints (no leftover of a save);
   - `--resume DIR` to STEPS exits 0 and every resumed step's loss is string-equal (so
@@ -113,10 +116,17 @@ class Preemption:
         how = f"SIGTERM {delay:.3f} s after the start"
         last = stderr.strip().split("\n")[-1] if stderr.strip() else ""
         steps = STEPS[mode]
+        started = os.path.exists(os.path.join(ckpt, "manifest.json"))
         if ran == steps and f"shardrun: trained {steps} steps" in stderr:
             # The signal came after the last step (mpirun may then exit non-zero for it).
             how += " (the run had finished)"
             saved = steps
+        elif ran == 0 and not started and not stderr.strip() and \
+                proc.returncode in ((-signal.SIGTERM,) if mode == "local" else (1, 143, -15)):
+            # The signal came before any rank had started (mpirun still launching them, or the
+            # process not yet past exec): the default action ended it, with nothing trained and
+            # nothing saved, so nothing was lost.
+            return None, f"{how}: ended before any rank started (nothing trained or saved)"
         else:
             want = (f"shardrun: stopped by SIGTERM after step {ran}: checkpoint at step {ran} "
                     f"in {ckpt}")
