@@ -659,7 +659,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
         }
       }
     }
-    if (resharded && microBatches > 1) {
+    if (resharded && !resharded->wholeOps.empty() && microBatches > 1) {
       // A microbatch's op would see only its own rows of the batch it needs whole.
       const WholeOperandsOp &first = resharded->wholeOps.front();
       func.emitError("--micro-batches ")
