@@ -289,6 +289,26 @@ def memory_peaks(shardrun_output):
             re.findall(r"planned peak (\d+) bytes, measured peak (\d+) bytes", shardrun_output)]
 
 
+def pytorch_losses(model, inputs, rows, steps, lr, optimizer_name):
+    """Trains `model` `steps` steps with torch.optim.AdamW (weight decay 0.01) or plain SGD
+    (`optimizer_name` "adamw" or "sgd") at `lr`, step k on the k-th block of `rows` rows of every
+    tensor of `inputs` (cycling through the blocks, as shardrun reads a data set); returns the
+    loss of each step."""
+    import torch
+    optimizer = (torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+                 if optimizer_name == "adamw" else torch.optim.SGD(model.parameters(), lr=lr))
+    blocks = len(inputs[0]) // rows
+    losses = []
+    for step in range(steps):
+        optimizer.zero_grad()
+        block = slice((step % blocks) * rows, (step % blocks + 1) * rows)
+        loss = model(*(t[block] for t in inputs))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 def run_cases(cases):
     """Runs each (name, fn) of `cases` and exits with the verdict.
 

@@ -121,21 +121,6 @@ def build(name):
     return MODELS[name][0]()
 
 
-def pytorch_losses(name, data, optimizer_name):
-    model = build(name)
-    optimizer = (torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
-                 if optimizer_name == "adamw" else torch.optim.SGD(model.parameters(), lr=LR))
-    losses = []
-    for step in range(STEPS):
-        optimizer.zero_grad()
-        rows = slice((step % 2) * ROWS, (step % 2 + 1) * ROWS)
-        loss = model(*(t[rows] for t in data.values()))
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
-
-
 def worst(a, b):
     return max(abs(x - y) / abs(y) for x, y in zip(a, b))
 
@@ -164,7 +149,9 @@ def main():
 
     def case(name, style):
         data = MODELS[name][1]()
-        expected = {opt: pytorch_losses(name, data, opt) for opt in ("adamw", "sgd")}
+        expected = {opt: e2e_util.pytorch_losses(build(name), list(data.values()), ROWS, STEPS,
+                                                 LR, opt)
+                    for opt in ("adamw", "sgd")}
         out = os.path.join(args.work, f"{name}_{style}")
         names = list(data)
         sample = tuple(t[:ROWS] for t in data.values())

@@ -64,26 +64,13 @@ def build(additive=True):
     return Scatters(additive)
 
 
-def pytorch_losses(data, optimizer_name):
-    model = build()
-    optimizer = (torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
-                 if optimizer_name == "adamw" else torch.optim.SGD(model.parameters(), lr=LR))
-    losses = []
-    for step in range(STEPS):
-        optimizer.zero_grad()
-        loss = model(data[(step % 2) * ROWS:(step % 2 + 1) * ROWS])
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
-
-
 def main():
     args = e2e_util.parse_args(e2e_util.argument_parser(__doc__, timeout=300))
     args.work = os.path.abspath(args.work)
     shutil.rmtree(args.work, ignore_errors=True)
     data = torch.randn(2 * ROWS, 5, generator=torch.Generator().manual_seed(1))
-    expected = {name: pytorch_losses(data, name) for name in ("adamw", "sgd")}
+    expected = {name: e2e_util.pytorch_losses(build(), [data], ROWS, STEPS, LR, name)
+                for name in ("adamw", "sgd")}
 
     def case(style):
         out = os.path.join(args.work, style)
