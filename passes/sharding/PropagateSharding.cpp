@@ -11,6 +11,7 @@
 #include "passes/sharding/ShardingPasses.h"
 #include "passes/sharding/DimensionClasses.h"
 #include "passes/sharding/SequenceParallel.h"
+#include "passes/sharding/TensorParallelPadding.h"
 #include "passes/sharding/ValueSharding.h"
 
 #include "shardc/Autodiff/TrainStep.h"
@@ -140,13 +141,16 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
   // Tensor parallelism: the classes to split on mesh axis 1 (classAxis[c] = 1), with a note
   // per class holding a trained parameter saying what was decided and why. Fails (with an
   // error naming the --shard override) when an override cannot be met.
+  // Classes split with padding (a size tp does not divide, TensorParallelPadding.h): the padded
+  // size per class, 0 for the others.
   LogicalResult chooseTensorParallel(func::FuncOp func, const DimensionClasses &dc, int batch,
-                                     std::vector<int> &classAxis,
+                                     std::vector<int> &classAxis, std::vector<int64_t> &padTo,
                                      SmallVectorImpl<std::string> &notes) {
     llvm::StringSet<> trained = trainedParams(func);
     // What each class holds and why it could not be split (empty: it could).
     struct ClassInfo {
       int64_t elements = 0;
+      int64_t padTo = 0; // the padded size when tp does not divide it
       std::string label, why;
     };
     std::vector<ClassInfo> classes(dc.numClasses());
@@ -188,9 +192,22 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       ci.why = dc.describeTensorParallelBlocker(c);
       if (ci.why.empty() && !unsplittable.empty())
         ci.why = "it holds " + unsplittable;
-      if (ci.why.empty() && info.unit % tp)
-        ci.why = "--strategy tp=" + std::to_string(tp) + " does not divide its size " +
-                 std::to_string(info.unit);
+      if (ci.why.empty() && info.unit % tp) {
+        // Padded to the next multiple of tp where the padding keeps the math (a vocabulary);
+        // whole otherwise (the heads of attention, merged with the head size by a reshape).
+        // (Less than one block of padding: every device holds some of the dimension.)
+        const int64_t padded = (info.unit + tp - 1) / tp * tp;
+        const bool onlyPadding = padded - info.unit >= padded / tp;
+        std::string noPadding = onlyPadding ? "" : sharding::whyNotPaddable(func, dc, c);
+        if (!onlyPadding && noPadding.empty())
+          ci.padTo = padded;
+        else
+          ci.why = "--strategy tp=" + std::to_string(tp) + " does not divide its size " +
+                   std::to_string(info.unit) +
+                   (onlyPadding ? " and padding it to " + std::to_string(padded) +
+                                      " would leave a device only padding"
+                                : " and padding it would change the result: " + noPadding);
+      }
     }
 
     // The user's overrides: classes forced onto tp, and classes kept whole.
@@ -387,9 +404,15 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       }
       classAxis[c] = 1;
       claimDims(c);
+      padTo[c] = classes[c].padTo;
       notes.push_back("split on tp " + classes[c].label + ": " +
                       std::to_string(classes[c].elements) + " parameter elements, partial sums "
-                      "of " + std::to_string(reduced[c]) + " elements per step");
+                      "of " + std::to_string(reduced[c]) + " elements per step" +
+                      (padTo[c] ? ", padded to " + std::to_string(padTo[c]) + " (" +
+                                      std::to_string(padTo[c] - dc.info(c).unit) +
+                                      " entries of padding on the last tp rank, kept zero and "
+                                      "never saved)"
+                                : std::string()));
     }
     // A tp group that splits nothing would have every device compute the whole model: refuse
     // it, naming why the largest parameter dimensions stay whole.
@@ -597,6 +620,56 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     return result;
   }
 
+  // Pads the classes of `padTo` (TensorParallelPadding.h), then rebuilds the classes of the
+  // padded program, carrying over each class's mesh axis (and the batch's classes) through a
+  // dimension it holds.
+  LogicalResult padClasses(func::FuncOp func, std::unique_ptr<DimensionClasses> &dc,
+                           const std::vector<int64_t> &padTo, std::vector<int> &classAxis,
+                           std::vector<int> &batchClasses, int &batch,
+                           SmallVectorImpl<std::string> &notes) {
+    std::vector<sharding::DimRef> representative(dc->numClasses());
+    for (int c = 0; c < dc->numClasses(); ++c)
+      if (!dc->info(c).members.empty())
+        representative[c] = dc->info(c).members.front();
+    for (int c = 0; c < dc->numClasses(); ++c) {
+      if (!padTo[c] || classAxis[c] != 1)
+        continue;
+      FailureOr<sharding::PaddedClass> padded = sharding::padClass(func, *dc, c, padTo[c]);
+      if (failed(padded))
+        return failure();
+      notes.push_back("padded " + std::to_string(padded->size) + " to " +
+                      std::to_string(padded->padded) + " along " +
+                      valueName(representative[c].value) + " dim " +
+                      std::to_string(representative[c].dim) + ": " +
+                      std::to_string(padded->negInfMasks) +
+                      " operands given -inf at the padding (a softmax or maximum over it), " +
+                      std::to_string(padded->zeroings) + " results zeroed there");
+    }
+    // The ops that take their operands whole (resharding) stay cut.
+    llvm::SmallPtrSet<Operation *, 16> whole;
+    func.walk([&](Operation *op) {
+      if (op->hasAttr(graph::kWholeOperandsAttr))
+        whole.insert(op);
+    });
+    auto rebuilt = std::make_unique<DimensionClasses>(func, &whole);
+    std::vector<int> axis(rebuilt->numClasses(), -1);
+    auto carry = [&](int old) {
+      const sharding::DimRef &r = representative[old];
+      return r.value ? rebuilt->classOf(r.value, r.dim, r.groups) : -1;
+    };
+    for (int c = 0; c < dc->numClasses(); ++c)
+      if (classAxis[c] >= 0)
+        if (int n = carry(c); n >= 0)
+          axis[n] = classAxis[c];
+    for (int &c : batchClasses)
+      c = carry(c);
+    if (batch >= 0)
+      batch = carry(batch);
+    dc = std::move(rebuilt);
+    classAxis = std::move(axis);
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>("train_step");
@@ -728,8 +801,13 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
                      "on the tp axis");
       return signalPassFailure();
     }
-    if (twoAxes && failed(chooseTensorParallel(func, *dc, batch, classAxis, notes)))
+    std::vector<int64_t> padTo(dc->numClasses(), 0);
+    if (twoAxes && failed(chooseTensorParallel(func, *dc, batch, classAxis, padTo, notes)))
       return signalPassFailure();
+    if (llvm::any_of(padTo, [](int64_t p) { return p > 0; })) {
+      if (failed(padClasses(func, dc, padTo, classAxis, batchClasses, batch, notes)))
+        return signalPassFailure();
+    }
 
     // Every value with a dimension in a split class is split along it on that class's axis
     // (strided, in groups, for a minor part of the dimension).

@@ -2,6 +2,8 @@
 // into equal blocks along one dimension (the rank's block is at its coordinate on the block's
 // mesh axis), then ZeRO flattens the block and cuts it into flat shards padded with zeros (the
 // rank's shard is at its coordinate on the shard's mesh axis, its rank without a mesh).
+// A dimension the blocks do not divide is padded first (Sharding.padded_dim_size): the last
+// blocks end in zero rows that belong to no element of the whole tensor.
 //
 // The arithmetic of that split, shared by the compiler (which stores each block's initial
 // value) and the runtime (which slices and gathers the parts: runtime/training/shard_transfer.h;
@@ -30,11 +32,12 @@ int64_t blockNumelOf(const program::Sharding &sharding);
 // in the whole: it is `outer` runs of `inner` elements, run o at (o * num_blocks + index) *
 // inner (with block_groups g, each group of the dimension gives a run: g times the runs, each
 // 1/g as long).
+// Rows of a padded block past the whole's end are zero-filled.
 void copyBlock(const program::Sharding &sharding, int64_t index, const void *whole, void *block,
                size_t elementBytes);
 
 // Copies `block` (block `index`'s elements, row-major) into its place in `whole`: copyBlock's
-// inverse.
+// inverse (a padded block's padding is dropped).
 void placeBlock(const program::Sharding &sharding, int64_t index, const void *block, void *whole,
                 size_t elementBytes);
 

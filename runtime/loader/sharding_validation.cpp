@@ -44,13 +44,27 @@ Status checkSharding(const program::Sharding &sharding, const program::Buffer &b
                            " blocks along mesh axis " + quoteForMessage(program.mesh_axes(axis).name()) +
                            " of " + std::to_string(program.mesh_axes(axis).size()) + " ranks");
     const int64_t groups = std::max(sharding.block_groups(), 1);
-    if (dim < 0 || dim >= sharding.global_shape_size() || sharding.block_groups() < 0 ||
-        sharding.global_shape(dim) % (groups * sharding.num_blocks()) != 0)
+    if (dim < 0 || dim >= sharding.global_shape_size() || sharding.block_groups() < 0)
+      return Status::error("dim " + std::to_string(dim) + " of " + global +
+                           " cannot be cut into blocks");
+    // A padded dimension: a multiple of the blocks, less than one block longer than the
+    // tensor's, never strided.
+    const int64_t padded = sharding.padded_dim_size(), whole = sharding.global_shape(dim);
+    if (padded != 0 &&
+        (padded < whole || groups > 1 || padded % sharding.num_blocks() != 0 ||
+         padded - whole >= padded / sharding.num_blocks() || numel / std::max<int64_t>(whole, 1) >
+                                                                  limit / padded))
+      return Status::error("dim " + std::to_string(dim) + " of " + global +
+                           " cannot be padded to " + std::to_string(padded) + " for " +
+                           std::to_string(sharding.num_blocks()) + " equal blocks");
+    if (padded == 0 && whole % (groups * sharding.num_blocks()) != 0)
       return Status::error("dim " + std::to_string(dim) + " of " + global +
                            " cannot be cut into " +
                            (groups > 1 ? std::to_string(groups) + " groups of " : "") +
                            std::to_string(sharding.num_blocks()) + " equal blocks");
   }
+  if (!hasBlocks(sharding) && sharding.padded_dim_size() != 0)
+    return Status::error(global + " is padded but not cut into blocks");
   int shardRanks = program.world_size();
   if (mesh && sharding.shard_axis() != -1) {
     if (sharding.shard_axis() < 0 || sharding.shard_axis() >= program.mesh_axes_size())

@@ -563,7 +563,7 @@ def abbreviate(line):
                            (r"node '[^']*' \([^)]*\): (.*)", r"\1"),
                            (r"a reshape merges it into the minor part of a dimension",
                             "a reshape merges it into a minor part"),
-                           (r"--strategy tp=2 does not divide its size (\d+)",
+                           (r"--strategy tp=2 does not divide its size (\d+)(?: and .*)?",
                             r"2 does not divide \1")):
         reason = re.sub(f"^{pattern}$", short, reason)
     reason = reason or "no reason given"

@@ -216,6 +216,16 @@ private:
     } else {
       return std::optional<llvm::SmallVector<int64_t>>();
     }
+    // A dimension padded for its blocks (passes/sharding/TensorParallelPadding.h): the whole
+    // tensor is the unpadded one.
+    if (auto padding = attrs ? attrs.getAs<DenseI64ArrayAttr>(graph::kTpPaddingAttr) : nullptr) {
+      const int64_t dim = padding.size() == 2 ? padding[0] : -1;
+      if (dim < 0 || dim != sharding.block_dim() || !hasBlocks(sharding) ||
+          static_cast<size_t>(dim) >= whole.size() || padding[1] > whole[dim])
+        return func_.emitError("'") << name << "': its padding does not match its blocks";
+      sharding.set_padded_dim_size(whole[dim]);
+      whole[dim] = padding[1];
+    }
     for (int64_t d : whole)
       sharding.add_global_shape(d);
     *binding->mutable_sharding() = std::move(sharding);

@@ -105,7 +105,8 @@ static void to_json(Json &j, const Sharding &s) {
            {"num_blocks", s.num_blocks()},
            {"block_groups", std::max(s.block_groups(), 1)},
            {"block_axis", s.block_axis()},
-           {"shard_axis", s.shard_axis()}};
+           {"shard_axis", s.shard_axis()},
+           {"padded_dim_size", s.padded_dim_size()}};
 }
 
 static void to_json(Json &j, const Binding &b) {

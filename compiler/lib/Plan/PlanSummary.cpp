@@ -5,6 +5,7 @@
 
 #include "runtime/common/comm_cost.h"
 #include "runtime/common/mesh.h"
+#include "runtime/common/sharded_tensor.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/kernel_traits.h"
 #include "runtime/loader/op_workspace.h"
@@ -94,9 +95,10 @@ PlanTensor tensorOf(const program::Program &p, const program::Binding &binding) 
   PlanSharding &sh = t.sharding;
   sh.blockElements = t.elements;
   if (blocked) {
-    // Equal blocks along block_dim: the rank's block has 1/num_blocks of the elements.
+    // Equal blocks along block_dim (padded first when it has padded_dim_size): the rank's
+    // block is the buffer's.
     sh.numBlocks = s->num_blocks();
-    sh.blockElements = t.elements / sh.numBlocks;
+    sh.blockElements = runtime::blockNumelOf(*s);
     sh.dimAxes.assign(t.globalShape.size(), {});
     if (s->block_dim() >= 0 && s->block_dim() < static_cast<int>(t.globalShape.size()))
       sh.dimAxes[s->block_dim()].push_back(axisName(p, s->block_axis()));

@@ -15,9 +15,12 @@ namespace shardc::graph {
 using sharding::elementwise;
 
 namespace {
+// Linear ops are zero where their operands are (a zero block of a padded dimension stays
+// zero), but for div: its denominator's zero padding would give 0/0.
 OpShardingRule elementwiseLinear(Operation *op, ArrayRef<bool> linear) {
   OpShardingRule rule = elementwise(op);
   rule.linear.assign(linear.begin(), linear.end());
+  rule.keepsZeroPadding = !isa<DivOp>(op);
   return rule;
 }
 } // namespace
@@ -95,20 +98,13 @@ LogicalResult ConstantOp::localizeOp(LocalShardingContext &context) {
 
 #define ELEMENTWISE_RULE(OP)                                                                   \
   std::optional<OpShardingRule> OP::getShardingRule() { return elementwise(*this); }
-ELEMENTWISE_RULE(AbsOp)
-ELEMENTWISE_RULE(ReluOp)
-ELEMENTWISE_RULE(SqrtOp)
 ELEMENTWISE_RULE(ReciprocalOp)
 ELEMENTWISE_RULE(ExpOp)
 ELEMENTWISE_RULE(LogOp)
-ELEMENTWISE_RULE(TanhOp)
-ELEMENTWISE_RULE(ErfOp)
-ELEMENTWISE_RULE(SinOp)
 ELEMENTWISE_RULE(CosOp)
 ELEMENTWISE_RULE(SigmoidOp)
 ELEMENTWISE_RULE(SoftplusOp)
 ELEMENTWISE_RULE(NotOp)
-ELEMENTWISE_RULE(GeluOp)
 ELEMENTWISE_RULE(PowOp)
 ELEMENTWISE_RULE(MaxOp)
 ELEMENTWISE_RULE(MinOp)
@@ -120,8 +116,25 @@ ELEMENTWISE_RULE(AndOp)
 ELEMENTWISE_RULE(OrOp)
 ELEMENTWISE_RULE(WhereOp)
 ELEMENTWISE_RULE(ClipOp)
-ELEMENTWISE_RULE(GeluGradOp)
 #undef ELEMENTWISE_RULE
+
+// f(0) = 0 (a padded dimension's zero entries stay zero: ShardingRule.h); gelu_grad is
+// dy * gelu'(x), zero where dy is.
+#define ZERO_AT_ZERO_RULE(OP)                                                                  \
+  std::optional<OpShardingRule> OP::getShardingRule() {                                        \
+    OpShardingRule rule = elementwise(*this);                                                  \
+    rule.keepsZeroPadding = true;                                                              \
+    return rule;                                                                               \
+  }
+ZERO_AT_ZERO_RULE(AbsOp)
+ZERO_AT_ZERO_RULE(ReluOp)
+ZERO_AT_ZERO_RULE(SqrtOp)
+ZERO_AT_ZERO_RULE(TanhOp)
+ZERO_AT_ZERO_RULE(ErfOp)
+ZERO_AT_ZERO_RULE(SinOp)
+ZERO_AT_ZERO_RULE(GeluOp)
+ZERO_AT_ZERO_RULE(GeluGradOp)
+#undef ZERO_AT_ZERO_RULE
 
 std::optional<OpShardingRule> NegOp::getShardingRule() { return elementwiseLinear(*this, {true}); }
 std::optional<OpShardingRule> IdentityOp::getShardingRule() {
@@ -138,6 +151,7 @@ std::optional<OpShardingRule> DivOp::getShardingRule() {
 static OpShardingRule sumOfOperands(Operation *op) {
   OpShardingRule rule = elementwise(op);
   rule.sumsOperands = true;
+  rule.keepsZeroPadding = true;
   return rule;
 }
 std::optional<OpShardingRule> AddOp::getShardingRule() { return sumOfOperands(*this); }

@@ -64,6 +64,7 @@ std::optional<OpShardingRule> MatMulOp::getShardingRule() {
   rule.operands = {ta, tb};
   rule.results = {tc};
   rule.linear = {true, true};
+  rule.keepsZeroPadding = true; // zero rows or columns of an operand give zero ones
   return rule;
 }
 
@@ -310,8 +311,12 @@ OpShardingRule lossRule(Operation *op, Value scores, Value weights, StringRef re
     rule.operands.push_back(OpShardingRule::tensor({lf.classes}));
   rule.results.push_back(reduction == "none" ? OpShardingRule::tensor(lf.rows)
                                              : TensorFactors());
-  if (withLogProb)
+  if (withLogProb) {
     rule.results.push_back(scoresTensor(lf));
+    // Its softmax sums exp over every class: a padded class must add exp(-inf) = 0.
+    rule.negInfPadding.assign(op->getNumOperands(), false);
+    rule.negInfPadding[0] = true;
+  }
   rule.linear.assign(op->getNumOperands(), false);
   return rule;
 }

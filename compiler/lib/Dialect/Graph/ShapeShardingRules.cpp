@@ -17,14 +17,22 @@ namespace {
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 } // namespace
 
+// Over other dimensions, a padded dimension's zero entries reduce to zero (ShardingRule.h).
+static OpShardingRule zeroKeepingReduction(OpShardingRule rule) {
+  rule.keepsZeroPadding = true;
+  return rule;
+}
 std::optional<OpShardingRule> ReduceSumOp::getShardingRule() {
-  return sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Sum);
+  return zeroKeepingReduction(
+      sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Sum));
 }
 std::optional<OpShardingRule> ReduceMeanOp::getShardingRule() {
-  return sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Mean);
+  return zeroKeepingReduction(
+      sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Mean));
 }
 std::optional<OpShardingRule> ReduceMaxOp::getShardingRule() {
-  return sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Max);
+  return zeroKeepingReduction(
+      sharding::reduction(shapeOf(getInput()), getAxes(), getKeepdims(), PartialKind::Max));
 }
 
 // The compared axis stays whole: the index of a block's largest element says nothing of the
@@ -53,7 +61,9 @@ std::optional<OpShardingRule> ArgMaxOp::getShardingRule() {
 
 #define RESHAPE_RULE(OP)                                                                       \
   std::optional<OpShardingRule> OP::getShardingRule() {                                        \
-    return sharding::reshape(shapeOf(getInput()), getType().getShape());                       \
+    OpShardingRule rule = sharding::reshape(shapeOf(getInput()), getType().getShape());        \
+    rule.keepsZeroPadding = true;                                                              \
+    return rule;                                                                               \
   }
 RESHAPE_RULE(ReshapeOp)
 RESHAPE_RULE(FlattenOp)
@@ -69,12 +79,14 @@ std::optional<OpShardingRule> TransposeOp::getShardingRule() {
   rule.operands = {in};
   rule.results = {out};
   rule.linear = {true};
+  rule.keepsZeroPadding = true;
   return rule;
 }
 
 std::optional<OpShardingRule> ExpandOp::getShardingRule() {
   OpShardingRule rule = sharding::elementwise(*this);
   rule.linear = {true};
+  rule.keepsZeroPadding = true;
   return rule;
 }
 
@@ -277,6 +289,8 @@ std::optional<OpShardingRule> GatherGradOp::getShardingRule() {
   rule.operands = {gathered(g), OpShardingRule::tensor(g.index)};
   rule.results = {dataTensor(g)};
   rule.linear = {true, false};
+  // Rows no index names (a padded table's padding) stay zero.
+  rule.keepsZeroPadding = true;
   return rule;
 }
 

@@ -32,6 +32,8 @@ OpShardingRule optimizerUpdate(Operation *op) {
   for (Value v : op->getResults())
     rule.results.push_back(shaped(v));
   rule.linear.assign(op->getNumOperands(), false);
+  // A zero parameter with zero gradient and moments stays zero (weight decay included).
+  rule.keepsZeroPadding = true;
   return rule;
 }
 } // namespace

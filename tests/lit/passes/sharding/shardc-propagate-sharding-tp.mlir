@@ -4,7 +4,8 @@
 // Megatron's MLP found from the graph: fc1 column-parallel (its weight's output features and
 // its bias split on tp), fc2 row-parallel (input features split): its product is a pending sum
 // over tp, all-reduced over mesh axis 1 before the bias and the residual. The LayerNorm and
-// fc2's bias stay replicated, and so does the head (the loss needs its classes whole).
+// fc2's bias stay replicated. The head's 5 classes are padded to 6 (TensorParallelPadding.h)
+// and split: the cross-entropy is vocabulary-parallel, its scores -inf at the padding.
 // CHECK: mesh.mesh @mesh(shape = 2x2) {graph.axis_names = ["dp", "tp"]}
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %arg0: tensor<4x16xf32> {graph.input = "x", graph.sharding = #mesh.shard<@mesh, {{\[\[}}0]]>}
@@ -13,7 +14,7 @@
 // CHECK-SAME: %arg5: tensor<32xf32> {graph.param = "fc1.bias", graph.sharding = #mesh.shard<@mesh, {{\[\[}}1]]>}
 // CHECK-SAME: %arg6: tensor<32x16xf32> {graph.param = "fc2.weight", graph.sharding = #mesh.shard<@mesh, {{\[\[}}1]]>}
 // CHECK-SAME: %arg7: tensor<16xf32> {graph.param = "fc2.bias"}
-// CHECK-SAME: %arg8: tensor<16x5xf32> {graph.param = "head.weight"}
+// CHECK-SAME: %arg8: tensor<16x3xf32> {graph.param = "head.weight", graph.sharding = #mesh.shard<@mesh, {{\[\[}}], [1]]>, graph.tp_padding = array<i64: 1, 5>}
 // CHECK-SAME: graph.tp_layout = [
 // CHECK-SAME: "replicated 'ln.weight' dim 0 (size 16): op graph.layer_norm: layer_norm normalises over it"
 // CHECK-SAME: "split on tp 'fc1.weight' dim 1 (size 64): 2112 parameter elements, partial sums of 128 elements per step"
@@ -23,7 +24,9 @@
 // CHECK: %[[ROW:.*]] = graph.matmul %{{.*}}, %arg6 {graph.shardings = [#mesh.shard<@mesh, {{\[\[}}0]], partial = sum[1]>]} : (tensor<4x32xf32>, tensor<32x16xf32>) -> tensor<4x16xf32>
 // CHECK: %[[SUM:.*]] = mesh.all_reduce %[[ROW]] on @mesh mesh_axes = [1] : tensor<4x16xf32> -> tensor<4x16xf32>
 // CHECK: graph.add %[[SUM]], %arg7
-// CHECK-NOT: mesh.all_reduce
+// CHECK: %[[Z:.*]] = graph.matmul %{{.*}}, %arg8 {{.*}}-> tensor<4x3xf32>
+// CHECK: graph.where %{{.*}}, %{{.*}}, %[[Z]] {{.*}}: (tensor<1x3xi1>, tensor<f32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+// CHECK: graph.nll_loss {{.*}}graph.index_block = array<i64: 1, 3, 6>
 // CHECK: return
 func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"}, %y: tensor<8xi64> {graph.input = "y"},
                    %g: tensor<16xf32> {graph.param = "ln.weight"}, %bb: tensor<16xf32> {graph.param = "ln.bias"},
@@ -90,7 +93,7 @@ func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
 // TP4: graph.param = "attn.weight", graph.sharding = #mesh.shard<@mesh, {{\[\[}}], [1]]>, graph.split_groups = array<i64: 1, 3>
 // TP4-SAME: "replicated 'attn.weight' dim 0 (size 8): it holds input 'x', which every device reads whole"
 // TP4-SAME: "replicated 'attn.weight' dim 1 (size 24): op graph.split: split cuts along it"
-// TP4-SAME: "replicated 'mlp.weight' dim 1 (size 6): --strategy tp=4 does not divide its size 6"
+// TP4-SAME: "replicated 'mlp.weight' dim 1 (size 6): --strategy tp=4 does not divide its size 6 and padding it to 8 would leave a device only padding"
 // TP4-SAME: "split on tp 'proj.weight' dim 1 (size 8): 48 parameter elements, partial sums of 1 elements per step"
 // TP4-SAME: "split on tp 'mlp.weight' dim 0 (size 8): 240 parameter elements, partial sums of 48 elements per step"
 func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
@@ -119,7 +122,7 @@ func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
 // ZERO1-SAME: tensor<16x32xf32>
 // ZERO1: graph.shard_slice {{.*}} on @mesh {mesh_axes = array<i16: 0>}
 // ZERO1: graph.all_gather {{.*}} on @mesh {bucket = 0 : i64, mesh_axes = array<i16: 0>}
-// ZERO1: mesh.all_reduce %loss on @mesh mesh_axes = [0]
+// ZERO1: mesh.all_reduce %{{.*}} on @mesh mesh_axes = [0] : tensor<f32> -> tensor<f32>
 func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"}, %y: tensor<8xi64> {graph.input = "y"},
                    %w1: tensor<16x64xf32> {graph.param = "fc1.weight"}, %w2: tensor<64x16xf32> {graph.param = "fc2.weight"},
                    %wh: tensor<16x5xf32> {graph.param = "head.weight"}) -> (tensor<f32> {graph.output = "loss"}) {

@@ -45,6 +45,10 @@ inline constexpr llvm::StringLiteral kShardingAttr = "graph.sharding";
 // equal groups its split cuts (dense i64 array; 1: the dimension is one group). On arguments
 // and results of a function; an op's results have one array each (an array attribute).
 inline constexpr llvm::StringLiteral kSplitGroupsAttr = "graph.split_groups";
+// On arguments and results of a step whose tensor-parallel split pads a dimension
+// (passes/sharding/TensorParallelPadding.h): [dim, its size before padding] (dense i64
+// array). Its type has the padded size; the bundle's Sharding records both.
+inline constexpr llvm::StringLiteral kTpPaddingAttr = "graph.tp_padding";
 // On a function whose batch is split (passes/sharding): the global batch size, the rows the
 // data-parallel axis cuts into blocks.
 inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";

@@ -109,6 +109,16 @@ struct OpShardingRule {
   // keeps them whole: a head or column split that a reshape strides would cut its blocks
   // differently in the layers before and after it.
   bool stridedBatchParts = false;
+  // Padding (passes/sharding/TensorParallelPadding.h: a dimension tensor parallelism does not
+  // divide is padded to a multiple of its devices, its padded entries kept zero): the results
+  // are zero at the padded entries of a factor where every operand that holds the factor is
+  // zero and the others are finite (a product, a move, f(0) = 0 elementwise; for an op that
+  // sumsOperands, only when every operand holds it). Any other op's results are zeroed there
+  // after it.
+  bool keepsZeroPadding = false;
+  // Per operand (empty: none): the op reads every entry of an indexed factor of it in a way
+  // a zero would change (a softmax's sum of exponentials): padded entries must be -inf.
+  llvm::SmallVector<bool, 4> negInfPadding;
 
   // --- building ---
   int addFactor(int64_t size, FactorKind kind = FactorKind::Parallel);
