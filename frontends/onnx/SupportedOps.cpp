@@ -99,6 +99,7 @@ const OpInfo kOps[] = {
     {"Pad", 13, 2, 4, 1, 1, bit(1) | bit(2) | bit(3), importPad},
     {"Gather", 13, 2, 2, 1, 1, 0, importGather},
     {"GatherElements", 13, 2, 2, 1, 1, 0, importGatherElements},
+    {"TopK", 11, 2, 2, 2, 2, bit(1), importTopK},
     {"Trilu", 14, 1, 2, 1, 1, bit(1), importTrilu},
     {"ScatterND", 13, 3, 3, 1, 1, 0, importScatterND},
     {"ScatterElements", 13, 3, 3, 1, 1, 0, importScatterElements},

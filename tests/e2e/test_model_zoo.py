@@ -71,6 +71,7 @@ each model's static export uses (supported by shardc or not) to --ops-table.
 import collections
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -153,6 +154,26 @@ def image_batch(size=32, batch=BATCH):
 
 
 IMAGES_DYNAMIC = {"pixel_values": {0: "batch"}, "labels": {0: "batch"}}
+
+
+def plan_summary(bundle):
+    """What a sharded bundle's plan.json says for the table: the bytes its resharding gathers
+    per step (the ops that need the batch whole) and, with tensor parallelism, the share of the
+    trained parameters split on tp (and how many dimensions were padded to split)."""
+    plan = json.load(open(os.path.join(bundle, "plan.json")))
+    parts = []
+    lines = plan.get("resharding") or []
+    if lines:
+        gathered = sum(int(m.group(1)) for line in lines
+                       for m in [re.search(r"(\d+) bytes of its operands gathered", line)] if m)
+        parts.append(f"reshards at {len(lines)} ops, {gathered} B gathered per step")
+    if any(a["name"] == "tp" for a in plan.get("mesh_axes", [])):
+        totals = plan["parameter_totals"]
+        share = totals["trained_split_elements"] / max(totals["trained_elements"], 1)
+        padded = sum(1 for line in plan.get("tp_layout", []) if line.startswith("padded "))
+        parts.append(f"{100 * share:.0f}% of trained parameters split on tp" +
+                     (f" ({padded} dimensions padded)" if padded else ""))
+    return "; ".join(parts)
 
 
 class HuggingFaceLoss(torch.nn.Module):
@@ -632,6 +653,7 @@ class Zoo:
     def __init__(self, args):
         self.args = args
         self.rows = []  # (model, style, check, worst relative difference or error, tolerance)
+        self.plans = {}  # (model, style, check): what its plan says (plan_summary)
         self.ops = {}  # model -> Counter of the op types of its static export
 
     def module(self, name):
@@ -832,6 +854,8 @@ class Zoo:
         def run_check(check_name, flags):
             bundle = os.path.join(out, f"{check_name}.shard")
             err = self.compile(path, bundle, shape_flags, *flags)
+            if err is None:
+                self.plans[(name, style, check_name)] = plan_summary(bundle)
             return err or self.train(bundle, data, os.path.join(out, f"{check_name}.jsonl"),
                                      spec.lr, spec.steps)
 
@@ -890,8 +914,8 @@ class Zoo:
         return ("; ".join(errors) or None), ", ".join(details)
 
     def write_table(self, path):
-        lines = ["| model | style | check | worst relative difference | tolerance |",
-                 "|---|---|---|---|---|"]
+        lines = ["| model | style | check | worst relative difference | tolerance | plan |",
+                 "|---|---|---|---|---|---|"]
         for name, style, check, result, tolerance in self.rows:
             if not isinstance(result, str):
                 cell = f"{result:.3g}"
@@ -899,7 +923,8 @@ class Zoo:
                 cell = result  # an expected refusal (see Spec.refused), or a skip
             else:
                 cell = f"FAILED: {result}"
-            lines.append(f"| {name} | {style} | {check} | {cell} | {tolerance:.2g} |")
+            plan = self.plans.get((name, style, check), "")
+            lines.append(f"| {name} | {style} | {check} | {cell} | {tolerance:.2g} | {plan} |")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
 

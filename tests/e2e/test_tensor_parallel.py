@@ -253,6 +253,22 @@ def main():
         for plan in [(1, 2, 0), (2, 2, 1), (2, 4, 3)]:
             cases.append((f"grad_clip_{strategy(*plan)}", clip_case(*plan)))
 
+        def padded_case():
+            """tp=5 divides none of the decoder's sizes: its vocabulary (96) and SwiGLU's inner
+            features (64) are padded to 100 and 65 (TensorParallelPadding.h) and split; the
+            losses follow one rank."""
+            result = llama.run("tp5_padded", ["--gpus", "5", "--strategy", "tp=5"])
+            if isinstance(result, str):
+                return result
+            layout = result[2]["tp_layout"]
+            padded = sorted(line.split(" along ")[0] for line in layout
+                            if line.startswith("padded "))
+            if padded != ["padded 64 to 65", "padded 64 to 65", "padded 96 to 100"]:
+                return f"tp=5 pads {padded}, expected 64 to 65 (twice) and 96 to 100"
+            err, detail = compare(llama, result)
+            return err or (None, f"{', '.join(padded)}; {detail}")
+        cases.append(("llama_decoder_static_tp5_padded", padded_case))
+
         if args.mpirun:
             def mpi_case(plan):
                 tag = plan.replace("=", "").replace(",", "_")
@@ -311,10 +327,10 @@ def main():
          "--shard 'nomatch=replicated': the regex matches no trained parameter"),
         (first, "shard_bad_spec", ["--gpus", "2", "--strategy", "tp", "--shard", ".*=[{dp}]"],
          "unknown axis 'dp'"),
-        # tp=5 divides none of the decoder's sizes (16, 32, 64, 96): every device would compute
-        # the whole model.
-        (llama, "tp_that_splits_nothing", ["--gpus", "5", "--strategy", "tp=5"],
-         "--strategy tp=5: no parameter dimension can be split on tp"),
+        # tp=97 divides none of the decoder's sizes (16, 32, 64, 96) and padding any of them to
+        # 97 would leave devices only padding: every device would compute the whole model.
+        (llama, "tp_that_splits_nothing", ["--gpus", "97", "--strategy", "tp=97"],
+         "--strategy tp=97: no parameter dimension can be split on tp"),
         (first, "sp_without_tp", ["--gpus", "2", "--strategy", "dp=2,sp=1"],
          "sp=1 splits the sequence on the tp axis and needs tp of at least 2"),
     ]

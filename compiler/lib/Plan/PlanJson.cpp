@@ -137,6 +137,7 @@ void to_json(Json &j, const TensorSharding &t) {
            {"dim_axes", dimAxes},
            {"num_blocks", s.numBlocks},
            {"block_groups", s.blockGroups},
+           {"padded_dim_size", s.paddedDimSize},
            {"block_elements", s.blockElements},
            {"shard_axis", orNull(s.sharded, s.shardAxis)},
            {"num_shards", s.numShards},

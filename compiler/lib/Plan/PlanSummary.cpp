@@ -103,6 +103,7 @@ PlanTensor tensorOf(const program::Program &p, const program::Binding &binding) 
     if (s->block_dim() >= 0 && s->block_dim() < static_cast<int>(t.globalShape.size()))
       sh.dimAxes[s->block_dim()].push_back(axisName(p, s->block_axis()));
     sh.blockGroups = std::max(s->block_groups(), 1);
+    sh.paddedDimSize = s->padded_dim_size();
   }
   if (flat) {
     sh.sharded = true;

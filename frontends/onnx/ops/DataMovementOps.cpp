@@ -409,6 +409,122 @@ LogicalResult importGatherElements(NodeContext &node) {
       *flat, *checked, node.builder().getI64IntegerAttr(0), IntegerAttr()));
 }
 
+// TopK (torch.topk), composed of k passes over the axis, each taking the first position of the
+// largest element not yet taken:
+//   cur = where(taken, -inf, x);  m = max(cur);  idx = arg_max(cur == m and not taken)
+//   taken = taken or (positions == idx)
+// (the second argmax, over booleans, finds an untaken maximum even where x holds -inf), the
+// positions concatenated in order (sorted, as sorted=1 asks and sorted=0 allows) and the values
+// gathered at them as GatherElements does, so the gradient reaches x at those positions. With
+// largest=0 the passes run on -x. Every op has its rule, gradient and kernels; the cost is k
+// passes, so k is bounded, and float inputs only (the masking value).
+LogicalResult importTopK(NodeContext &node) {
+  constexpr int64_t kMaxTopK = 64;
+  FailureOr<Value> x = node.requiredInput(0, "X");
+  FailureOr<DenseElementsAttr> kValue = node.constantInput(1, "K");
+  FailureOr<int64_t> axisAttr = node.intAttr("axis", -1);
+  FailureOr<int64_t> largest = node.intAttr("largest", 1);
+  FailureOr<int64_t> sortedAttr = node.intAttr("sorted", 1);
+  if (failed(x) || failed(kValue) || failed(axisAttr) || failed(largest) || failed(sortedAttr))
+    return failure();
+  RankedTensorType type = NodeContext::typeOf(*x);
+  if (!isa<FloatType>(type.getElementType()))
+    return node.fail("input 'X' is not a float tensor (TopK is supported on floats)");
+  if (kValue->getNumElements() != 1 || !kValue->getElementType().isInteger(64))
+    return node.fail("input 'K' must hold one int64");
+  FailureOr<int64_t> axis = node.normalizeAxis(*axisAttr, type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  const int64_t k = kValue->getValues<APInt>()[0].getSExtValue(), extent = type.getDimSize(*axis);
+  if (k < 1 || k > extent)
+    return node.fail("k = " + std::to_string(k) + " is not in [1, " + std::to_string(extent) +
+                     "], the size of axis " + std::to_string(*axis));
+  if (k > kMaxTopK)
+    return node.fail("k = " + std::to_string(k) + " is larger than the " +
+                     std::to_string(kMaxTopK) + " TopK is supported for (one pass per element)");
+
+  OpBuilder &b = node.builder();
+  Type i64 = b.getI64Type(), i1 = b.getI1Type();
+  Value keys = *x;
+  if (*largest == 0) {
+    FailureOr<Value> negated = node.createTyped1<NegOp>(type, *x);
+    if (failed(negated))
+      return failure();
+    keys = *negated;
+  }
+  SmallVector<int64_t> along(type.getRank(), 1);
+  along[*axis] = extent;
+  SmallVector<int64_t> positions;
+  for (int64_t i = 0; i < extent; ++i)
+    positions.push_back(i);
+  Value position = node.constant(
+      DenseElementsAttr::get(RankedTensorType::get(along, i64), ArrayRef<int64_t>(positions)));
+  Value negInf = node.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, type.getElementType()),
+      b.getFloatAttr(type.getElementType(),
+                     APFloat::getInf(cast<FloatType>(type.getElementType()).getFloatSemantics(),
+                                     true))));
+  Value taken = node.constant(DenseElementsAttr::get(RankedTensorType::get(type.getShape(), i1),
+                                                     false));
+  auto axisAttrValue = b.getI64IntegerAttr(*axis);
+  auto yes = b.getBoolAttr(true), no = b.getBoolAttr(false);
+  SmallVector<Value> picked;
+  for (int64_t pass = 0; pass < k; ++pass) {
+    FailureOr<Value> cur = node.createInferred1<WhereOp>(taken, negInf, keys);
+    if (failed(cur))
+      return failure();
+    FailureOr<Value> peak =
+        node.createInferred1<ReduceMaxOp>(*cur, b.getDenseI64ArrayAttr({*axis}), yes);
+    if (failed(peak))
+      return failure();
+    FailureOr<Value> atPeak = node.createInferred1<EqualOp>(*cur, *peak);
+    FailureOr<Value> free = node.createTyped1<NotOp>(taken.getType(), taken);
+    if (failed(atPeak) || failed(free))
+      return failure();
+    FailureOr<Value> candidate = node.createInferred1<AndOp>(*atPeak, *free);
+    if (failed(candidate))
+      return failure();
+    FailureOr<Value> asFloat = node.createTyped1<CastOp>(
+        RankedTensorType::get(type.getShape(), type.getElementType()), *candidate,
+        TypeAttr::get(type.getElementType()));
+    if (failed(asFloat))
+      return failure();
+    FailureOr<Value> index = node.createInferred1<ArgMaxOp>(*asFloat, axisAttrValue, yes, no);
+    if (failed(index))
+      return failure();
+    picked.push_back(*index);
+    if (pass + 1 == k)
+      break;
+    FailureOr<Value> hit = node.createInferred1<EqualOp>(position, *index);
+    if (failed(hit))
+      return failure();
+    FailureOr<Value> now = node.createInferred1<OrOp>(taken, *hit);
+    if (failed(now))
+      return failure();
+    taken = *now;
+  }
+  Value indices = picked.front();
+  if (picked.size() > 1) {
+    FailureOr<Value> joined = node.createInferred1<ConcatOp>(ValueRange(picked), axisAttrValue);
+    if (failed(joined))
+      return failure();
+    indices = *joined;
+  }
+  int64_t total = 0;
+  FailureOr<Value> offsets = elementOffsets(node, *x, indices, *axis, total);
+  if (failed(offsets))
+    return failure();
+  FailureOr<Value> flat = node.createTyped1<ReshapeOp>(
+      RankedTensorType::get({total}, type.getElementType()), *x);
+  if (failed(flat))
+    return failure();
+  FailureOr<Value> values = node.createInferred1<GatherOp>(
+      *flat, *offsets, b.getI64IntegerAttr(0), IntegerAttr());
+  if (failed(values))
+    return failure();
+  return node.setOutputs({*values, indices});
+}
+
 // ScatterElements (torch.Tensor.scatter, scatter_add with reduction "add") as a ScatterND of
 // the flattened data at elementOffsets (one offset per update, [count, 1]), reshaped back: its
 // kernel, sharding rule and gradient (ScatterND's, for "none" and "add") serve it.

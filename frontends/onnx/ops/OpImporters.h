@@ -102,6 +102,7 @@ mlir::LogicalResult importSplit(NodeContext &node);
 mlir::LogicalResult importSlice(NodeContext &node);
 mlir::LogicalResult importGather(NodeContext &node);
 mlir::LogicalResult importGatherElements(NodeContext &node);
+mlir::LogicalResult importTopK(NodeContext &node);
 mlir::LogicalResult importTrilu(NodeContext &node);
 mlir::LogicalResult importScatterND(NodeContext &node);
 

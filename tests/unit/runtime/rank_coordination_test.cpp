@@ -239,6 +239,48 @@ TEST(ShardedTensor, SliceAndGatherAStridedSplit) {
               HasSubstr("dim 1 of f32[2x6] cannot be cut into 2 groups of 2 equal blocks"));
 }
 
+// A padded split (a vocabulary tensor parallelism does not divide): f32[2x5] whose dim 1 is
+// padded to 6 and cut on tp into blocks of 3 columns, each block in two flat shards of 3 on
+// dp. The last block ends in a zero column; gathering drops it and gives f32[2x5] back. A
+// padding that is no multiple of the blocks, or a block or more of it, is refused.
+TEST(ShardedTensor, SliceAndGatherAPaddedSplit) {
+  program::Sharding sharding = columnBlocksOf2x6(/*shards=*/2);
+  sharding.set_global_shape(1, 5);
+  sharding.set_padded_dim_size(6);
+  sharding.set_shard_numel(3);
+  sharding.set_shard_axis(0);
+  std::vector<float> values(10);
+  for (int i = 0; i < 10; ++i)
+    values[i] = static_cast<float>(i + 1);
+  const HostTensor full = testing::makeTensor(program::F32, {2, 5}, values); // [1..5], [6..10]
+  std::vector<program::Program> programs;
+  std::vector<HostTensor> parts = sliceOnMesh2x2(sharding, full, programs);
+  // tp 1's block is [[4, 5, 0], [9, 10, 0]]: rank 1 (dp 0) its first row, rank 3 its second.
+  EXPECT_EQ(std::vector<float>(parts[1].as<float>(), parts[1].as<float>() + 3),
+            (std::vector<float>{4, 5, 0}));
+  EXPECT_EQ(std::vector<float>(parts[3].as<float>(), parts[3].as<float>() + 3),
+            (std::vector<float>{9, 10, 0}));
+  EXPECT_EQ(std::vector<float>(parts[2].as<float>(), parts[2].as<float>() + 3),
+            (std::vector<float>{6, 7, 8}));
+  std::vector<HostTensor> gathered = gatherOnMesh2x2(sharding, parts);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(gathered[r].describe(), "f32[2x5]");
+    EXPECT_EQ(gathered[r].bytes, full.bytes) << "rank " << r;
+  }
+
+  program::Buffer buffer;
+  buffer.set_dtype(program::F32);
+  buffer.add_shape(3);
+  EXPECT_TRUE(checkSharding(sharding, buffer, programs[1]).isOk());
+  sharding.set_padded_dim_size(7);
+  EXPECT_THAT(checkSharding(sharding, buffer, programs[1]).message(),
+              HasSubstr("dim 1 of f32[2x5] cannot be padded to 7 for 2 equal blocks"));
+  sharding.set_global_shape(1, 2);
+  sharding.set_padded_dim_size(6); // blocks of 3, the second all padding
+  EXPECT_THAT(checkSharding(sharding, buffer, programs[1]).message(),
+              HasSubstr("cannot be padded to 6"));
+}
+
 // Rank 2 fails while ranks 0 and 1 wait for it in a collective: the abort frees them at once,
 // and the error reported is rank 2's own, not theirs ("rank 2 failed: ...").
 TEST(RankThreads, TheFirstFailureIsTheRootCause) {

@@ -34,6 +34,7 @@ struct PlanSharding {
   std::vector<std::vector<std::string>> dimAxes;
   int numBlocks = 1;           // blocks of the split dim; 1: the block is the whole tensor
   int blockGroups = 1;         // > 1: a strided split, the dim in that many groups, each cut
+  int64_t paddedDimSize = 0;   // > 0: the split dim padded to this size before the cut
   int64_t blockElements = 0;   // n: elements of the rank's block (the whole tensor's when 1 block)
   bool sharded = false;        // a flat shard of the block per rank; false: the whole block
   std::string shardAxis;       // the mesh axis the flat shards span ("dp"; "world": all ranks)

@@ -182,14 +182,59 @@ OpShardingRule keptOrWhole(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
   return rule;
 }
 
+// Whether a slice along dimension d takes one of the equal groups of `whole` (a packed QKV
+// projection's Q, K or V: [0, h), [h, 2h), [2h, 3h) of 3h): step 1, a part that divides the
+// dimension into at least 2 groups, starting at a group's start.
+bool picksGroup(ArrayRef<int64_t> whole, ArrayRef<int64_t> part, ArrayRef<int64_t> starts,
+                ArrayRef<int64_t> steps, size_t d) {
+  return steps[d] == 1 && part[d] > 1 && whole[d] > part[d] && whole[d] % part[d] == 0 &&
+         starts[d] % part[d] == 0;
+}
+
 // A slice (or its gradient) along `whole` and `part`: a dimension taken entirely (start 0,
-// step 1, all elements) is parallel, any other stays whole.
+// step 1, all elements) is parallel; one where it picks an equal group is {groups (whole),
+// part} on the whole side and {part} on the other, so a split of the part is a strided split
+// of the whole (ShardingRule.h: each device holds its block of every group, the fused
+// projection's heads split as a Split of it would); any other stays whole.
 OpShardingRule sliceRule(ArrayRef<int64_t> whole, ArrayRef<int64_t> part,
                          ArrayRef<int64_t> starts, ArrayRef<int64_t> steps, StringRef op) {
-  return keptOrWhole(
+  OpShardingRule rule = keptOrWhole(
       whole, part,
       [&](size_t d) { return starts[d] == 0 && steps[d] == 1 && whole[d] == part[d]; },
       (op + " takes part of it").str());
+  for (size_t d = 0; d < whole.size(); ++d) {
+    if (!picksGroup(whole, part, starts, steps, d))
+      continue;
+    int f = rule.addFactor(part[d]);
+    rule.operands[0][d] = {rule.addWhole(whole[d] / part[d], (op + " picks one of its groups").str()),
+                           f};
+    rule.results[0][d] = {f};
+    rule.stridedParts = true;
+  }
+  return rule;
+}
+
+// The local starts (and ends) of a slice along its dimensions split on some axis: one taken
+// entirely ends at the local size; one picking a group takes the device's block of it, the
+// local input holding its block of every group in group order (`wholeLocal` groups of
+// `partLocal`, the group at global start / global part).
+void localizeSlice(SmallVectorImpl<int64_t> &starts, SmallVectorImpl<int64_t> *ends,
+                   ArrayRef<int64_t> wholeLocal, ArrayRef<int64_t> partLocal,
+                   ArrayRef<int64_t> wholeGlobal, ArrayRef<SmallVector<mesh::MeshAxis>> axes) {
+  for (size_t d = 0; d < starts.size(); ++d) {
+    if (axes[d].empty())
+      continue;
+    if (wholeLocal[d] == partLocal[d]) {
+      if (ends)
+        (*ends)[d] = wholeLocal[d];
+      continue;
+    }
+    const int64_t groups = wholeLocal[d] / partLocal[d];
+    const int64_t group = starts[d] / (wholeGlobal[d] / groups);
+    starts[d] = group * partLocal[d];
+    if (ends)
+      (*ends)[d] = starts[d] + partLocal[d];
+  }
 }
 } // namespace
 
@@ -211,16 +256,30 @@ std::optional<OpShardingRule> SliceOp::getShardingRule() {
   return sliceRule(shapeOf(getInput()), getType().getShape(), getStarts(), getSteps(), "slice");
 }
 
-// A split dimension is taken entirely (the rule keeps only those whole): it ends at the end of
-// the local input.
+// A split dimension is taken entirely (it ends at the end of the local input) or is one group
+// of a strided split (its block of that group).
 LogicalResult SliceOp::localizeOp(LocalShardingContext &context) {
-  SmallVector<int64_t> ends(getEnds());
-  ArrayRef<int64_t> in = shapeOf(getInput());
+  SmallVector<int64_t> starts(getStarts()), ends(getEnds());
+  // The input's global size along a picked group: its local size times the devices.
   auto axes = context.splitAxes(getResult());
-  for (size_t d = 0; d < ends.size(); ++d)
-    if (!axes[d].empty())
-      ends[d] = in[d];
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = getType().getShape();
+  auto global = cast<RankedTensorType>(context.globalType(cast<OpResult>(getResult()))).getShape();
+  SmallVector<int64_t> wholeGlobal(in.size());
+  for (size_t d = 0; d < in.size(); ++d)
+    wholeGlobal[d] = out[d] ? in[d] / out[d] * global[d] : 0;
+  localizeSlice(starts, &ends, in, out, wholeGlobal, axes);
+  setStarts(starts);
   setEnds(ends);
+  return success();
+}
+
+// A group its dy fills is the device's block of it, as for the slice.
+LogicalResult SliceGradOp::localizeOp(LocalShardingContext &context) {
+  SmallVector<int64_t> starts(getStarts());
+  auto axes = context.splitAxes(getResult());
+  localizeSlice(starts, nullptr, getType().getShape(), shapeOf(getDy()),
+                cast<RankedTensorType>(context.globalType(cast<OpResult>(getResult()))).getShape(), axes);
+  setStarts(starts);
   return success();
 }
 

@@ -99,7 +99,8 @@ def Graph_ReduceMaxGradOp : Graph_Op<"reduce_max_grad", [Graph_KernelAttributes,
 }
 
 def Graph_SliceGradOp : Graph_Op<"slice_grad",
-    [Graph_KernelCall<["getKernelName", "buildKernelCall"]>, Pure]> {
+    [Graph_KernelCall<["getKernelName", "buildKernelCall"]>, Graph_ShardableWith<["localizeOp"]>,
+     Pure]> {
   let summary = "Scatters dy into zeros shaped like the slice's input (the result type)";
   let arguments = (ins Graph_FloatTensor:$dy, DenseI64ArrayAttr:$starts,
                    DenseI64ArrayAttr:$steps);
