@@ -32,6 +32,35 @@ def DecomposeMeanLoss : Pass<"shardc-decompose-mean-loss", "mlir::ModuleOp"> {
   let dependentDialects = ["shardc::graph::GraphDialect"];
 }
 
+def RowLocalGather : Pass<"shardc-row-local-gather", "mlir::ModuleOp"> {
+  let summary = "Write a gather of each batch row's own position in the flattened batch as a "
+                "masked sum over that row";
+  let description = [{
+    Pooling at a position computed per row (CLIP's text tower takes each row's hidden state at
+    its end-of-text token: `h[arange(B), ids.argmax(-1)]`) exports as a gather from the
+    flattened `[B*S, ...]` states at `argmax + [0, S, 2S, ...]`. Its indices may point
+    anywhere as far as the gather's rule knows, so the batch would have to be whole there.
+    But an arg_max over an axis of size S lies in [0, S), so row b reads only its own rows
+    [b*S, (b+1)*S): the same values are `sum_s where(argmax == s, h[b, s], 0)`, elementwise
+    along the batch and exact (one term per row is not zero). shardc runs it before building
+    the training step of a sharded or microbatched compile; only that pattern is rewritten.
+
+    Before:
+    ```mlir
+    %f = graph.flatten %h : (tensor<2x16x64xf32>) -> tensor<32x64xf32>
+    %i = graph.add %argmax, %offsets : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>  // [0, 16]
+    %p = graph.gather %f, %i {axis = 0 : i64} : (tensor<32x64xf32>, tensor<2xi64>) -> tensor<2x64xf32>
+    ```
+    After:
+    ```mlir
+    %m = graph.equal (graph.reshape %argmax : tensor<2x1xi64>), dense<[[0, 1, ..., 15]]>
+    %w = graph.where (graph.reshape %m : tensor<2x16x1xi1>), %h, dense<0.0>
+    %p = graph.reduce_sum %w {axes = array<i64: 1>, keepdims = false} -> tensor<2x64xf32>
+    ```
+  }];
+  let dependentDialects = ["shardc::graph::GraphDialect"];
+}
+
 def SplitGemmBias : Pass<"shardc-split-gemm-bias", "mlir::ModuleOp"> {
   let summary = "Write each Gemm of @forward with a bias as the Gemm without it plus an add";
   let description = [{

@@ -75,8 +75,10 @@ mlir::LogicalResult instrument(mlir::PassManager &pm, mlir::ModuleOp module,
 void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
                      const GlobalPassOptions &mesh) {
   bool sharded = train && (mesh.ranks * mesh.tp > 1 || mesh.microBatches > 1);
-  if (sharded)
+  if (sharded) {
+    pm.addPass(createRowLocalGather());
     pm.addPass(createDecomposeMeanLoss());
+  }
   if (train && mesh.tp > 1)
     pm.addPass(createSplitGemmBias());
   if (train && (train->precision == "bf16" || train->precision == "fp16")) {
