@@ -309,6 +309,27 @@ def pytorch_losses(model, inputs, rows, steps, lr, optimizer_name):
     return losses
 
 
+def train_against_pytorch(args, model_dir, data_dir, configs, expected, steps, lr, rtol=1e-5):
+    """Compiles the export in `model_dir` under each (name, shardc flags) of `configs` for each
+    optimizer of `expected` ({"adamw": PyTorch's losses, ...}) and trains it `steps` steps on
+    `data_dir`; returns (None, detail) when every step's loss is within `rtol` (relative) of
+    PyTorch's, else an error string naming the first that is not."""
+    details = []
+    for optimizer, reference in expected.items():
+        for name, flags in configs:
+            bundle = os.path.join(model_dir, f"{name}_{optimizer}.shard")
+            _, err = compile_and_train(args.shardc, args.shardrun, model_dir, bundle, data_dir,
+                                       ["--optimizer", optimizer, *flags], steps, lr)
+            if err:
+                return err
+            losses = [json.loads(line)["loss"] for line in open(bundle + ".jsonl")]
+            worst = max((abs(a - b) / abs(b) for a, b in zip(losses, reference)), default=0.0)
+            if len(losses) != steps or worst > rtol:
+                return f"{name} {optimizer}: losses {losses}, PyTorch {reference}"
+            details.append(f"{name} {optimizer} {worst:.2g}")
+    return None, "losses against PyTorch: " + ", ".join(details)
+
+
 def run_cases(cases):
     """Runs each (name, fn) of `cases` and exits with the verdict.
 

@@ -16,7 +16,6 @@ test pass without them. Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -81,21 +80,8 @@ def main():
         data_dir = os.path.join(out, "data")
         os.makedirs(data_dir)
         np.save(os.path.join(data_dir, "x.npy"), data.numpy())
-        details = []
-        for optimizer in ("adamw", "sgd"):
-            for name, flags in CONFIGS:
-                bundle = os.path.join(out, f"{name}_{optimizer}.shard")
-                _, err = e2e_util.compile_and_train(args.shardc, args.shardrun, out, bundle,
-                                                    data_dir, ["--optimizer", optimizer, *flags],
-                                                    STEPS, LR)
-                if err:
-                    return err
-                losses = [json.loads(line)["loss"] for line in open(bundle + ".jsonl")]
-                worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected[optimizer]))
-                if len(losses) != STEPS or worst > 1e-5:
-                    return f"{name} {optimizer}: losses {losses}, PyTorch {expected[optimizer]}"
-                details.append(f"{name} {optimizer} {worst:.2g}")
-        return None, "losses against PyTorch: " + ", ".join(details)
+        return e2e_util.train_against_pytorch(args, out, data_dir, CONFIGS, expected, STEPS,
+                                              LR)
 
     e2e_util.run_cases([(f"norms_{style}", lambda style=style: case(style))
                         for style in ("static", "dynamic")])

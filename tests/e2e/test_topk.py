@@ -15,7 +15,6 @@ and `N passed, M failed`.
 """
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -86,21 +85,8 @@ def main():
         os.makedirs(data_dir)
         for n, t in data.items():
             np.save(os.path.join(data_dir, e2e_util.npy_name(n)), t.numpy())
-        details = []
-        for optimizer in ("adamw", "sgd"):
-            for name, flags in CONFIGS:
-                bundle = os.path.join(out, f"{name}_{optimizer}.shard")
-                _, err = e2e_util.compile_and_train(args.shardc, args.shardrun, out, bundle,
-                                                    data_dir, ["--optimizer", optimizer, *flags],
-                                                    STEPS, LR)
-                if err:
-                    return err
-                losses = [json.loads(line)["loss"] for line in open(bundle + ".jsonl")]
-                worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected[optimizer]))
-                if len(losses) != STEPS or worst > 1e-5:
-                    return f"{name} {optimizer}: losses {losses}, PyTorch {expected[optimizer]}"
-                details.append(f"{name} {optimizer} {worst:.2g}")
-        return None, "losses against PyTorch: " + ", ".join(details)
+        return e2e_util.train_against_pytorch(args, out, data_dir, CONFIGS, expected, STEPS,
+                                              LR)
 
     e2e_util.run_cases([(f"topk_router_{style}", lambda style=style: case(style))
                         for style in ("static", "dynamic")])

@@ -6,7 +6,8 @@ A GPT-2-shaped Hugging Face model (transformers.GPT2LMHeadModel: a vocabulary of
 heads, tied embedding and output projection, its own shifted cross-entropy) exported with and
 without dynamic_axes, trained 4 steps with AdamW on 2 batches of 4 rows:
   - on one rank, within 1e-5 (relative) of PyTorch's losses on the same weights and batches;
-  - under tp=8 and dp=2,tp=8 (8 and 16 ranks), within 1e-5 of the one-rank run. The embedding
+  - under tp=8, dp=2,tp=8 and dp=2,tp=8 with ZeRO-3 (8 and 16 ranks), within 1e-5 of the
+    one-rank run. The embedding
     must be split on tp along its vocabulary, padded to 50264 (plan.json: 8 blocks of 6283
     rows, padded_dim_size 50264, global shape [50257, 96]), and the compile must say so;
   - the tp=8 run's checkpoint and --export-onnx hold the embedding unpadded, [50257, 96], equal
@@ -39,7 +40,8 @@ ROWS, STEPS, LR = 4, 4, 1e-3
 RTOL = 1e-5
 WTE = "model.transformer.wte.weight"
 CONFIGS = [("tp8", ["--gpus", "8", "--strategy", "tp=8"]),
-           ("dp2_tp8", ["--gpus", "16", "--strategy", "dp=2,tp=8"])]
+           ("dp2_tp8", ["--gpus", "16", "--strategy", "dp=2,tp=8"]),
+           ("dp2_tp8_zero3", ["--gpus", "16", "--strategy", "dp=2,tp=8,zero=3"])]
 
 
 class Gpt2Loss(torch.nn.Module):
