@@ -26,7 +26,7 @@ SUPPORTED_OPS = frozenset("""
     NegativeLogLikelihoodLoss Dropout Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool
     BatchNormalization InstanceNormalization ScatterND ScatterElements If HardSigmoid HardSwish
     CumSum Softplus Mod EyeLike
-    ArgMax OneHot
+    ArgMax OneHot TopK
 """.split())
 
 # Default-domain opsets shardc accepts.
@@ -58,6 +58,7 @@ COMPILE_TIME_OPERANDS = {
     "ReduceLogSum": (1,),
     "ReduceLogSumExp": (1,),
     "OneHot": (1, 2),
+    "TopK": (1,),
     "Split": (1,),
     "Trilu": (1,),
     "Range": (0, 1, 2),
