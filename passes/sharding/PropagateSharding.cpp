@@ -329,7 +329,9 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       }
       classAxis[c] = 1;
       claimDims(c);
-      notes.push_back("split on tp " + classes[c].label + " (--shard '" + forcedBy[c] + "')");
+      padTo[c] = classes[c].padTo;
+      notes.push_back("split on tp " + classes[c].label + " (--shard '" + forcedBy[c] + "')" +
+                      (padTo[c] ? ", padded to " + std::to_string(padTo[c]) : std::string()));
     }
 
     // Then every other class that can be split, in order of parameter elements split per
@@ -808,6 +810,15 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       if (failed(padClasses(func, dc, padTo, classAxis, batchClasses, batch, notes)))
         return signalPassFailure();
     }
+    // Every class split on tp holds equal blocks now (padded where tp does not divide it): the
+    // last guard against local types that would drop elements.
+    for (int c = 0; c < dc->numClasses(); ++c)
+      if (classAxis[c] == 1 && dc->info(c).unit % tp) {
+        func.emitError("internal error: a dimension of size ")
+            << dc->info(c).unit << " split on tp=" << static_cast<int64_t>(tp)
+            << " without padding";
+        return signalPassFailure();
+      }
 
     // Every value with a dimension in a split class is split along it on that class's axis
     // (strided, in groups, for a minor part of the dimension).

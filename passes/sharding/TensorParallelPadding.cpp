@@ -134,12 +134,22 @@ OpPadding paddingOf(Operation *op, const DimensionClasses &dc, int cls) {
       break;
     }
   }
-  // An op that sums its operands keeps zeros only when every operand holds them.
+  // An op that sums its operands keeps zeros only when every operand holds them; any other
+  // only from an operand that holds them (an expand or a broadcast of values that do not hold
+  // the dimension writes those values into the padding) or from indices that never name it
+  // (a gather's gradient scatters into its rows).
+  auto holdsClass = [&](Value v) {
+    return isa<RankedTensorType>(v.getType()) && !dimsIn(dc, v, cls).empty();
+  };
   bool operandsHold = llvm::all_of(op->getOperands(), [&](Value v) {
-    return !isa<RankedTensorType>(v.getType()) || !dimsIn(dc, v, cls).empty();
+    return !isa<RankedTensorType>(v.getType()) || holdsClass(v);
   });
-  bool keeps = rule->keepsZeroPadding && (!rule->sumsOperands || operandsHold) &&
-               p.negInfOperands.empty();
+  bool someOperandHolds = llvm::any_of(op->getOperands(), holdsClass);
+  bool resultsIndexed = !factors.empty() && llvm::all_of(factors, [&](int f) {
+    return llvm::is_contained(rule->indexedFactors, f);
+  });
+  bool keeps = rule->keepsZeroPadding && p.negInfOperands.empty() &&
+               (rule->sumsOperands ? operandsHold : someOperandHolds || resultsIndexed);
   p.zeroResults = !keeps && !isZeroSplat(op);
   return p;
 }

@@ -111,10 +111,11 @@ struct OpShardingRule {
   bool stridedBatchParts = false;
   // Padding (passes/sharding/TensorParallelPadding.h: a dimension tensor parallelism does not
   // divide is padded to a multiple of its devices, its padded entries kept zero): the results
-  // are zero at the padded entries of a factor where every operand that holds the factor is
-  // zero and the others are finite (a product, a move, f(0) = 0 elementwise; for an op that
-  // sumsOperands, only when every operand holds it). Any other op's results are zeroed there
-  // after it.
+  // are zero at the padded entries of a factor where the operands that hold the factor are
+  // zero there and the others are finite (a product, a move, f(0) = 0 elementwise; for an op
+  // that sumsOperands, only when every operand holds it). It takes an operand that holds the
+  // factor (an expand along it writes its operand's values there) or an indexed factor that no
+  // index names (a gather's gradient). Any other op's results are zeroed there after it.
   bool keepsZeroPadding = false;
   // Per operand (empty: none): the op reads every entry of an indexed factor of it in a way
   // a zero would change (a softmax's sum of exponentials): padded entries must be -inf.
