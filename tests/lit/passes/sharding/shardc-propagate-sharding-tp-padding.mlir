@@ -62,3 +62,22 @@ func.func @forward(%x: tensor<4x8xf32> {graph.input = "x"}, %w: tensor<10x8xf32>
   %l = graph.add %s, %q : (tensor<f32>, tensor<f32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// An expand along the padded dimension writes its operand's values into the padding (here
+// x's features, broadcast over the 7 rows of w): its result is zeroed there before the product
+// with w and the sum that reads it; the product (w holds the padding) keeps zeros.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %arg1: tensor<8x4xf32> {graph.param = "w", graph.sharding = #mesh.shard<@mesh, {{\[\[}}1]]>, graph.tp_padding = array<i64: 0, 7>}
+// CHECK-SAME: "padded 7 to 8 along 'w' dim 0: 0 operands given -inf at the padding (a softmax or maximum over it), 1 results zeroed there"
+// CHECK: %[[MASK:.*]] = graph.constant {{.*}}dense<{{\[\[\[}}false], [false], [false], [false], [false], [false], [false], [true]]]> : tensor<1x8x1xi1>
+// CHECK: %[[E:.*]] = graph.expand %{{.*}} -> tensor<2x8x4xf32>
+// CHECK: %[[Z:.*]] = graph.where %[[MASK]], %{{.*}}, %[[E]]
+// CHECK: graph.mul %[[Z]], %arg1
+func.func @forward(%x: tensor<2x1x4xf32> {graph.input = "x"}, %w: tensor<7x4xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %e = graph.expand %x : (tensor<2x1x4xf32>) -> tensor<2x7x4xf32>
+  %p = graph.mul %e, %w : (tensor<2x7x4xf32>, tensor<7x4xf32>) -> tensor<2x7x4xf32>
+  %l = graph.reduce_sum %p {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x7x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
