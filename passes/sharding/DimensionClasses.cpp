@@ -1,6 +1,7 @@
 //===- DimensionClasses.cpp -------------------------------------------------------------===//
 #include "passes/sharding/DimensionClasses.h"
 
+#include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 
 #include <map>
@@ -319,6 +320,20 @@ std::string DimensionClasses::describeTensorParallelBlocker(int cls) const {
     why = nodeName(classes_[cls].stridedBy) +
           ": a reshape merges it into the minor part of a dimension";
   return why;
+}
+
+std::string argName(mlir::func::FuncOp func, unsigned i) {
+  for (llvm::StringRef attr : {graph::kInputAttr, graph::kParamAttr, kStateAttr})
+    if (auto n = func.getArgAttrOfType<mlir::StringAttr>(i, attr))
+      return n.str();
+  return "argument " + std::to_string(i);
+}
+
+std::string valueName(mlir::Value v) {
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v))
+    if (auto func = llvm::dyn_cast<mlir::func::FuncOp>(arg.getOwner()->getParentOp()))
+      return "'" + argName(func, arg.getArgNumber()) + "'";
+  return "the result of " + nodeName(v.getDefiningOp());
 }
 
 } // namespace shardc::sharding

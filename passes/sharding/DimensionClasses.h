@@ -139,6 +139,11 @@ private:
 
 // The op's name for messages (the dialect's: the op hooks of the partitioner use it too).
 using graph::nodeName;
+// The name of argument `i` of `func` for messages: its graph input, parameter or state name,
+// else "argument i".
+std::string argName(mlir::func::FuncOp func, unsigned i);
+// "'NAME'" for a function argument, "the result of node 'X' (op)" for any other value.
+std::string valueName(mlir::Value v);
 
 } // namespace shardc::sharding
 

@@ -36,22 +36,8 @@ namespace {
 using namespace mlir;
 using sharding::DimensionClasses;
 
-// "the result of node 'NAME' (op)" or "argument 'NAME'", for messages.
-std::string valueName(Value v);
-
-std::string argName(func::FuncOp func, unsigned i) {
-  for (StringRef attr : {graph::kInputAttr, graph::kParamAttr, kStateAttr})
-    if (auto n = func.getArgAttrOfType<StringAttr>(i, attr))
-      return n.str();
-  return "argument " + std::to_string(i);
-}
-
-std::string valueName(Value v) {
-  if (auto arg = dyn_cast<BlockArgument>(v))
-    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
-      return "'" + argName(func, arg.getArgNumber()) + "'";
-  return "the result of " + sharding::nodeName(v.getDefiningOp());
-}
+using sharding::argName;
+using sharding::valueName;
 
 // The trained parameters of a training step: those it returns updated. A forward function
 // returns none: all its parameters count.

@@ -154,16 +154,6 @@ OpPadding paddingOf(Operation *op, const DimensionClasses &dc, int cls) {
   return p;
 }
 
-std::string valueName(func::FuncOp func, Value v) {
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    for (StringRef attr : {graph::kInputAttr, graph::kParamAttr, kStateAttr})
-      if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr))
-        return "'" + n.str() + "'";
-    return "argument " + std::to_string(arg.getArgNumber());
-  }
-  return "the result of " + nodeName(v.getDefiningOp());
-}
-
 bool isStoredState(func::FuncOp func, unsigned result) {
   return func.getResultAttr(result, graph::kParamAttr) || func.getResultAttr(result, kStateAttr);
 }
@@ -175,12 +165,12 @@ std::string whyNotPaddable(func::FuncOp func, const DimensionClasses &dc, int cl
   for (const DimRef &m : info.members) {
     auto type = cast<RankedTensorType>(m.value.getType());
     if (m.groups > 1 || type.getDimSize(m.dim) != info.unit)
-      return valueName(func, m.value) + " holds it inside a larger dimension (dim " +
+      return valueName(m.value) + " holds it inside a larger dimension (dim " +
              std::to_string(m.dim) + ", size " + std::to_string(type.getDimSize(m.dim)) + ")";
     if (auto arg = dyn_cast<BlockArgument>(m.value)) {
       unsigned i = arg.getArgNumber();
       if (!func.getArgAttr(i, graph::kParamAttr) && !func.getArgAttr(i, kStateAttr))
-        return valueName(func, m.value) + ", a graph input, holds it";
+        return valueName(m.value) + ", a graph input, holds it";
     } else if (auto constant = m.value.getDefiningOp<graph::ConstantOp>()) {
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!dense || !dense.isSplat())
@@ -316,8 +306,8 @@ FailureOr<PaddedClass> padClass(func::FuncOp func, const DimensionClasses &dc, i
     ++result.zeroings;
   }
   if (failed(verify(func)))
-    return func.emitError("internal error: the program padded along '")
-           << valueName(func, info.members.front().value) << "' dim "
+    return func.emitError("internal error: the program padded along ")
+           << valueName(info.members.front().value) << " dim "
            << info.members.front().dim << " no longer verifies";
   return result;
 }
