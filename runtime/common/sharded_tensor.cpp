@@ -37,10 +37,10 @@ int64_t blockNumelOf(const program::Sharding &sharding) {
 
 namespace {
 
-// A block as runs of the whole tensor: `outer` runs, block b's run o holding `rows` rows of
-// `rowElements` elements (the dimensions after block_dim) that start at row `first` of run o
-// of the whole, `wholeRows` rows long. Without padding the blocks tile the dimension; with it
-// a block's rows past the whole's end (`padRows` of them) are its zero padding.
+// A block as runs of the whole tensor: `outer` runs, block b's run o holding `blockRows` rows
+// of `rowElements` elements (the dimensions after block_dim), which start at row b * blockRows
+// of the whole's run o, `wholeRows` rows long. Without padding the blocks tile the dimension;
+// with it a block's rows past the whole's end are its zero padding.
 struct BlockRuns {
   int64_t outer = 1, rowElements = 1, blockRows = 1, wholeRows = 1;
 };
