@@ -146,7 +146,7 @@ struct MicroBatchesPass : impl::MicroBatchesBase<MicroBatchesPass> {
           r = Role::Combine;
         } else if ((isa<mesh::MeshDialect>(op.getDialect()) ||
                     isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp,
-                        graph::ShardSliceOp>(op)) &&
+                        graph::AllToAllOp, graph::ShardSliceOp>(op)) &&
                    onBatchAxis(&op)) {
           return op.emitError() << kindOf(&op) << " over the dp axis of values that depend on "
                                 << "the batch: --micro-batches can only add up sums over it";

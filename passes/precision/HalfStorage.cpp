@@ -112,7 +112,7 @@ struct HalfStoragePass : impl::HalfStorageBase<HalfStoragePass> {
       changed = false;
       llvm::SmallVector<mlir::Operation *> producers;
       func.walk([&](mlir::Operation *op) {
-        if (isDataMovement(op) || llvm::isa<graph::AllGatherOp>(op))
+        if (isDataMovement(op) || llvm::isa<graph::AllGatherOp, graph::AllToAllOp>(op))
           producers.push_back(op);
       });
       for (mlir::Operation *op : producers)

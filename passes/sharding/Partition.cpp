@@ -11,6 +11,7 @@
 //
 //===-------------------------------------------------------------------------------------===//
 #include "passes/sharding/ShardingPasses.h"
+#include "passes/sharding/BlockedResharding.h"
 #include "passes/sharding/DimensionClasses.h"
 #include "passes/sharding/SequenceParallel.h"
 #include "passes/sharding/SplitClassesLoss.h"
@@ -22,6 +23,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <string>
 #include <tuple>
 
 namespace shardc {
@@ -132,14 +134,25 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   // (value, dimension) -> its blocks along the dimension on tp, or the whole of a value split
   // along it (sequence parallelism's entries and exits)
   DenseMap<std::pair<Value, unsigned>, Value> resharded;
+  // (value, from * 16 + to) -> the value split along dimension `to` instead of `from` on dp
+  // (an all-to-all), both ways
+  DenseMap<std::pair<Value, unsigned>, Value> exchanged;
   // Each op's rule, taken from the global program before any type changes.
   DenseMap<Operation *, std::optional<graph::OpShardingRule>> rules;
+  // Per resharding point, in program order: how it was resharded and the bytes that sends
+  // (the function's graph.resharding, plan.txt's "Resharding").
+  SmallVector<std::string> reshardingLines;
+  // The bytes one rank sends in the all-gathers and all-to-alls created so far (each once,
+  // however many ops read it): what a resharding point adds is the difference.
+  int64_t gatherBytesSent = 0, exchangeBytesSent = 0;
 
   // The local size of a dimension of global size `size` split on `axes`: the batch's rows on
-  // dp (axis 0), an even block on any other axis.
+  // dp (axis 0), an even block on any other axis. (A dimension other than the batch's split on
+  // dp, where a resharding point is computed in blocks of it, needs an even batch: rows are
+  // then batch / devices, and the block is an even one.)
   int64_t localSize(int64_t size, ArrayRef<mesh::MeshAxis> axes) {
     for (mesh::MeshAxis a : axes)
-      size = a == 0 ? size / batch * rows : size / meshShape[a];
+      size = a != 0 ? size / meshShape[a] : size % batch ? size / meshShape[0] : size / batch * rows;
     return size;
   }
 
@@ -324,6 +337,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
                                            mesh, ValueRange{flat}, IntegerAttr(), StringAttr(),
                                            b.getDenseI16ArrayAttr({static_cast<int16_t>(axis)}))
                   .getResult(0);
+    gatherBytesSent += type.getNumElements() * bytesOf(type) * (t - 1);
     if (outer > 1) {
       x = b.create<graph::TransposeOp>(loc, RankedTensorType::get({outer, t, block, inner}, f32),
                                        x, b.getDenseI64ArrayAttr({1, 0, 2, 3}));
@@ -335,6 +349,70 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     groupsOf[d] = 1;
     sharding::setSplitGroups(x, groupsOf);
     resharded[key] = x;
+    return x;
+  }
+
+  // `x` with its dimensions permuted (result dimension i is x's perm[i]): a transpose, unless
+  // the permutation is the identity.
+  static Value permuted(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
+    if (llvm::equal(perm, llvm::seq<int64_t>(0, static_cast<int64_t>(perm.size()))))
+      return x;
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(type.getDimSize(p));
+    return b.create<graph::TransposeOp>(loc, RankedTensorType::get(shape, type.getElementType()),
+                                        x, b.getDenseI64ArrayAttr(perm));
+  }
+
+  // `v`, split along dimension `from` on dp, split along `to` instead: one all-to-all (named for
+  // the resharding point `forOp`). A device sends each device its block of `to`, so the blocks
+  // of `to` are brought to the front first ([.., T, ..] -> [N, .., T/N, ..]); it receives
+  // from device r that one's block of `from` for its own block of `to`, and puts the received
+  // blocks back in place ([N, .., S/N, ..] -> [.., N, S/N, ..] = [.., S, ..]).
+  Value exchangeAlong(Value v, unsigned from, unsigned to, Operation *forOp) {
+    auto key = std::make_pair(v, from * 16 + to);
+    if (Value r = exchanged.lookup(key))
+      return r;
+    auto type = cast<RankedTensorType>(v.getType());
+    const int64_t n = meshShape[0];
+    const int64_t rank = type.getRank();
+    Type element = type.getElementType();
+    OpBuilder b(v.getContext());
+    b.setInsertionPointAfterValue(v);
+    Location loc = suffixedLoc(forOp->getLoc(), "/reshard_all_to_all");
+    SmallVector<int64_t> cut(type.getShape());
+    cut[to] /= n;
+    SmallVector<int64_t> split(cut);
+    split.insert(split.begin() + to, n);
+    Value x = viewAs(b, loc, v, RankedTensorType::get(split, element));
+    SmallVector<int64_t> toFront = {static_cast<int64_t>(to)};
+    for (int64_t d = 0; d <= rank; ++d)
+      if (d != static_cast<int64_t>(to))
+        toFront.push_back(d);
+    x = permuted(b, loc, x, toFront);
+    auto flatType = RankedTensorType::get({type.getNumElements()}, element);
+    x = viewAs(b, loc, x, flatType);
+    x = b.create<graph::AllToAllOp>(loc, TypeRange{flatType}, mesh, ValueRange{x}, IntegerAttr(),
+                                    StringAttr(), b.getDenseI16ArrayAttr({0}))
+            .getResult(0);
+    exchangeBytesSent += type.getNumElements() * bytesOf(type) / n * (n - 1);
+    SmallVector<int64_t> received(cut);
+    received.insert(received.begin(), n);
+    x = viewAs(b, loc, x, RankedTensorType::get(received, element));
+    SmallVector<int64_t> back;
+    for (int64_t d = 0; d <= rank; ++d)
+      back.push_back(d < static_cast<int64_t>(from) ? d + 1 : d == from ? 0 : d);
+    x = permuted(b, loc, x, back);
+    SmallVector<int64_t> local(cut);
+    local[from] *= n;
+    x = viewAs(b, loc, x, RankedTensorType::get(local, element));
+    auto axes = sharding::splitAxes(v);
+    llvm::erase(axes[from], static_cast<mesh::MeshAxis>(0));
+    axes[to].push_back(0);
+    sharding::setSharding(x, sharding::makeSharding(mesh, axes));
+    exchanged[key] = x;
+    exchanged[std::make_pair(x, to * 16 + from)] = v;
     return x;
   }
 
@@ -374,13 +452,22 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   // no collective of its own: the gradient ops of such an op are resharding points too (they
   // read the same whole values), and a gradient they yield whole is sliced like any other
   // result.
+  // An op computed whole is, where a dimension it treats independently allows it, computed in
+  // blocks of that dimension instead (BlockedResharding.h).
   LogicalResult rewriteWholeOperands(Operation *op) {
-    if (failed(requireEvenBatch(
-            op, op->getAttrOfType<StringAttr>(graph::kWholeOperandsAttr).getValue())))
+    const std::string why =
+        op->getAttrOfType<StringAttr>(graph::kWholeOperandsAttr).getValue().str();
+    if (failed(requireEvenBatch(op, why)))
       return failure();
+    FailureOr<bool> blocked = rewriteInBlocks(op, why);
+    if (failed(blocked) || *blocked)
+      return failure(failed(blocked));
+    int64_t gatheredBytes = 0;
+    const int64_t sentBefore = gatherBytesSent;
     for (OpOperand &use : op->getOpOperands()) {
       Value v = use.get();
-      if (!isa<RankedTensorType>(v.getType()))
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (!type)
         continue;
       if (AxisMask p = pendingOf(v))
         v = allReduced(v, p);
@@ -390,10 +477,111 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       for (unsigned d = 0; d < axes.size(); ++d)
         for (mesh::MeshAxis a : llvm::reverse(SmallVector<mesh::MeshAxis>(axes[d])))
           v = wholeAlong(v, d, a, op);
+      if (v.getType() != type)
+        gatheredBytes += cast<RankedTensorType>(v.getType()).getNumElements() * bytesOf(type);
       use.set(v);
     }
+    reshardingLines.push_back(nodeName(op) + ": " + why + "; " + std::to_string(gatheredBytes) +
+                              " bytes of its operands gathered whole on every rank (" +
+                              std::to_string(gatherBytesSent - sentBefore) +
+                              " bytes sent per rank)");
     sliceResults(op);
     return success();
+  }
+
+  static int64_t bytesOf(RankedTensorType type) {
+    return std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  }
+
+  // The resharding point `op` computed in blocks of one of its factors (BlockedResharding.h):
+  // its operands exchanged, sliced or gathered into that layout, the op rewritten as any op
+  // whose factor is split, its results exchanged or gathered into the layout the program wants
+  // for them. False (nothing changed) where no factor qualifies, or only the data-parallel axis
+  // is not the one splitting its operands and results.
+  FailureOr<bool> rewriteInBlocks(Operation *op, StringRef why) {
+    auto it = rules.find(op);
+    if (it == rules.end() || !it->second)
+      return false;
+    const graph::OpShardingRule &rule = *it->second;
+    const int64_t n = meshShape[0];
+    // Operands arrive in their local types; the results still have their global ones.
+    auto describe = [&](Value v, bool local, sharding::ReshardTensor *t) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (!type || (local && pendingOf(v)) || (splitOf(v) & ~1u))
+        return false;
+      t->shape.assign(type.getShape().begin(), type.getShape().end());
+      t->elementBytes = bytesOf(type);
+      auto axes = sharding::splitAxes(v);
+      SmallVector<int64_t> groups = sharding::splitGroups(v);
+      for (unsigned d = 0; d < axes.size(); ++d)
+        if (!axes[d].empty()) {
+          t->splitDim = static_cast<int>(d);
+          t->groups = groups[d];
+          if (local)
+            t->shape[d] *= n;
+        }
+      return true;
+    };
+    SmallVector<sharding::ReshardTensor> operands(op->getNumOperands()),
+        results(op->getNumResults());
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (!describe(v, true, &operands[i]))
+        return false;
+    for (auto [i, r] : llvm::enumerate(op->getResults()))
+      if (!describe(r, false, &results[i]))
+        return false;
+    std::optional<sharding::BlockedReshard> plan =
+        sharding::cheapestBlockedReshard(rule, operands, results, n);
+    if (!plan)
+      return false;
+
+    const int64_t gatheredBefore = gatherBytesSent, exchangedBefore = exchangeBytesSent;
+    for (auto [i, use] : llvm::enumerate(op->getOpOperands())) {
+      const int from = operands[i].splitDim, to = plan->operandDims[i];
+      if (to >= 0 && from >= 0 && from != to)
+        use.set(exchangeAlong(use.get(), from, to, op));
+      else if (to >= 0 && from < 0)
+        use.set(blocksAlong(use.get(), to, 0));
+      else if (to < 0 && from >= 0)
+        use.set(wholeAlong(use.get(), from, 0, op));
+    }
+    for (auto [i, r] : llvm::enumerate(op->getResults())) {
+      SmallVector<SmallVector<mesh::MeshAxis>> axes(results[i].shape.size());
+      axes[plan->resultDims[i]].push_back(0);
+      sharding::setSharding(r, sharding::makeSharding(mesh, axes));
+      sharding::setSplitGroups(r, SmallVector<int64_t>(axes.size(), 1));
+    }
+    op->removeAttr(graph::kWholeOperandsAttr);
+    if (failed(rewrite(op)))
+      return failure();
+    for (auto [i, r] : llvm::enumerate(op->getResults())) {
+      const int want = results[i].splitDim, have = plan->resultDims[i];
+      if (want == have && results[i].groups == 1)
+        continue;
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : r.getUses())
+        uses.push_back(&use);
+      Value x;
+      if (want >= 0 && results[i].groups == 1) {
+        x = exchangeAlong(r, have, want, op);
+      } else {
+        x = wholeAlong(r, have, 0, op);
+        if (want >= 0)
+          x = blocksAlong(x, want, 0, results[i].groups);
+      }
+      for (OpOperand *use : uses)
+        use->set(x);
+    }
+    const int64_t exchanged = exchangeBytesSent - exchangedBefore,
+                  gathered = gatherBytesSent - gatheredBefore;
+    reshardingLines.push_back(
+        nodeName(op) + ": " + why.str() + "; computed in blocks of its dimension of " +
+        std::to_string(rule.factors[plan->factor].size) + " instead: " +
+        std::to_string(exchanged + gathered) + " bytes sent per rank (" +
+        std::to_string(exchanged) + " by all-to-all, " + std::to_string(gathered) +
+        " by all-gather), where gathering its operands whole would send " +
+        std::to_string(sharding::wholeOperandsBytesSent(operands, n)));
+    return true;
   }
 
   // A split constant whose blocks differ between devices (the row offsets of a pooling over
@@ -762,6 +950,10 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     for (Operation *op : ops)
       if (failed(rewrite(op)))
         return signalPassFailure();
+    if (!reshardingLines.empty()) {
+      SmallVector<StringRef> refs(reshardingLines.begin(), reshardingLines.end());
+      func->setAttr(graph::kReshardingAttr, OpBuilder(func).getStrArrayAttr(refs));
+    }
     Block &body = func.getBody().front();
     func.setFunctionType(FunctionType::get(&getContext(), body.getArgumentTypes(),
                                            body.getTerminator()->getOperandTypes()));

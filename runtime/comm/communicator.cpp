@@ -36,8 +36,10 @@ const char *commDTypeName(CommDType dtype) {
 Status checkCommDType(CollectiveKind kind, CommDType dtype) {
   if (commDTypeSize(dtype) == 0)
     return Status::error("unknown element type " + std::to_string(static_cast<int>(dtype)));
-  if (dtype == CommDType::Bytes && kind != CollectiveKind::AllGather)
-    return Status::error("cannot sum raw bytes (CommDType::Bytes is for all_gather only)");
+  if (dtype == CommDType::Bytes && kind != CollectiveKind::AllGather &&
+      kind != CollectiveKind::AllToAll)
+    return Status::error(
+        "cannot sum raw bytes (CommDType::Bytes is for all_gather and all_to_all only)");
   return Status::ok();
 }
 

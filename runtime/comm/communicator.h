@@ -4,7 +4,7 @@
 //   nccl   GPUs (compiled when CUDA is found; bootstrapped through MPI).
 //
 // Collectives carry their element type (CommDType): f32, bf16 or f16, which the reductions sum,
-// or raw bytes, which only all_gather moves. local and mpi run the same ring algorithm
+// or raw bytes, which only all_gather and all_to_all move. local and mpi run the same ring algorithm
 // (runtime/comm/ring.h) over their own transport, so a run gives bit-identical results on
 // either, whatever the thread or process timing: each element is reduced in a fixed order.
 // Every wait has a deadline: a rank that dies or stops answering makes every other rank's
@@ -34,8 +34,8 @@ namespace shardc::runtime {
 // The element type of a collective's buffers. A reduction adds two f32 values as f32; two bf16
 // or f16 values are widened to f32, added, and the sum rounded back to the 16-bit type (to
 // nearest, ties to even) at every ring step, as NCCL does for bf16. Bytes are moved, never
-// added: all_gather only (several tensors of different dtypes packed together); a reduction of
-// Bytes is an error.
+// added: all_gather and all_to_all only (several tensors of different dtypes packed together);
+// a reduction of Bytes is an error.
 enum class CommDType { F32 = 0, BF16 = 1, F16 = 2, Bytes = 3 };
 // Bytes per element: 4, 2, 2, 1; 0 for a value outside the enum.
 size_t commDTypeSize(CommDType dtype);
@@ -57,7 +57,7 @@ struct CommOptions {
 
 // Every backend's check of a collective's element type, before anything is sent: a known
 // CommDType, and not Bytes for a reduction. The message names no rank (the caller labels it):
-// "cannot sum raw bytes (CommDType::Bytes is for all_gather only)".
+// "cannot sum raw bytes (CommDType::Bytes is for all_gather and all_to_all only)".
 Status checkCommDType(CollectiveKind kind, CommDType dtype);
 
 // Every backend's factory checks its options with this: the timeout must be positive and finite
@@ -112,6 +112,10 @@ public:
   // out[r*chunk, (r+1)*chunk) <- rank r's in[0, chunk), for every r. `out` holds size()*chunk
   // elements and must not overlap `in`. Any dtype, Bytes included: nothing is added.
   virtual Status allGather(const void *in, void *out, size_t chunk, CommDType dtype) = 0;
+  // out[r*chunk, (r+1)*chunk) <- rank r's in[rank()*chunk, (rank()+1)*chunk), for every r: each
+  // rank's chunk j goes to rank j (MPI_Alltoall). `in` and `out` hold size()*chunk elements and
+  // must not overlap. Any dtype, Bytes included: nothing is added.
+  virtual Status allToAll(const void *in, void *out, size_t chunk, CommDType dtype) = 0;
 
   // The same on float32 data.
   Status allReduceSum(float *data, size_t count) {
@@ -122,6 +126,9 @@ public:
   }
   Status allGather(const float *in, float *out, size_t chunk) {
     return allGather(in, out, chunk, CommDType::F32);
+  }
+  Status allToAll(const float *in, float *out, size_t chunk) {
+    return allToAll(in, out, chunk, CommDType::F32);
   }
 
   // Tells the other ranks that this one failed with `cause`, so that their pending and future

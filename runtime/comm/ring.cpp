@@ -133,6 +133,23 @@ Status ringAllGather(Transport &transport, int rank, int size, const void *in, v
   return Status::ok();
 }
 
+Status pairwiseAllToAll(Transport &transport, int rank, int size, const void *in, void *out,
+                        size_t chunk, CommDType dtype, uint64_t sequence, uint64_t *bytesSent) {
+  const size_t bytes = chunk * commDTypeSize(dtype);
+  auto inChunk = [&](int c) { return bytesOf(in) + static_cast<size_t>(c) * bytes; };
+  auto outChunk = [&](int c) { return bytesOf(out) + static_cast<size_t>(c) * bytes; };
+  std::memcpy(outChunk(rank), inChunk(rank), bytes);
+  // At step s every rank sends s places ahead and receives from s places behind: the pairs of
+  // one step form cycles, so each sendRecv is matched by its peer's in the same step.
+  for (int step = 1; step < size; ++step) {
+    const int to = (rank + step) % size, from = (rank + size - step) % size;
+    SHARDC_RETURN_IF_ERROR(
+        transport.sendRecv(inChunk(to), bytes, to, outChunk(from), bytes, from, sequence));
+    *bytesSent += bytes;
+  }
+  return Status::ok();
+}
+
 // ---- RingCommunicator --------------------------------------------------------------------------
 
 Status RingCommunicator::begin(CollectiveKind kind, size_t elements, CommDType dtype,
@@ -216,6 +233,22 @@ Status RingCommunicator::allGather(const void *in, void *out, size_t chunk, Comm
   return labelled(kind, sequence,
                   ringAllGather(transport(), rank_, size_, in, out, chunk, dtype, sequence,
                                 &counters_.bytesSent[static_cast<int>(kind)]));
+}
+
+Status RingCommunicator::allToAll(const void *in, void *out, size_t chunk, CommDType dtype) {
+  const CollectiveKind kind = CollectiveKind::AllToAll;
+  uint64_t sequence = 0;
+  SHARDC_RETURN_IF_ERROR(begin(kind, chunk, dtype, &sequence));
+  if (chunk == 0)
+    return Status::ok();
+  const size_t totalBytes = chunk * commDTypeSize(dtype) * static_cast<size_t>(size_);
+  if (in == nullptr || out == nullptr)
+    return labelled(kind, sequence, Status::error("null buffer"));
+  if (overlaps(in, totalBytes, out, totalBytes))
+    return labelled(kind, sequence, Status::error("the input and output buffers overlap"));
+  return labelled(kind, sequence,
+                  pairwiseAllToAll(transport(), rank_, size_, in, out, chunk, dtype, sequence,
+                                   &counters_.bytesSent[static_cast<int>(kind)]));
 }
 
 } // namespace shardc::runtime

@@ -17,9 +17,11 @@
 //   all-gather      N-1 steps; at step s rank r forwards chunk (r-s), receives chunk (r-s-1).
 //                   It only copies, so it moves any element type, raw bytes included.
 //   all-reduce      reduce-scatter then all-gather in place: every rank ends with the same bits.
+//   all-to-all      not a ring: N-1 pairwise exchanges; at step s rank r sends its chunk (r+s)
+//                   to rank r+s and receives rank (r-s)'s chunk r from it. It only copies.
 //
-// Each step sends one chunk, so a rank sends (N-1) chunks per reduce-scatter or all-gather and
-// 2(N-1) per all-reduce: collectiveBytesSent() of comm_cost.h, with the element's size.
+// Each step sends one chunk, so a rank sends (N-1) chunks per reduce-scatter, all-gather or
+// all-to-all and 2(N-1) per all-reduce: collectiveBytesSent() of comm_cost.h, with the element's size.
 #pragma once
 
 #include "runtime/comm/communicator.h"
@@ -51,7 +53,7 @@ public:
 // Start of chunk `chunk` (0..size) of a `count`-element buffer split over `size` ranks.
 size_t ringChunkBegin(size_t count, int size, int chunk);
 
-// The three ring collectives of rank `rank` of `size`, on elements of `dtype` (counts and
+// The ring collectives (and the pairwise all-to-all) of rank `rank` of `size`, on elements of `dtype` (counts and
 // chunks in elements); each adds the payload bytes it hands to the transport to *bytesSent.
 // They check nothing about their arguments (RingCommunicator does; a reduction of Bytes is
 // its error). `scratch` holds at least one chunk (the largest, for all-reduce).
@@ -62,6 +64,8 @@ Status ringReduceScatterSum(Transport &transport, int rank, int size, const void
                             uint64_t *bytesSent);
 Status ringAllGather(Transport &transport, int rank, int size, const void *in, void *out,
                      size_t chunk, CommDType dtype, uint64_t sequence, uint64_t *bytesSent);
+Status pairwiseAllToAll(Transport &transport, int rank, int size, const void *in, void *out,
+                        size_t chunk, CommDType dtype, uint64_t sequence, uint64_t *bytesSent);
 
 // A Communicator whose collectives are the ring over the Transport a backend provides. It
 // validates the arguments, numbers the collectives, counts calls and bytes in counters_, and
@@ -76,8 +80,10 @@ public:
   Status allReduceSum(void *data, size_t count, CommDType dtype) override;
   Status reduceScatterSum(const void *in, void *out, size_t chunk, CommDType dtype) override;
   Status allGather(const void *in, void *out, size_t chunk, CommDType dtype) override;
+  Status allToAll(const void *in, void *out, size_t chunk, CommDType dtype) override;
   // The float32 overloads, which the overrides would otherwise hide.
   using Communicator::allGather;
+  using Communicator::allToAll;
   using Communicator::allReduceSum;
   using Communicator::reduceScatterSum;
 

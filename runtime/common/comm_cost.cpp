@@ -10,6 +10,8 @@ const char *collectiveName(CollectiveKind kind) {
     return "reduce_scatter";
   case CollectiveKind::AllGather:
     return "all_gather";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
   }
   return "unknown_collective";
 }

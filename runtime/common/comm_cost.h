@@ -9,6 +9,8 @@
 //   all_reduce      ring reduce-scatter then ring all-gather: 2 (N-1) chunks, i.e. 2S(N-1)/N
 //   reduce_scatter  (N-1) chunks, i.e. S(N-1)/N of the full input of size S
 //   all_gather      (N-1) chunks, i.e. S(N-1)/N of the full output of size S
+//   all_to_all      (N-1) chunks, i.e. S(N-1)/N of this rank's buffer of size S (chunk j goes
+//                   to rank j; the rank keeps its own)
 // With one rank nothing is sent.
 #pragma once
 
@@ -17,9 +19,9 @@
 
 namespace shardc::runtime {
 
-enum class CollectiveKind { AllReduce = 0, ReduceScatter = 1, AllGather = 2 };
-constexpr int kCollectiveKinds = 3;
-// "all_reduce", "reduce_scatter", "all_gather" (the names used in plans and program kernels).
+enum class CollectiveKind { AllReduce = 0, ReduceScatter = 1, AllGather = 2, AllToAll = 3 };
+constexpr int kCollectiveKinds = 4;
+// "all_reduce", "reduce_scatter", "all_gather", "all_to_all" (the names used in plans and program kernels).
 const char *collectiveName(CollectiveKind kind);
 // The collective program kernel `kernel` runs (the inverse of collectiveName); false for any
 // other kernel, shard_slice included (it only cuts this rank's shard).

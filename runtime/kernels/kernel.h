@@ -58,8 +58,8 @@ struct KernelArgs {
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
   // The communicator of the collective kernels (all_reduce, reduce_scatter, all_gather,
-  // shard_slice): the one of the group the op's "group" attribute names, else the rank's
-  // world's; null in a single-rank run, where those kernels are an error.
+  // all_to_all, shard_slice): the one of the group the op's "group" attribute names, else the
+  // rank's world's; null in a single-rank run, where those kernels are an error.
   Communicator *comm = nullptr;
   // The device stream a kernel queues its work on: a cudaStream_t for the CUDA kernels (which
   // return once the work is queued), null for the CPU kernels (which return when it is done).
@@ -70,8 +70,8 @@ struct KernelArgs {
 // Whether `kernel` is one of the collective kernels: those that take a communicator, and the
 // "group" and "dtype" attributes (docs/kernels.md, "Collectives").
 bool isCollectiveKernel(const std::string &kernel);
-// Whether `kernel` sends data between ranks (all_reduce, reduce_scatter, all_gather): the
-// collectives that may run asynchronously (Op.completes_before). shard_slice, also a
+// Whether `kernel` sends data between ranks (all_reduce, reduce_scatter, all_gather, all_to_all):
+// the collectives that may run asynchronously (Op.completes_before). shard_slice, also a
 // collective kernel, only cuts this rank's shard.
 bool kernelMovesDataBetweenRanks(const std::string &kernel);
 

@@ -10,7 +10,7 @@ namespace shardc::runtime {
 // One bit per trait; a kernel's traits are the bits of its kernels.def entry.
 enum KernelTrait : unsigned {
   // Takes a communicator and the "group" and "dtype" attributes (docs/kernels.md,
-  // "Collectives"): all_reduce, reduce_scatter, all_gather, shard_slice.
+  // "Collectives"): all_reduce, reduce_scatter, all_gather, all_to_all, shard_slice.
   kCollectiveKernel = 1u << 0,
   // Sends data between ranks, so may run asynchronously (Op.completes_before); shard_slice,
   // also a collective kernel, only cuts this rank's shard.

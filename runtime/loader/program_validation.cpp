@@ -155,7 +155,7 @@ Status validateAsyncCollective(const Program &program, int index, const std::str
   const int64_t until = op.completes_before();
   if (!kernelMovesDataBetweenRanks(op.kernel()))
     return Status::error(what + ": completes_before is set, but kernel " + op.kernel() +
-                         " is not an all_reduce, reduce_scatter or all_gather");
+                         " is not an all_reduce, reduce_scatter, all_gather or all_to_all");
   if (until <= index + 1 || until > program.ops_size())
     return Status::error(what + ": completes_before is " + std::to_string(until) +
                          ", not after the next op and at most the number of ops (" +

@@ -2,7 +2,7 @@
 
     test_resharding.py --shardc PATH --shardrun PATH --work DIR
 
-Three torch.nn models whose every batch dimension is blocked by an op that needs the batch
+Four torch.nn models whose every batch dimension is blocked by an op that needs the batch
 whole:
   contrastive  two towers (Linear, GELU, Linear, F.normalize) and a learned temperature; the
                logits pair every row of one side with every row of the other (a @ b^T), the
@@ -13,12 +13,16 @@ whole:
   batch_pool   attention pooling over the batch (a softmax along dim 0, as multiple-instance
                learning pools a bag), the pooled vector added back to every row before a
                per-row classifier
+  feature_pool the same per feature: a softmax along dim 0 of [batch, 12], which is computed
+               in blocks of the 12 features (an all-to-all moves each rank's rows into a block
+               of columns and back; its gradient the same way), not gathered whole
 Each is exported with and without dynamic_axes and trained 10 steps (AdamW, and SGD, which
 shows a gradient summed twice where AdamW would hide it) on 2 batches of 8 rows: on one rank
 within 1e-5 (relative) of PyTorch's losses on the same weights and batches, and on dp=2, dp=4,
 ZeRO-1 and ZeRO-3 (2 ranks) within 1e-5 of the one-rank run. The compile must reshard (plan.txt
-lists the ops under "Resharding", plan.json has them) and the bytes each rank's all-gathers move
-per step, counted by the runtime, must equal what the plan says. --micro-batches 2 must be
+lists the ops under "Resharding", plan.json has them; feature_pool's plan must exchange by
+all-to-all) and the bytes each rank's all-gathers and all-to-alls move per step, counted by the
+runtime, must equal what the plan says. --micro-batches 2 must be
 refused in one line naming an op that needs the whole batch. Prints PASS/FAIL per case and
 `N passed, M failed`.
 """
@@ -101,6 +105,21 @@ class BatchPool(torch.nn.Module):
         return F.cross_entropy(self.head(h + pooled), labels)
 
 
+class FeaturePool(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.embed = nn.Linear(6, 12)
+        self.score = nn.Linear(12, 12)
+        self.head = nn.Linear(12, 4)
+
+    def forward(self, x, labels):
+        h = torch.tanh(self.embed(x))
+        weights = torch.softmax(self.score(h), dim=0)  # over the batch, per feature
+        pooled = (weights * h).sum(dim=0, keepdim=True)
+        return F.cross_entropy(self.head(h + pooled), labels)
+
+
 def contrastive_data():
     g = torch.Generator().manual_seed(1)
     return {"x": torch.randn(2 * ROWS, 6, generator=g), "y": torch.randn(2 * ROWS, 5, generator=g)}
@@ -113,7 +132,8 @@ def pool_data():
 
 
 MODELS = {"contrastive": (Contrastive, contrastive_data), "sigmoid": (Sigmoid, contrastive_data),
-          "batch_pool": (BatchPool, pool_data)}
+          "batch_pool": (BatchPool, pool_data), "feature_pool": (FeaturePool, pool_data)}
+EXCHANGES = {"feature_pool"}  # whose plans must use all_to_all
 
 
 def build(name):
@@ -129,16 +149,20 @@ def losses_of(bundle):
     return [json.loads(line)["loss"] for line in open(bundle + ".jsonl")]
 
 
-def gathered_bytes_match(bundle):
-    """None when every step's all_gather bytes (the runtime's count, rank 0) equal the plan's;
-    else what differs."""
+def reshard_bytes_match(bundle, exchanges):
+    """None when every step's all_gather and all_to_all bytes (the runtime's count, rank 0)
+    equal the plan's, and the plan exchanges by all-to-all when `exchanges`; else what
+    differs."""
     plan = json.load(open(os.path.join(bundle, "plan.json")))
     ranks = plan["communication"]
     rank0 = ranks[0] if isinstance(ranks, list) else ranks
-    planned = sum(c["bytes_sent"] for c in rank0["collectives"] if c["kind"] == "all_gather")
-    counted = {json.loads(line)["comm_bytes"]["all_gather"] for line in open(bundle + ".jsonl")}
-    if counted != {planned}:
-        return f"all_gather bytes per step: plan {planned}, runtime {sorted(counted)}"
+    for kind in ("all_gather", "all_to_all"):
+        planned = sum(c["bytes_sent"] for c in rank0["collectives"] if c["kind"] == kind)
+        counted = {json.loads(line)["comm_bytes"][kind] for line in open(bundle + ".jsonl")}
+        if counted != {planned}:
+            return f"{kind} bytes per step: plan {planned}, runtime {sorted(counted)}"
+        if kind == "all_to_all" and exchanges and planned == 0:
+            return "the plan exchanges nothing by all-to-all: " + "; ".join(plan["resharding"])
     return None
 
 
@@ -190,7 +214,7 @@ def main():
                 plan = json.load(open(os.path.join(bundle, "plan.json")))
                 if "== Resharding" not in plan_text or not plan.get("resharding"):
                     return f"{config}: plan.txt/plan.json list no resharding"
-                mismatch = gathered_bytes_match(bundle)
+                mismatch = reshard_bytes_match(bundle, name in EXCHANGES)
                 if mismatch:
                     return f"{config} {optimizer}: {mismatch}"
                 details.append(f"{config} {optimizer} {gap:.2g}")

@@ -153,7 +153,8 @@ LogicalResult tryFoldToConstants(Operation *op, bool &folded) {
       !isa<graph::GraphDialect>(op->getDialect()))
     return success();
   // A collective's result depends on the other ranks, never on its operands alone.
-  if (isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp, graph::ShardSliceOp>(op))
+  if (isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp, graph::AllToAllOp,
+          graph::ShardSliceOp>(op))
     return success();
   if (!allResultsStatic(op))
     return success();

@@ -102,6 +102,8 @@ uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t 
     return runtime::collectiveBytesSent(kind, outputElements * ranks, ranks, elementBytes);
   case CollectiveKind::AllGather: // inputs: this rank's shards
     return runtime::collectiveBytesSent(kind, inputElements * ranks, ranks, elementBytes);
+  case CollectiveKind::AllToAll: // inputs: this rank's pieces for every rank
+    return runtime::collectiveBytesSent(kind, inputElements, ranks, elementBytes);
   }
   return 0;
 }
@@ -109,7 +111,8 @@ uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t 
 uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks,
                                  const std::vector<CollectiveOperand> &inputs,
                                  const std::vector<CollectiveOperand> &outputs) {
-  // An all_gather of tensors of several dtypes moves raw bytes: every count is then in bytes.
+  // An all_gather or all_to_all of tensors of several dtypes moves raw bytes: every count is
+  // then in bytes.
   bool mixed = false;
   for (const auto *list : {&inputs, &outputs})
     for (const CollectiveOperand &o : *list)

@@ -1046,8 +1046,9 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
   formatMesh(s, os);
   formatParameters(s, os);
   formatLayoutDecisions(s.layoutDecisions, os);
-  formatNoteLines("Resharding (ops that need the batch whole: their operands all-gathered, "
-                  "their results sliced back to each rank's rows)",
+  formatNoteLines("Resharding (ops that need the batch whole: their operands all-gathered and "
+                  "their results sliced back to each rank's rows, or exchanged into blocks of a "
+                  "dimension the op treats independently)",
                   s.reshardings, os);
   formatMemoryPerRank(s, os);
   formatZero(s, os);

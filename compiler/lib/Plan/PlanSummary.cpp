@@ -222,8 +222,8 @@ bool collectiveKind(const std::string &kernel, runtime::CollectiveKind *kind) {
 }
 
 // The ring algorithms' bytes one rank sends for a payload of `payloadBytes` over `ranks`:
-// all-reduce 2S(n−1)/n (a reduce-scatter then an all-gather), reduce-scatter and all-gather
-// S(n−1)/n. The payload is padded to a multiple of n floats, so the division is exact.
+// all-reduce 2S(n−1)/n (a reduce-scatter then an all-gather), reduce-scatter, all-gather and
+// all-to-all S(n−1)/n (for the all-to-all, S is this rank's buffer). The payload is padded to a multiple of n floats, so the division is exact.
 uint64_t ringTheoryBytes(const std::string &kind, uint64_t payloadBytes, int ranks) {
   if (ranks <= 1 || kind == "shard_slice")
     return 0;
@@ -231,7 +231,8 @@ uint64_t ringTheoryBytes(const std::string &kind, uint64_t payloadBytes, int ran
   return passes * payloadBytes * (n - 1) / n;
 }
 
-constexpr const char *kKindOrder[] = {"all_reduce", "reduce_scatter", "all_gather", "shard_slice"};
+constexpr const char *kKindOrder[] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all",
+                                      "shard_slice"};
 
 // The totals per kind of the collectives that `keep` selects, in kKindOrder.
 template <typename Keep>
@@ -299,6 +300,11 @@ PlanComm commOf(const program::Program &p, int worldSize) {
         // One dtype per reduction (the kernel refuses more).
         c.payloadElements = runtime::paddedToRanks(c.elements, c.numRanks);
         c.payloadBytes = c.payloadElements * bufferElementBytes(p, wholes.empty() ? -1 : wholes[0]);
+      } else if (kind == runtime::CollectiveKind::AllToAll) {
+        // This rank's buffer, a piece of it for every rank (its own piece stays).
+        c.payloadElements = c.elements;
+        for (int b : wholes)
+          c.payloadBytes += bufferNumel(p, b) * bufferElementBytes(p, b);
       } else {
         uint64_t shardTotal = 0, shardBytes = 0;
         for (int b : shards) {

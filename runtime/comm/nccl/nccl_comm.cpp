@@ -131,8 +131,10 @@ public:
   Status allReduceSum(void *data, size_t count, CommDType dtype) override;
   Status reduceScatterSum(const void *in, void *out, size_t chunk, CommDType dtype) override;
   Status allGather(const void *in, void *out, size_t chunk, CommDType dtype) override;
+  Status allToAll(const void *in, void *out, size_t chunk, CommDType dtype) override;
   // The float32 overloads, which the overrides would otherwise hide.
   using Communicator::allGather;
+  using Communicator::allToAll;
   using Communicator::allReduceSum;
   using Communicator::reduceScatterSum;
   void abort(const std::string &cause) override;
@@ -429,6 +431,44 @@ Status NcclCommunicator::allGather(const void *in, void *out, size_t chunk, Comm
     SHARDC_RETURN_IF_ERROR(waitForNccl(until));
     SHARDC_RETURN_IF_ERROR(
         cudaCheck(cudaMemcpyAsync(out, device, totalBytes, cudaMemcpyDeviceToHost, stream_),
+                  "cudaMemcpyAsync"));
+    return finish(until);
+  };
+  return run(kind, sequence, work);
+}
+
+// NCCL has no all-to-all call: one grouped send and receive per peer (NCCL 2.7 and later),
+// which NCCL runs as one operation.
+Status NcclCommunicator::allToAll(const void *in, void *out, size_t chunk, CommDType dtype) {
+  const CollectiveKind kind = CollectiveKind::AllToAll;
+  const size_t total = chunk * static_cast<size_t>(size());
+  uint64_t sequence = 0;
+  SHARDC_RETURN_IF_ERROR(begin(kind, total, dtype, &sequence));
+  if (chunk == 0)
+    return Status::ok();
+  auto work = [&]() -> Status {
+    ncclDataType_t type = ncclFloat32;
+    SHARDC_RETURN_IF_ERROR(ncclTypeOf(dtype, &type));
+    const auto until = deadlineFromNow();
+    const size_t chunkBytes = chunk * commDTypeSize(dtype),
+                 totalBytes = total * commDTypeSize(dtype);
+    unsigned char *device = nullptr;
+    SHARDC_RETURN_IF_ERROR(deviceBuffer(2 * totalBytes, &device));
+    unsigned char *received = device + totalBytes;
+    SHARDC_RETURN_IF_ERROR(cudaCheck(
+        cudaMemcpyAsync(device, in, totalBytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGroupStart(), "ncclGroupStart", comm_));
+    for (int peer = 0; peer < size(); ++peer) {
+      const size_t at = static_cast<size_t>(peer) * chunkBytes;
+      SHARDC_RETURN_IF_ERROR(
+          ncclCheck(ncclSend(device + at, chunk, type, peer, comm_, stream_), "ncclSend", comm_));
+      SHARDC_RETURN_IF_ERROR(ncclCheck(ncclRecv(received + at, chunk, type, peer, comm_, stream_),
+                                       "ncclRecv", comm_));
+    }
+    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGroupEnd(), "ncclGroupEnd", comm_));
+    SHARDC_RETURN_IF_ERROR(waitForNccl(until));
+    SHARDC_RETURN_IF_ERROR(
+        cudaCheck(cudaMemcpyAsync(out, received, totalBytes, cudaMemcpyDeviceToHost, stream_),
                   "cudaMemcpyAsync"));
     return finish(until);
   };

@@ -1,5 +1,5 @@
-// The collective kernels: all_reduce, reduce_scatter and all_gather move data between the ranks
-// of a communicator, KernelArgs::comm (the world's, or that of the group the op's "group"
+// The collective kernels: all_reduce, reduce_scatter, all_gather and all_to_all move data
+// between the ranks of a communicator, KernelArgs::comm (the world's, or that of the group the op's "group"
 // attribute names: the executor picks it); shard_slice cuts this rank's shard locally.
 //
 // Shards follow the program's Sharding (runtime/program/program.proto): a tensor of n elements
@@ -10,7 +10,7 @@
 //
 // A reduction sums one dtype, f32, bf16 or f16 (a bf16 or f16 sum is rounded to its type at
 // every ring step: runtime/comm/ring.h), so all_reduce and reduce_scatter take operands of one
-// of them. all_gather and shard_slice only move data: their tensors may have any dtype (integer
+// of them. all_gather, all_to_all and shard_slice only move data: their tensors may have any dtype (integer
 // indices and boolean masks too, which resharding gathers) and differ in it (a shard has its
 // tensor's); they are packed by bytes, and the communicator then moves CommDType::Bytes, or the
 // float dtype itself when every tensor has the same.
@@ -103,7 +103,7 @@ Status readCommon(const char *kernel, const KernelArgs &args, bool reduction, in
     return Status::error(std::string(kernel) + ": expected as many outputs as inputs, got " +
                          std::to_string(args.inputs.size()) + " inputs and " +
                          std::to_string(args.outputs.size()) + " outputs");
-  // Sums take floats; all_gather and shard_slice move bytes of any dtype.
+  // Sums take floats; all_gather, all_to_all and shard_slice move bytes of any dtype.
   auto expectMovable = [&](const char *kind, size_t i, const Tensor &t) -> Status {
     if (!reduction || movable(t.dtype))
       return Status::ok();
@@ -229,7 +229,8 @@ Status shardedPlan(const char *kernel, const KernelArgs &args, bool gather, int 
       chunkBytes);
 }
 
-// The element type all_gather moves: the tensors' dtype when they share one, else raw bytes.
+// The element type all_gather and all_to_all move: the tensors' dtype when they share one, else
+// raw bytes.
 CommDType gatherDType(const KernelArgs &args) {
   CommDType dtype = CommDType::Bytes;
   const DType first = args.inputs[0].dtype;
@@ -286,6 +287,35 @@ void unpack(const unsigned char *src, const std::vector<Tensor> &tensors) {
       std::memcpy(t.data, src, bytes);
     src += bytes;
   }
+}
+
+// ---- all_to_all -------------------------------------------------------------------------------
+
+// Checks all_to_all (output i of input i's shape, whose numel the ranks divide: piece r of
+// tensor i, its elements [r*k, (r+1)*k) with k = numel / N, goes to rank r) and returns the
+// bytes of one rank's pieces over all tensors (the communicator's chunk).
+Status allToAllPlan(const KernelArgs &args, int *ranks, int64_t *chunkBytes) {
+  const char *kernel = "all_to_all";
+  SHARDC_RETURN_IF_ERROR(readCommon(kernel, args, false, ranks));
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    SHARDC_RETURN_IF_ERROR(expectShape(kernel, operandRole("output", i).c_str(), args.outputs[i],
+                                       args.inputs[i].shape));
+    if (args.inputs[i].numel() % *ranks != 0)
+      return Status::error(std::string(kernel) + ": " + operandRole("input", i) + " has " +
+                           std::to_string(args.inputs[i].numel()) + " elements, not a multiple " +
+                           "of its " + std::to_string(*ranks) + " ranks");
+  }
+  return sumOver(
+      kernel, args.inputs.size(), *ranks,
+      [&](size_t i) { return args.inputs[i].numel() / *ranks * bytesPerElement(args.inputs[i]); },
+      chunkBytes);
+}
+
+// The workspace of all_to_all: the packed pieces to send (N chunks), then those received.
+Status takeAllToAllPieces(Workspace &workspace, int ranks, int64_t chunkBytes,
+                          unsigned char **send, unsigned char **received) {
+  SHARDC_RETURN_IF_ERROR(workspace.take("all_to_all", chunkBytes * ranks, send));
+  return workspace.take("all_to_all", chunkBytes * ranks, received);
 }
 
 } // namespace
@@ -397,6 +427,51 @@ Status allGatherWorkspace(const KernelArgs &args, uint64_t *bytes) {
   return measureWorkspace(bytes, [&](Workspace &workspace) {
     unsigned char *gathered = nullptr, *own = nullptr;
     return takeShardedPieces(kernel, workspace, true, ranks, chunkBytes, &gathered, &own);
+  });
+}
+
+Status allToAllKernel(KernelArgs &args) {
+  const char *kernel = "all_to_all";
+  int ranks = 0;
+  int64_t chunkBytes = 0;
+  SHARDC_RETURN_IF_ERROR(allToAllPlan(args, &ranks, &chunkBytes));
+  Communicator *comm = nullptr;
+  SHARDC_RETURN_IF_ERROR(requireComm(kernel, args, ranks, &comm));
+  Workspace workspace(args);
+  unsigned char *send = nullptr, *received = nullptr;
+  SHARDC_RETURN_IF_ERROR(takeAllToAllPieces(workspace, ranks, chunkBytes, &send, &received));
+
+  // Rank-major: chunk r holds every tensor's piece r, which goes to rank r.
+  for (int r = 0; r < ranks; ++r) {
+    unsigned char *chunk = send + static_cast<int64_t>(r) * chunkBytes;
+    for (const Tensor &t : args.inputs)
+      chunk = copyShard(t, t.numel() / ranks, r, chunk);
+  }
+  const CommDType dtype = gatherDType(args);
+  SHARDC_RETURN_IF_ERROR(comm->allToAll(
+      send, received,
+      static_cast<size_t>(chunkBytes / static_cast<int64_t>(commDTypeSize(dtype))), dtype));
+  // Received chunk r is rank r's pieces for this rank: output i's piece r.
+  int64_t offset = 0;
+  for (const Tensor &out : args.outputs) {
+    const int64_t pieceBytes = out.numel() / ranks * bytesPerElement(out);
+    for (int r = 0; r < ranks; ++r)
+      if (pieceBytes != 0)
+        std::memcpy(out.as<unsigned char>() + r * pieceBytes,
+                    received + static_cast<int64_t>(r) * chunkBytes + offset,
+                    static_cast<size_t>(pieceBytes));
+    offset += pieceBytes;
+  }
+  return Status::ok();
+}
+
+Status allToAllWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  int ranks = 0;
+  int64_t chunkBytes = 0;
+  SHARDC_RETURN_IF_ERROR(allToAllPlan(args, &ranks, &chunkBytes));
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    unsigned char *send = nullptr, *received = nullptr;
+    return takeAllToAllPieces(workspace, ranks, chunkBytes, &send, &received);
   });
 }
 

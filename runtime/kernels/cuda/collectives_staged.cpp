@@ -1,5 +1,5 @@
-// The collective kernels on the cuda device (all_reduce, reduce_scatter, all_gather and
-// shard_slice), through host memory: the communicators (runtime/comm) move host buffers, so
+// The collective kernels on the cuda device (all_reduce, reduce_scatter, all_gather, all_to_all
+// and shard_slice), through host memory: the communicators (runtime/comm) move host buffers, so
 // each call waits for the rank's stream, copies its inputs to host memory, runs the CPU kernel
 // there (the same checks, packing and communicator calls as a CPU rank, so the results are the
 // CPU ranks' bit for bit), and copies its outputs back. This is what lets several ranks share
@@ -93,6 +93,9 @@ Status reduceScatterKernel(KernelArgs &args) {
 }
 Status allGatherKernel(KernelArgs &args) {
   return staged("all_gather", cpu::allGatherKernel, args);
+}
+Status allToAllKernel(KernelArgs &args) {
+  return staged("all_to_all", cpu::allToAllKernel, args);
 }
 Status shardSliceKernel(KernelArgs &args) {
   return staged("shard_slice", cpu::shardSliceKernel, args);

@@ -64,6 +64,13 @@ Status runCases(Communicator &comm, std::vector<std::vector<float>> *results) {
     SHARDC_RETURN_IF_ERROR(comm.allGather(in.data(), out.data(), chunk));
     results->push_back(out);
   }
+  // Pairwise exchanges with every peer, not only the ring's neighbours.
+  for (size_t chunk : {size_t(1), size_t(4), size_t(257)}) {
+    const std::vector<float> in = rankData(rank, chunk * static_cast<size_t>(n), ++salt);
+    std::vector<float> out(chunk * static_cast<size_t>(n), -1.0f);
+    SHARDC_RETURN_IF_ERROR(comm.allToAll(in.data(), out.data(), chunk));
+    results->push_back(out);
+  }
   // The other element types; 16-bit results are kept widened to f32, which is exact, so their
   // bits still compare.
   for (size_t count : {size_t(n) * 7, size_t(13)}) {
@@ -93,6 +100,14 @@ Status runCases(Communicator &comm, std::vector<std::vector<float>> *results) {
     for (size_t i = 0; i < chunk; ++i)
       in[i] = static_cast<uint8_t>(31 * rank + 7 * static_cast<int>(i));
     SHARDC_RETURN_IF_ERROR(comm.allGather(in.data(), out.data(), chunk, CommDType::Bytes));
+    results->push_back(std::vector<float>(out.begin(), out.end()));
+  }
+  {
+    const size_t chunk = 3;
+    std::vector<uint8_t> in(chunk * static_cast<size_t>(n)), out(in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = static_cast<uint8_t>(17 * rank + 5 * static_cast<int>(i));
+    SHARDC_RETURN_IF_ERROR(comm.allToAll(in.data(), out.data(), chunk, CommDType::Bytes));
     results->push_back(std::vector<float>(out.begin(), out.end()));
   }
   return Status::ok();

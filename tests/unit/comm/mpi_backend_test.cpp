@@ -100,7 +100,7 @@ TEST(MpiBackend, MatchesTheLocalBackendBitForBit) {
   EXPECT_EQ(run.exitCode, 0) << run.output;
   for (int r = 0; r < 4; ++r)
     EXPECT_TRUE(contains(run.output, "rank " + std::to_string(r) +
-                                         ": 15 collectives bit-identical with the local backend"))
+                                         ": 19 collectives bit-identical with the local backend"))
         << run.output;
 }
 
@@ -111,7 +111,7 @@ TEST(MpiBackend, GroupsMatchTheLocalBackendBitForBit) {
   EXPECT_EQ(run.exitCode, 0) << run.output;
   for (int r = 0; r < 4; ++r)
     EXPECT_TRUE(contains(run.output, "rank " + std::to_string(r) +
-                                         ": 30 group collectives bit-identical with the local "
+                                         ": 38 group collectives bit-identical with the local "
                                          "backend"))
         << run.output;
 }

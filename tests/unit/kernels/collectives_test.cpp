@@ -1,6 +1,6 @@
-// The collective kernels (all_reduce, reduce_scatter, all_gather, shard_slice) on 1, 2, 3, 4
-// and 8 ranks run as threads of a local world, against direct references, on f32, bf16 and
-// all_gather / shard_slice calls mixing dtypes; their workspace (exact, and one byte short); and
+// The collective kernels (all_reduce, reduce_scatter, all_gather, all_to_all, shard_slice) on
+// 1, 2, 3, 4 and 8 ranks run as threads of a local world, against direct references, on f32,
+// bf16 and all_gather / all_to_all / shard_slice calls mixing dtypes; their workspace (exact, and one byte short); and
 // the errors of calls without a communicator or with the wrong one, or with dtypes that do not
 // fit.
 #include "runtime/common/comm_cost.h"
@@ -477,6 +477,62 @@ TEST(Collectives, AllGatherMovesBf16AndMixesDtypesByBytes) {
                         : collectiveBytesSent(CollectiveKind::AllGather, chunkBytes / 2 * n, n, 2));
     }
   }
+}
+
+// all_to_all of tensors of several dtypes (f32, i64, bf16, bool, an empty one) whose numel each
+// rank count divides: rank r's output piece s is rank s's input piece r, byte for byte, and
+// every rank sends (N-1)/N of its buffer, as comm_cost.h says. The reference indexes the inputs
+// directly: piece j of a tensor of numel n is its elements [j*n/N, (j+1)*n/N).
+TEST(Collectives, AllToAllSendsPieceJToRankJ) {
+  const std::vector<DType> dtypes = {program::F32, program::I64, program::BF16, program::BOOL,
+                                     program::F32};
+  for (int n : kRankCounts) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    const std::vector<std::vector<int64_t>> shapes = {
+        {2 * n, 3}, {n}, {3, n, 2}, {5 * n}, {0}};
+    std::vector<RankOperands> operands(static_cast<size_t>(n));
+    uint64_t chunkBytes = 0;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      chunkBytes += static_cast<uint64_t>(numelOf(shapes[i]) / n) * dtypeSize(dtypes[i]);
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        operands[static_cast<size_t>(r)].inputs.push_back(
+            tensorOf(dtypes[i], shapes[i],
+                     randomFloats(numelOf(shapes[i]), -9, 9, static_cast<unsigned>(70 * r + i))));
+        operands[static_cast<size_t>(r)].outputs.emplace_back(dtypes[i], shapes[i]);
+      }
+    auto comms = makeLocalWorld(n);
+    expectAllOk(runOnRanks("all_to_all", operands, comms, Attrs().i("num_ranks", n)));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const size_t piece = static_cast<size_t>(numelOf(shapes[i]) / n) * dtypeSize(dtypes[i]);
+        std::vector<uint8_t> expected;
+        for (int from = 0; from < n; ++from) {
+          const std::vector<uint8_t> in = bytesOf(operands[static_cast<size_t>(from)].inputs[i]);
+          expected.insert(expected.end(), in.begin() + static_cast<long>(r * piece),
+                          in.begin() + static_cast<long>((r + 1) * piece));
+        }
+        EXPECT_EQ(bytesOf(operands[static_cast<size_t>(r)].outputs[i]), expected)
+            << "rank " << r << " tensor " << i;
+      }
+    for (const auto &comm : comms)
+      EXPECT_EQ(comm->counters().bytesSent[static_cast<int>(CollectiveKind::AllToAll)],
+                collectiveBytesSent(CollectiveKind::AllToAll, chunkBytes * n, n, 1));
+  }
+}
+
+// A tensor whose numel the ranks do not divide has no equal pieces: refused on every rank
+// before anything is sent, naming the input.
+TEST(Collectives, AllToAllOfAnUndividedTensorIsACleanError) {
+  std::vector<RankOperands> operands(2);
+  for (RankOperands &o : operands) {
+    o.inputs.push_back(HostTensor::of<float>({3}, {1, 2, 3}));
+    o.outputs.emplace_back(program::F32, std::vector<int64_t>{3});
+  }
+  auto comms = makeLocalWorld(2, 0.5);
+  for (const Status &s : runOnRanks("all_to_all", operands, comms, Attrs().i("num_ranks", 2)))
+    EXPECT_EQ(s.message(), "all_to_all: input 0 has 3 elements, not a multiple of its 2 ranks");
+  EXPECT_EQ(comms[0]->counters().totalBytesSent(), 0u);
 }
 
 // shard_slice of tensors of several dtypes (integer indices and boolean masks among them, as

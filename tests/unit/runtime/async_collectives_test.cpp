@@ -137,8 +137,8 @@ TEST(AsyncCollectiveValidation, MisplacedCompletionPointsAreErrors) {
   const Case cases[] = {
       {"not a collective",
        [](AsyncProgram &a) { a.program.mutable_ops(a.sgd)->set_completes_before(1); },
-       "completes_before is set, but kernel sgd_update is not an all_reduce, reduce_scatter or "
-       "all_gather"},
+       "completes_before is set, but kernel sgd_update is not an all_reduce, reduce_scatter, "
+       "all_gather or all_to_all"},
       {"the very next op",
        [](AsyncProgram &a) {
          a.program.mutable_ops(a.scatter)->set_completes_before(a.scatter + 1);

@@ -95,6 +95,17 @@ LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) 
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyPairs(*this, getMeshAttr(), getMeshAxes(), getInputs(), getResults(), symbols, false, false);
 }
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(verifyPairs(*this, getMeshAttr(), getMeshAxes(), getInputs(), getResults(), symbols,
+                         true, false)))
+    return failure();
+  const int64_t ranks = getNumRanks();
+  for (auto [i, in] : llvm::enumerate(getInputs().getTypes()))
+    if (numelOf(in) % ranks != 0)
+      return emitOpError("operand ") << i << " (" << in << ") has " << numelOf(in)
+                                     << " elements, not a multiple of its " << ranks << " ranks";
+  return success();
+}
 LogicalResult ShardSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyPairs(*this, getMeshAttr(), getMeshAxes(), getInputs(), getResults(), symbols, false, true);
 }
@@ -102,4 +113,5 @@ LogicalResult ShardSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
 int64_t AllReduceOp::getNumRanks() { return meshRanks(*this); }
 int64_t ReduceScatterOp::getNumRanks() { return meshRanks(*this); }
 int64_t AllGatherOp::getNumRanks() { return meshRanks(*this); }
+int64_t AllToAllOp::getNumRanks() { return meshRanks(*this); }
 int64_t ShardSliceOp::getNumRanks() { return meshRanks(*this); }

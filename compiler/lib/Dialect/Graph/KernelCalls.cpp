@@ -359,6 +359,9 @@ LogicalResult ReduceScatterOp::buildKernelCall(KernelCallBuilder &call) {
 LogicalResult AllGatherOp::buildKernelCall(KernelCallBuilder &call) {
   return collectiveCall(*this, call);
 }
+LogicalResult AllToAllOp::buildKernelCall(KernelCallBuilder &call) {
+  return collectiveCall(*this, call);
+}
 LogicalResult ShardSliceOp::buildKernelCall(KernelCallBuilder &call) {
   return collectiveCall(*this, call);
 }

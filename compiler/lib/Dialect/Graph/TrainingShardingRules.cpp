@@ -102,6 +102,7 @@ FailureOr<bool> GlobalNormOp::buildLocalForm(LocalShardingContext &context) {
 std::optional<OpShardingRule> AllReduceOp::getShardingRule() { return std::nullopt; }
 std::optional<OpShardingRule> ReduceScatterOp::getShardingRule() { return std::nullopt; }
 std::optional<OpShardingRule> AllGatherOp::getShardingRule() { return std::nullopt; }
+std::optional<OpShardingRule> AllToAllOp::getShardingRule() { return std::nullopt; }
 std::optional<OpShardingRule> ShardSliceOp::getShardingRule() { return std::nullopt; }
 
 } // namespace shardc::graph

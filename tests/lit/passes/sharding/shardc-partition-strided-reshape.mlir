@@ -32,13 +32,16 @@ func.func @forward(%x: tensor<3x4x8xf32> {graph.input = "x"}, %w: tensor<8x8xf32
 // A merged dimension whose positions an op reads: a gather from the flattened rows by index
 // (CLIP's pooling) may take any row b * 3 + j, which another device's block holds. The input
 // rows and the indices are split all the same (the indices, joined to the rows by nothing but
-// that gather, on a class of their own), and the gather takes both whole (resharding).
+// that gather, on a class of their own), and the gather needs the rows whole (resharding): it
+// is computed in blocks of the hidden dimension instead, the rows exchanged into them by an
+// all-to-all (half a device's block sent, where gathering them whole sends all of it).
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %arg0: tensor<2x3x8xf32> {graph.input = "x", graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>}
 // CHECK-SAME: %arg1: tensor<2xi64> {graph.input = "i", graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>}
 // CHECK-DAG: %[[I:.*]] = graph.all_gather %arg1 on @dp {mesh_axes = array<i16: 0>} : (tensor<2xi64>) -> tensor<4xi64>
-// CHECK-DAG: %[[X:.*]] = graph.all_gather %{{.*}} on @dp {mesh_axes = array<i16: 0>} : (tensor<48xf32>) -> tensor<12x8xf32>
-// CHECK: graph.gather %[[X]], %[[I]] {axis = 0 : i64, graph.whole_operands = "it picks positions of it by index values"}
+// CHECK-DAG: %[[X:.*]] = graph.all_to_all %{{.*}} on @dp {mesh_axes = array<i16: 0>} : (tensor<48xf32>) -> tensor<48xf32>
+// CHECK: %[[XB:.*]] = graph.reshape %{{.*}} {graph.shardings = [#mesh.shard<@dp, {{\[\[}}], [0]]>]} : (tensor<2x6x4xf32>) -> tensor<12x4xf32>
+// CHECK: graph.gather %[[XB]], %[[I]] {axis = 0 : i64, graph.shardings = [#mesh.shard<@dp, {{\[\[}}], [0]]>]} : (tensor<12x4xf32>, tensor<4xi64>) -> tensor<4x4xf32>
 func.func @forward(%x: tensor<4x3x8xf32> {graph.input = "x"}, %i: tensor<4xi64> {graph.input = "i"},
                    %w: tensor<8x8xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"}) {
   %m = graph.reshape %x : (tensor<4x3x8xf32>) -> tensor<12x8xf32>

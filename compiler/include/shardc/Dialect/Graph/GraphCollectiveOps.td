@@ -21,7 +21,8 @@
 
 include "mlir/IR/SymbolInterfaces.td"
 
-// The collectives that sum take floats; those that only move data (all_gather, shard_slice)
+// The collectives that sum take floats; those that only move data (all_gather, all_to_all,
+// shard_slice)
 // take any tensor the runtime holds: resharding gathers integer indices and boolean masks too.
 class Graph_CollectiveOp<string mnemonic, Type element = Graph_StorageFloatTensor>
     : Graph_Op<mnemonic,
@@ -62,6 +63,18 @@ def Graph_AllGatherOp : Graph_CollectiveOp<"all_gather", Graph_Tensor> {
     Operand i is this rank's flat shard (tensor<k_i>); result i, of any shape with
     ceil(numel_i / N) == k_i, is the concatenation of all ranks' shards in rank order with the
     padding dropped.
+  }];
+}
+
+def Graph_AllToAllOp : Graph_CollectiveOp<"all_to_all", Graph_Tensor> {
+  let summary = "Sends piece j of each operand to rank j; result piece r came from rank r";
+  let description = [{
+    Operand i and result i have one type, whose N ranks divide its number of elements n_i:
+    piece j of a tensor is its flattened elements [j*n_i/N, (j+1)*n_i/N). Result i holds, as
+    piece r, rank r's piece (this rank) of its operand i (MPI_Alltoall). Resharding moves a
+    split from one dimension to another with it (shardc-partition brings the blocks to send
+    to the front first), sending (N-1)/N of this rank's block where an all-gather of the
+    whole tensor would send N-1 blocks.
   }];
 }
 

@@ -55,10 +55,12 @@ inline constexpr llvm::StringLiteral kBatchSizeAttr = "graph.batch_size";
 // On an op the batch's split cannot pass (passes/sharding: it needs a split dimension whole,
 // pairs blocks of one, or has no rule): why, in words. The partitioner hands it every operand
 // whole (an all-gather of what is split, an all-reduce of what is pending) and slices each
-// result where the program wants it split (resharding); plan.txt lists each such op.
+// result where the program wants it split, or computes it in blocks of a dimension it treats
+// independently (all-to-all: passes/sharding/BlockedResharding.h) where that sends no more
+// (resharding); plan.txt lists each such op.
 inline constexpr llvm::StringLiteral kWholeOperandsAttr = "graph.whole_operands";
-// On a function with such ops: one line per op, what it needs whole and the bytes gathered
-// for it; shardc copies them into plan.txt ("Resharding").
+// On a function with such ops: one line per op, what it needs whole, how the partitioner
+// reshards it and the bytes that sends; shardc copies them into plan.txt ("Resharding").
 inline constexpr llvm::StringLiteral kReshardingAttr = "graph.resharding";
 // On a training dropout whose tensor is split along the batch: the whole tensor's shape, the
 // split dimension and the elements of it per row of the batch (a device's block starts at its
