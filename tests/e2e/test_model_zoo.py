@@ -158,16 +158,20 @@ IMAGES_DYNAMIC = {"pixel_values": {0: "batch"}, "labels": {0: "batch"}}
 
 
 def plan_summary(bundle):
-    """What a sharded bundle's plan.json says for the table: the bytes its resharding gathers
-    per step (the ops that need the batch whole) and, with tensor parallelism, the share of the
+    """What a sharded bundle's plan.json says for the table: the ops that need the batch whole,
+    how many of them are computed in blocks of another dimension, the bytes their resharding
+    sends per rank and step and, with tensor parallelism, the share of the
     trained parameters split on tp (and how many dimensions were padded to split)."""
     plan = json.load(open(os.path.join(bundle, "plan.json")))
     parts = []
     lines = plan.get("resharding") or []
     if lines:
-        gathered = sum(int(m.group(1)) for line in lines
-                       for m in [re.search(r"(\d+) bytes of its operands gathered", line)] if m)
-        parts.append(f"reshards at {len(lines)} ops, {gathered} B gathered per step")
+        sent = sum(int(m.group(1)) for line in lines
+                   for m in [re.search(r"(\d+) bytes sent per rank", line)] if m)
+        blocked = sum("computed in blocks" in line for line in lines)
+        parts.append(f"reshards at {len(lines)} ops" +
+                     (f" ({blocked} in blocks)" if blocked else "") +
+                     f", {sent} B sent per rank per step")
     if any(a["name"] == "tp" for a in plan.get("mesh_axes", [])):
         totals = plan["parameter_totals"]
         share = totals["trained_split_elements"] / max(totals["trained_elements"], 1)

@@ -43,6 +43,18 @@ void StrategyCompiler::fail(const std::string &message, std::string *refusal) co
     printError(message);
 }
 
+// The step's resharding lines (graph.resharding): propagation's, then the partitioner's, which
+// say how each op was resharded and what that sends (the same for every local program: a
+// resharded batch is split evenly).
+static void recordReshardings(mlir::func::FuncOp train, GlobalStep *step) {
+  auto lines = train ? train->getAttrOfType<mlir::ArrayAttr>(graph::kReshardingAttr) : nullptr;
+  if (!lines)
+    return;
+  step->reshardings.clear();
+  for (llvm::StringRef line : lines.getAsValueRange<mlir::StringAttr>())
+    step->reshardings.push_back(line.str());
+}
+
 GlobalStep *StrategyCompiler::globalStep(const ParallelStrategy &s, std::string *refusal,
                                          bool dump) {
   MeshKey key{s.dp, s.tp, s.sequenceParallel};
@@ -68,9 +80,7 @@ GlobalStep *StrategyCompiler::globalStep(const ParallelStrategy &s, std::string 
     if (auto layout = train->getAttrOfType<mlir::ArrayAttr>(graph::kTpLayoutAttr))
       for (llvm::StringRef line : layout.getAsValueRange<mlir::StringAttr>())
         step->layoutDecisions.push_back(line.str());
-    if (auto lines = train->getAttrOfType<mlir::ArrayAttr>(graph::kReshardingAttr))
-      for (llvm::StringRef line : lines.getAsValueRange<mlir::StringAttr>())
-        step->reshardings.push_back(line.str());
+    recordReshardings(train, step.get());
   }
   std::string error;
   std::optional<GlobalBatch> batch = findGlobalBatch(step->module.get(), opts_, error);
@@ -95,6 +105,7 @@ bool StrategyCompiler::compile(const ParallelStrategy &s, DataParallelBundle &ou
           printPassFailure(opts_, errors_);
           return mlir::failure();
         }
+        recordReshardings(local->lookupSymbol<mlir::func::FuncOp>("train_step"), step);
         return emitCompiledStep(local.get(), weights_, opts_, errors_);
       },
       out);
