@@ -177,10 +177,17 @@ def main():
             exported_wte(one + ".onnx")
         if tp_wte.shape != (VOCAB, EMBED):
             return f"tp8 --export-onnx: {WTE} has shape {tp_wte.shape}"
+        # The same rows as one rank's: AdamW's normalised step lets float noise in a gradient
+        # near zero move an element by a little (1.2e-5 of one of 4.8M elements on an
+        # AVX-512 machine), while a shifted or padded row would be off by the weights' own
+        # size, so the rows must agree to 1% of how far training moved them.
         diff = float(np.max(np.abs(tp_wte - one_wte)))
-        if diff > 1e-5:
-            return f"tp8 --export-onnx: {WTE} differs from one rank's by {diff:.3g}"
-        details.append(f"tp8 export [{VOCAB}, {EMBED}], max diff {diff:.2g}")
+        moved = float(np.max(np.abs(one_wte - exported_wte(os.path.join(out, "model.onnx")))))
+        if diff > 0.01 * moved:
+            return f"tp8 --export-onnx: {WTE} differs from one rank's by {diff:.3g} " \
+                   f"(training moved it by up to {moved:.3g})"
+        details.append(f"tp8 export [{VOCAB}, {EMBED}], max diff {diff:.2g} "
+                       f"(training moved it by up to {moved:.2g})")
         shapes = checkpoint_shapes(os.path.join(out, "tp8.shard.ckpt"))
         if len(shapes) != 3 or any(v != [VOCAB, EMBED] for v in shapes.values()):
             return f"tp8 checkpoint: {shapes}, expected {WTE} and its 2 moments [{VOCAB}, {EMBED}]"
