@@ -129,6 +129,18 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
   // error naming the --shard override) when an override cannot be met.
   // Classes split with padding (a size tp does not divide, TensorParallelPadding.h): the padded
   // size per class, 0 for the others.
+  // Whether a member of class `cls` is a part of a dimension another part of which is in a
+  // batch class (classAxis 0).
+  static bool sharesDimensionWithBatch(const DimensionClasses &dc, int cls,
+                                       const std::vector<int> &classAxis) {
+    for (const sharding::DimRef &m : dc.info(cls).members)
+      for (int64_t g : dc.partGroups(m.value, m.dim))
+        if (int other = dc.classOf(m.value, m.dim, g);
+            other >= 0 && other != cls && classAxis[other] == 0)
+          return true;
+    return false;
+  }
+
   LogicalResult chooseTensorParallel(func::FuncOp func, const DimensionClasses &dc, int batch,
                                      std::vector<int> &classAxis, std::vector<int64_t> &padTo,
                                      SmallVectorImpl<std::string> &notes) {
@@ -175,7 +187,21 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
             unsplittable = "a constant whose blocks would differ between devices";
         }
       }
-      ci.why = dc.describeTensorParallelBlocker(c);
+      ci.why = dc.describeBlocker(c);
+      // A part that a reshape strides stays whole on tp (its split would leave partial sums of
+      // a head's size, [heads * head_size] split by head_size), except behind the batch on one
+      // data-parallel device: the heads of nn.MultiheadAttention's [batch * heads] split as
+      // the batch does on dp, each device holding its heads of every row, while the batch's
+      // part, on a dp axis of one device, splits nothing. (With several, the dimension would
+      // be split on two mesh axes.)
+      if (ci.why.empty() && info.stridedBy) {
+        const bool behindBatch = sharesDimensionWithBatch(dc, c, classAxis);
+        if (!behindBatch || ranks > 1)
+          ci.why = dc.describeTensorParallelBlocker(c) +
+                   (behindBatch ? " with the batch, which dp=" + std::to_string(ranks) +
+                                      " splits too"
+                                : std::string());
+      }
       if (ci.why.empty() && !unsplittable.empty())
         ci.why = "it holds " + unsplittable;
       if (ci.why.empty() && info.unit % tp) {
@@ -280,8 +306,9 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
       }
       return nullptr;
     };
+    // (The batch's parts, on a dp axis of one device, cut nothing.)
     for (int c = 0; c < dc.numClasses(); ++c)
-      if (classAxis[c] >= 0)
+      if (classAxis[c] >= 0 && (classAxis[c] != 0 || ranks > 1))
         claimDims(c);
 
     // A class that meets a class already split on tp in an op would compute only the pairs
@@ -833,7 +860,21 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
                 << ref.dim << " on the same mesh axis";
             return signalPassFailure();
           }
-        it->second.axes[ref.dim] = {static_cast<mesh::MeshAxis>(classAxis[c])};
+        // One mesh axis per dimension. With one data-parallel device the batch's part of a
+        // dimension whose strided part tp splits (the batch of [batch * heads]) splits nothing:
+        // tp's part takes the dimension.
+        SmallVector<mesh::MeshAxis> &dimAxes = it->second.axes[ref.dim];
+        if (!dimAxes.empty() && dimAxes.front() != classAxis[c]) {
+          if (ranks == 1 && classAxis[c] == 0)
+            continue;
+          if (!(ranks == 1 && dimAxes.front() == 0)) {
+            func.emitError("internal error: ")
+                << valueName(ref.value) << " dim " << ref.dim
+                << " would be split on two mesh axes";
+            return signalPassFailure();
+          }
+        }
+        dimAxes = {static_cast<mesh::MeshAxis>(classAxis[c])};
         it->second.groups[ref.dim] = ref.groups;
       }
     }
