@@ -59,7 +59,8 @@ struct DimClass {
   // rows are not one block of fixed offset in every program, so the batch may not be.
   mlir::Operation *indexedBy = nullptr;
   // The first op that strides it by a reshape (a batch-only strided part): null when none.
-  // The batch may be split so; tensor parallelism may not (OpShardingRule::stridedBatchParts).
+  // The batch may be split so; tensor parallelism only behind the batch on one data-parallel
+  // device (OpShardingRule::stridedBatchParts).
   mlir::Operation *stridedBy = nullptr;
   std::vector<DimRef> members;
 };

@@ -106,8 +106,9 @@ struct OpShardingRule {
   // Its minor factors may be split as strided parts by the batch only (a reshape merging the
   // batch into the minor part of a dimension, as nn.MultiheadAttention's [seq * batch, embed]:
   // each device holds its rows of every group, the local reshape's order). Tensor parallelism
-  // keeps them whole: a head or column split that a reshape strides would cut its blocks
-  // differently in the layers before and after it.
+  // splits such a part only behind the batch with one data-parallel device (the heads of
+  // [batch * heads]; shardc-propagate-sharding decides) and keeps the others whole: a head
+  // size split behind its heads would leave partial sums where the heads are whole.
   bool stridedBatchParts = false;
   // Padding (passes/sharding/TensorParallelPadding.h: a dimension tensor parallelism does not
   // divide is padded to a multiple of its devices, its padded entries kept zero): the results
