@@ -21,7 +21,8 @@
 // chosen, and it is used when it sends no more than gathering the operands whole (a tie
 // still divides the op's work and memory by N). The backward pass needs nothing of its own:
 // the gradient ops of a resharding point are resharding points too, and each makes this
-// choice for itself.
+// choice for itself. On a dp x tp mesh both forms first make the operands whole on tp, so the
+// choice weighs the data-parallel axis only.
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_PASSES_SHARDING_BLOCKEDRESHARDING_H

@@ -182,7 +182,10 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     for (mesh::MeshAxis a : axesOf(axes))
       meshAxes.push_back(a);
     Value r = b.create<mesh::AllReduceOp>(loc, v.getType(), mesh.getValue(), meshAxes, v);
-    setPending(r, pendingOf(v) & ~axes);
+    // The sum keeps the operand's splits (a resharding point gathers them next).
+    sharding::setSharding(r, sharding::makeSharding(mesh, sharding::splitAxes(v),
+                                                    axesOf(pendingOf(v) & ~axes)));
+    sharding::setSplitGroups(r, sharding::splitGroups(v));
     reduced[key] = r;
     return r;
   }
@@ -493,33 +496,42 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     return std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   }
 
-  // The resharding point `op` computed in blocks of one of its factors (BlockedResharding.h):
-  // its operands exchanged, sliced or gathered into that layout, the op rewritten as any op
-  // whose factor is split, its results exchanged or gathered into the layout the program wants
-  // for them. False (nothing changed) where no factor qualifies, or only the data-parallel axis
-  // is not the one splitting its operands and results.
+  // The resharding point `op` computed in blocks of one of its factors on dp
+  // (BlockedResharding.h): its operands exchanged, sliced or gathered into that layout, the op
+  // rewritten as any op whose factor is split, its results exchanged or gathered into the
+  // layout the program wants for them. On a dp x tp mesh the operands are first made whole on
+  // tp (summed where pending, gathered where split), as for the whole-operand form, and the
+  // results cut to their tp blocks after (a local slice). False (nothing changed) where no
+  // factor qualifies.
   FailureOr<bool> rewriteInBlocks(Operation *op, StringRef why) {
     auto it = rules.find(op);
     if (it == rules.end() || !it->second)
       return false;
     const graph::OpShardingRule &rule = *it->second;
     const int64_t n = meshShape[0];
-    // Operands arrive in their local types; the results still have their global ones.
+    const AxisMask dp = 1u, tp = 2u;
+    // The layout each operand has once whole on tp; the results still have their global
+    // types. A dimension split on both axes, or a pending sum over the batch, is not taken.
     auto describe = [&](Value v, bool local, sharding::ReshardTensor *t) {
       auto type = dyn_cast<RankedTensorType>(v.getType());
-      if (!type || (local && pendingOf(v)) || (splitOf(v) & ~1u))
+      if (!type || (local && (pendingOf(v) & dp)) || (splitOf(v) & ~(dp | tp)))
         return false;
       t->shape.assign(type.getShape().begin(), type.getShape().end());
       t->elementBytes = bytesOf(type);
       auto axes = sharding::splitAxes(v);
       SmallVector<int64_t> groups = sharding::splitGroups(v);
-      for (unsigned d = 0; d < axes.size(); ++d)
-        if (!axes[d].empty()) {
+      for (unsigned d = 0; d < axes.size(); ++d) {
+        if (axes[d].size() > 1)
+          return false;
+        if (axes[d].empty())
+          continue;
+        if (local)
+          t->shape[d] *= meshShape[axes[d].front()];
+        if (axes[d].front() == 0) {
           t->splitDim = static_cast<int>(d);
           t->groups = groups[d];
-          if (local)
-            t->shape[d] *= n;
         }
+      }
       return true;
     };
     SmallVector<sharding::ReshardTensor> operands(op->getNumOperands()),
@@ -536,14 +548,37 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return false;
 
     const int64_t gatheredBefore = gatherBytesSent, exchangedBefore = exchangeBytesSent;
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      if (AxisMask p = pendingOf(v) & tp)
+        v = allReduced(v, p);
+      auto axes = sharding::splitAxes(v);
+      for (unsigned d = 0; d < axes.size(); ++d)
+        if (llvm::is_contained(axes[d], static_cast<mesh::MeshAxis>(1)))
+          v = wholeAlong(v, d, 1, op);
+      use.set(v);
+    }
+    // (What either form sends to make the operands whole on tp.)
+    const int64_t tpGathered = gatherBytesSent - gatheredBefore;
     for (auto [i, use] : llvm::enumerate(op->getOpOperands())) {
+      Value v = use.get();
       const int from = operands[i].splitDim, to = plan->operandDims[i];
       if (to >= 0 && from >= 0 && from != to)
-        use.set(exchangeAlong(use.get(), from, to, op));
+        v = exchangeAlong(v, from, to, op);
       else if (to >= 0 && from < 0)
-        use.set(blocksAlong(use.get(), to, 0));
+        v = blocksAlong(v, to, 0);
       else if (to < 0 && from >= 0)
-        use.set(wholeAlong(use.get(), from, 0, op));
+        v = wholeAlong(v, from, 0, op);
+      use.set(v);
+    }
+    // The tensor-parallel blocks the program wants of each result, cut after it.
+    SmallVector<SmallVector<std::pair<unsigned, int64_t>>> tpBlocks(op->getNumResults());
+    for (auto [i, r] : llvm::enumerate(op->getResults())) {
+      auto axes = sharding::splitAxes(r);
+      SmallVector<int64_t> groups = sharding::splitGroups(r);
+      for (unsigned d = 0; d < axes.size(); ++d)
+        if (llvm::is_contained(axes[d], static_cast<mesh::MeshAxis>(1)))
+          tpBlocks[i].push_back({d, groups[d]});
     }
     for (auto [i, r] : llvm::enumerate(op->getResults())) {
       SmallVector<SmallVector<mesh::MeshAxis>> axes(results[i].shape.size());
@@ -556,19 +591,23 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return failure();
     for (auto [i, r] : llvm::enumerate(op->getResults())) {
       const int want = results[i].splitDim, have = plan->resultDims[i];
-      if (want == have && results[i].groups == 1)
+      if (want == have && results[i].groups == 1 && tpBlocks[i].empty())
         continue;
       SmallVector<OpOperand *> uses;
       for (OpOperand &use : r.getUses())
         uses.push_back(&use);
-      Value x;
-      if (want >= 0 && results[i].groups == 1) {
+      Value x = r;
+      if (want == have && results[i].groups == 1) {
+        // already in the program's layout on dp
+      } else if (want >= 0 && results[i].groups == 1) {
         x = exchangeAlong(r, have, want, op);
       } else {
         x = wholeAlong(r, have, 0, op);
         if (want >= 0)
           x = blocksAlong(x, want, 0, results[i].groups);
       }
+      for (auto [d, groups] : tpBlocks[i])
+        x = blocksAlong(x, d, 1, groups);
       for (OpOperand *use : uses)
         use->set(x);
     }
@@ -580,7 +619,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
         std::to_string(exchanged + gathered) + " bytes sent per rank (" +
         std::to_string(exchanged) + " by all-to-all, " + std::to_string(gathered) +
         " by all-gather), where gathering its operands whole would send " +
-        std::to_string(sharding::wholeOperandsBytesSent(operands, n)));
+        std::to_string(tpGathered + sharding::wholeOperandsBytesSent(operands, n)));
     return true;
   }
 

@@ -19,7 +19,7 @@ whole:
 Each is exported with and without dynamic_axes and trained 10 steps (AdamW, and SGD, which
 shows a gradient summed twice where AdamW would hide it) on 2 batches of 8 rows: on one rank
 within 1e-5 (relative) of PyTorch's losses on the same weights and batches, and on dp=2, dp=4,
-ZeRO-1 and ZeRO-3 (2 ranks) within 1e-5 of the one-rank run. The compile must reshard (plan.txt
+ZeRO-1, ZeRO-3 (2 ranks) and dp=2,tp=2 within 1e-5 of the one-rank run. The compile must reshard (plan.txt
 lists the ops under "Resharding", plan.json has them; feature_pool's plan must exchange by
 all-to-all) and the bytes each rank's all-gathers and all-to-alls move per step, counted by the
 runtime, must equal what the plan says. --micro-batches 2 must be
@@ -49,7 +49,8 @@ RTOL = 1e-5
 CONFIGS = [("dp2", ["--gpus", "2", "--strategy", "dp"]),
            ("dp4", ["--gpus", "4", "--strategy", "dp"]),
            ("zero1", ["--gpus", "2", "--strategy", "zero1"]),
-           ("zero3", ["--gpus", "2", "--strategy", "zero3"])]
+           ("zero3", ["--gpus", "2", "--strategy", "zero3"]),
+           ("dp2_tp2", ["--gpus", "4", "--strategy", "dp=2,tp=2"])]
 
 
 class Contrastive(torch.nn.Module):

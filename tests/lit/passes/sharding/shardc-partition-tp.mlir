@@ -10,7 +10,7 @@
 // CHECK-SAME: tensor<16x4xf32> {graph.param = "fc1.weight", graph.sharding = #mesh.shard<@mesh, {{\[\[}}], [1]]>}
 // CHECK-SAME: tensor<4x16xf32> {graph.param = "fc2.weight", graph.sharding = #mesh.shard<@mesh, {{\[\[}}1]]>}
 // CHECK: %[[O:.*]] = graph.matmul {{.*}}partial = sum[1]>]} : (tensor<4x4xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-// CHECK-NEXT: %[[S:.*]] = mesh.all_reduce %[[O]] on @mesh mesh_axes = [1] : tensor<4x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[S:.*]] = mesh.all_reduce %[[O]] on @mesh mesh_axes = [1] {graph.shardings = [#mesh.shard<@mesh, {{\[\[}}0]]>]} : tensor<4x16xf32> -> tensor<4x16xf32>
 // CHECK-NOT: mesh.all_reduce
 // CHECK: graph.mul %[[S]]
 // CHECK: graph.mul %[[S]]
@@ -72,7 +72,7 @@ func.func @forward(%x: tensor<8x16xf32> {graph.input = "x"},
 // CHECK-NEXT: %[[SR:.*]] = graph.mul %[[NR]], %[[NR]]
 // CHECK-NEXT: %[[NT:.*]] = graph.global_norm %arg1, %arg2 : (tensor<16x4xf32>, tensor<4x16xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[ST:.*]] = graph.mul %[[NT]], %[[NT]]
-// CHECK-NEXT: %[[AT:.*]] = mesh.all_reduce %[[ST]] on @mesh mesh_axes = [1] : tensor<f32> -> tensor<f32>
+// CHECK-NEXT: %[[AT:.*]] = mesh.all_reduce %[[ST]] on @mesh mesh_axes = [1] {{.*}}: tensor<f32> -> tensor<f32>
 // CHECK-NEXT: %[[SUM:.*]] = graph.add %[[SR]], %[[AT]]
 // CHECK-NEXT: %[[NORM:.*]] = graph.sqrt %[[SUM]]
 // CHECK-NOT: graph.global_norm
