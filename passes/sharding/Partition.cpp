@@ -152,7 +152,9 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   // then batch / devices, and the block is an even one.)
   int64_t localSize(int64_t size, ArrayRef<mesh::MeshAxis> axes) {
     for (mesh::MeshAxis a : axes)
-      size = a != 0 ? size / meshShape[a] : size % batch ? size / meshShape[0] : size / batch * rows;
+      size = a != 0           ? size / meshShape[a]
+             : size % batch ? size / meshShape[0]
+                            : size / batch * rows;
     return size;
   }
 

@@ -455,8 +455,9 @@ Status NcclCommunicator::allToAll(const void *in, void *out, size_t chunk, CommD
     unsigned char *device = nullptr;
     SHARDC_RETURN_IF_ERROR(deviceBuffer(2 * totalBytes, &device));
     unsigned char *received = device + totalBytes;
-    SHARDC_RETURN_IF_ERROR(cudaCheck(
-        cudaMemcpyAsync(device, in, totalBytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(
+        cudaCheck(cudaMemcpyAsync(device, in, totalBytes, cudaMemcpyHostToDevice, stream_),
+                  "cudaMemcpyAsync"));
     SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGroupStart(), "ncclGroupStart", comm_));
     for (int peer = 0; peer < size(); ++peer) {
       const size_t at = static_cast<size_t>(peer) * chunkBytes;

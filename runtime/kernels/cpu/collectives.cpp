@@ -1,6 +1,7 @@
 // The collective kernels: all_reduce, reduce_scatter, all_gather and all_to_all move data
-// between the ranks of a communicator, KernelArgs::comm (the world's, or that of the group the op's "group"
-// attribute names: the executor picks it); shard_slice cuts this rank's shard locally.
+// between the ranks of a communicator, KernelArgs::comm (the world's, or that of the group the
+// op's "group" attribute names: the executor picks it); shard_slice cuts this rank's shard
+// locally.
 //
 // Shards follow the program's Sharding (runtime/program/program.proto): a tensor of n elements
 // split over N ranks gives every rank k = ceil(n / N) elements, shard r holding the row-major
@@ -10,10 +11,10 @@
 //
 // A reduction sums one dtype, f32, bf16 or f16 (a bf16 or f16 sum is rounded to its type at
 // every ring step: runtime/comm/ring.h), so all_reduce and reduce_scatter take operands of one
-// of them. all_gather, all_to_all and shard_slice only move data: their tensors may have any dtype (integer
-// indices and boolean masks too, which resharding gathers) and differ in it (a shard has its
-// tensor's); they are packed by bytes, and the communicator then moves CommDType::Bytes, or the
-// float dtype itself when every tensor has the same.
+// of them. all_gather, all_to_all and shard_slice only move data: their tensors may have any
+// dtype (integer indices and boolean masks too, which resharding gathers) and differ in it (a
+// shard has its tensor's); they are packed by bytes, and the communicator then moves
+// CommDType::Bytes, or the float dtype itself when every tensor has the same.
 //
 // Every check, including the workspace, happens before the first byte is sent: a call that
 // fails on one rank fails identically on all of them (the shapes and attributes are the same),

@@ -1,8 +1,8 @@
 // The collective kernels (all_reduce, reduce_scatter, all_gather, all_to_all, shard_slice) on
 // 1, 2, 3, 4 and 8 ranks run as threads of a local world, against direct references, on f32,
-// bf16 and all_gather / all_to_all / shard_slice calls mixing dtypes; their workspace (exact, and one byte short); and
-// the errors of calls without a communicator or with the wrong one, or with dtypes that do not
-// fit.
+// bf16 and all_gather / all_to_all / shard_slice calls mixing dtypes; their workspace (exact,
+// and one byte short); and the errors of calls without a communicator or with the wrong one,
+// or with dtypes that do not fit.
 #include "runtime/common/comm_cost.h"
 #include "runtime/support/half_float.h"
 #include "tests/unit/comm/comm_test_util.h"
