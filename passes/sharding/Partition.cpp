@@ -469,11 +469,13 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return failure(failed(blocked));
     int64_t gatheredBytes = 0;
     const int64_t sentBefore = gatherBytesSent;
+    bool arrivedWhole = true;
     for (OpOperand &use : op->getOpOperands()) {
       Value v = use.get();
       auto type = dyn_cast<RankedTensorType>(v.getType());
       if (!type)
         continue;
+      arrivedWhole &= !pendingOf(v) && !splitOf(v);
       if (AxisMask p = pendingOf(v))
         v = allReduced(v, p);
       // A dimension split on several axes holds the minor axis's block inside the major's:
@@ -486,10 +488,14 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
         gatheredBytes += cast<RankedTensorType>(v.getType()).getNumElements() * bytesOf(type);
       use.set(v);
     }
-    reshardingLines.push_back(nodeName(op) + ": " + why + "; " + std::to_string(gatheredBytes) +
-                              " bytes of its operands gathered whole on every rank (" +
-                              std::to_string(gatherBytesSent - sentBefore) +
-                              " bytes sent per rank)");
+    // (Operands another resharding point yielded whole need nothing.)
+    reshardingLines.push_back(
+        nodeName(op) + ": " + why + "; " +
+        (arrivedWhole ? std::string("its operands are whole already (0 bytes sent per rank)")
+                      : std::to_string(gatheredBytes) +
+                            " bytes of its operands gathered whole on every rank (" +
+                            std::to_string(gatherBytesSent - sentBefore) +
+                            " bytes sent per rank)"));
     sliceResults(op);
     return success();
   }
