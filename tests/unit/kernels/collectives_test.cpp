@@ -535,6 +535,38 @@ TEST(Collectives, AllToAllOfAnUndividedTensorIsACleanError) {
   EXPECT_EQ(comms[0]->counters().totalBytesSent(), 0u);
 }
 
+// all_to_all's workspace: the pieces to send (N chunks, one aligned piece), then those
+// received. One byte short is a clean error on every rank before anything is sent.
+TEST(Collectives, AllToAllWorkspaceIsTwoBuffersAndOneByteShortIsACleanError) {
+  const int n = 3;
+  auto makeOperands = [&] {
+    std::vector<RankOperands> operands(n);
+    for (int r = 0; r < n; ++r)
+      for (int64_t numel : {6, 3}) {
+        auto &o = operands[static_cast<size_t>(r)];
+        o.inputs.push_back(HostTensor::of<float>({numel}, randomFloats(numel, -1, 1, 3)));
+        o.outputs.emplace_back(program::F32, std::vector<int64_t>{numel});
+      }
+    return operands;
+  };
+  auto operands = makeOperands();
+  KernelArgs args;
+  args.inputs = views(operands[0].inputs);
+  args.outputs = views(operands[0].outputs);
+  const Attrs attrs = Attrs().i("num_ranks", n);
+  args.attrs = &attrs.map();
+  uint64_t bytes = 0;
+  ASSERT_KERNEL_OK(cpuKernelWorkspaceBytes("all_to_all", args, &bytes));
+  EXPECT_EQ(bytes, 64u + 9 * 4); // 9 floats to send (3 per rank), then the 9 received
+  auto comms = makeLocalWorld(n, 5.0);
+  for (const Status &s : runOnRanks("all_to_all", operands, comms, attrs, /*workspaceDelta=*/-1))
+    EXPECT_KERNEL_ERROR(s, "all_to_all: needs at least ");
+  for (const auto &comm : comms)
+    EXPECT_EQ(comm->counters().totalBytesSent(), 0u);
+  operands = makeOperands();
+  expectAllOk(runOnRanks("all_to_all", operands, comms, attrs));
+}
+
 // shard_slice of tensors of several dtypes (integer indices and boolean masks among them, as
 // resharding moves), then all_gather of the slices: every tensor back, byte for byte.
 TEST(Collectives, ShardSliceAndAllGatherOfMixedDtypesRoundTrip) {
