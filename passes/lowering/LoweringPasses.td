@@ -101,11 +101,11 @@ def PlanMemory : Pass<"shardc-plan-memory", "mlir::func::FuncOp"> {
       %new:3 = graph.adamw_update %w, %g, ... {shardc.offsets = array<i64: 0, 64, 128>}
     ```
 
-    Collectives (all_reduce, reduce_scatter, all_gather) with other ops between them and the
-    first op that reads their results become asynchronous (`overlap-collectives`, on by
-    default): the runtime runs each on the rank's communication thread while the ops up to
-    that first reader run, so a gradient bucket's reduction overlaps the rest of the backward
-    pass. Such a collective gets `shardc.async`; its operands stay live (their bytes unused by
+    Collectives (all_reduce, reduce_scatter, all_gather, all_to_all) with other ops between them
+    and the first op that reads their results become asynchronous (`overlap-collectives`, on by
+    default): the runtime runs each on the rank's communication thread while the ops up to that
+    first reader run, so a gradient bucket's reduction overlaps the rest of the backward pass.
+    Such a collective gets `shardc.async`; its operands stay live (their bytes unused by
     anything else) until that first reader, and its scratch comes from a second workspace,
     `shardc.comm_workspace_bytes` on the function (the largest need of the asynchronous
     collectives), so that it never shares scratch with the kernels running meanwhile.

@@ -87,7 +87,7 @@ struct PlanModelState {
   bool operator==(const PlanModelState &o) const;
 };
 
-// One collective kernel call (all_reduce, reduce_scatter, all_gather, shard_slice).
+// One collective kernel call (all_reduce, reduce_scatter, all_gather, all_to_all, shard_slice).
 struct PlanCollective {
   int opIndex = 0;  // position in Program.ops
   std::string name; // Op.name
@@ -127,7 +127,7 @@ struct PlanGroupComm {
   std::string group; // PlanCollective::group
   int numRanks = 1;  // the group's size (num_ranks of its collectives)
   // One entry per kind present, in the order all_reduce, reduce_scatter, all_gather,
-  // shard_slice.
+  // all_to_all, shard_slice.
   std::vector<PlanCommTotal> totals;
   uint64_t calls = 0;
   uint64_t bytesSent = 0;
@@ -137,7 +137,7 @@ struct PlanGroupComm {
 struct PlanComm {
   std::vector<PlanCollective> collectives; // in program order
   // One entry per kind present, in the order all_reduce, reduce_scatter, all_gather,
-  // shard_slice.
+  // all_to_all, shard_slice.
   std::vector<PlanCommTotal> totals;
   // In the order of Program.groups (every group, also one without collectives), then "world"
   // when some collective has no group; without a mesh, "dp" when there are collectives.
