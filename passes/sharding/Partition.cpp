@@ -357,10 +357,14 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     return x;
   }
 
+  static bool isIdentity(ArrayRef<int64_t> perm) {
+    return llvm::equal(perm, llvm::seq<int64_t>(0, static_cast<int64_t>(perm.size())));
+  }
+
   // `x` with its dimensions permuted (result dimension i is x's perm[i]): a transpose, unless
   // the permutation is the identity.
   static Value permuted(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
-    if (llvm::equal(perm, llvm::seq<int64_t>(0, static_cast<int64_t>(perm.size()))))
+    if (isIdentity(perm))
       return x;
     auto type = cast<RankedTensorType>(x.getType());
     SmallVector<int64_t> shape;
@@ -390,12 +394,14 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     cut[to] /= n;
     SmallVector<int64_t> split(cut);
     split.insert(split.begin() + to, n);
-    Value x = viewAs(b, loc, v, RankedTensorType::get(split, element));
     SmallVector<int64_t> toFront = {static_cast<int64_t>(to)};
     for (int64_t d = 0; d <= rank; ++d)
       if (d != static_cast<int64_t>(to))
         toFront.push_back(d);
-    x = permuted(b, loc, x, toFront);
+    // (Views between which nothing moves are one view: a reshape is a copy.)
+    Value x = v;
+    if (!isIdentity(toFront))
+      x = permuted(b, loc, viewAs(b, loc, v, RankedTensorType::get(split, element)), toFront);
     auto flatType = RankedTensorType::get({type.getNumElements()}, element);
     x = viewAs(b, loc, x, flatType);
     x = b.create<graph::AllToAllOp>(loc, TypeRange{flatType}, mesh, ValueRange{x}, IntegerAttr(),
@@ -404,11 +410,11 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     exchangeBytesSent += type.getNumElements() * bytesOf(type) / n * (n - 1);
     SmallVector<int64_t> received(cut);
     received.insert(received.begin(), n);
-    x = viewAs(b, loc, x, RankedTensorType::get(received, element));
     SmallVector<int64_t> back;
     for (int64_t d = 0; d <= rank; ++d)
       back.push_back(d < static_cast<int64_t>(from) ? d + 1 : d == from ? 0 : d);
-    x = permuted(b, loc, x, back);
+    if (!isIdentity(back))
+      x = permuted(b, loc, viewAs(b, loc, x, RankedTensorType::get(received, element)), back);
     SmallVector<int64_t> local(cut);
     local[from] *= n;
     x = viewAs(b, loc, x, RankedTensorType::get(local, element));

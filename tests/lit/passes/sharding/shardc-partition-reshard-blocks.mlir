@@ -8,7 +8,7 @@
 // A softmax over the batch (dim 0) of [8, 8] on 4 devices, after one over the rows (so the
 // batch is dim 0): each device's [2, 8] rows are cut into 4 column blocks, brought to the
 // front and exchanged (all_to_all: block j goes to device j), and what arrives (device r's
-// rows of this device's columns) is put back in row order: [8, 2]. The softmax runs on its
+// rows of this device's columns, in device order) is already [8, 2] in row order: one view. The softmax runs on its
 // 2 columns of every row, and the result goes back to rows the same way. Each exchange sends
 // 3/4 of a device's 64 bytes, 96 bytes for both, where gathering the operand whole sends 192
 // (and has every device compute the whole softmax).
@@ -20,12 +20,10 @@
 // CHECK: %[[FRONT:.*]] = graph.transpose %[[CUT]] {perm = array<i64: 1, 0, 2>} : (tensor<2x4x2xf32>) -> tensor<4x2x2xf32>
 // CHECK: %[[FLAT:.*]] = graph.reshape %[[FRONT]] : (tensor<4x2x2xf32>) -> tensor<16xf32>
 // CHECK: %[[X:.*]] = graph.all_to_all %[[FLAT]] on @dp {mesh_axes = array<i16: 0>} : (tensor<16xf32>) -> tensor<16xf32>
-// CHECK: %[[R:.*]] = graph.reshape %[[X]] : (tensor<16xf32>) -> tensor<4x2x2xf32>
-// CHECK: %[[COLS:.*]] = graph.reshape %[[R]] {graph.shardings = [#mesh.shard<@dp, {{\[\[}}], [0]]>]} : (tensor<4x2x2xf32>) -> tensor<8x2xf32>
+// CHECK: %[[COLS:.*]] = graph.reshape %[[X]] {graph.shardings = [#mesh.shard<@dp, {{\[\[}}], [0]]>]} : (tensor<16xf32>) -> tensor<8x2xf32>
 // CHECK-NOT: graph.all_gather
 // CHECK: %[[B:.*]] = graph.softmax %[[COLS]] {axis = 0 : i64, graph.shardings = [#mesh.shard<@dp, {{\[\[}}], [0]]>]} : tensor<8x2xf32>
-// CHECK: %[[BCUT:.*]] = graph.reshape %[[B]] : (tensor<8x2xf32>) -> tensor<4x2x2xf32>
-// CHECK: %[[BFLAT:.*]] = graph.reshape %[[BCUT]] : (tensor<4x2x2xf32>) -> tensor<16xf32>
+// CHECK: %[[BFLAT:.*]] = graph.reshape %[[B]] : (tensor<8x2xf32>) -> tensor<16xf32>
 // CHECK: %[[Y:.*]] = graph.all_to_all %[[BFLAT]] on @dp {mesh_axes = array<i16: 0>} : (tensor<16xf32>) -> tensor<16xf32>
 // CHECK: %[[YR:.*]] = graph.reshape %[[Y]] : (tensor<16xf32>) -> tensor<4x2x2xf32>
 // CHECK: %[[BACK:.*]] = graph.transpose %[[YR]] {perm = array<i64: 1, 0, 2>} : (tensor<4x2x2xf32>) -> tensor<2x4x2xf32>

@@ -40,7 +40,7 @@ func.func @forward(%x: tensor<3x4x8xf32> {graph.input = "x"}, %w: tensor<8x8xf32
 // CHECK-SAME: %arg1: tensor<2xi64> {graph.input = "i", graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>}
 // CHECK-DAG: %[[I:.*]] = graph.all_gather %arg1 on @dp {mesh_axes = array<i16: 0>} : (tensor<2xi64>) -> tensor<4xi64>
 // CHECK-DAG: %[[X:.*]] = graph.all_to_all %{{.*}} on @dp {mesh_axes = array<i16: 0>} : (tensor<48xf32>) -> tensor<48xf32>
-// CHECK: %[[XB:.*]] = graph.reshape %{{.*}} {graph.shardings = [#mesh.shard<@dp, {{\[\[}}], [0]]>]} : (tensor<2x6x4xf32>) -> tensor<12x4xf32>
+// CHECK: %[[XB:.*]] = graph.reshape %[[X]] {graph.shardings = [#mesh.shard<@dp, {{\[\[}}], [0]]>]} : (tensor<48xf32>) -> tensor<12x4xf32>
 // CHECK: graph.gather %[[XB]], %[[I]] {axis = 0 : i64, graph.shardings = [#mesh.shard<@dp, {{\[\[}}], [0]]>]} : (tensor<12x4xf32>, tensor<4xi64>) -> tensor<4x4xf32>
 func.func @forward(%x: tensor<4x3x8xf32> {graph.input = "x"}, %i: tensor<4xi64> {graph.input = "i"},
                    %w: tensor<8x8xf32> {graph.param = "w"}) -> (tensor<f32> {graph.output = "loss"}) {
