@@ -342,7 +342,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
                                            mesh, ValueRange{flat}, IntegerAttr(), StringAttr(),
                                            b.getDenseI16ArrayAttr({static_cast<int16_t>(axis)}))
                   .getResult(0);
-    gatherBytesSent += type.getNumElements() * bytesOf(type) * (t - 1);
+    gatherBytesSent += type.getNumElements() * sharding::bytesPerElement(type) * (t - 1);
     if (outer > 1) {
       x = b.create<graph::TransposeOp>(loc, RankedTensorType::get({outer, t, block, inner}, f32),
                                        x, b.getDenseI64ArrayAttr({1, 0, 2, 3}));
@@ -407,7 +407,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     x = b.create<graph::AllToAllOp>(loc, TypeRange{flatType}, mesh, ValueRange{x}, IntegerAttr(),
                                     StringAttr(), b.getDenseI16ArrayAttr({0}))
             .getResult(0);
-    exchangeBytesSent += type.getNumElements() * bytesOf(type) / n * (n - 1);
+    exchangeBytesSent += type.getNumElements() * sharding::bytesPerElement(type) / n * (n - 1);
     SmallVector<int64_t> received(cut);
     received.insert(received.begin(), n);
     SmallVector<int64_t> back;
@@ -491,7 +491,8 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
         for (mesh::MeshAxis a : llvm::reverse(SmallVector<mesh::MeshAxis>(axes[d])))
           v = wholeAlong(v, d, a, op);
       if (v.getType() != type)
-        gatheredBytes += cast<RankedTensorType>(v.getType()).getNumElements() * bytesOf(type);
+        gatheredBytes += cast<RankedTensorType>(v.getType()).getNumElements() *
+                         sharding::bytesPerElement(type);
       use.set(v);
     }
     // (Operands another resharding point yielded whole need nothing.)
@@ -504,10 +505,6 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
                             " bytes sent per rank)"));
     sliceResults(op);
     return success();
-  }
-
-  static int64_t bytesOf(RankedTensorType type) {
-    return std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   }
 
   // The resharding point `op` computed in blocks of one of its factors on dp
@@ -531,7 +528,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       if (!type || (local && (pendingOf(v) & dp)) || (splitOf(v) & ~(dp | tp)))
         return false;
       t->shape.assign(type.getShape().begin(), type.getShape().end());
-      t->elementBytes = bytesOf(type);
+      t->elementBytes = sharding::bytesPerElement(type);
       auto axes = sharding::splitAxes(v);
       SmallVector<int64_t> groups = sharding::splitGroups(v);
       for (unsigned d = 0; d < axes.size(); ++d) {
@@ -605,17 +602,16 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       return failure();
     for (auto [i, r] : llvm::enumerate(op->getResults())) {
       const int want = results[i].splitDim, have = plan->resultDims[i];
-      if (want == have && results[i].groups == 1 && tpBlocks[i].empty())
+      const bool wantedOnDp = want == have && results[i].groups == 1;
+      if (wantedOnDp && tpBlocks[i].empty())
         continue;
       SmallVector<OpOperand *> uses;
       for (OpOperand &use : r.getUses())
         uses.push_back(&use);
       Value x = r;
-      if (want == have && results[i].groups == 1) {
-        // already in the program's layout on dp
-      } else if (want >= 0 && results[i].groups == 1) {
+      if (!wantedOnDp && want >= 0 && results[i].groups == 1) {
         x = exchangeAlong(r, have, want, op);
-      } else {
+      } else if (!wantedOnDp) {
         x = wholeAlong(r, have, 0, op);
         if (want >= 0)
           x = blocksAlong(x, want, 0, results[i].groups);

@@ -124,11 +124,6 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     return std::nullopt;
   }
 
-  // Tensor parallelism: the classes to split on mesh axis 1 (classAxis[c] = 1), with a note
-  // per class holding a trained parameter saying what was decided and why. Fails (with an
-  // error naming the --shard override) when an override cannot be met.
-  // Classes split with padding (a size tp does not divide, TensorParallelPadding.h): the padded
-  // size per class, 0 for the others.
   // Whether a member of class `cls` is a part of a dimension another part of which is in a
   // batch class (classAxis 0).
   static bool sharesDimensionWithBatch(const DimensionClasses &dc, int cls,
@@ -141,6 +136,11 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
     return false;
   }
 
+  // Tensor parallelism: the classes to split on mesh axis 1 (classAxis[c] = 1), with a note
+  // per class holding a trained parameter saying what was decided and why. Fails (with an
+  // error naming the --shard override) when an override cannot be met.
+  // Classes split with padding (a size tp does not divide, TensorParallelPadding.h): the padded
+  // size per class, 0 for the others.
   LogicalResult chooseTensorParallel(func::FuncOp func, const DimensionClasses &dc, int batch,
                                      std::vector<int> &classAxis, std::vector<int64_t> &padTo,
                                      SmallVectorImpl<std::string> &notes) {
@@ -627,8 +627,7 @@ struct PropagateShardingPass : impl::PropagateShardingBase<PropagateShardingPass
           for (int64_t g : result.dc->partGroups(v, d))
             split |= llvm::is_contained(result.classes, result.dc->classOf(v, d, g));
         if (split)
-          w.gatheredBytes += type.getNumElements() *
-                             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+          w.gatheredBytes += type.getNumElements() * sharding::bytesPerElement(type);
       }
       result.gatheredBytes += w.gatheredBytes;
     }

@@ -1,6 +1,8 @@
 //===- ValueSharding.cpp ----------------------------------------------------------------===//
 #include "passes/sharding/ValueSharding.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace shardc::sharding {
@@ -109,6 +111,10 @@ mesh::MeshShardingAttr makeSharding(FlatSymbolRefAttr mesh,
     --n;
   return mesh::MeshShardingAttr::get(mesh.getContext(), mesh, axesOfDim.take_front(n),
                                      partialAxes, mesh::ReductionKind::Sum);
+}
+
+int64_t bytesPerElement(mlir::RankedTensorType type) {
+  return std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
 }
 
 } // namespace shardc::sharding

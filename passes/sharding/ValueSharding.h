@@ -39,6 +39,9 @@ makeSharding(mlir::FlatSymbolRefAttr mesh,
              llvm::ArrayRef<llvm::SmallVector<mlir::mesh::MeshAxis>> axesOfDim,
              llvm::ArrayRef<mlir::mesh::MeshAxis> partialAxes = {});
 
+// The bytes the runtime stores one element of `type` in (a bool in one).
+int64_t bytesPerElement(mlir::RankedTensorType type);
+
 } // namespace shardc::sharding
 
 #endif

@@ -459,14 +459,19 @@ Status NcclCommunicator::allToAll(const void *in, void *out, size_t chunk, CommD
         cudaCheck(cudaMemcpyAsync(device, in, totalBytes, cudaMemcpyHostToDevice, stream_),
                   "cudaMemcpyAsync"));
     SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGroupStart(), "ncclGroupStart", comm_));
-    for (int peer = 0; peer < size(); ++peer) {
+    // The group is ended whatever a send or receive said, so that it is never left open.
+    Status queued = Status::ok();
+    for (int peer = 0; peer < size() && queued.isOk(); ++peer) {
       const size_t at = static_cast<size_t>(peer) * chunkBytes;
-      SHARDC_RETURN_IF_ERROR(
-          ncclCheck(ncclSend(device + at, chunk, type, peer, comm_, stream_), "ncclSend", comm_));
-      SHARDC_RETURN_IF_ERROR(ncclCheck(ncclRecv(received + at, chunk, type, peer, comm_, stream_),
-                                       "ncclRecv", comm_));
+      queued = ncclCheck(ncclSend(device + at, chunk, type, peer, comm_, stream_), "ncclSend",
+                         comm_);
+      if (queued.isOk())
+        queued = ncclCheck(ncclRecv(received + at, chunk, type, peer, comm_, stream_),
+                           "ncclRecv", comm_);
     }
-    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGroupEnd(), "ncclGroupEnd", comm_));
+    Status ended = ncclCheck(ncclGroupEnd(), "ncclGroupEnd", comm_);
+    SHARDC_RETURN_IF_ERROR(queued);
+    SHARDC_RETURN_IF_ERROR(ended);
     SHARDC_RETURN_IF_ERROR(waitForNccl(until));
     SHARDC_RETURN_IF_ERROR(
         cudaCheck(cudaMemcpyAsync(out, received, totalBytes, cudaMemcpyDeviceToHost, stream_),
