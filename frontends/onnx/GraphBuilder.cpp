@@ -47,10 +47,31 @@ Location GraphBuilder::locationFor(llvm::StringRef name) {
 }
 
 LogicalResult GraphBuilder::define(llvm::StringRef name, Value value) {
-  if (!values_.try_emplace(name, value).second)
+  if (sequences_.count(name) || !values_.try_emplace(name, value).second)
     return failure();
-  types_[name] = cast<RankedTensorType>(value.getType());
+  // A loop body's names take a new type each iteration when a carried value grows; only the
+  // outermost graph's names are compared with libonnx's inference afterwards.
+  if (scopes_.empty())
+    types_[name] = cast<RankedTensorType>(value.getType());
+  else
+    scopes_.back().push_back(name.str());
   return success();
+}
+
+LogicalResult GraphBuilder::defineSequence(llvm::StringRef name, SmallVector<Value> elements) {
+  if (values_.count(name) || !sequences_.try_emplace(name, std::move(elements)).second)
+    return failure();
+  if (!scopes_.empty())
+    scopes_.back().push_back(name.str());
+  return success();
+}
+
+void GraphBuilder::leaveScope() {
+  for (const std::string &name : scopes_.back()) {
+    values_.erase(name);
+    sequences_.erase(name);
+  }
+  scopes_.pop_back();
 }
 
 FailureOr<RankedTensorType> GraphBuilder::inputType(const onnx::ValueInfoProto &input) {
@@ -127,6 +148,8 @@ LogicalResult GraphBuilder::finish(const onnx::GraphProto &graph) {
   for (const onnx::ValueInfoProto &output : graph.output()) {
     Value value = lookup(output.name());
     std::string what = "graph output " + quote(output.name());
+    if (!value && lookupSequence(output.name()))
+      return errors_.fail(what + " is a sequence: shardc's outputs are tensors");
     if (!value)
       return errors_.fail(what + " is not produced by any node, input or initializer");
     std::string why;
@@ -148,6 +171,7 @@ LogicalResult GraphBuilder::finish(const onnx::GraphProto &graph) {
                         func_.getArgAttr(update.param.getArgNumber(), graph::kParamAttr));
 
   values_.clear();
+  sequences_.clear();
   eraseDeadConstants();
 
   // Every op was verified when it was created; this catches what only the whole function

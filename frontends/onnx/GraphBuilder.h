@@ -43,6 +43,20 @@ public:
   mlir::Value lookup(llvm::StringRef name) const { return values_.lookup(name); }
   // Binds `name`; fails (without recording an error) when it is already bound.
   mlir::LogicalResult define(llvm::StringRef name, mlir::Value value);
+  // ONNX sequence values are lists of tensors whose length and elements are known while
+  // importing (SequenceOps.cpp): a name is bound to a tensor or to a sequence, never both.
+  const llvm::SmallVector<mlir::Value> *lookupSequence(llvm::StringRef name) const {
+    auto it = sequences_.find(name);
+    return it == sequences_.end() ? nullptr : &it->second;
+  }
+  mlir::LogicalResult defineSequence(llvm::StringRef name, llvm::SmallVector<mlir::Value> elements);
+  // A Loop imports its body once per iteration under the same names: the names bound between
+  // enterScope() and leaveScope() are unbound again (the ops stay in the function).
+  void enterScope() { scopes_.emplace_back(); }
+  void leaveScope();
+  // Nodes imported by unrolling Loops so far; bounded (ImportLimits.h) so that nested loops
+  // cannot make the importer build an unbounded function.
+  int64_t &unrolledNodes() { return unrolledNodes_; }
 
   // Compares `value`'s type with the declared type of `name`, if any. On a mismatch returns
   // failure() and sets `why`.
@@ -118,6 +132,9 @@ private:
   mlir::func::FuncOp func_;
   llvm::StringMap<mlir::Value> values_;           // cleared by finish(): folding erased some
   llvm::StringMap<mlir::RankedTensorType> types_; // of every name ever bound
+  llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences_;
+  std::vector<std::vector<std::string>> scopes_; // the names each open scope bound
+  int64_t unrolledNodes_ = 0;
   struct BufferUpdate {
     mlir::BlockArgument param;
     mlir::Value updated;

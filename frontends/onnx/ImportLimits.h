@@ -20,6 +20,14 @@ inline constexpr int64_t kMaxOpset = 20;
 inline constexpr int64_t kMaxRank = 64;
 inline constexpr int64_t kMaxElements = int64_t(1) << 56;
 
+// Loops are unrolled at import (ops/ControlFlowOps.cpp). The exporter's loops run over a
+// sequence length or a head count; these bounds are far above those and keep a malformed or
+// nested loop from building an unbounded function.
+inline constexpr int64_t kMaxLoopIterations = 1 << 16;
+inline constexpr int64_t kMaxUnrolledNodes = 1 << 20;
+// A sequence's elements are values of the function; SplitToSequence makes at most this many.
+inline constexpr int64_t kMaxSequenceLength = 1 << 16;
+
 // Element count of a static shape, or nullopt (with `why`) when a dimension is negative, the
 // rank exceeds kMaxRank or the count exceeds kMaxElements.
 std::optional<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> dims, std::string &why);

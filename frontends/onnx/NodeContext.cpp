@@ -47,17 +47,33 @@ LogicalResult NodeContext::prepare() {
     return fail("expects " + countRange(info_.minOutputs, info_.maxOutputs) + " outputs, got " +
                 std::to_string(node_.output_size()));
   for (const std::string &name : node_.input()) {
-    if (name.empty()) {
-      inputs_.push_back(Value());
+    const unsigned i = inputs_.size();
+    inputs_.push_back(Value());
+    sequenceInputs_.push_back(nullptr);
+    if (name.empty())
+      continue;
+    if (const SmallVector<Value> *sequence = graph_.lookupSequence(name)) {
+      if (i >= 32 || !(info_.sequenceInputs & (uint32_t(1) << i)))
+        return fail("input " + quote(name) + " is a sequence, where " + info_.type +
+                    " takes a tensor");
+      sequenceInputs_.back() = sequence;
       continue;
     }
     Value value = graph_.lookup(name);
     if (!value)
       return fail("input " + quote(name) +
                   " is not a graph input, an initializer or an output of an earlier node");
-    inputs_.push_back(value);
+    inputs_.back() = value;
   }
   return success();
+}
+
+FailureOr<ArrayRef<Value>> NodeContext::sequenceInput(unsigned i, llvm::StringRef name) {
+  if (const SmallVector<Value> *sequence = sequenceAt(i))
+    return ArrayRef<Value>(*sequence);
+  if (!hasInput(i))
+    return fail("input '" + name + "' (#" + std::to_string(i) + ") is missing");
+  return fail("input '" + name + "' must be a sequence, not a tensor");
 }
 
 FailureOr<Value> NodeContext::requiredInput(unsigned i, llvm::StringRef name) {
@@ -250,11 +266,8 @@ LogicalResult NodeContext::setOutputs(ValueRange values) {
     if (static_cast<size_t>(i) >= values.size())
       return fail("output #" + std::to_string(i) + " (" + quote(name) +
                   ") is not supported by shardc");
-    std::string why;
-    if (failed(graph_.checkOnnxType(name, values[i], why)))
-      return fail("output " + quote(name) + ": " + why);
-    if (failed(graph_.define(name, values[i])))
-      return fail("output " + quote(name) + " is already defined");
+    if (failed(setTensorOutput(i, values[i])))
+      return failure();
   }
   outputsSet_ = true;
   return success();
@@ -264,6 +277,29 @@ LogicalResult NodeContext::setOutput(FailureOr<Value> value) {
   if (failed(value))
     return failure();
   return setOutputs(ValueRange(*value));
+}
+
+LogicalResult NodeContext::setSequenceOutput(unsigned i, SmallVector<Value> elements) {
+  outputsSet_ = true;
+  if (!hasOutput(i))
+    return success();
+  const std::string &name = node_.output(i);
+  if (failed(graph_.defineSequence(name, std::move(elements))))
+    return fail("output " + quote(name) + " is already defined");
+  return success();
+}
+
+LogicalResult NodeContext::setTensorOutput(unsigned i, Value value) {
+  outputsSet_ = true;
+  if (!hasOutput(i))
+    return success();
+  const std::string &name = node_.output(i);
+  std::string why;
+  if (failed(graph_.checkOnnxType(name, value, why)))
+    return fail("output " + quote(name) + ": " + why);
+  if (failed(graph_.define(name, value)))
+    return fail("output " + quote(name) + " is already defined");
+  return success();
 }
 
 } // namespace shardc::onnx_import

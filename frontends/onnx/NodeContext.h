@@ -52,6 +52,12 @@ public:
   static mlir::RankedTensorType typeOf(mlir::Value v) {
     return mlir::cast<mlir::RankedTensorType>(v.getType());
   }
+  // Input i's elements when it is a sequence (the table lets only some inputs be one), else
+  // nullptr; sequenceInput fails naming the input when it is not a sequence.
+  const llvm::SmallVector<mlir::Value> *sequenceAt(unsigned i) const {
+    return i < sequenceInputs_.size() ? sequenceInputs_[i] : nullptr;
+  }
+  mlir::FailureOr<llvm::ArrayRef<mlir::Value>> sequenceInput(unsigned i, llvm::StringRef name);
   unsigned numOutputs() const { return node_.output_size(); }
   bool hasOutput(unsigned i) const {
     return static_cast<int>(i) < node_.output_size() && !node_.output(i).empty();
@@ -131,6 +137,10 @@ public:
   // comparing the value's type with ONNX's.
   mlir::LogicalResult setOutputs(mlir::ValueRange values);
   mlir::LogicalResult setOutput(mlir::FailureOr<mlir::Value> value);
+  // Binds output i to a sequence of tensors.
+  mlir::LogicalResult setSequenceOutput(unsigned i, llvm::SmallVector<mlir::Value> elements);
+  // Binds output i to one tensor (nodes whose outputs mix tensors and sequences: Loop).
+  mlir::LogicalResult setTensorOutput(unsigned i, mlir::Value value);
   bool outputsSet() const { return outputsSet_; }
   // Records "<model>: node 'NAME' (OpType): <message>".
   mlir::LogicalResult fail(const llvm::Twine &message);
@@ -148,7 +158,8 @@ private:
   std::string name_;
   int64_t opset_;
   mlir::Location loc_;
-  llvm::SmallVector<mlir::Value> inputs_;
+  llvm::SmallVector<mlir::Value> inputs_; // null for an omitted input and for a sequence
+  llvm::SmallVector<const llvm::SmallVector<mlir::Value> *> sequenceInputs_;
   bool outputsSet_ = false;
 };
 

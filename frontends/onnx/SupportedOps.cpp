@@ -111,6 +111,18 @@ const OpInfo kOps[] = {
     {"Identity", 13, 1, 1, 1, 1, 0, importIdentity},
     // Control flow: a constant condition is resolved at import
     {"If", 13, 1, 1, 1, kMany, bit(0), importIf},
+    // Loop: unrolled at import; its trip count and condition must be compile-time constants.
+    // Every input after them is a loop-carried value, a tensor or a sequence.
+    {"Loop", 13, 2, kMany, 1, kMany, bit(0) | bit(1), importLoop, ~(bit(0) | bit(1))},
+    // Sequences: lists of tensors resolved while importing (SequenceOps.cpp)
+    {"SequenceEmpty", 13, 0, 0, 1, 1, 0, importSequenceEmpty},
+    {"SequenceConstruct", 13, 1, kMany, 1, 1, 0, importSequenceConstruct},
+    {"SplitToSequence", 13, 1, 2, 1, 1, bit(1), importSplitToSequence},
+    {"SequenceAt", 13, 2, 2, 1, 1, bit(1), importSequenceAt, bit(0)},
+    {"SequenceInsert", 13, 2, 3, 1, 1, bit(2), importSequenceInsert, bit(0)},
+    {"SequenceErase", 13, 1, 2, 1, 1, bit(1), importSequenceErase, bit(0)},
+    {"SequenceLength", 13, 1, 1, 1, 1, 0, importSequenceLength, bit(0)},
+    {"ConcatFromSequence", 13, 1, 1, 1, 1, 0, importConcatFromSequence, bit(0)},
     {"Constant", 13, 0, 0, 1, 1, 0, importConstant},
 };
 

@@ -27,6 +27,9 @@ struct OpInfo {
   // Dropout's ratio/training_mode). Initializers used there become graph.constant.
   uint32_t compileTimeInputs;
   mlir::LogicalResult (*import)(NodeContext &node);
+  // Bit i: input i may be an ONNX sequence (SequenceAt's `input_sequence`, Loop's carried
+  // values). Elsewhere a sequence is refused naming the input.
+  uint32_t sequenceInputs = 0;
 };
 
 // The table entry for a node, or nullptr when shardc does not import it (another domain, an

@@ -27,6 +27,8 @@ SUPPORTED_OPS = frozenset("""
     BatchNormalization InstanceNormalization ScatterND ScatterElements If HardSigmoid HardSwish
     CumSum Softplus Mod EyeLike
     ArgMax OneHot TopK
+    Loop SequenceEmpty SequenceConstruct SplitToSequence SequenceAt SequenceInsert SequenceErase
+    SequenceLength ConcatFromSequence
 """.split())
 
 # Default-domain opsets shardc accepts.
@@ -41,6 +43,11 @@ SUPPORTED_DTYPES = {1: "float32", 7: "int64", 6: "int32", 9: "bool"}
 # Constant nodes, or computed from those and from static shapes). Dropout's ratio and
 # training_mode are included because they decide at compile time whether Dropout is a copy.
 COMPILE_TIME_OPERANDS = {
+    "Loop": (0, 1),
+    "SplitToSequence": (1,),
+    "SequenceAt": (1,),
+    "SequenceInsert": (2,),
+    "SequenceErase": (1,),
     "Reshape": (1,),
     "Expand": (1,),
     "Tile": (1,),

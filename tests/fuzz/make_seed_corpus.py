@@ -192,6 +192,32 @@ def scatter_cumsum_if():
     return model(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 5])], inits)
 
 
+def loop_sequences():
+    """A Loop over Shape(x)[1] reading columns of a SplitToSequence, appending to a carried
+    sequence, with a scan output; then ConcatFromSequence (torch.repeat_interleave's export)."""
+    body = h.make_graph(
+        [h.make_node("SequenceAt", ["cols", "i"], ["c"]),
+         h.make_node("SequenceInsert", ["acc", "c"], ["acc2"]),
+         h.make_node("Identity", ["cin"], ["cout"]),
+         h.make_node("Identity", ["c"], ["scan"])],
+        "body", [vi("i", T.INT64, []), vi("cin", T.BOOL, []),
+                 h.make_tensor_sequence_value_info("acc", F, None)],
+        [vi("cout", T.BOOL, []), h.make_tensor_sequence_value_info("acc2", F, None),
+         vi("scan", F, [2, 1])])
+    nodes = [
+        h.make_node("Shape", ["x"], ["shape"]),
+        h.make_node("Gather", ["shape", "one"], ["trips"], axis=0),
+        h.make_node("SplitToSequence", ["x"], ["cols"], axis=1),
+        h.make_node("SequenceEmpty", [], ["empty"]),
+        h.make_node("Loop", ["trips", "go", "empty"], ["seq", "scans"], body=body),
+        h.make_node("ConcatFromSequence", ["seq"], ["y"], axis=1),
+        h.make_node("SequenceLength", ["seq"], ["n"]),
+    ]
+    inits = [const("one", 1), nh.from_array(np.array(True), "go")]
+    return model(nodes, [vi("x", F, [2, 3])],
+                 [vi("y", F, [2, 3]), vi("scans", F, [3, 2, 1]), vi("n", T.INT64, [])], inits)
+
+
 def gelu20():
     nodes = [h.make_node("Gelu", ["x"], ["a"], approximate="tanh"), h.make_node("Gelu", ["a"], ["y"])]
     return model(nodes, [vi("x", F, [2, 4])], [vi("y", F, [2, 4])], opset=20)
@@ -244,6 +270,7 @@ def main():
         "data14": data_movement(14), "data18": data_movement(18),
         "losses": losses(), "gelu20": gelu20(), "external": external_data(),
         "vision": vision(), "scatter_cumsum_if": scatter_cumsum_if(),
+        "loop_sequences": loop_sequences(),
     }
     rng = random.Random(0)
     for name, m in seeds.items():

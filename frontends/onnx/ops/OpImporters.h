@@ -114,6 +114,17 @@ mlir::LogicalResult importIdentity(NodeContext &node);
 
 // ControlFlowOps.cpp
 mlir::LogicalResult importIf(NodeContext &node);
+mlir::LogicalResult importLoop(NodeContext &node);
+
+// SequenceOps.cpp
+mlir::LogicalResult importSequenceEmpty(NodeContext &node);
+mlir::LogicalResult importSequenceConstruct(NodeContext &node);
+mlir::LogicalResult importSplitToSequence(NodeContext &node);
+mlir::LogicalResult importSequenceAt(NodeContext &node);
+mlir::LogicalResult importSequenceInsert(NodeContext &node);
+mlir::LogicalResult importSequenceErase(NodeContext &node);
+mlir::LogicalResult importSequenceLength(NodeContext &node);
+mlir::LogicalResult importConcatFromSequence(NodeContext &node);
 mlir::LogicalResult importConstant(NodeContext &node);
 
 } // namespace shardc::onnx_import

@@ -575,12 +575,96 @@ def padding_row(record):
     return m
 
 
+def loop_sequences(form="ok"):
+    """torch.repeat_interleave(x, 2, dim=1) as the exporter writes it with a dynamic length:
+    x [2, 3] split into a sequence of columns, a Loop over Shape(x)[1] whose body reads column i
+    (SequenceAt), appends it twice side by side (SequenceInsert), adds it to a carried sum and
+    emits it as a scan output; then ConcatFromSequence and SequenceLength. `form` "data" takes
+    the trip count from x's values, "huge" gives 10^6 iterations, "tensor_op" feeds the sequence
+    to a Relu."""
+    def build():
+        body = helper.make_graph(
+            [helper.make_node("SequenceAt", ["columns", "i"], ["col"], name="pick"),
+             helper.make_node("Concat", ["col", "col"], ["twice"], name="twice", axis=1),
+             helper.make_node("SequenceInsert", ["acc_in", "twice"], ["acc_out"], name="append"),
+             helper.make_node("Add", ["sum_in", "col"], ["sum_out"], name="accumulate"),
+             helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+             helper.make_node("Identity", ["col"], ["col_out"], name="emit")],
+            "body",
+            [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []),
+             helper.make_tensor_sequence_value_info("acc_in", F32, None),
+             vi("sum_in", F32, [2, 1])],
+            [vi("cond_out", TensorProto.BOOL, []),
+             helper.make_tensor_sequence_value_info("acc_out", F32, None),
+             vi("sum_out", F32, [2, 1]), vi("col_out", F32, [2, 1])])
+        if form == "data":
+            trip = [helper.make_node("ReduceMax", ["x"], ["m"], name="max", keepdims=0),
+                    helper.make_node("Cast", ["m"], ["trips"], name="count", to=I64)]
+        elif form == "huge":
+            trip = [helper.make_node("Constant", [], ["trips"], name="count",
+                                     value=helper.make_tensor("c", I64, [], [1000000]))]
+        else:
+            trip = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+                    helper.make_node("Gather", ["shape", "one"], ["trips"], name="count",
+                                     axis=0)]
+        nodes = trip + [
+            helper.make_node("SplitToSequence", ["x"], ["columns"], name="split", axis=1),
+            helper.make_node("SequenceEmpty", [], ["empty"], name="empty", dtype=F32),
+            helper.make_node("Constant", [], ["go"], name="go",
+                             value=helper.make_tensor("t", TensorProto.BOOL, [], [True])),
+            helper.make_node("Loop", ["trips", "go", "empty", "zeros"],
+                             ["repeated", "sum", "cols"], name="loop", body=body),
+            helper.make_node("ConcatFromSequence", ["repeated"], ["y"], name="join", axis=1),
+            helper.make_node("SequenceLength", ["repeated"], ["n"], name="length")]
+        outputs = [vi("y", F32, [2, 6]), vi("sum", F32, [2, 1]), vi("cols", F32, [3, 2, 1]),
+                   vi("n", I64, [])]
+        if form == "tensor_op":
+            nodes.append(helper.make_node("Relu", ["columns"], ["r"], name="relu"))
+        inits = [const("one", np.array(1), np.int64),
+                 const("zeros", np.zeros((2, 1)), np.float32)]
+        return model(nodes, [vi("x", F32, [2, 3])], outputs, inits, check=form != "tensor_op")
+    return build
+
+
+def sequence_forms():
+    """The other sequence forms on x [2, 3]: x's rows without their axis (keepdims 0), a
+    constant row inserted at the front, the last element erased, the rest stacked along a new
+    axis 1 (torch.stack of x.unbind()); x cut into pieces of 2 columns (the last one smaller)
+    and joined again along axis -1."""
+    nodes = [
+        helper.make_node("SplitToSequence", ["x"], ["rows"], name="unbind", axis=0, keepdims=0),
+        helper.make_node("SequenceInsert", ["rows", "c", "front"], ["with_c"], name="insert"),
+        helper.make_node("SequenceErase", ["with_c"], ["kept"], name="erase"),
+        helper.make_node("ConcatFromSequence", ["kept"], ["stacked"], name="stack", axis=1,
+                         new_axis=1),
+        helper.make_node("SplitToSequence", ["x", "two"], ["pieces"], name="chunks", axis=1),
+        helper.make_node("ConcatFromSequence", ["pieces"], ["joined"], name="join", axis=-1),
+    ]
+    inits = [const("c", np.array([7, 8, 9]), np.float32), const("front", np.array(0), np.int64),
+             const("two", np.array(2), np.int64)]
+    return model(nodes, [vi("x", F32, [2, 3])],
+                 [vi("stacked", F32, [3, 2]), vi("joined", F32, [2, 3])], inits)
+
+
+def sequence_output():
+    """A graph output that is a sequence (x's rows)."""
+    nodes = [helper.make_node("SplitToSequence", ["x"], ["rows"], name="unbind", axis=0)]
+    return model(nodes, [vi("x", F32, [2, 3])],
+                 [helper.make_tensor_sequence_value_info("rows", F32, None)])
+
+
 MODELS = {
     "bn_one_value": refused_vision("bn_one_value"),
     "maxpool_indices": refused_vision("maxpool_indices"),
     "avgpool_dilated": refused_vision("avgpool_dilated"),
     "if_squeeze": if_squeeze(),
     "if_data_dependent": if_squeeze(data_dependent=True),
+    "loop_sequences": loop_sequences(),
+    "loop_data_trip_count": loop_sequences("data"),
+    "loop_huge_trip_count": loop_sequences("huge"),
+    "loop_sequence_to_tensor_op": loop_sequences("tensor_op"),
+    "sequence_forms": sequence_forms,
+    "sequence_output": sequence_output,
     "conv_pool_bn": conv_pool_bn,
     "recorded_trainable": recorded_trainable,
     "masked_scores": masked_scores,
