@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <sstream>
 
 namespace shardc::runtime {
@@ -36,10 +38,10 @@ const char *commDTypeName(CommDType dtype) {
 Status checkCommDType(CollectiveKind kind, CommDType dtype) {
   if (commDTypeSize(dtype) == 0)
     return Status::error("unknown element type " + std::to_string(static_cast<int>(dtype)));
-  if (dtype == CommDType::Bytes && kind != CollectiveKind::AllGather &&
-      kind != CollectiveKind::AllToAll)
-    return Status::error(
-        "cannot sum raw bytes (CommDType::Bytes is for all_gather and all_to_all only)");
+  if (dtype == CommDType::Bytes &&
+      (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter))
+    return Status::error("cannot sum raw bytes (CommDType::Bytes is for all_gather, all_to_all "
+                         "and send_recv only)");
   return Status::ok();
 }
 
@@ -48,6 +50,42 @@ uint64_t CommCounters::totalBytesSent() const {
   for (uint64_t bytes : bytesSent)
     total += bytes;
   return total;
+}
+
+Status checkTransfer(int rank, int size, const void *send, size_t sendCount, int to,
+                     const void *recv, size_t recvCount, int from, CommDType dtype) {
+  SHARDC_RETURN_IF_ERROR(checkCommDType(CollectiveKind::SendRecv, dtype));
+  auto checkPeer = [&](int peer, const char *what) -> Status {
+    if (peer == Communicator::kNoPeer)
+      return Status::ok();
+    if (peer < 0 || peer >= size)
+      return Status::error(std::string("no rank ") + std::to_string(peer) + " to " + what +
+                           " (the communicator has " + std::to_string(size) + ")");
+    if (peer == rank)
+      return Status::error(std::string("a rank cannot ") + what + " itself");
+    return Status::ok();
+  };
+  SHARDC_RETURN_IF_ERROR(checkPeer(to, "send to"));
+  SHARDC_RETURN_IF_ERROR(checkPeer(from, "receive from"));
+  if (to == Communicator::kNoPeer && sendCount > 0)
+    return Status::error(std::to_string(sendCount) + " elements to send but no rank to send to");
+  if (from == Communicator::kNoPeer && recvCount > 0)
+    return Status::error(std::to_string(recvCount) +
+                         " elements to receive but no rank to receive from");
+  if (to == Communicator::kNoPeer && from == Communicator::kNoPeer)
+    return Status::error("no rank to send to or receive from");
+  const size_t elementBytes = commDTypeSize(dtype);
+  const size_t limit = std::numeric_limits<size_t>::max() / elementBytes;
+  if (sendCount > limit || recvCount > limit)
+    return Status::error(std::to_string(std::max(sendCount, recvCount)) +
+                         " elements is too many");
+  if ((sendCount > 0 && send == nullptr) || (recvCount > 0 && recv == nullptr))
+    return Status::error("null buffer");
+  const auto s0 = reinterpret_cast<uintptr_t>(send), r0 = reinterpret_cast<uintptr_t>(recv);
+  const size_t sendBytes = sendCount * elementBytes, recvBytes = recvCount * elementBytes;
+  if (sendBytes > 0 && recvBytes > 0 && s0 < r0 + recvBytes && r0 < s0 + sendBytes)
+    return Status::error("the send and receive buffers overlap");
+  return Status::ok();
 }
 
 Status validateCommOptions(const CommOptions &options) {

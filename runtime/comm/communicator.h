@@ -34,7 +34,7 @@ namespace shardc::runtime {
 // The element type of a collective's buffers. A reduction adds two f32 values as f32; two bf16
 // or f16 values are widened to f32, added, and the sum rounded back to the 16-bit type (to
 // nearest, ties to even) at every ring step, as NCCL does for bf16. Bytes are moved, never
-// added: all_gather and all_to_all only (several tensors of different dtypes packed together);
+// added: all_gather, all_to_all and send_recv only (several tensors of different dtypes packed together);
 // a reduction of Bytes is an error.
 enum class CommDType { F32 = 0, BF16 = 1, F16 = 2, Bytes = 3 };
 // Bytes per element: 4, 2, 2, 1; 0 for a value outside the enum.
@@ -57,8 +57,15 @@ struct CommOptions {
 
 // Every backend's check of a collective's element type, before anything is sent: a known
 // CommDType, and not Bytes for a reduction. The message names no rank (the caller labels it):
-// "cannot sum raw bytes (CommDType::Bytes is for all_gather and all_to_all only)".
+// "cannot sum raw bytes (CommDType::Bytes is for all_gather, all_to_all and send_recv only)".
 Status checkCommDType(CollectiveKind kind, CommDType dtype);
+
+// Every backend's check of a point-to-point transfer's arguments (Communicator::transfer) on a
+// communicator of `size` ranks, before anything is sent: each peer kNoPeer or another rank,
+// a count only toward a peer, at least one of them, non-null and disjoint buffers, and byte
+// counts within size_t. The message names no rank (the caller labels it).
+Status checkTransfer(int rank, int size, const void *send, size_t sendCount, int to,
+                     const void *recv, size_t recvCount, int from, CommDType dtype);
 
 // Every backend's factory checks its options with this: the timeout must be positive and finite
 // (an infinite one would let a dead peer hang the job).
@@ -116,6 +123,21 @@ public:
   // rank's chunk j goes to rank j (MPI_Alltoall). `in` and `out` hold size()*chunk elements and
   // must not overlap. Any dtype, Bytes included: nothing is added.
   virtual Status allToAll(const void *in, void *out, size_t chunk, CommDType dtype) = 0;
+
+  // A point-to-point transfer (the activations and gradients between pipeline stages): sends
+  // send[0, sendCount) to rank `to` while receiving recvCount elements from rank `from` into
+  // recv, and returns once both are done. Either peer may be kNoPeer (a send alone, a receive
+  // alone); to and from may be the same rank (an exchange). Only the ranks involved call it.
+  // Each ordered pair of ranks numbers its transfers on its own, apart from the collectives:
+  // the k-th transfer that sends from r to t is the k-th that receives at t from r, and must
+  // carry the same count (else both fail, naming the disagreement). Both halves happen at
+  // once, so two stages that send to each other cannot deadlock. The same deadline, failure
+  // and abort rules as the collectives; the bytes count as send_recv. A receive waits for its
+  // message; a send may finish before its peer receives it (MPI buffers small messages), the
+  // local backend's only once the peer has copied it.
+  virtual Status transfer(const void *send, size_t sendCount, int to, void *recv,
+                          size_t recvCount, int from, CommDType dtype) = 0;
+  static constexpr int kNoPeer = -1;
 
   // The same on float32 data.
   Status allReduceSum(float *data, size_t count) {

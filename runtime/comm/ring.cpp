@@ -59,6 +59,12 @@ const unsigned char *bytesOf(const void *p) { return static_cast<const unsigned 
 
 } // namespace
 
+std::string describeMessageSequence(uint64_t sequence) {
+  if (sequence & kTransferSequenceBit)
+    return "transfer #" + std::to_string(sequence & ~kTransferSequenceBit);
+  return "collective #" + std::to_string(sequence);
+}
+
 size_t ringChunkBegin(size_t count, int size, int chunk) {
   // count * chunk cannot overflow: RingCommunicator limits count to SIZE_MAX / elementSize / size.
   return count * static_cast<size_t>(chunk) / static_cast<size_t>(size);
@@ -249,6 +255,28 @@ Status RingCommunicator::allToAll(const void *in, void *out, size_t chunk, CommD
   return labelled(kind, sequence,
                   pairwiseAllToAll(transport(), rank_, size_, in, out, chunk, dtype, sequence,
                                    &counters_.bytesSent[static_cast<int>(kind)]));
+}
+
+Status RingCommunicator::transfer(const void *send, size_t sendCount, int to, void *recv,
+                                  size_t recvCount, int from, CommDType dtype) {
+  const CollectiveKind kind = CollectiveKind::SendRecv;
+  const uint64_t number = ++transfers_;
+  counters_.calls[static_cast<int>(kind)] += 1;
+  SHARDC_RETURN_IF_ERROR(labelled(
+      kind, number, checkTransfer(rank_, size_, send, sendCount, to, recv, recvCount, from, dtype)));
+  sentTo_.resize(static_cast<size_t>(size_));
+  receivedFrom_.resize(static_cast<size_t>(size_));
+  const uint64_t sendSequence =
+      to == kNoPeer ? 0 : kTransferSequenceBit | ++sentTo_[static_cast<size_t>(to)];
+  const uint64_t recvSequence =
+      from == kNoPeer ? 0 : kTransferSequenceBit | ++receivedFrom_[static_cast<size_t>(from)];
+  const size_t elementBytes = commDTypeSize(dtype);
+  const Status status = transport().peerSendRecv(send, sendCount * elementBytes, to, sendSequence,
+                                                 recv, recvCount * elementBytes, from,
+                                                 recvSequence);
+  if (status.isOk())
+    counters_.bytesSent[static_cast<int>(kind)] += sendCount * elementBytes;
+  return labelled(kind, number, status);
 }
 
 } // namespace shardc::runtime

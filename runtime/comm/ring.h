@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace shardc::runtime {
@@ -46,9 +47,23 @@ public:
   // message says only what went wrong ("timed out after 30 s waiting for rank 3", "rank 2
   // failed: cause"); the ring prefixes the rank and the collective. `send` stays untouched and
   // may be read until the call returns, even when it fails.
-  virtual Status sendRecv(const void *send, size_t sendBytes, int to, void *recv, size_t recvBytes,
-                          int from, uint64_t sequence) = 0;
+  Status sendRecv(const void *send, size_t sendBytes, int to, void *recv, size_t recvBytes,
+                  int from, uint64_t sequence) {
+    return peerSendRecv(send, sendBytes, to, sequence, recv, recvBytes, from, sequence);
+  }
+  // The same with the two halves numbered apart (a point-to-point transfer: each ordered pair
+  // of ranks numbers its own messages), and either peer Communicator::kNoPeer to skip that
+  // half. The message to `to` carries sendSequence; the one from `from` must carry
+  // recvSequence.
+  virtual Status peerSendRecv(const void *send, size_t sendBytes, int to, uint64_t sendSequence,
+                              void *recv, size_t recvBytes, int from, uint64_t recvSequence) = 0;
 };
+
+// The numbers of point-to-point messages have this bit set, so that one is never taken for a
+// collective's (whose numbers count from 1) and the other way round.
+inline constexpr uint64_t kTransferSequenceBit = uint64_t(1) << 62;
+// "collective #S" or "transfer #K" (K: the pair's message count), for mismatch messages.
+std::string describeMessageSequence(uint64_t sequence);
 
 // Start of chunk `chunk` (0..size) of a `count`-element buffer split over `size` ranks.
 size_t ringChunkBegin(size_t count, int size, int chunk);
@@ -81,6 +96,8 @@ public:
   Status reduceScatterSum(const void *in, void *out, size_t chunk, CommDType dtype) override;
   Status allGather(const void *in, void *out, size_t chunk, CommDType dtype) override;
   Status allToAll(const void *in, void *out, size_t chunk, CommDType dtype) override;
+  Status transfer(const void *send, size_t sendCount, int to, void *recv, size_t recvCount,
+                  int from, CommDType dtype) override;
   // The float32 overloads, which the overrides would otherwise hide.
   using Communicator::allGather;
   using Communicator::allToAll;
@@ -113,6 +130,9 @@ private:
   int rank_;
   int size_;
   uint64_t sequence_ = 0;
+  uint64_t transfers_ = 0; // this rank's transfers, for messages
+  // Per peer, the transfers sent to it and received from it (each pair's message numbers).
+  std::vector<uint64_t> sentTo_, receivedFrom_;
   std::vector<unsigned char> scratch_;
 };
 

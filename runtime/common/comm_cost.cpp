@@ -12,6 +12,8 @@ const char *collectiveName(CollectiveKind kind) {
     return "all_gather";
   case CollectiveKind::AllToAll:
     return "all_to_all";
+  case CollectiveKind::SendRecv:
+    return "send_recv";
   }
   return "unknown_collective";
 }
@@ -34,6 +36,8 @@ uint64_t collectiveBytesSent(CollectiveKind kind, uint64_t paddedElements, int r
                              uint64_t elementBytes) {
   if (ranks <= 1)
     return 0;
+  if (kind == CollectiveKind::SendRecv)
+    return paddedElements * elementBytes;
   uint64_t chunkBytes = paddedElements / static_cast<uint64_t>(ranks) * elementBytes;
   uint64_t steps = static_cast<uint64_t>(ranks - 1);
   return kind == CollectiveKind::AllReduce ? 2 * steps * chunkBytes : steps * chunkBytes;

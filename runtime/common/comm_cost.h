@@ -11,6 +11,9 @@
 //   all_gather      (N-1) chunks, i.e. S(N-1)/N of the full output of size S
 //   all_to_all      (N-1) chunks, i.e. S(N-1)/N of this rank's buffer of size S (chunk j goes
 //                   to rank j; the rank keeps its own)
+//   send_recv       a point-to-point transfer (pipeline stages): the S bytes this rank sends
+//                   to its peer, unpadded, whatever N (paddedElements is then the message's
+//                   element count)
 // With one rank nothing is sent.
 #pragma once
 
@@ -19,9 +22,17 @@
 
 namespace shardc::runtime {
 
-enum class CollectiveKind { AllReduce = 0, ReduceScatter = 1, AllGather = 2, AllToAll = 3 };
-constexpr int kCollectiveKinds = 4;
-// "all_reduce", "reduce_scatter", "all_gather", "all_to_all" (the names used in plans and program kernels).
+// SendRecv is no collective (only two ranks take part), but it is counted and planned as one.
+enum class CollectiveKind {
+  AllReduce = 0,
+  ReduceScatter = 1,
+  AllGather = 2,
+  AllToAll = 3,
+  SendRecv = 4
+};
+constexpr int kCollectiveKinds = 5;
+// "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv" (the names used in
+// plans and program kernels).
 const char *collectiveName(CollectiveKind kind);
 // The collective program kernel `kernel` runs (the inverse of collectiveName); false for any
 // other kernel, shard_slice included (it only cuts this rank's shard).

@@ -16,18 +16,21 @@ std::string withoutMemoryPrefix(const std::string &text) {
   return text.compare(0, prefix.size(), prefix) == 0 ? text.substr(prefix.size()) : text;
 }
 
-// Every kind data parallelism uses, and all_to_all where the run called it (resharding).
+// Every kind data parallelism uses, and all_to_all (resharding) and send_recv (pipeline
+// stages) where the run called them.
 std::string commBreakdown(const CommCounters &counters) {
   std::string text;
   for (int k = 0; k < kCollectiveKinds; ++k)
-    if (k != static_cast<int>(CollectiveKind::AllToAll) || counters.calls[k] != 0)
+    if ((k != static_cast<int>(CollectiveKind::AllToAll) &&
+         k != static_cast<int>(CollectiveKind::SendRecv)) ||
+        counters.calls[k] != 0)
       text += std::string(k ? ", " : "") + collectiveName(static_cast<CollectiveKind>(k)) + " " +
               std::to_string(counters.bytesSent[k]);
   return text;
 }
 
 // " sent N bytes per step (planned P): all_reduce .., reduce_scatter .., all_gather .."
-// (", all_to_all .." where resharding sent some), then
+// (", all_to_all .." and ", send_recv .." where the run sent some), then
 // for a program with groups "; by group: tp .., dp .., world ..".
 std::string commText(const RankReport &report) {
   std::string text = " sent " + std::to_string(report.commPerStep.totalBytesSent()) +

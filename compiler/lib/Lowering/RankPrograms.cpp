@@ -104,6 +104,8 @@ uint64_t collectiveCallBytesSent(const std::string &kernel, int ranks, uint64_t 
     return runtime::collectiveBytesSent(kind, inputElements * ranks, ranks, elementBytes);
   case CollectiveKind::AllToAll: // inputs: this rank's pieces for every rank
     return runtime::collectiveBytesSent(kind, inputElements, ranks, elementBytes);
+  case CollectiveKind::SendRecv: // inputs: the message to the peer
+    return runtime::collectiveBytesSent(kind, inputElements, ranks, elementBytes);
   }
   return 0;
 }

@@ -50,11 +50,12 @@ public:
         mailboxes_(static_cast<size_t>(size_) * static_cast<size_t>(size_)), mutex_(family_->mutex),
         changed_(family_->changed) {}
 
-  // One ring step of `rank`, which waits until `deadline` (its own communicator's timeout of
-  // `timeoutSeconds`, named in the message when it passes).
-  Status sendRecv(int rank, const void *send, size_t sendBytes, int to, void *recv,
-                  size_t recvBytes, int from, uint64_t sequence, Clock::time_point deadline,
-                  double timeoutSeconds);
+  // One ring step or transfer of `rank` (Transport::peerSendRecv; a negative peer skips that
+  // half), which waits until `deadline` (its own communicator's timeout of `timeoutSeconds`,
+  // named in the message when it passes).
+  Status sendRecv(int rank, const void *send, size_t sendBytes, int to, uint64_t sendSequence,
+                  void *recv, size_t recvBytes, int from, uint64_t recvSequence,
+                  Clock::time_point deadline, double timeoutSeconds);
 
   // `rank`: its rank in this world.
   void abort(int rank, const std::string &cause) {
@@ -124,72 +125,83 @@ std::shared_ptr<LocalWorld> LocalWorld::groupWorld(uint64_t split, int color,
   return world;
 }
 
-Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to, void *recv,
-                            size_t recvBytes, int from, uint64_t sequence,
-                            Clock::time_point deadline, double timeoutSeconds) {
+Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to,
+                            uint64_t sendSequence, void *recv, size_t recvBytes, int from,
+                            uint64_t recvSequence, Clock::time_point deadline,
+                            double timeoutSeconds) {
+  const bool sending = to >= 0, receiving = from >= 0;
   std::unique_lock<std::mutex> lock(mutex_);
   if (failed())
     return failure();
 
-  Mailbox &outgoing = mailbox(rank, to);
-  if (outgoing.state != Mailbox::State::Empty)
-    return Status::error("internal error: the previous message to rank " + std::to_string(to) +
-                         " is still pending");
-  outgoing.state = Mailbox::State::Posted;
-  outgoing.data = send;
-  outgoing.bytes = sendBytes;
-  outgoing.sequence = sequence;
-  changed_.notify_all();
-
-  // Receive: copy the peer's message outside the lock, so that ranks copy in parallel. A
-  // receiver that refused our message will not send its own, so a refusal ends the wait too.
-  Mailbox &incoming = mailbox(from, rank);
-  const bool arrived = changed_.wait_until(lock, deadline, [&] {
-    return incoming.state == Mailbox::State::Posted || outgoing.state == Mailbox::State::Refused ||
-           failed();
-  });
-  if (outgoing.state == Mailbox::State::Refused) {
-    Status refused = Status::error(outgoing.refusal);
-    outgoing.state = Mailbox::State::Empty;
-    return refused;
-  }
-  if (!arrived || incoming.state != Mailbox::State::Posted) {
-    withdraw(lock, outgoing);
-    return failed() ? failure()
-                    : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(from)));
-  }
-  if (incoming.sequence != sequence || incoming.bytes != recvBytes) {
-    const std::string mismatch =
-        "rank " + std::to_string(worldRank(from)) + " sent " + std::to_string(incoming.bytes) +
-        " bytes for collective #" + std::to_string(incoming.sequence) + " where rank " +
-        std::to_string(worldRank(rank)) + " expected " + std::to_string(recvBytes) +
-        " bytes for #" + std::to_string(sequence) + " (the ranks disagree on the collectives)";
-    incoming.state = Mailbox::State::Refused;
-    incoming.refusal = mismatch;
+  Mailbox *outgoing = sending ? &mailbox(rank, to) : nullptr;
+  if (sending) {
+    if (outgoing->state != Mailbox::State::Empty)
+      return Status::error("internal error: the previous message to rank " + std::to_string(to) +
+                           " is still pending");
+    outgoing->state = Mailbox::State::Posted;
+    outgoing->data = send;
+    outgoing->bytes = sendBytes;
+    outgoing->sequence = sendSequence;
     changed_.notify_all();
-    withdraw(lock, outgoing);
-    return Status::error(mismatch);
   }
-  incoming.state = Mailbox::State::Copying;
-  lock.unlock();
-  if (recvBytes > 0)
-    std::memcpy(recv, incoming.data, recvBytes);
-  lock.lock();
-  incoming.state = Mailbox::State::Taken;
-  changed_.notify_all();
+  auto refusedOutgoing = [&] { return sending && outgoing->state == Mailbox::State::Refused; };
+  auto takeRefusal = [&] {
+    Status refused = Status::error(outgoing->refusal);
+    outgoing->state = Mailbox::State::Empty;
+    return refused;
+  };
+
+  if (receiving) {
+    // Receive: copy the peer's message outside the lock, so that ranks copy in parallel. A
+    // receiver that refused our message will not send its own, so a refusal ends the wait too.
+    Mailbox &incoming = mailbox(from, rank);
+    const bool arrived = changed_.wait_until(lock, deadline, [&] {
+      return incoming.state == Mailbox::State::Posted || refusedOutgoing() || failed();
+    });
+    if (refusedOutgoing())
+      return takeRefusal();
+    if (!arrived || incoming.state != Mailbox::State::Posted) {
+      if (sending)
+        withdraw(lock, *outgoing);
+      return failed() ? failure()
+                      : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(from)));
+    }
+    if (incoming.sequence != recvSequence || incoming.bytes != recvBytes) {
+      const std::string mismatch =
+          "rank " + std::to_string(worldRank(from)) + " sent " + std::to_string(incoming.bytes) +
+          " bytes for " + describeMessageSequence(incoming.sequence) + " where rank " +
+          std::to_string(worldRank(rank)) + " expected " + std::to_string(recvBytes) +
+          " bytes for " + describeMessageSequence(recvSequence) +
+          ((incoming.sequence | recvSequence) & kTransferSequenceBit
+               ? " (the ranks disagree on the transfers)"
+               : " (the ranks disagree on the collectives)");
+      incoming.state = Mailbox::State::Refused;
+      incoming.refusal = mismatch;
+      changed_.notify_all();
+      if (sending)
+        withdraw(lock, *outgoing);
+      return Status::error(mismatch);
+    }
+    incoming.state = Mailbox::State::Copying;
+    lock.unlock();
+    if (recvBytes > 0)
+      std::memcpy(recv, incoming.data, recvBytes);
+    lock.lock();
+    incoming.state = Mailbox::State::Taken;
+    changed_.notify_all();
+  }
+  if (!sending)
+    return Status::ok();
 
   // Our own message must be taken before `send` may change.
   const bool settled = changed_.wait_until(lock, deadline, [&] {
-    return outgoing.state == Mailbox::State::Taken || outgoing.state == Mailbox::State::Refused ||
-           failed();
+    return outgoing->state == Mailbox::State::Taken || refusedOutgoing() || failed();
   });
-  if (outgoing.state == Mailbox::State::Refused) {
-    Status refused = Status::error(outgoing.refusal);
-    outgoing.state = Mailbox::State::Empty;
-    return refused;
-  }
+  if (refusedOutgoing())
+    return takeRefusal();
   // A copy that finishes while we give up still counts: both halves of the step are done.
-  if (withdraw(lock, outgoing) == Mailbox::State::Taken)
+  if (withdraw(lock, *outgoing) == Mailbox::State::Taken)
     return Status::ok();
   return settled ? failure() : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(to)));
 }
@@ -233,10 +245,10 @@ protected:
   Transport &transport() override { return *this; }
 
 private:
-  Status sendRecv(const void *send, size_t sendBytes, int to, void *recv, size_t recvBytes,
-                  int from, uint64_t sequence) override {
-    return world_->sendRecv(rank(), send, sendBytes, to, recv, recvBytes, from, sequence,
-                            deadlineFromNow(), timeoutSeconds_);
+  Status peerSendRecv(const void *send, size_t sendBytes, int to, uint64_t sendSequence,
+                      void *recv, size_t recvBytes, int from, uint64_t recvSequence) override {
+    return world_->sendRecv(rank(), send, sendBytes, to, sendSequence, recv, recvBytes, from,
+                            recvSequence, deadlineFromNow(), timeoutSeconds_);
   }
 
   std::shared_ptr<LocalWorld> world_;

@@ -63,11 +63,15 @@ protected:
   Transport &transport() override { return *this; }
 
 private:
-  Status sendRecv(const void *send, size_t sendBytes, int to, void *recv, size_t recvBytes,
-                  int from, uint64_t sequence) override;
-  // One piece of a sendRecv: an Irecv and an Isend, polled until both finish or the deadline.
-  Status exchange(const void *send, int sendBytes, int to, void *recv, int recvBytes, int from,
-                  int tag, Clock::time_point deadline);
+  Status peerSendRecv(const void *send, size_t sendBytes, int to, uint64_t sendSequence,
+                      void *recv, size_t recvBytes, int from, uint64_t recvSequence) override;
+  // One piece of a peerSendRecv: an Irecv and an Isend (either to MPI_PROC_NULL, which
+  // completes at once, when that half is skipped), polled until both finish or the deadline.
+  Status exchange(const void *send, int sendBytes, int to, int sendTag, void *recv, int recvBytes,
+                  int from, int recvTag, Clock::time_point deadline);
+  // The tag of message `sequence`: collectives in the lower half of the tag space, transfers
+  // in the upper half, so that MPI never matches one with the other.
+  int tagOf(uint64_t sequence) const;
   // Polls `request` (which `peer` must complete) until it finishes or the deadline passes.
   Status await(MPI_Request *request, int peer, Clock::time_point deadline, MPI_Status *status);
   // Cancels what is still pending after a failure, so that MPI stops touching our buffers.
@@ -133,15 +137,16 @@ void MpiCommunicator::cancel(MPI_Request *request) {
   (void)MPI_Request_free(request);
 }
 
-Status MpiCommunicator::exchange(const void *send, int sendBytes, int to, void *recv, int recvBytes,
-                                 int from, int tag, Clock::time_point deadline) {
+Status MpiCommunicator::exchange(const void *send, int sendBytes, int to, int sendTag, void *recv,
+                                 int recvBytes, int from, int recvTag,
+                                 Clock::time_point deadline) {
   MPI_Request recvRequest = MPI_REQUEST_NULL, sendRequest = MPI_REQUEST_NULL;
-  Status status =
-      mpiCheck(MPI_Irecv(recv, recvBytes, MPI_BYTE, from, tag, comm_, &recvRequest), "MPI_Irecv");
+  Status status = mpiCheck(
+      MPI_Irecv(recv, recvBytes, MPI_BYTE, from, recvTag, comm_, &recvRequest), "MPI_Irecv");
   if (status.isOk())
-    status = mpiCheck(
-        MPI_Isend(const_cast<void *>(send), sendBytes, MPI_BYTE, to, tag, comm_, &sendRequest),
-        "MPI_Isend");
+    status = mpiCheck(MPI_Isend(const_cast<void *>(send), sendBytes, MPI_BYTE, to, sendTag, comm_,
+                                &sendRequest),
+                      "MPI_Isend");
   MPI_Status received;
   if (status.isOk())
     status = await(&recvRequest, from, deadline, &received);
@@ -152,7 +157,9 @@ Status MpiCommunicator::exchange(const void *send, int sendBytes, int to, void *
       status = Status::error(
           "rank " + std::to_string(worldRankOf(from)) + " sent " + std::to_string(count) +
           " bytes where rank " + std::to_string(worldRank()) + " expected " +
-          std::to_string(recvBytes) + " (the ranks disagree on the collectives)");
+          std::to_string(recvBytes) +
+          (recvTag > tagUpperBound_ / 2 ? " (the ranks disagree on the transfers)"
+                                        : " (the ranks disagree on the collectives)"));
   }
   if (status.isOk()) {
     MPI_Status sent;
@@ -165,12 +172,22 @@ Status MpiCommunicator::exchange(const void *send, int sendBytes, int to, void *
   return status;
 }
 
-Status MpiCommunicator::sendRecv(const void *send, size_t sendBytes, int to, void *recv,
-                                 size_t recvBytes, int from, uint64_t sequence) {
+int MpiCommunicator::tagOf(uint64_t sequence) const {
+  // Tags tell messages apart, so one from another collective or transfer is never taken as
+  // data. MPI guarantees an upper bound of at least 32767.
+  const uint64_t half = static_cast<uint64_t>(tagUpperBound_) / 2;
+  if (sequence & kTransferSequenceBit)
+    return static_cast<int>(half + 1 + (sequence & ~kTransferSequenceBit) % half);
+  return static_cast<int>(sequence % (half + 1));
+}
+
+Status MpiCommunicator::peerSendRecv(const void *send, size_t sendBytes, int to,
+                                     uint64_t sendSequence, void *recv, size_t recvBytes,
+                                     int from, uint64_t recvSequence) {
   if (!failure_.empty())
     return Status::error("the communicator failed earlier: " + failure_);
-  // Tags tell collectives apart, so a message from another collective is never taken as data.
-  const int tag = static_cast<int>(sequence % (static_cast<uint64_t>(tagUpperBound_) + 1));
+  const int sendTag = tagOf(sendSequence), recvTag = tagOf(recvSequence);
+  const int sendPeer = to < 0 ? MPI_PROC_NULL : to, recvPeer = from < 0 ? MPI_PROC_NULL : from;
   const Clock::time_point until = deadlineFromNow();
   const auto *sendBytesPtr = static_cast<const unsigned char *>(send);
   auto *recvBytesPtr = static_cast<unsigned char *>(recv);
@@ -179,9 +196,9 @@ Status MpiCommunicator::sendRecv(const void *send, size_t sendBytes, int to, voi
   do {
     const size_t sendPiece = std::min(sendBytes - sent, kMaxPieceBytes);
     const size_t recvPiece = std::min(recvBytes - received, kMaxPieceBytes);
-    Status status =
-        exchange(sendBytesPtr + sent, static_cast<int>(sendPiece), to, recvBytesPtr + received,
-                 static_cast<int>(recvPiece), from, tag, until);
+    Status status = exchange(sendBytesPtr + sent, static_cast<int>(sendPiece), sendPeer, sendTag,
+                             recvBytesPtr + received, static_cast<int>(recvPiece), recvPeer,
+                             recvTag, until);
     if (!status.isOk())
       return fail(status);
     sent += sendPiece;

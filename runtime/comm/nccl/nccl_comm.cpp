@@ -132,6 +132,8 @@ public:
   Status reduceScatterSum(const void *in, void *out, size_t chunk, CommDType dtype) override;
   Status allGather(const void *in, void *out, size_t chunk, CommDType dtype) override;
   Status allToAll(const void *in, void *out, size_t chunk, CommDType dtype) override;
+  Status transfer(const void *send, size_t sendCount, int to, void *recv, size_t recvCount,
+                  int from, CommDType dtype) override;
   // The float32 overloads, which the overrides would otherwise hide.
   using Communicator::allGather;
   using Communicator::allToAll;
@@ -174,6 +176,7 @@ private:
   unsigned char *buffer_ = nullptr;
   size_t bufferBytes_ = 0;
   uint64_t sequence_ = 0;
+  uint64_t transfers_ = 0; // this rank's transfers, for messages
   bool failed_ = false; // a collective failed: the communicator is aborted, not finalised
 };
 
@@ -479,6 +482,52 @@ Status NcclCommunicator::allToAll(const void *in, void *out, size_t chunk, CommD
     return finish(until);
   };
   return run(kind, sequence, work);
+}
+
+// ncclSend and ncclRecv in one group, so that two stages sending to each other cannot
+// deadlock; NCCL matches a pair's sends and receives in call order, as the interface says.
+Status NcclCommunicator::transfer(const void *send, size_t sendCount, int to, void *recv,
+                                  size_t recvCount, int from, CommDType dtype) {
+  const CollectiveKind kind = CollectiveKind::SendRecv;
+  const int k = static_cast<int>(kind);
+  const uint64_t number = ++transfers_;
+  counters_.calls[k] += 1;
+  SHARDC_RETURN_IF_ERROR(labelled(
+      kind, number, checkTransfer(rank(), size(), send, sendCount, to, recv, recvCount, from, dtype)));
+  auto work = [&]() -> Status {
+    ncclDataType_t type = ncclFloat32;
+    SHARDC_RETURN_IF_ERROR(ncclTypeOf(dtype, &type));
+    const auto until = deadlineFromNow();
+    const size_t sendBytes = sendCount * commDTypeSize(dtype),
+                 recvBytes = recvCount * commDTypeSize(dtype);
+    unsigned char *device = nullptr;
+    SHARDC_RETURN_IF_ERROR(deviceBuffer(sendBytes + recvBytes, &device));
+    unsigned char *received = device + sendBytes;
+    if (sendBytes > 0)
+      SHARDC_RETURN_IF_ERROR(
+          cudaCheck(cudaMemcpyAsync(device, send, sendBytes, cudaMemcpyHostToDevice, stream_),
+                    "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(ncclCheck(ncclGroupStart(), "ncclGroupStart", comm_));
+    // The group is ended whatever a send or receive said, so that it is never left open.
+    Status queued = Status::ok();
+    if (to != kNoPeer)
+      queued = ncclCheck(ncclSend(device, sendCount, type, to, comm_, stream_), "ncclSend", comm_);
+    if (queued.isOk() && from != kNoPeer)
+      queued = ncclCheck(ncclRecv(received, recvCount, type, from, comm_, stream_), "ncclRecv",
+                         comm_);
+    Status ended = ncclCheck(ncclGroupEnd(), "ncclGroupEnd", comm_);
+    SHARDC_RETURN_IF_ERROR(queued);
+    SHARDC_RETURN_IF_ERROR(ended);
+    SHARDC_RETURN_IF_ERROR(waitForNccl(until));
+    if (recvBytes > 0)
+      SHARDC_RETURN_IF_ERROR(
+          cudaCheck(cudaMemcpyAsync(recv, received, recvBytes, cudaMemcpyDeviceToHost, stream_),
+                    "cudaMemcpyAsync"));
+    SHARDC_RETURN_IF_ERROR(finish(until));
+    counters_.bytesSent[k] += sendBytes;
+    return Status::ok();
+  };
+  return run(kind, number, work);
 }
 
 void NcclCommunicator::abort(const std::string &cause) {

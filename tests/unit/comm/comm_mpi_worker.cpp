@@ -1,7 +1,7 @@
 // The program comm_mpi_tests runs under mpirun (one process per rank):
 //   comm_mpi_worker compare       every collective on the mpi backend (f32, and bf16, f16 and raw
-//                                 bytes), compared bit for bit (results and counters) with a
-//                                 local world run in-process
+//                                 bytes) and point-to-point transfers, compared bit for bit
+//                                 (results and counters) with a local world run in-process
 //   comm_mpi_worker kill R        rank R dies (SIGKILL) before the first collective
 //   comm_mpi_worker silent R      rank R never calls the collective (the others time out)
 //   comm_mpi_worker abort R       rank R fails and calls abort() while the others wait
@@ -9,6 +9,7 @@
 //                                 ({0, 1}, {2, 3}) and the dp groups ({0, 2}, {1, 3}), compared
 //                                 bit for bit with the same groups of a local world
 //   comm_mpi_worker groupsilent R rank R never calls its tp group's collective
+//   comm_mpi_worker transfersilent R  rank R never takes part in a chain of transfers
 // Like a real launcher, a rank whose collective fails prints the error and then aborts the job.
 #include "runtime/comm/local/local_comm.h"
 #include "runtime/comm/mpi/mpi_comm.h"
@@ -110,6 +111,38 @@ Status runCases(Communicator &comm, std::vector<std::vector<float>> *results) {
     SHARDC_RETURN_IF_ERROR(comm.allToAll(in.data(), out.data(), chunk, CommDType::Bytes));
     results->push_back(std::vector<float>(out.begin(), out.end()));
   }
+  // Point-to-point transfers as pipeline stages make them: activations along the chain of
+  // ranks (the first only sends, the last only receives), then gradients back along it.
+  const int none = Communicator::kNoPeer;
+  const int next = rank + 1 < n ? rank + 1 : none, prev = rank > 0 ? rank - 1 : none;
+  for (size_t count : {size_t(1), size_t(1000)}) {
+    const std::vector<float> in = rankData(rank, next == none ? 0 : count, ++salt);
+    std::vector<float> out(prev == none ? 0 : count, -1.0f);
+    SHARDC_RETURN_IF_ERROR(comm.transfer(in.data(), in.size(), next, out.data(), out.size(), prev,
+                                         CommDType::F32));
+    results->push_back(out);
+    const std::vector<float> grad = rankData(rank, prev == none ? 0 : count, ++salt);
+    std::vector<float> back(next == none ? 0 : count, -1.0f);
+    SHARDC_RETURN_IF_ERROR(comm.transfer(grad.data(), grad.size(), prev, back.data(), back.size(),
+                                         next, CommDType::F32));
+    results->push_back(back);
+  }
+  // Two ranks sending to each other at once (1F1B's steady state), in raw bytes; the ranks
+  // without a partner take no part, and the collective after it still matches.
+  const int partner = (rank ^ 1) < n ? (rank ^ 1) : none;
+  if (partner != none) {
+    std::vector<uint8_t> in(11), out(11);
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = static_cast<uint8_t>(13 * rank + 3 * static_cast<int>(i));
+    SHARDC_RETURN_IF_ERROR(comm.transfer(in.data(), in.size(), partner, out.data(), out.size(),
+                                         partner, CommDType::Bytes));
+    results->push_back(std::vector<float>(out.begin(), out.end()));
+  }
+  {
+    std::vector<float> data = rankData(rank, 64, ++salt);
+    SHARDC_RETURN_IF_ERROR(comm.allReduceSum(data.data(), data.size()));
+    results->push_back(data);
+  }
   return Status::ok();
 }
 
@@ -190,7 +223,7 @@ int compare(Communicator &comm) {
   }
   if (mismatches != 0)
     return 1;
-  std::printf("rank %d: %zu collectives bit-identical with the local backend\n", rank,
+  std::printf("rank %d: %zu collectives and transfers bit-identical with the local backend\n", rank,
               mpiResults.size());
   return 0;
 }
@@ -283,7 +316,7 @@ int compareGroups(Communicator &comm) {
   }
   if (mismatches != 0)
     return 1;
-  std::printf("rank %d: %zu group collectives bit-identical with the local backend\n", rank,
+  std::printf("rank %d: %zu group collectives and transfers bit-identical with the local backend\n", rank,
               mpiResults.size());
   return 0;
 }
@@ -305,6 +338,33 @@ int groupFailure(Communicator &comm, int victim) {
     std::fflush(stdout);
     // The other group's ranks wait here until the job ends (as a job's ranks would, in the
     // next step's collectives).
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    return 0;
+  }
+  std::fprintf(stderr, "%s\n", status.message().c_str());
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  comm.abort(status.message());
+  return 1;
+}
+
+// Activations along the chain of ranks, as pipeline stages send them; rank `victim` never takes
+// part, so the rank before it (whose send nobody takes) and the one after it (which waits for
+// its message) time out naming it.
+int transferFailure(Communicator &comm, int victim) {
+  const int rank = comm.rank(), n = comm.size();
+  if (rank == victim) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    return 0;
+  }
+  const int none = Communicator::kNoPeer;
+  std::vector<float> in(rank + 1 < n ? 500 : 0, 1.0f), out(rank > 0 ? 500 : 0);
+  Status status = comm.transfer(in.data(), in.size(), rank + 1 < n ? rank + 1 : none,
+                                out.data(), out.size(), rank > 0 ? rank - 1 : none,
+                                CommDType::F32);
+  if (status.isOk()) {
+    std::printf("rank %d: the transfer succeeded\n", rank);
+    std::fflush(stdout);
     std::this_thread::sleep_for(std::chrono::seconds(60));
     return 0;
   }
@@ -351,15 +411,16 @@ int failure(Communicator &comm, const std::string &mode, int victim) {
 
 int main(int argc, char **argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  const bool failureMode =
-      mode == "kill" || mode == "silent" || mode == "abort" || mode == "groupsilent";
+  const bool failureMode = mode == "kill" || mode == "silent" || mode == "abort" ||
+                           mode == "groupsilent" || mode == "transfersilent";
   if (!(mode == "compare" || mode == "groups" || (failureMode && argc > 2))) {
     std::fprintf(stderr, "usage: comm_mpi_worker compare | groups | kill R | silent R | abort R "
-                         "| groupsilent R\n");
+                         "| groupsilent R | transfersilent R\n");
     return 2;
   }
   CommOptions options;
-  options.timeoutSeconds = mode == "silent" || mode == "groupsilent" ? 2.0 : 20.0;
+  options.timeoutSeconds =
+      mode == "silent" || mode == "groupsilent" || mode == "transfersilent" ? 2.0 : 20.0;
   std::unique_ptr<Communicator> comm;
   Status status = createMpiCommunicator(options, &comm);
   if (!status.isOk()) {
@@ -373,5 +434,7 @@ int main(int argc, char **argv) {
     return compareGroups(*comm);
   if (mode == "groupsilent")
     return groupFailure(*comm, std::atoi(argv[2]));
+  if (mode == "transfersilent")
+    return transferFailure(*comm, std::atoi(argv[2]));
   return failure(*comm, mode, std::atoi(argv[2]));
 }

@@ -237,12 +237,12 @@ TEST(RingDTypes, AReductionOfRawBytesIsRefusedBeforeAnythingIsSent) {
   EXPECT_EQ(
       s.message(),
       "rank 0: all_reduce #1: cannot sum raw bytes "
-      "(CommDType::Bytes is for all_gather and all_to_all only)");
+      "(CommDType::Bytes is for all_gather, all_to_all and send_recv only)");
   s = comms[0]->reduceScatterSum(in.data(), out.data(), out.size(), CommDType::Bytes);
   EXPECT_EQ(
       s.message(),
       "rank 0: reduce_scatter #2: cannot sum raw bytes "
-      "(CommDType::Bytes is for all_gather and all_to_all only)");
+      "(CommDType::Bytes is for all_gather, all_to_all and send_recv only)");
   s = comms[0]->allGather(in.data(), out.data(), 2, static_cast<CommDType>(9));
   EXPECT_EQ(s.message(), "rank 0: all_gather #3: unknown element type 9");
   EXPECT_EQ(comms[0]->counters().totalBytesSent(), 0u);

@@ -240,6 +240,8 @@ TEST(CommCounters, TotalAndCollectiveNames) {
   EXPECT_STREQ(collectiveName(CollectiveKind::AllReduce), "all_reduce");
   EXPECT_STREQ(collectiveName(CollectiveKind::ReduceScatter), "reduce_scatter");
   EXPECT_STREQ(collectiveName(CollectiveKind::AllGather), "all_gather");
+  EXPECT_STREQ(collectiveName(CollectiveKind::AllToAll), "all_to_all");
+  EXPECT_STREQ(collectiveName(CollectiveKind::SendRecv), "send_recv");
   // The kernel of each kind names it back; other kernels name no collective.
   for (int k = 0; k < kCollectiveKinds; ++k) {
     CollectiveKind kind = CollectiveKind::AllReduce;
@@ -262,6 +264,9 @@ TEST(CommCost, PaddingAndBytes) {
   // The element's size scales every chunk: bf16 and f16 send half of f32, raw bytes a quarter.
   EXPECT_EQ(collectiveBytesSent(CollectiveKind::AllReduce, 12, 4, 2), 2u * 3 * 3 * 2);
   EXPECT_EQ(collectiveBytesSent(CollectiveKind::AllGather, 12, 4, 1), 3u * 3);
+  // A transfer sends its message whole, whatever the communicator's size.
+  EXPECT_EQ(collectiveBytesSent(CollectiveKind::SendRecv, 13, 2, 4), 13u * 4);
+  EXPECT_EQ(collectiveBytesSent(CollectiveKind::SendRecv, 13, 8, 2), 13u * 2);
 }
 
 // A transport that records what the ring hands it, to pin the schedule of one rank.
@@ -273,8 +278,8 @@ public:
     size_t recvBytes;
     int from;
   };
-  Status sendRecv(const void *, size_t sendBytes, int to, void *recv, size_t recvBytes, int from,
-                  uint64_t) override {
+  Status peerSendRecv(const void *, size_t sendBytes, int to, uint64_t, void *recv,
+                      size_t recvBytes, int from, uint64_t) override {
     steps.push_back({sendBytes, to, recvBytes, from});
     std::memset(recv, 0, recvBytes);
     return Status::ok();
