@@ -321,6 +321,16 @@ int compareGroups(Communicator &comm) {
   return 0;
 }
 
+// What a launcher does when a rank's collective fails: print the error, give the other ranks'
+// messages time to print, then end the job.
+int failJob(Communicator &comm, const Status &status) {
+  std::fprintf(stderr, "%s\n", status.message().c_str());
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  comm.abort(status.message());
+  return 1;
+}
+
 // Rank `victim` never calls its tp group's all-reduce; its partner times out.
 int groupFailure(Communicator &comm, int victim) {
   const int rank = comm.rank();
@@ -341,11 +351,7 @@ int groupFailure(Communicator &comm, int victim) {
     std::this_thread::sleep_for(std::chrono::seconds(60));
     return 0;
   }
-  std::fprintf(stderr, "%s\n", status.message().c_str());
-  std::fflush(stderr);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  comm.abort(status.message());
-  return 1;
+  return failJob(comm, status);
 }
 
 // Activations along the chain of ranks, as pipeline stages send them; rank `victim` never takes
@@ -368,11 +374,7 @@ int transferFailure(Communicator &comm, int victim) {
     std::this_thread::sleep_for(std::chrono::seconds(60));
     return 0;
   }
-  std::fprintf(stderr, "%s\n", status.message().c_str());
-  std::fflush(stderr);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  comm.abort(status.message());
-  return 1;
+  return failJob(comm, status);
 }
 
 // One all-reduce; `rank` misbehaves as `mode` says.
@@ -399,12 +401,7 @@ int failure(Communicator &comm, const std::string &mode, int victim) {
     std::printf("rank %d: the all-reduce succeeded\n", rank);
     return 0;
   }
-  std::fprintf(stderr, "%s\n", status.message().c_str());
-  std::fflush(stderr);
-  // Give the other ranks' messages time to print before the job ends.
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  comm.abort(status.message());
-  return 1;
+  return failJob(comm, status);
 }
 
 } // namespace
