@@ -112,7 +112,8 @@ struct HalfStoragePass : impl::HalfStorageBase<HalfStoragePass> {
       changed = false;
       llvm::SmallVector<mlir::Operation *> producers;
       func.walk([&](mlir::Operation *op) {
-        if (isDataMovement(op) || llvm::isa<graph::AllGatherOp, graph::AllToAllOp>(op))
+        if (isDataMovement(op) ||
+            llvm::isa<graph::AllGatherOp, graph::AllToAllOp, graph::SendRecvOp>(op))
           producers.push_back(op);
       });
       for (mlir::Operation *op : producers)

@@ -34,7 +34,8 @@ namespace shardc::runtime {
 // The element type of a collective's buffers. A reduction adds two f32 values as f32; two bf16
 // or f16 values are widened to f32, added, and the sum rounded back to the 16-bit type (to
 // nearest, ties to even) at every ring step, as NCCL does for bf16. Bytes are moved, never
-// added: all_gather, all_to_all and send_recv only (several tensors of different dtypes packed together);
+// added: all_gather, all_to_all and send_recv only (several tensors of different dtypes packed
+// together);
 // a reduction of Bytes is an error.
 enum class CommDType { F32 = 0, BF16 = 1, F16 = 2, Bytes = 3 };
 // Bytes per element: 4, 2, 2, 1; 0 for a value outside the enum.

@@ -263,7 +263,8 @@ Status RingCommunicator::transfer(const void *send, size_t sendCount, int to, vo
   const uint64_t number = ++transfers_;
   counters_.calls[static_cast<int>(kind)] += 1;
   SHARDC_RETURN_IF_ERROR(labelled(
-      kind, number, checkTransfer(rank_, size_, send, sendCount, to, recv, recvCount, from, dtype)));
+      kind, number,
+      checkTransfer(rank_, size_, send, sendCount, to, recv, recvCount, from, dtype)));
   sentTo_.resize(static_cast<size_t>(size_));
   receivedFrom_.resize(static_cast<size_t>(size_));
   const uint64_t sendSequence =

@@ -154,7 +154,7 @@ LogicalResult tryFoldToConstants(Operation *op, bool &folded) {
     return success();
   // A collective's result depends on the other ranks, never on its operands alone.
   if (isa<graph::AllReduceOp, graph::ReduceScatterOp, graph::AllGatherOp, graph::AllToAllOp,
-          graph::ShardSliceOp>(op))
+          graph::ShardSliceOp, graph::SendRecvOp>(op))
     return success();
   if (!allResultsStatic(op))
     return success();

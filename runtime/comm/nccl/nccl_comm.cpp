@@ -492,8 +492,9 @@ Status NcclCommunicator::transfer(const void *send, size_t sendCount, int to, vo
   const int k = static_cast<int>(kind);
   const uint64_t number = ++transfers_;
   counters_.calls[k] += 1;
-  SHARDC_RETURN_IF_ERROR(labelled(
-      kind, number, checkTransfer(rank(), size(), send, sendCount, to, recv, recvCount, from, dtype)));
+  SHARDC_RETURN_IF_ERROR(labelled(kind, number,
+                                  checkTransfer(rank(), size(), send, sendCount, to, recv,
+                                                recvCount, from, dtype)));
   auto work = [&]() -> Status {
     ncclDataType_t type = ncclFloat32;
     SHARDC_RETURN_IF_ERROR(ncclTypeOf(dtype, &type));

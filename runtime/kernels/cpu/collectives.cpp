@@ -1,7 +1,7 @@
 // The collective kernels: all_reduce, reduce_scatter, all_gather and all_to_all move data
 // between the ranks of a communicator, KernelArgs::comm (the world's, or that of the group the
 // op's "group" attribute names: the executor picks it); shard_slice cuts this rank's shard
-// locally.
+// locally; send_recv is a point-to-point transfer between two of its ranks (pipeline stages).
 //
 // Shards follow the program's Sharding (runtime/program/program.proto): a tensor of n elements
 // split over N ranks gives every rank k = ceil(n / N) elements, shard r holding the row-major
@@ -473,6 +473,105 @@ Status allToAllWorkspace(const KernelArgs &args, uint64_t *bytes) {
   return measureWorkspace(bytes, [&](Workspace &workspace) {
     unsigned char *send = nullptr, *received = nullptr;
     return takeAllToAllPieces(workspace, ranks, chunkBytes, &send, &received);
+  });
+}
+
+// ---- send_recv ----------------------------------------------------------------------------------
+
+// What a send_recv moves: its inputs, packed, to rank `to`; its outputs, packed, from rank
+// `from` (Communicator::kNoPeer for a side without tensors).
+struct Transfer {
+  int ranks = 0;
+  int to = Communicator::kNoPeer, from = Communicator::kNoPeer;
+  int64_t sendBytes = 0, recvBytes = 0;
+};
+
+// Reads "to" (when there are inputs) or "from" (when there are outputs): a rank of the
+// communicator, -1 or absent exactly when that side has no tensors.
+Status readPeer(const char *kernel, const KernelArgs &args, const char *name, bool used,
+                int ranks, int *peer) {
+  int64_t value = Communicator::kNoPeer;
+  if (hasAttr(args, name))
+    SHARDC_RETURN_IF_ERROR(getIntAttr(args, name, &value));
+  if (!used && value != Communicator::kNoPeer)
+    return Status::error(std::string(kernel) + ": " + name + " is " + std::to_string(value) +
+                         ", but there is nothing to " +
+                         (std::string(name) == "to" ? "send" : "receive"));
+  if (used && (value < 0 || value >= ranks))
+    return Status::error(std::string(kernel) + ": " + name + " must be a rank in [0, " +
+                         std::to_string(ranks) + "), got " + std::to_string(value));
+  *peer = static_cast<int>(value);
+  return Status::ok();
+}
+
+// Checks send_recv: any tensors to send (inputs) and to receive (outputs), at least one of
+// them, of any dtypes; `num_ranks` and the peers; a "dtype" attribute, if any, agreeing.
+Status sendRecvPlan(const KernelArgs &args, Transfer *plan) {
+  const char *kernel = "send_recv";
+  SHARDC_RETURN_IF_ERROR(checkOperands(kernel, args, Arity::atLeast(0), Arity::atLeast(0)));
+  if (args.inputs.empty() && args.outputs.empty())
+    return Status::error(std::string(kernel) + ": needs a tensor to send or to receive");
+  SHARDC_RETURN_IF_ERROR(readDtype(kernel, args, false));
+  int64_t numRanks = 0;
+  SHARDC_RETURN_IF_ERROR(getIntAttr(args, "num_ranks", &numRanks));
+  if (numRanks < 2 || numRanks > INT_MAX)
+    return Status::error(std::string(kernel) + ": num_ranks must be at least 2, got " +
+                         std::to_string(numRanks));
+  plan->ranks = static_cast<int>(numRanks);
+  SHARDC_RETURN_IF_ERROR(
+      readPeer(kernel, args, "to", !args.inputs.empty(), plan->ranks, &plan->to));
+  SHARDC_RETURN_IF_ERROR(
+      readPeer(kernel, args, "from", !args.outputs.empty(), plan->ranks, &plan->from));
+  auto bytesOf = [&](const std::vector<Tensor> &tensors, int64_t *total) {
+    return sumOver(
+        kernel, tensors.size(), 1,
+        [&](size_t i) { return static_cast<int64_t>(tensors[i].sizeBytes()); }, total);
+  };
+  SHARDC_RETURN_IF_ERROR(bytesOf(args.inputs, &plan->sendBytes));
+  return bytesOf(args.outputs, &plan->recvBytes);
+}
+
+// The workspace of send_recv: the packed inputs when there are several (one is sent from its
+// own buffer), then the packed outputs when there are several.
+Status takeTransferPieces(Workspace &workspace, const KernelArgs &args, const Transfer &plan,
+                          unsigned char **send, unsigned char **received) {
+  if (args.inputs.size() > 1)
+    SHARDC_RETURN_IF_ERROR(workspace.take("send_recv", plan.sendBytes, send));
+  if (args.outputs.size() > 1)
+    SHARDC_RETURN_IF_ERROR(workspace.take("send_recv", plan.recvBytes, received));
+  return Status::ok();
+}
+
+Status sendRecvKernel(KernelArgs &args) {
+  const char *kernel = "send_recv";
+  Transfer plan;
+  SHARDC_RETURN_IF_ERROR(sendRecvPlan(args, &plan));
+  Communicator *comm = nullptr;
+  SHARDC_RETURN_IF_ERROR(requireComm(kernel, args, plan.ranks, &comm));
+  Workspace workspace(args);
+  unsigned char *send = nullptr, *received = nullptr;
+  SHARDC_RETURN_IF_ERROR(takeTransferPieces(workspace, args, plan, &send, &received));
+  if (args.inputs.size() == 1)
+    send = args.inputs[0].as<unsigned char>();
+  else if (send != nullptr)
+    pack(args.inputs, send);
+  if (args.outputs.size() == 1)
+    received = args.outputs[0].as<unsigned char>();
+  // Bytes: the two sides may hold different dtypes, and nothing is added.
+  SHARDC_RETURN_IF_ERROR(comm->transfer(send, static_cast<size_t>(plan.sendBytes), plan.to,
+                                        received, static_cast<size_t>(plan.recvBytes), plan.from,
+                                        CommDType::Bytes));
+  if (args.outputs.size() > 1)
+    unpack(received, args.outputs);
+  return Status::ok();
+}
+
+Status sendRecvWorkspace(const KernelArgs &args, uint64_t *bytes) {
+  Transfer plan;
+  SHARDC_RETURN_IF_ERROR(sendRecvPlan(args, &plan));
+  return measureWorkspace(bytes, [&](Workspace &workspace) {
+    unsigned char *send = nullptr, *received = nullptr;
+    return takeTransferPieces(workspace, args, plan, &send, &received);
   });
 }
 

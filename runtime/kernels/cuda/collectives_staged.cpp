@@ -1,11 +1,11 @@
-// The collective kernels on the cuda device (all_reduce, reduce_scatter, all_gather, all_to_all
-// and shard_slice), through host memory: the communicators (runtime/comm) move host buffers, so
-// each call waits for the rank's stream, copies its inputs to host memory, runs the CPU kernel
-// there (the same checks, packing and communicator calls as a CPU rank, so the results are the
-// CPU ranks' bit for bit), and copies its outputs back. This is what lets several ranks share
-// one GPU as threads of one process (--comm local) and a CUDA rank use any backend; it costs
-// two copies over PCIe and a stream synchronisation per collective, and no overlap with the
-// compute stream.
+// The collective kernels on the cuda device (all_reduce, reduce_scatter, all_gather, all_to_all,
+// shard_slice and send_recv), through host memory: the communicators (runtime/comm) move host
+// buffers, so each call waits for the rank's stream, copies its inputs to host memory, runs the
+// CPU kernel there (the same checks, packing and communicator calls as a CPU rank, so the
+// results are the CPU ranks' bit for bit), and copies its outputs back. This is what lets
+// several ranks share one GPU as threads of one process (--comm local) and a CUDA rank use any
+// backend; it costs two copies over PCIe and a stream synchronisation per collective, and no
+// overlap with the compute stream.
 //
 // The host buffers are the calling thread's (each rank runs its ops on its own thread) and
 // grow to the largest call, which the first step makes: no host allocation after it.
@@ -99,6 +99,9 @@ Status allToAllKernel(KernelArgs &args) {
 }
 Status shardSliceKernel(KernelArgs &args) {
   return staged("shard_slice", cpu::shardSliceKernel, args);
+}
+Status sendRecvKernel(KernelArgs &args) {
+  return staged("send_recv", cpu::sendRecvKernel, args);
 }
 
 } // namespace shardc::runtime::cuda

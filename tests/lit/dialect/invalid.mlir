@@ -147,6 +147,53 @@ func.func @bad_gather(%s: tensor<3xf32>) -> tensor<2x2xf32> {
 
 // -----
 
+// A transfer names a peer for each side that has tensors, and only for those, among the ranks
+// of its axes; it needs a side with tensors and a peer to talk to.
+mesh.mesh @pp(shape = 4)
+func.func @transfer_without_peer(%a: tensor<3xf32>) {
+  // expected-error @+1 {{has tensors to send but no send_to}}
+  graph.send_recv %a on @pp : (tensor<3xf32>) -> ()
+  return
+}
+
+// -----
+
+mesh.mesh @pp(shape = 4)
+func.func @transfer_peer_outside(%a: tensor<3xf32>) {
+  // expected-error @+1 {{send_to 4 is not a rank of its 4 ranks}}
+  graph.send_recv %a on @pp {send_to = 4} : (tensor<3xf32>) -> ()
+  return
+}
+
+// -----
+
+mesh.mesh @pp(shape = 4)
+func.func @transfer_peer_unused(%a: tensor<3xf32>) {
+  // expected-error @+1 {{recv_from is given, but there is nothing to receive}}
+  graph.send_recv %a on @pp {send_to = 1, recv_from = 2} : (tensor<3xf32>) -> ()
+  return
+}
+
+// -----
+
+mesh.mesh @pp(shape = 4)
+func.func @transfer_of_nothing() {
+  // expected-error @+1 {{needs a tensor to send or to receive}}
+  graph.send_recv on @pp : () -> ()
+  return
+}
+
+// -----
+
+mesh.mesh @pp(shape = 1)
+func.func @transfer_alone(%a: tensor<3xf32>) {
+  // expected-error @+1 {{runs over 1 rank: a transfer needs a peer}}
+  graph.send_recv %a on @pp {send_to = 0} : (tensor<3xf32>) -> ()
+  return
+}
+
+// -----
+
 func.func @sin_of_integers(%a: tensor<3xi64>) -> tensor<3xi64> {
   // expected-error @+1 {{must be ranked tensor of 32-bit float values}}
   %0 = graph.sin %a : tensor<3xi64>

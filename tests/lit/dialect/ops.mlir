@@ -92,6 +92,23 @@ func.func @collectives(%a: tensor<7xf32>, %b: tensor<2x3xf32>) -> (tensor<7xf32>
 
 // -----
 
+// Point-to-point transfers between pipeline stages on the pp axis (1) of a dp x pp mesh: the
+// first stage sends activations, the last receives them, a middle one does both, and two
+// stages exchange (1F1B) in one op each.
+// CHECK-LABEL: func.func @transfers
+// CHECK: graph.send_recv %{{.*}}, %{{.*}} on @mesh {mesh_axes = array<i16: 1>, send_to = 1 : i64} : (tensor<4x8xf32>, tensor<4xi64>) -> ()
+// CHECK: graph.send_recv on @mesh {mesh_axes = array<i16: 1>, recv_from = 0 : i64} : () -> (tensor<4x8xf32>, tensor<4xi64>)
+// CHECK: graph.send_recv %{{.*}} on @mesh {mesh_axes = array<i16: 1>, recv_from = 1 : i64, send_to = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+mesh.mesh @mesh(shape = 2x2)
+func.func @transfers(%act: tensor<4x8xf32>, %pos: tensor<4xi64>) -> (tensor<4x8xf32>, tensor<4xi64>, tensor<4x8xbf16>) {
+  graph.send_recv %act, %pos on @mesh {mesh_axes = array<i16: 1>, send_to = 1} : (tensor<4x8xf32>, tensor<4xi64>) -> ()
+  %a, %p = graph.send_recv on @mesh {mesh_axes = array<i16: 1>, recv_from = 0} : () -> (tensor<4x8xf32>, tensor<4xi64>)
+  %g = graph.send_recv %act on @mesh {mesh_axes = array<i16: 1>, send_to = 1, recv_from = 1} : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  return %a, %p, %g : tensor<4x8xf32>, tensor<4xi64>, tensor<4x8xbf16>
+}
+
+// -----
+
 // Shardings on arguments: upstream #mesh.shard (split dimensions) and ZeRO's flat shard.
 // CHECK-LABEL: func.func @shardings(
 // CHECK-SAME: %{{.*}}: tensor<8x4xf32> {graph.sharding = #mesh.shard<@dp, {{\[\[}}0]]>}

@@ -223,8 +223,8 @@ int compare(Communicator &comm) {
   }
   if (mismatches != 0)
     return 1;
-  std::printf("rank %d: %zu collectives and transfers bit-identical with the local backend\n", rank,
-              mpiResults.size());
+  std::printf("rank %d: %zu collectives and transfers bit-identical with the local backend\n",
+              rank, mpiResults.size());
   return 0;
 }
 
@@ -316,8 +316,9 @@ int compareGroups(Communicator &comm) {
   }
   if (mismatches != 0)
     return 1;
-  std::printf("rank %d: %zu group collectives and transfers bit-identical with the local backend\n", rank,
-              mpiResults.size());
+  std::printf("rank %d: %zu group collectives and transfers bit-identical with the local "
+              "backend\n",
+              rank, mpiResults.size());
   return 0;
 }
 

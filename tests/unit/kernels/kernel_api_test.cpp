@@ -106,7 +106,8 @@ TEST(KernelRegistry, MatchesDocumentedKernels) {
 // The traits come from the kernel list: the collectives, the optimizer updates and their
 // in-place pairs, and nothing for a name that is no kernel.
 TEST(KernelRegistry, TraitsOfTheKernelList) {
-  for (const char *name : {"all_reduce", "reduce_scatter", "all_gather", "all_to_all"}) {
+  for (const char *name :
+       {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv"}) {
     EXPECT_TRUE(isCollectiveKernel(name)) << name;
     EXPECT_TRUE(kernelMovesDataBetweenRanks(name)) << name;
   }
@@ -128,7 +129,7 @@ TEST(KernelRegistry, TraitsOfTheKernelList) {
   int withTraits = 0;
   for (const std::string &name : cpuKernelNames())
     withTraits += kernelTraits(name) != 0;
-  EXPECT_EQ(withTraits, 14);
+  EXPECT_EQ(withTraits, 15);
   EXPECT_EQ(kernelTraits("no_such_kernel"), 0u);
   EXPECT_FALSE(isCollectiveKernel("add"));
 }

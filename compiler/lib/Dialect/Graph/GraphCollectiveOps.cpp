@@ -110,7 +110,30 @@ LogicalResult ShardSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyPairs(*this, getMeshAttr(), getMeshAxes(), getInputs(), getResults(), symbols, false, true);
 }
 
+LogicalResult SendRecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> ranks = lookupRanks(*this, getMeshAttr(), getMeshAxes(), symbols);
+  if (failed(ranks))
+    return failure();
+  if (*ranks < 2)
+    return emitOpError("runs over ") << *ranks << " rank: a transfer needs a peer";
+  if (getInputs().empty() && getResults().empty())
+    return emitOpError("needs a tensor to send or to receive");
+  auto checkPeer = [&](std::optional<int64_t> peer, bool used, StringRef name,
+                       StringRef side) -> LogicalResult {
+    if (!used && peer)
+      return emitOpError(name) << " is given, but there is nothing to " << side;
+    if (used && !peer)
+      return emitOpError("has tensors to ") << side << " but no " << name;
+    if (used && (*peer < 0 || *peer >= *ranks))
+      return emitOpError(name) << " " << *peer << " is not a rank of its " << *ranks << " ranks";
+    return success();
+  };
+  return failure(failed(checkPeer(getSendTo(), !getInputs().empty(), "send_to", "send")) ||
+                 failed(checkPeer(getRecvFrom(), !getResults().empty(), "recv_from", "receive")));
+}
+
 int64_t AllReduceOp::getNumRanks() { return meshRanks(*this); }
+int64_t SendRecvOp::getNumRanks() { return meshRanks(*this); }
 int64_t ReduceScatterOp::getNumRanks() { return meshRanks(*this); }
 int64_t AllGatherOp::getNumRanks() { return meshRanks(*this); }
 int64_t AllToAllOp::getNumRanks() { return meshRanks(*this); }

@@ -365,5 +365,17 @@ LogicalResult AllToAllOp::buildKernelCall(KernelCallBuilder &call) {
 LogicalResult ShardSliceOp::buildKernelCall(KernelCallBuilder &call) {
   return collectiveCall(*this, call);
 }
+// The peers are ranks of the op's group (its mesh axes), as the kernel's communicator numbers
+// them.
+LogicalResult SendRecvOp::buildKernelCall(KernelCallBuilder &call) {
+  if (failed(call.setCollectiveGroup(getMeshAttr(),
+                                     getMeshAxes().value_or(llvm::ArrayRef<int16_t>()))))
+    return failure();
+  if (getSendTo())
+    call.setInt("to", *getSendTo());
+  if (getRecvFrom())
+    call.setInt("from", *getRecvFrom());
+  return success();
+}
 
 } // namespace shardc::graph

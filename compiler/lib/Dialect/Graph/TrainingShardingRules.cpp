@@ -104,5 +104,6 @@ std::optional<OpShardingRule> ReduceScatterOp::getShardingRule() { return std::n
 std::optional<OpShardingRule> AllGatherOp::getShardingRule() { return std::nullopt; }
 std::optional<OpShardingRule> AllToAllOp::getShardingRule() { return std::nullopt; }
 std::optional<OpShardingRule> ShardSliceOp::getShardingRule() { return std::nullopt; }
+std::optional<OpShardingRule> SendRecvOp::getShardingRule() { return std::nullopt; }
 
 } // namespace shardc::graph

@@ -78,6 +78,38 @@ def Graph_AllToAllOp : Graph_CollectiveOp<"all_to_all", Graph_Tensor> {
   }];
 }
 
+def Graph_SendRecvOp : Graph_Op<"send_recv",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, Graph_KernelAttributes]> {
+  let summary = "Sends its operands to one rank of its axes while receiving its results from one";
+  let description = [{
+    A point-to-point transfer between pipeline stages, not a collective: only this rank and
+    its peers take part. The operands go to rank `send_to` of the ranks along `mesh_axes`
+    (the activations of a microbatch to the next stage, or their gradients to the one
+    before), the results come from rank `recv_from` (absent: that side has no tensors; at
+    least one side has). Both halves happen at once, so two stages that send to each other
+    (1F1B's steady state) take one op each and cannot deadlock. Each ordered pair of ranks
+    matches its transfers in program order: the k-th op of one rank that sends to another is
+    the k-th of that one that receives from it, with the same tensors.
+
+    ```mlir
+    %grad = graph.send_recv %act on @mesh {mesh_axes = array<i16: 1>, send_to = 1,
+        recv_from = 1} : (tensor<4x64xf32>) -> tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_Tensor>:$inputs,
+                   OptionalAttr<I64Attr>:$send_to, OptionalAttr<I64Attr>:$recv_from,
+                   OptionalAttr<DenseI16ArrayAttr>:$mesh_axes);
+  let results = (outs Variadic<Graph_Tensor>:$results);
+  let assemblyFormat = [{
+    $inputs `on` $mesh attr-dict `:` functional-type($inputs, $results)
+  }];
+  let extraClassDeclaration = [{
+    // The number of ranks along its mesh axes (the mesh's one axis when mesh_axes is absent);
+    // 0 if the symbol does not resolve.
+    int64_t getNumRanks();
+  }];
+}
+
 def Graph_ShardSliceOp : Graph_CollectiveOp<"shard_slice", Graph_Tensor> {
   let summary = "This rank's flat shard of each (replicated) operand; no communication";
   let description = [{
