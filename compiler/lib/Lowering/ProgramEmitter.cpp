@@ -100,6 +100,7 @@ public:
     markGradientBuffers(out_.program);
     out_.program.set_weights_bytes(out_.weights.size());
     out_.program.set_planned_peak_bytes(runtime::planPeakMemory(out_.program).total);
+    out_.program.set_planned_flops(graph::functionFlops(func_));
     return std::move(out_);
   }
 

@@ -402,6 +402,7 @@ void to_json(Json &j, const ProgramListing &l) {
            {"comm_workspace_bytes", p.comm_workspace_bytes()},
            {"planned_peak_bytes", p.planned_peak_bytes()},
            {"planned_comm_bytes", p.planned_comm_bytes()},
+           {"planned_flops", p.planned_flops()},
            {"inputs", p.inputs()},
            {"outputs", p.outputs()},
            {"buffers", std::move(buffers)},

@@ -58,6 +58,22 @@ std::string operand(const program::Program &p, int32_t id) {
   return s;
 }
 
+// "123456 FLOP", "1.23 GFLOP": exact below a million, else scaled.
+std::string flopsString(uint64_t n) {
+  if (n < 1000000)
+    return std::to_string(n) + " FLOP";
+  char buf[64];
+  const char *units[] = {"MFLOP", "GFLOP", "TFLOP", "PFLOP"};
+  double value = n / 1e6;
+  int unit = 0;
+  while (value >= 1000 && unit < 3) {
+    value /= 1000;
+    ++unit;
+  }
+  std::snprintf(buf, sizeof buf, "%.3g %s", value, units[unit]);
+  return buf;
+}
+
 // "12345 bytes (12.1 KiB)": exact, so the breakdown can be added up, and readable.
 std::string exactBytes(uint64_t n) {
   std::string s = std::to_string(n) + " bytes";
@@ -273,6 +289,9 @@ void formatProgramBody(const program::Program &p, std::ostringstream &os) {
   }
   formatMemory(p, os);
   os << "parameters: " << paramCount << " tensors, " << paramElems << " elements\n";
+  if (p.planned_flops() > 0)
+    os << "compute: " << flopsString(p.planned_flops())
+       << " per step (planned_flops; products counted exactly)\n";
   os << "inputs:\n";
   for (const program::Binding &b : p.inputs())
     os << "  " << b.name() << ": " << operand(p, b.buffer())

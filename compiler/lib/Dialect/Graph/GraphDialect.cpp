@@ -14,6 +14,7 @@ using namespace shardc::graph;
 #include "shardc/Dialect/Graph/GradientInterface.cpp.inc"
 #include "shardc/Dialect/Graph/ShardingRuleInterface.cpp.inc"
 #include "shardc/Dialect/Graph/KernelOpInterface.cpp.inc"
+#include "shardc/Dialect/Graph/CostInterface.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "shardc/Dialect/Graph/GraphAttributes.cpp.inc"
 

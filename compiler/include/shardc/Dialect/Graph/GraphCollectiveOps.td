@@ -26,7 +26,8 @@ include "mlir/IR/SymbolInterfaces.td"
 // take any tensor the runtime holds: resharding gathers integer indices and boolean masks too.
 class Graph_CollectiveOp<string mnemonic, Type element = Graph_StorageFloatTensor>
     : Graph_Op<mnemonic,
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, Graph_KernelAttributes]> {
+    [Graph_NoArithmetic, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     Graph_KernelAttributes]> {
   let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<element>:$inputs,
                    OptionalAttr<I64Attr>:$bucket, OptionalAttr<StrAttr>:$unit,
                    OptionalAttr<DenseI16ArrayAttr>:$mesh_axes);
@@ -79,7 +80,8 @@ def Graph_AllToAllOp : Graph_CollectiveOp<"all_to_all", Graph_Tensor> {
 }
 
 def Graph_SendRecvOp : Graph_Op<"send_recv",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, Graph_KernelAttributes]> {
+    [Graph_NoArithmetic, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     Graph_KernelAttributes]> {
   let summary = "Sends its operands to one rank of its axes while receiving its results from one";
   let description = [{
     A point-to-point transfer between pipeline stages, not a collective: only this rank and

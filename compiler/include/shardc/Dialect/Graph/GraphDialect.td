@@ -12,6 +12,7 @@
 include "mlir/IR/OpBase.td"
 include "shardc/Dialect/Graph/ShardingRuleInterface.td"
 include "shardc/Dialect/Graph/KernelOpInterface.td"
+include "shardc/Dialect/Graph/CostInterface.td"
 
 def Graph_Dialect : Dialect {
   let name = "graph";
@@ -50,9 +51,16 @@ def Graph_NoKernel : Graph_NoKernelTrait;
 def Graph_KernelAttributes : Graph_KernelCall<["buildKernelCall"]>;
 def Graph_KernelRenamed : Graph_KernelCall<["getKernelName"]>;
 
+// Ops that only move, select or convert data count no FLOPs (CostInterface.td).
+class Graph_NoArithmeticTrait : NativeOpTrait<"NoArithmetic"> {
+  let cppNamespace = "::shardc::graph::traits";
+}
+def Graph_NoArithmetic : Graph_NoArithmeticTrait;
+
 class Graph_Op<string mnemonic, list<Trait> traits = []> :
     Op<Graph_Dialect, mnemonic, !listconcat(traits,
        !if(!empty(!filter(t, traits, !isa<Graph_ShardableWith>(t))), [Graph_Shardable], []),
+       !if(!empty(!filter(t, traits, !isa<Graph_CostWith>(t))), [Graph_Costed], []),
        !if(!empty(!filter(t, traits, !or(!isa<Graph_KernelCall>(t),
                                           !isa<Graph_NoKernelTrait>(t)))),
            [Graph_KernelCall<[]>], []))>;

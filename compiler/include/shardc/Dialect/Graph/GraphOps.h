@@ -19,6 +19,8 @@
 #include "shardc/Dialect/Graph/ShardingRuleInterface.h.inc"
 #include "shardc/Dialect/Graph/KernelCallBuilder.h"
 #include "shardc/Dialect/Graph/KernelOpInterface.h.inc"
+#include "shardc/Dialect/Graph/OpCost.h"
+#include "shardc/Dialect/Graph/CostInterface.h.inc"
 
 #define GET_OP_CLASSES
 #include "shardc/Dialect/Graph/GraphOps.h.inc"

@@ -22,7 +22,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===-------------------------------------------------------------------------------------===//
 
 def Graph_ConstantOp : Graph_Op<"constant",
-    [Graph_NoKernel, Graph_ShardableWith<["localizeOp"]>, ConstantLike, Pure,
+    [Graph_NoArithmetic, Graph_NoKernel, Graph_ShardableWith<["localizeOp"]>, ConstantLike, Pure,
      InferTypeOpAdaptor]> {
   let summary = "ONNX Constant; also the result of every compile-time folded op";
   let arguments = (ins ElementsAttr:$value);
@@ -63,7 +63,8 @@ def Graph_SoftplusOp : Graph_UnaryOp<"softplus", Graph_FloatTensor> {
   let summary = "ONNX Softplus: log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|))";
 }
 def Graph_NotOp : Graph_UnaryOp<"not", Graph_BoolTensor> { let summary = "ONNX Not"; }
-def Graph_IdentityOp : Graph_UnaryOp<"identity", Graph_Tensor, [Graph_KernelRenamed]> {
+def Graph_IdentityOp : Graph_UnaryOp<"identity", Graph_Tensor,
+                                     [Graph_KernelRenamed, Graph_NoArithmetic]> {
   let summary = "ONNX Identity (and inference-mode Dropout)";
   let hasFolder = 1;
 }
@@ -134,7 +135,7 @@ def Graph_ClipOp : Graph_Op<"clip", [Pure, InferTypeOpAdaptor, Graph_Differentia
 }
 
 def Graph_CastOp : Graph_Op<"cast",
-    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    [Graph_NoArithmetic, Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Cast";
   let arguments = (ins Graph_Tensor:$input, TypeAttr:$to);
   let results = (outs Graph_Tensor:$output);
@@ -149,8 +150,9 @@ def Graph_CastOp : Graph_Op<"cast",
 // A product's operands and result may each be f32, bf16 or f16 (shardc-half-storage); the
 // product is computed in f32 and rounded to the result's type. The inferred result type is the
 // lhs's; any of the three element types is compatible with it.
-def Graph_MatMulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatible,
-                                         Graph_Differentiable]> {
+def Graph_MatMulOp : Graph_Op<"matmul",
+    [Graph_CostWith<["getFlops"]>, Pure, InferTypeOpAdaptorWithIsCompatible,
+     Graph_Differentiable]> {
   let summary = "ONNX MatMul (numpy.matmul: 1-D promotion, broadcast batch dimensions)";
   let arguments = (ins Graph_StorageFloatTensor:$lhs, Graph_StorageFloatTensor:$rhs);
   let results = (outs Graph_StorageFloatTensor:$output);
@@ -158,7 +160,7 @@ def Graph_MatMulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatibl
 }
 
 def Graph_GemmOp : Graph_Op<"gemm",
-    [Graph_KernelAttributes, Pure, InferTypeOpAdaptorWithIsCompatible,
+    [Graph_CostWith<["getFlops"]>, Graph_KernelAttributes, Pure, InferTypeOpAdaptorWithIsCompatible,
      Graph_Differentiable]> {
   let summary = "ONNX Gemm: alpha * op(a) * op(b) + beta * c";
   let arguments = (ins Graph_StorageFloatTensor:$a, Graph_StorageFloatTensor:$b,
@@ -193,7 +195,7 @@ def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax"> {
 }
 
 def Graph_AttentionOp : Graph_Op<"attention",
-    [Graph_KernelAttributes, Pure, Graph_Differentiable]> {
+    [Graph_CostWith<["getFlops"]>, Graph_KernelAttributes, Pure, Graph_Differentiable]> {
   let summary = "Fused scaled dot-product attention (made by shardc-fuse-attention)";
   let description = [{
     q [..., S, D], k [..., Sk, D], v [..., Sk, Dv] (the same leading dims), an optional f32
@@ -216,7 +218,8 @@ def Graph_AttentionOp : Graph_Op<"attention",
 //===-------------------------------------------------------------------------------------===//
 
 def Graph_ConvOp : Graph_Op<"conv",
-    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    [Graph_CostWith<["getFlops"]>,
+     Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Conv without bias (the importer adds a bias as a broadcast add)";
   let description = [{
     input [N, C, *S], weight [M, C/group, *K] -> output [N, M, *O] with
@@ -277,7 +280,7 @@ def Graph_ArgMaxOp : Graph_Op<"arg_max", [Graph_KernelAttributes, Pure, InferTyp
 
 // Reshape-like ops only reinterpret the element order; the result type says the new shape.
 class Graph_ReshapeLikeOp<string mnemonic> : Graph_Op<mnemonic,
-      [Graph_KernelRenamed, Pure, Graph_Differentiable]> {
+      [Graph_KernelRenamed, Graph_NoArithmetic, Pure, Graph_Differentiable]> {
   let arguments = (ins Graph_Tensor:$input);
   let results = (outs Graph_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -291,8 +294,9 @@ def Graph_FlattenOp : Graph_ReshapeLikeOp<"flatten"> { let summary = "ONNX Flatt
 def Graph_SqueezeOp : Graph_ReshapeLikeOp<"squeeze"> { let summary = "ONNX Squeeze"; }
 def Graph_UnsqueezeOp : Graph_ReshapeLikeOp<"unsqueeze"> { let summary = "ONNX Unsqueeze"; }
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
-                                               Graph_Differentiable]> {
+def Graph_TransposeOp : Graph_Op<"transpose",
+    [Graph_NoArithmetic, Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
+     Graph_Differentiable]> {
   let summary = "ONNX Transpose";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Graph_Tensor:$output);
@@ -300,7 +304,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Graph_KernelAttributes, Pure, Inf
 }
 
 def Graph_ConcatOp : Graph_Op<"concat",
-    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    [Graph_NoArithmetic, Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Concat";
   let arguments = (ins Variadic<Graph_Tensor>:$inputs,
                    ConfinedAttr<I64Attr, [IntNonNegative]>:$axis);
@@ -309,7 +313,8 @@ def Graph_ConcatOp : Graph_Op<"concat",
 }
 
 def Graph_SplitOp : Graph_Op<"split",
-    [Graph_KernelAttributes, Graph_ShardableWith<["localizeOp"]>, Pure, InferTypeOpAdaptor,
+    [Graph_NoArithmetic,
+     Graph_KernelAttributes, Graph_ShardableWith<["localizeOp"]>, Pure, InferTypeOpAdaptor,
      Graph_Differentiable]> {
   let summary = "ONNX Split; `sizes` has one entry per result";
   let arguments = (ins Graph_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$axis,
@@ -321,7 +326,8 @@ def Graph_SplitOp : Graph_Op<"split",
 // Fully normalised slice: one (start, end, step) per dimension, with ONNX's clamping already
 // applied, so element i of dimension d reads index starts[d] + i * steps[d].
 def Graph_SliceOp : Graph_Op<"slice",
-    [Graph_KernelAttributes, Graph_ShardableWith<["localizeOp"]>, Pure, InferTypeOpAdaptor,
+    [Graph_NoArithmetic,
+     Graph_KernelAttributes, Graph_ShardableWith<["localizeOp"]>, Pure, InferTypeOpAdaptor,
      Graph_Differentiable]> {
   let summary = "ONNX Slice";
   let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$starts,
@@ -331,7 +337,7 @@ def Graph_SliceOp : Graph_Op<"slice",
 }
 
 def Graph_PadOp : Graph_Op<"pad",
-    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    [Graph_NoArithmetic, Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Pad, constant mode";
   let description = [{
     `pads` holds the elements added before each dimension, then those added after each (ONNX's
@@ -344,7 +350,7 @@ def Graph_PadOp : Graph_Op<"pad",
 }
 
 def Graph_GatherOp : Graph_Op<"gather",
-    [Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+    [Graph_NoArithmetic, Graph_KernelAttributes, Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "ONNX Gather";
   let description = [{
     `padding_idx`, when present, is an embedding's padding row (PyTorch's
@@ -385,7 +391,7 @@ def Graph_ScatterNDOp : Graph_Op<"scatter_nd",
   let hasVerifier = 1;
 }
 
-def Graph_ExpandOp : Graph_Op<"expand", [Pure, Graph_Differentiable]> {
+def Graph_ExpandOp : Graph_Op<"expand", [Graph_NoArithmetic, Pure, Graph_Differentiable]> {
   let summary = "ONNX Expand (the shape operand is folded into the result type)";
   let arguments = (ins Graph_Tensor:$input);
   let results = (outs Graph_Tensor:$output);
@@ -394,7 +400,8 @@ def Graph_ExpandOp : Graph_Op<"expand", [Pure, Graph_Differentiable]> {
 }
 
 def Graph_TriluOp : Graph_Op<"trilu",
-    [Graph_KernelAttributes, Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+    [Graph_NoArithmetic,
+     Graph_KernelAttributes, Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let summary = "ONNX Trilu; k is folded into an attribute";
   let arguments = (ins Graph_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
   let results = (outs Graph_Tensor:$output);
@@ -402,7 +409,8 @@ def Graph_TriluOp : Graph_Op<"trilu",
   let hasVerifier = 1;
 }
 
-def Graph_ShapeOp : Graph_Op<"shape", [Graph_NoKernel, Pure, InferTypeOpAdaptor]> {
+def Graph_ShapeOp : Graph_Op<"shape",
+    [Graph_NoArithmetic, Graph_NoKernel, Pure, InferTypeOpAdaptor]> {
   let summary = "ONNX Shape (opset 15 start/end normalised); always folds to a constant";
   let arguments = (ins Graph_Tensor:$input, I64Attr:$start, I64Attr:$end);
   let results = (outs RankedTensorOf<[I64]>:$output);
@@ -411,7 +419,7 @@ def Graph_ShapeOp : Graph_Op<"shape", [Graph_NoKernel, Pure, InferTypeOpAdaptor]
 }
 
 def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape",
-    [Graph_NoKernel, Graph_ShardableWith<["localizeOp"]>, Pure]> {
+    [Graph_NoArithmetic, Graph_NoKernel, Graph_ShardableWith<["localizeOp"]>, Pure]> {
   let summary = "ONNX ConstantOfShape; the shape is the (static) result type";
   let arguments = (ins Graph_Tensor:$shape, ElementsAttr:$value);
   let results = (outs Graph_Tensor:$output);
@@ -420,7 +428,7 @@ def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape",
   let hasFolder = 1;
 }
 
-def Graph_RangeOp : Graph_Op<"range", [Graph_NoKernel, Pure]> {
+def Graph_RangeOp : Graph_Op<"range", [Graph_NoArithmetic, Graph_NoKernel, Pure]> {
   let summary = "ONNX Range; the element count is the (static) result type";
   let arguments = (ins Graph_Tensor:$start, Graph_Tensor:$limit, Graph_Tensor:$delta);
   let results = (outs Graph_Tensor:$output);

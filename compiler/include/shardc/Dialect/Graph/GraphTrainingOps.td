@@ -24,7 +24,8 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Graph_KernelAttributes,
   let hasVerifier = 1;
 }
 
-def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Graph_KernelAttributes, Pure]> {
+def Graph_AttentionGradOp : Graph_Op<"attention_grad",
+    [Graph_CostWith<["getFlops"]>, Graph_KernelAttributes, Pure]> {
   let summary = "Gradients of attention w.r.t. q, k and v (the mask gets none)";
   let description = [{
     Recomputes the probabilities tile by tile from q, k, the mask and the forward pass's lse
@@ -99,7 +100,8 @@ def Graph_ReduceMaxGradOp : Graph_Op<"reduce_max_grad", [Graph_KernelAttributes,
 }
 
 def Graph_SliceGradOp : Graph_Op<"slice_grad",
-    [Graph_KernelCall<["getKernelName", "buildKernelCall"]>, Graph_ShardableWith<["localizeOp"]>,
+    [Graph_NoArithmetic,
+     Graph_KernelCall<["getKernelName", "buildKernelCall"]>, Graph_ShardableWith<["localizeOp"]>,
      Pure]> {
   let summary = "Scatters dy into zeros shaped like the slice's input (the result type)";
   let arguments = (ins Graph_FloatTensor:$dy, DenseI64ArrayAttr:$starts,
@@ -109,7 +111,8 @@ def Graph_SliceGradOp : Graph_Op<"slice_grad",
 }
 
 // The backward of conv: the result types give the forward operands' shapes.
-def Graph_ConvGradInputOp : Graph_Op<"conv_grad_input", [Graph_KernelAttributes, Pure]> {
+def Graph_ConvGradInputOp : Graph_Op<"conv_grad_input",
+    [Graph_CostWith<["getFlops"]>, Graph_KernelAttributes, Pure]> {
   let summary = "Gradient of conv w.r.t. its input (a transposed convolution of dy)";
   let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$weight,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
@@ -117,7 +120,8 @@ def Graph_ConvGradInputOp : Graph_Op<"conv_grad_input", [Graph_KernelAttributes,
   let results = (outs Graph_FloatTensor:$dinput);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
-def Graph_ConvGradWeightOp : Graph_Op<"conv_grad_weight", [Graph_KernelAttributes, Pure]> {
+def Graph_ConvGradWeightOp : Graph_Op<"conv_grad_weight",
+    [Graph_CostWith<["getFlops"]>, Graph_KernelAttributes, Pure]> {
   let summary = "Gradient of conv w.r.t. its weight (dy correlated with the input)";
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$dy,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,

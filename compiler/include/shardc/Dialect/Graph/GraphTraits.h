@@ -26,6 +26,11 @@ class OptimizerUpdate : public mlir::OpTrait::TraitBase<ConcreteType, OptimizerU
 template <typename ConcreteType>
 class NoKernel : public mlir::OpTrait::TraitBase<ConcreteType, NoKernel> {};
 
+// An op that only moves, selects or converts data (reshape, slice, concat, gather, cast, the
+// collectives): it counts no FLOPs (CostInterface.td).
+template <typename ConcreteType>
+class NoArithmetic : public mlir::OpTrait::TraitBase<ConcreteType, NoArithmetic> {};
+
 } // namespace shardc::graph::traits
 
 #endif
