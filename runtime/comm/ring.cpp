@@ -265,8 +265,6 @@ Status RingCommunicator::transfer(const void *send, size_t sendCount, int to, vo
   SHARDC_RETURN_IF_ERROR(labelled(
       kind, number,
       checkTransfer(rank_, size_, send, sendCount, to, recv, recvCount, from, dtype)));
-  sentTo_.resize(static_cast<size_t>(size_));
-  receivedFrom_.resize(static_cast<size_t>(size_));
   const uint64_t sendSequence =
       to == kNoPeer ? 0 : kTransferSequenceBit | ++sentTo_[static_cast<size_t>(to)];
   const uint64_t recvSequence =

@@ -105,7 +105,9 @@ public:
   using Communicator::reduceScatterSum;
 
 protected:
-  RingCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  RingCommunicator(int rank, int size)
+      : rank_(rank), size_(size), sentTo_(static_cast<size_t>(size)),
+        receivedFrom_(static_cast<size_t>(size)) {}
   virtual Transport &transport() = 0;
 
   // The first half of every backend's split(): a ring all-gather (numbered like a collective,

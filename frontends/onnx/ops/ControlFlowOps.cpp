@@ -236,22 +236,8 @@ LogicalResult importLoop(NodeContext &node) {
     if (scans[s].empty())
       return node.fail("scan output " + quote(node.proto().output(carriedCount + s)) +
                        " of a loop that runs no iteration has no shape shardc can give it");
-    // Stacked: each iteration's value gets a leading dimension of 1, then they are joined.
-    SmallVector<Value> rows;
-    for (Value v : scans[s]) {
-      auto type = cast<RankedTensorType>(v.getType());
-      SmallVector<int64_t> shape{1};
-      llvm::append_range(shape, type.getShape());
-      FailureOr<Value> row = node.createTyped1<graph::UnsqueezeOp>(
-          RankedTensorType::get(shape, type.getElementType()), v);
-      if (failed(row))
-        return failure();
-      rows.push_back(*row);
-    }
-    FailureOr<Value> stacked =
-        rows.size() == 1 ? FailureOr<Value>(rows[0])
-                         : node.createInferred1<graph::ConcatOp>(ValueRange(rows),
-                                                                 b.getI64IntegerAttr(0));
+    // Stacked along a new axis 0, one row per iteration, as ONNX's scan outputs are.
+    FailureOr<Value> stacked = stackTensors(node, scans[s], 0);
     if (failed(stacked) || failed(node.setTensorOutput(carriedCount + s, *stacked)))
       return failure();
   }

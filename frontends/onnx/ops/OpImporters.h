@@ -8,7 +8,9 @@
 #ifndef SHARDC_FRONTENDS_ONNX_OPS_OPIMPORTERS_H
 #define SHARDC_FRONTENDS_ONNX_OPS_OPIMPORTERS_H
 
+#include "mlir/IR/Value.h"
 #include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/ArrayRef.h"
 
 namespace shardc::onnx_import {
 
@@ -125,6 +127,11 @@ mlir::LogicalResult importSequenceInsert(NodeContext &node);
 mlir::LogicalResult importSequenceErase(NodeContext &node);
 mlir::LogicalResult importSequenceLength(NodeContext &node);
 mlir::LogicalResult importConcatFromSequence(NodeContext &node);
+// The tensors (at least one, of one rank) stacked along a new dimension `axis` (each gets a
+// dimension of 1 there, then they are joined): ConcatFromSequence's new_axis, Loop's scan
+// outputs.
+mlir::FailureOr<mlir::Value> stackTensors(NodeContext &node, llvm::ArrayRef<mlir::Value> tensors,
+                                          int64_t axis);
 mlir::LogicalResult importConstant(NodeContext &node);
 
 } // namespace shardc::onnx_import

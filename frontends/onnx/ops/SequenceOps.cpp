@@ -22,9 +22,11 @@ namespace shardc::onnx_import {
 namespace {
 
 // A position in [-size, size) (or [-size, size] where `endAllowed`, for an insertion) as a
-// non-negative index.
+// non-negative index; `absent` when the node leaves the input out.
 FailureOr<int64_t> sequencePosition(NodeContext &node, unsigned input, llvm::StringRef name,
-                                    int64_t size, bool endAllowed) {
+                                    int64_t size, bool endAllowed, int64_t absent = 0) {
+  if (!node.hasInput(input))
+    return absent;
   FailureOr<int64_t> position = node.constantInt(input, name);
   if (failed(position))
     return failure();
@@ -42,13 +44,6 @@ FailureOr<Value> withoutAxis(NodeContext &node, Value value, int64_t axis) {
   return node.createTyped1<SqueezeOp>(RankedTensorType::get(shape, type.getElementType()), value);
 }
 
-FailureOr<Value> withNewAxis(NodeContext &node, Value value, int64_t axis) {
-  RankedTensorType type = NodeContext::typeOf(value);
-  SmallVector<int64_t> shape(type.getShape());
-  shape.insert(shape.begin() + axis, 1);
-  return node.createTyped1<UnsqueezeOp>(RankedTensorType::get(shape, type.getElementType()),
-                                        value);
-}
 
 LogicalResult checkSameElementType(NodeContext &node, ArrayRef<Value> sequence, Value tensor) {
   if (sequence.empty())
@@ -64,6 +59,26 @@ LogicalResult checkSameElementType(NodeContext &node, ArrayRef<Value> sequence, 
 }
 
 } // namespace
+
+FailureOr<Value> stackTensors(NodeContext &node, ArrayRef<Value> tensors, int64_t axis) {
+  const int64_t rank = NodeContext::typeOf(tensors.front()).getRank();
+  SmallVector<Value> parts;
+  for (Value v : tensors) {
+    RankedTensorType type = NodeContext::typeOf(v);
+    if (type.getRank() != rank)
+      return node.fail("the tensors to stack have different ranks");
+    SmallVector<int64_t> shape(type.getShape());
+    shape.insert(shape.begin() + axis, 1);
+    FailureOr<Value> part =
+        node.createTyped1<UnsqueezeOp>(RankedTensorType::get(shape, type.getElementType()), v);
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+  }
+  if (parts.size() == 1)
+    return parts.front();
+  return node.createInferred1<ConcatOp>(ValueRange(parts), node.builder().getI64IntegerAttr(axis));
+}
 
 LogicalResult importSequenceEmpty(NodeContext &node) {
   return node.setSequenceOutput(0, {});
@@ -184,15 +199,11 @@ LogicalResult importSequenceInsert(NodeContext &node) {
   if (size >= kMaxSequenceLength)
     return node.fail("a sequence longer than " + std::to_string(kMaxSequenceLength) +
                      " tensors is not supported");
-  int64_t at = size;
-  if (node.hasInput(2)) {
-    FailureOr<int64_t> given = sequencePosition(node, 2, "position", size, true);
-    if (failed(given))
-      return failure();
-    at = *given;
-  }
+  FailureOr<int64_t> at = sequencePosition(node, 2, "position", size, true, /*absent=*/size);
+  if (failed(at))
+    return failure();
   SmallVector<Value> elements(sequence->begin(), sequence->end());
-  elements.insert(elements.begin() + at, *tensor);
+  elements.insert(elements.begin() + *at, *tensor);
   return node.setSequenceOutput(0, std::move(elements));
 }
 
@@ -203,15 +214,11 @@ LogicalResult importSequenceErase(NodeContext &node) {
   const int64_t size = static_cast<int64_t>(sequence->size());
   if (size == 0)
     return node.fail("cannot erase from an empty sequence");
-  int64_t at = size - 1;
-  if (node.hasInput(1)) {
-    FailureOr<int64_t> given = sequencePosition(node, 1, "position", size, false);
-    if (failed(given))
-      return failure();
-    at = *given;
-  }
+  FailureOr<int64_t> at = sequencePosition(node, 1, "position", size, false, /*absent=*/size - 1);
+  if (failed(at))
+    return failure();
   SmallVector<Value> elements(sequence->begin(), sequence->end());
-  elements.erase(elements.begin() + at);
+  elements.erase(elements.begin() + *at);
   return node.setSequenceOutput(0, std::move(elements));
 }
 
@@ -241,20 +248,12 @@ LogicalResult importConcatFromSequence(NodeContext &node) {
   FailureOr<int64_t> axis = node.normalizeAxis(**axisAttr, rank + *newAxis, "axis");
   if (failed(axis))
     return failure();
-  SmallVector<Value> parts(sequence->begin(), sequence->end());
   if (*newAxis)
-    for (Value &part : parts) {
-      if (NodeContext::typeOf(part).getRank() != rank)
-        return node.fail("the sequence's tensors have different ranks");
-      FailureOr<Value> expanded = withNewAxis(node, part, *axis);
-      if (failed(expanded))
-        return failure();
-      part = *expanded;
-    }
-  if (parts.size() == 1)
-    return node.setTensorOutput(0, parts.front());
+    return node.setOutput(stackTensors(node, *sequence, *axis));
+  if (sequence->size() == 1)
+    return node.setTensorOutput(0, sequence->front());
   return node.setOutput(node.createInferred1<ConcatOp>(
-      ValueRange(parts), node.builder().getI64IntegerAttr(*axis)));
+      ValueRange(*sequence), node.builder().getI64IntegerAttr(*axis)));
 }
 
 } // namespace shardc::onnx_import
