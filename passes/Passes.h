@@ -8,6 +8,7 @@
 #include "passes/fusion/FusionPasses.h"
 #include "passes/lowering/LoweringPasses.h"
 #include "passes/microbatch/MicroBatchPasses.h"
+#include "passes/pipeline/PipelinePasses.h"
 #include "passes/precision/PrecisionPasses.h"
 #include "passes/sharding/ShardingPasses.h"
 #include "passes/training/TrainingPasses.h"
@@ -21,6 +22,7 @@ inline void registerShardcPasses() {
   registerPrecisionPasses();
   registerShardingPasses();
   registerMicroBatchPasses();
+  registerPipelinePasses();
   registerDataParallelPasses();
   registerLoweringPasses();
 }

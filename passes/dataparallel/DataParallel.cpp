@@ -32,10 +32,12 @@ FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
     return func.emitError("@") << func.getSymName()
                                << " is not placed on a mesh (run --shardc-place-on-mesh first)";
   view.mesh = SymbolTable::lookupNearestSymbolFrom<mesh::MeshOp>(func, meshRef);
-  if (!view.mesh || view.mesh.getRank() < 1 || view.mesh.getRank() > 2)
-    return func.emitError("mesh ") << meshRef << " is not a mesh.mesh of 1 (dp) or 2 (dp, tp) axes";
+  // The pipeline's pp axis, when there is one, comes last (passes/pipeline).
+  if (!view.mesh || view.mesh.getRank() < 1 || view.mesh.getRank() > 3)
+    return func.emitError("mesh ")
+           << meshRef << " is not a mesh.mesh of 1 (dp), 2 (dp, tp or pp) or 3 (dp, tp, pp) axes";
   view.ranks = view.mesh.getShape()[0];
-  if (view.mesh.getRank() == 2)
+  if (view.mesh.getRank() >= 2)
     view.dpAxes = DenseI16ArrayAttr::get(func.getContext(), {0});
   view.zeroStage = static_cast<int>(stage.getInt());
 

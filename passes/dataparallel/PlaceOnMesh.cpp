@@ -44,7 +44,7 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
       module.emitError("symbol @") << meshName << " already exists and is not a mesh";
       return signalPassFailure();
     }
-    if (meshOp && (meshOp.getRank() < 1 || meshOp.getRank() > 2 ||
+    if (meshOp && (meshOp.getRank() < 1 || meshOp.getRank() > 3 ||
                    meshOp.getShape()[0] != ranks)) {
       module.emitError("mesh @") << meshOp.getSymName() << " does not have " << ranks
                                  << " devices on its first (data-parallel) axis";

@@ -29,6 +29,7 @@
 
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Dialect/Graph/ModuleUnit.h"
 #include "shardc/Lowering/Signature.h"
 #include "shardc/Lowering/TensorBytes.h"
 
@@ -36,7 +37,6 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
-#include <regex>
 #include <string>
 
 namespace shardc {
@@ -47,28 +47,8 @@ using namespace mlir;
 
 namespace {
 
-// The unit an op belongs to: the prefix of its node name up to its first path component that
-// ends in ".N" (a module in a ModuleList or Sequential: "h.3", "layers.0", "body.2"); empty
-// when it has none.
-std::string unitOf(Operation *op) {
-  auto loc = dyn_cast<NameLoc>(op->getLoc());
-  if (!loc)
-    return "";
-  static const std::regex repeated(R"([^/]*\.[0-9]+)");
-  std::string name = loc.getName().str();
-  size_t start = 0;
-  while (start <= name.size()) {
-    size_t end = name.find('/', start);
-    std::string part = name.substr(start, end == std::string::npos ? std::string::npos
-                                                                    : end - start);
-    if (std::regex_match(part, repeated))
-      return name.substr(0, end);
-    if (end == std::string::npos)
-      break;
-    start = end + 1;
-  }
-  return "";
-}
+// The unit an op belongs to (ModuleUnit.h).
+std::string unitOf(Operation *op) { return graph::moduleUnitOf(op); }
 
 int64_t numel(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());

@@ -1,10 +1,13 @@
 #include "runtime/training/training_loop.h"
 
+#include "runtime/training/stage_gather.h"
+
 #include "runtime/program/bindings.h"
 #include "runtime/support/quote.h"
 #include "runtime/training/shard_transfer.h"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,9 +32,12 @@ HostTensor zerosLike(const program::Buffer &buffer) {
 
 // Checks that `tensors` holds exactly `names`, each of the program's type for that input (the
 // full tensor's for a sharded input).
+// `othersMayHoldMore`: a pipeline stage's program trains only its layers; the checkpoint holds
+// every stage's (the setup checks the union, tools/shardrun/training_setup.cpp).
 Status checkCheckpointTensors(const program::Program &program,
                               const std::vector<std::string> &names,
-                              const std::map<std::string, HostTensor> &tensors, const char *kind) {
+                              const std::map<std::string, HostTensor> &tensors, const char *kind,
+                              bool othersMayHoldMore) {
   for (const std::string &name : names) {
     auto it = tensors.find(name);
     if (it == tensors.end())
@@ -47,7 +53,7 @@ Status checkCheckpointTensors(const program::Program &program,
       return Status::error(std::string("checkpoint ") + kind + " " + quoteForMessage(name) +
                            " is " + it->second.describe() + ", the program expects " + expected);
   }
-  if (tensors.size() != names.size())
+  if (tensors.size() != names.size() && !othersMayHoldMore)
     for (const auto &[name, tensor] : tensors)
       if (std::find(names.begin(), names.end(), name) == names.end())
         return Status::error(std::string("checkpoint ") + kind + " has " + quoteForMessage(name) +
@@ -173,14 +179,20 @@ Status checkResumePosition(const CheckpointContents &checkpoint) {
 
 Status TrainingLoop::restore(const CheckpointContents &checkpoint) {
   const program::Program &program = executor_->program();
-  SHARDC_RETURN_IF_ERROR(
-      checkCheckpointTensors(program, signature_.params, checkpoint.params, "parameters"));
+  const bool stage = pipelinePlaceOf(program).stages > 1;
+  SHARDC_RETURN_IF_ERROR(checkCheckpointTensors(program, signature_.params, checkpoint.params,
+                                                "parameters", stage));
   SHARDC_RETURN_IF_ERROR(checkCheckpointTensors(program, signature_.optimizerState,
-                                                checkpoint.optimizerState, "optimizer state"));
+                                                checkpoint.optimizerState, "optimizer state",
+                                                stage));
+  std::set<std::string> mine(signature_.params.begin(), signature_.params.end());
+  mine.insert(signature_.optimizerState.begin(), signature_.optimizerState.end());
   // Copied into the existing input tensors (same sizes: no allocation); counted like them.
   MemoryScope scope(executor_->memoryTracker(), MemoryUse::StepInputs);
   for (const auto *tensors : {&checkpoint.params, &checkpoint.optimizerState})
     for (const auto &[name, tensor] : *tensors) {
+      if (!mine.count(name))
+        continue; // another pipeline stage's
       const program::Sharding *sharding = shardingOf(name);
       const bool inPlace = executor_->isInPlaceState(name);
       // A whole value goes where the loop keeps it: the arena for state updated in place, else
@@ -270,6 +282,12 @@ Status TrainingLoop::consolidatedSnapshot(Communicator *comm, CheckpointContents
         return Status::error("gathering the shards of " + quoteForMessage(name) + ": " +
                              status.message());
     }
+  const PipelinePlace place = pipelinePlaceOf(executor_->program());
+  if (place.stages > 1) {
+    Status status = gatherStages(axisCommunicator(comm, place.axis), executor_->program(), out);
+    if (!status.isOk())
+      return Status::error("gathering the pipeline stages' state: " + status.message());
+  }
   out->step = step_ - skipped_;
   out->dataPosition = step_;
   return Status::ok();

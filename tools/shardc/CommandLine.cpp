@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 namespace shardc::driver {
@@ -88,6 +89,10 @@ parallelism (training; docs/cli.md):
   --micro-batches K         run each device's rows as K microbatches one after another,
                             gradients accumulated before the reduction and the update;
                             activations scale with a microbatch (default 1)
+  --schedule S              pipeline schedule with pp > 1: naive (one microbatch),
+                            gpipe or 1f1b (default 1f1b; docs/cli.md)
+  --pp-cuts P1,P2,...       pipeline stage k starts at the first layer whose node name
+                            starts with Pk (default: cut between layers, balanced by FLOPs)
   --explain                 print the plan (plan.txt) to stdout after compiling
 
   --dump-ir-after-all DIR   write the IR after import and after every pass into DIR
@@ -367,6 +372,18 @@ public:
               fail("--remat '" + v + "': expected none, full, selective or auto");
             options_.train.remat = v;
           });
+    value("--schedule", "--schedule needs a value (naive, gpipe or 1f1b)",
+          [this](const std::string &v) { options_.schedule = v; });
+    value("--pp-cuts", "--pp-cuts needs node-name prefixes, e.g. /h.4,/h.8",
+          [this](const std::string &v) {
+            options_.pipelineCuts.clear();
+            std::stringstream items(v);
+            for (std::string item; std::getline(items, item, ',');) {
+              if (item.empty())
+                fail("--pp-cuts '" + v + "': an empty prefix");
+              options_.pipelineCuts.push_back(item);
+            }
+          });
     const char *microBatches =
         "--micro-batches needs a whole number of microbatches from 1 to 65536";
     value("--micro-batches", microBatches, [this, microBatches](const std::string &v) {
@@ -491,6 +508,12 @@ ParseResult parseCommandLine(int argc, char **argv, CompileOptions &options) {
   if (std::optional<std::string> bad =
           parseStrategy(options.strategyText, options.gpus, options.strategy))
     return usageError(*bad);
+  if (options.strategy.pp == 1 && !options.strategy.automatic &&
+      (!options.schedule.empty() || !options.pipelineCuts.empty()))
+    return usageError(std::string(options.schedule.empty() ? "--pp-cuts" : "--schedule") +
+                      " applies to pipeline parallelism (--strategy with pp of at least 2)");
+  if (options.schedule.empty())
+    options.schedule = options.microBatches == 1 && options.strategy.pp > 1 ? "naive" : "1f1b";
   if (options.gpus > 1 && options.mode == Mode::Forward)
     return usageError("--gpus " + std::to_string(options.gpus) +
                       ": data parallelism applies to training; --mode forward compiles one rank");

@@ -1,5 +1,7 @@
 #include "tools/shardrun/training_setup.h"
 
+#include "runtime/training/stage_gather.h"
+
 #include "runtime/common/sharded_tensor.h"
 #include "runtime/loader/rank_program.h"
 #include "runtime/program/bindings.h"
@@ -9,6 +11,7 @@
 #include "runtime/training/training_signature.h"
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,11 +51,16 @@ std::optional<Failure> checkTrainingPrograms(const LoadedBundle &bundle) {
     if (!status.isOk())
       return error(dir + ": " + who + status.message());
   }
-  const program::Program &first = programs[0];
-  for (size_t i = 1; i < ranks.size(); ++i) {
+  // Programs of one pipeline stage train the same tensors; stages train their own layers.
+  std::map<int, size_t> firstOfStage;
+  for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
     const program::Program &program = programs[i];
-    const TrainingSignature &a = signatures[0], &b = signatures[i];
+    const size_t f = firstOfStage.emplace(pipelinePlaceOf(program).stage, i).first->second;
+    if (f == i)
+      continue;
+    const program::Program &first = programs[f];
+    const TrainingSignature &a = signatures[f], &b = signatures[i];
     std::string differs = a.params != b.params                   ? "trained parameters"
                           : a.optimizerState != b.optimizerState ? "optimizer state"
                                                                  : "";
@@ -61,7 +69,8 @@ std::optional<Failure> checkTrainingPrograms(const LoadedBundle &bundle) {
         if (differs.empty() && shardingText(first, name) != shardingText(program, name))
           differs = "the sharding of " + quoteForMessage(name);
     if (!differs.empty())
-      return error(dir + ": the programs of ranks 0 and " + std::to_string(r) + " differ in " +
+      return error(dir + ": the programs of ranks " + std::to_string(ranks[f]) + " and " +
+                   std::to_string(r) + " differ in " +
                    differs + " (the bundle's programs do not belong together)");
   }
   return std::nullopt;

@@ -28,12 +28,24 @@ llvm::DenseSet<Value> dependsOn(Block &block, ArrayRef<Value> wrt) {
   return active;
 }
 
+// Gives each op the builder inserts the pipeline stage of the forward op whose gradient it
+// is building (none when that op has none): a stage runs the backward pass of its own ops.
+struct InheritStage : OpBuilder::Listener {
+  IntegerAttr stage;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (stage)
+      op->setAttr(kStageAttr, stage);
+  }
+};
+
 } // namespace
 
 FailureOr<SmallVector<Value>> buildGradients(Block &block, Value loss, ArrayRef<Value> wrt,
                                              Value seed) {
   llvm::DenseSet<Value> active = dependsOn(block, wrt);
   OpBuilder b(block.getTerminator());
+  InheritStage inheritStage;
+  b.setListener(&inheritStage);
   llvm::DenseMap<Value, Value> grads;
   auto lossType = cast<RankedTensorType>(loss.getType());
   grads[loss] =
@@ -60,6 +72,7 @@ FailureOr<SmallVector<Value>> buildGradients(Block &block, Value loss, ArrayRef<
       return op->emitOpError("has no gradient rule, but the loss depends on it through "
                              "trainable values");
     SmallVector<Value> operandGrads;
+    inheritStage.stage = op->getAttrOfType<IntegerAttr>(kStageAttr);
     if (failed(rule.buildVjp(b, resultGrads, operandGrads)))
       return failure();
     if (operandGrads.size() != op->getNumOperands())
@@ -75,6 +88,7 @@ FailureOr<SmallVector<Value>> buildGradients(Block &block, Value loss, ArrayRef<
       acc = acc ? Value(b.create<AddOp>(gradLoc(op), acc, g)) : g;
     }
   }
+  inheritStage.stage = nullptr;
 
   SmallVector<Value> result;
   llvm::DenseSet<Operation *> keep(forwardOps.begin(), forwardOps.end());

@@ -168,7 +168,7 @@ int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBu
     notes.doubtfulTrained =
         doubtfulTrainedParameters(compiler.globalStep(chosen)->module.get(), imported->weights);
   out.bundle = newBundle(opts);
-  out.bundle.set_world_size(chosen.dp * chosen.tp);
+  out.bundle.set_world_size(chosen.dp * chosen.tp * chosen.pp);
   out.bundle.set_strategy(chosen.canonical());
   compiled.moveInto(out.bundle);
   out.weights = std::move(compiled.weights);

@@ -35,6 +35,8 @@ DataParallelOptions dataParallelOptions(const CompileOptions &opts,
   dp.overlapCollectives = opts.commOverlap;
   dp.fsdpUnit = opts.fsdpUnit;
   dp.microBatches = opts.microBatches;
+  dp.pipelineStages = strategy.pp;
+  dp.schedule = opts.schedule.empty() ? (opts.microBatches == 1 ? "naive" : "1f1b") : opts.schedule;
   return dp;
 }
 
@@ -56,38 +58,43 @@ bool compileDataParallel(const CompileOptions &opts, const ParallelStrategy &str
                  std::to_string(opts.microBatches) + " equal microbatches");
       return false;
     }
-  // Compiled programs by number of rows (at most two distinct counts).
-  std::map<int64_t, EmittedProgram> variants;
-  std::optional<int64_t> baseRows;
-  for (const RowSlice &slice : slices) {
-    if (variants.count(slice.rows))
-      continue;
-    mlir::FailureOr<EmittedProgram> emitted =
-        compileVariant(dataParallelOptions(opts, strategy, slice.rows));
-    if (mlir::failed(emitted))
-      return false;
-    if (baseRows)
-      mergeWeightsInto(variants.at(*baseRows), *emitted);
-    else
-      baseRows = slice.rows;
-    variants.emplace(slice.rows, std::move(*emitted));
-  }
-  EmittedProgram &base = variants.at(*baseRows);
-  // One shared program per row count; ranks are numbered row-major over the dp x tp mesh:
-  // rank r holds the rows of data-parallel index r / tp.
-  const int world = strategy.dp * strategy.tp;
+  // Compiled programs by (number of rows, pipeline stage): at most two distinct row counts.
+  using VariantKey = std::pair<int64_t, int>;
+  std::map<VariantKey, EmittedProgram> variants;
+  std::optional<VariantKey> baseKey;
+  for (const RowSlice &slice : slices)
+    for (int stage = 0; stage < strategy.pp; ++stage) {
+      const VariantKey key{slice.rows, stage};
+      if (variants.count(key))
+        continue;
+      DataParallelOptions dp = dataParallelOptions(opts, strategy, slice.rows);
+      dp.pipelineStage = stage;
+      mlir::FailureOr<EmittedProgram> emitted = compileVariant(dp);
+      if (mlir::failed(emitted))
+        return false;
+      if (baseKey)
+        mergeWeightsInto(variants.at(*baseKey), *emitted);
+      else
+        baseKey = key;
+      variants.emplace(key, std::move(*emitted));
+    }
+  EmittedProgram &base = variants.at(*baseKey);
+  // One shared program per row count and stage; ranks are numbered row-major over the
+  // dp x tp x pp mesh: rank r holds the rows of data-parallel index r / (tp * pp) and runs
+  // stage r % pp.
+  const int world = strategy.dp * strategy.tp * strategy.pp;
   InitialValueParts parts(base.initialValues);
   out.programs.clear();
   out.placements.clear();
-  std::map<int64_t, int> programOfRows;
-  for (auto &[rows, variant] : variants) {
-    programOfRows[rows] = static_cast<int>(out.programs.size());
-    out.programs.push_back(sharedProgram(variant.program, world, rows, batch.rows, parts));
+  std::map<VariantKey, int> programOf;
+  for (auto &[key, variant] : variants) {
+    programOf[key] = static_cast<int>(out.programs.size());
+    out.programs.push_back(sharedProgram(variant.program, world, key.first, batch.rows, parts));
   }
   for (int r = 0; r < world; ++r) {
-    const RowSlice &slice = slices[r / strategy.tp];
+    const RowSlice &slice = slices[r / (strategy.tp * strategy.pp)];
     program::RankPlacement placement;
-    placement.set_program(programOfRows.at(slice.rows));
+    placement.set_program(programOf.at({slice.rows, r % strategy.pp}));
     placement.set_batch_begin(slice.begin);
     out.placements.push_back(placement);
   }

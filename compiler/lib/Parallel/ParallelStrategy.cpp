@@ -82,9 +82,6 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
   out.pp = given.count("pp") ? given["pp"] : 1;
   out.zero = given.count("zero") ? given["zero"] : 0;
   out.sequenceParallel = given.count("sp") && given["sp"] == 1;
-  if (out.pp > 1)
-    return where + "pipeline parallelism (pp=" + std::to_string(out.pp) +
-           ") is not yet supported; use dp and zero";
   if (given.count("dp"))
     out.dp = given["dp"];
   else if (gpus % (out.tp * out.pp) == 0)

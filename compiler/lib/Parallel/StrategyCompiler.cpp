@@ -33,7 +33,7 @@ void printPassFailure(const CompileOptions &opts, FirstErrorCollector &errors) {
 }
 
 bool StrategyCompiler::MeshKey::operator<(const MeshKey &o) const {
-  return std::tie(dp, tp, sp) < std::tie(o.dp, o.tp, o.sp);
+  return std::tie(dp, tp, sp, pp) < std::tie(o.dp, o.tp, o.sp, o.pp);
 }
 
 void StrategyCompiler::fail(const std::string &message, std::string *refusal) const {
@@ -57,7 +57,7 @@ static void recordReshardings(mlir::func::FuncOp train, GlobalStep *step) {
 
 GlobalStep *StrategyCompiler::globalStep(const ParallelStrategy &s, std::string *refusal,
                                          bool dump) {
-  MeshKey key{s.dp, s.tp, s.sequenceParallel};
+  MeshKey key{s.dp, s.tp, s.sequenceParallel, s.pp};
   dump = dump && !opts_.dumpIrDir.empty();
   if (auto it = steps_.find(key); it != steps_.end() && (!dump || it->second->dumped))
     return it->second.get();
@@ -71,6 +71,8 @@ GlobalStep *StrategyCompiler::globalStep(const ParallelStrategy &s, std::string 
   mesh.sequenceParallel = s.sequenceParallel;
   mesh.shardOverrides = opts_.shardOverrides;
   mesh.microBatches = opts_.microBatches;
+  mesh.pipelineStages = s.pp;
+  mesh.pipelineCuts = opts_.pipelineCuts;
   if (mlir::failed(runGlobalPasses(step->module.get(), dump ? opts_.dumpIrDir : "", &opts_.train,
                                    mesh, step->dumps))) {
     fail(errors.hasError() ? errors.message() : opts_.model + ": pass pipeline failed", refusal);

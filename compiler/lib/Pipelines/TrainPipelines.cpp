@@ -74,7 +74,8 @@ mlir::LogicalResult instrument(mlir::PassManager &pm, mlir::ModuleOp module,
 
 void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
                      const GlobalPassOptions &mesh) {
-  bool sharded = train && (mesh.ranks * mesh.tp > 1 || mesh.microBatches > 1);
+  bool sharded =
+      train && (mesh.ranks * mesh.tp > 1 || mesh.microBatches > 1 || mesh.pipelineStages > 1);
   if (sharded) {
     pm.addPass(createRowLocalGather());
     pm.addPass(createDecomposeMeanLoss());
@@ -85,6 +86,12 @@ void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
     BF16MatmulsOptions rounding;
     rounding.dtype = train->precision == "fp16" ? "f16" : "bf16";
     pm.nest<mlir::func::FuncOp>().addPass(createBF16Matmuls(rounding));
+  }
+  if (train && mesh.pipelineStages > 1) {
+    AssignStagesOptions stages;
+    stages.stages = mesh.pipelineStages;
+    stages.cuts = mesh.pipelineCuts;
+    pm.addPass(createAssignStages(stages));
   }
   if (train) {
     BuildTrainStepOptions options;
@@ -144,6 +151,13 @@ void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
       MicroBatchesOptions micro;
       micro.microBatches = dp->microBatches;
       pm.addPass(createMicroBatches(micro));
+    }
+    if (dp->pipelineStages > 1) {
+      SplitStagesOptions split;
+      split.stages = dp->pipelineStages;
+      split.stage = dp->pipelineStage;
+      split.schedule = dp->schedule;
+      pm.addPass(createSplitStages(split));
     }
     PlaceOnMeshOptions place;
     place.ranks = dp->ranks;

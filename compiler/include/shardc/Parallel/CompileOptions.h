@@ -46,6 +46,11 @@ struct CompileOptions {
   // --micro-batches: each device's rows run as this many microbatches per step, gradients
   // accumulated before the reduction and the update.
   int64_t microBatches = 1;
+  // Pipeline parallelism (--strategy pp=N): the schedule of the stages' steps, and node-name
+  // prefixes where stages 1..N-1 start (empty: cut by cost). The command line resolves an
+  // absent --schedule (empty): naive for one microbatch, else 1f1b.
+  std::string schedule;
+  std::vector<std::string> pipelineCuts;
   // --shard REGEX=SPEC, in order: tensor-parallel layout overrides per parameter.
   std::vector<std::string> shardOverrides;
   bool explain = false;

@@ -70,6 +70,7 @@ private:
   struct MeshKey {
     int dp, tp;
     bool sp;
+    int pp;
     bool operator<(const MeshKey &o) const;
   };
 

@@ -28,6 +28,8 @@ struct GlobalPassOptions {
   bool sequenceParallel = false;
   std::vector<std::string> shardOverrides; // --shard REGEX=SPEC, in order
   int64_t microBatches = 1;
+  int64_t pipelineStages = 1;           // --strategy pp=N: assign-stages cuts @forward
+  std::vector<std::string> pipelineCuts; // --pp-cuts
 };
 
 // One data-parallel program: the strategy and the rows of the batch its devices hold.
@@ -39,19 +41,24 @@ struct DataParallelOptions {
   double bucketMb = 25.0;
   std::string fsdpUnit;
   bool overlapCollectives = true; // plan-memory's overlap-collectives
+  int64_t pipelineStages = 1;      // > 1: split-stages keeps stage `pipelineStage`
+  int64_t pipelineStage = 0;
+  std::string schedule = "1f1b";   // --schedule
 };
 
 // The passes on the global program, once per compilation: [decompose-mean-loss when sharding
 // (`ranks` data-parallel devices times `tp` tensor-parallel ones > 1, or `microBatches` > 1:
 // microbatches split the batch as ranks do),] [split-gemm-bias when tp > 1,] [bf16-matmuls
 // under 16-bit precision,] [build-train-step and remat when `train` is given,]
-// [propagate-sharding when sharding, with sequence parallelism when `sequenceParallel`].
+// [propagate-sharding when sharding, with sequence parallelism when `sequenceParallel`];
+// assign-stages before build-train-step when mesh.pipelineStages > 1 (which also shards).
 // Afterwards the training step carries the batch's sharding (graph.batch_size).
 void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
                      const GlobalPassOptions &mesh);
 
 // The passes on one device's program: [partition (for one microbatch's rows),
-// micro-batches when dp->microBatches > 1, place-on-mesh and the strategy's collective pass
+// micro-batches when dp->microBatches > 1, split-stages when dp->pipelineStages > 1,
+// place-on-mesh and the strategy's collective pass
 // (all-reduce-gradients, shard-optimizer-state or shard-parameters; none at dp=1, zero=0) when
 // `train` and `dp` are given,] [half-storage,] fold-constants, [hoist-loss,] plan-memory.
 void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,

@@ -90,6 +90,12 @@ inline constexpr llvm::StringLiteral kDropoutBlockAttr = "graph.dropout_block";
 // block's size, the whole dimension's size]. The lowering passes them to the kernel, and the
 // runtime sets each device's index_offset from its coordinate on that axis.
 inline constexpr llvm::StringLiteral kIndexBlockAttr = "graph.index_block";
+// Pipeline parallelism (passes/pipeline): on each op of a step cut into stages, the stage
+// that runs it (i64): shardc-assign-stages sets it on the forward ops, the gradient rules'
+// ops inherit their forward op's, and shardc-split-stages gives every other op one.
+inline constexpr llvm::StringLiteral kStageAttr = "graph.stage";
+// ... and on the forward function: what each stage holds, one line each, for plan.txt.
+inline constexpr llvm::StringLiteral kStagesAttr = "graph.pipeline_stages";
 // On a function with tensor parallelism: the layout's decisions, one string each (what was
 // split on tp, what stays whole and why); shardc copies them into plan.txt.
 inline constexpr llvm::StringLiteral kTpLayoutAttr = "graph.tp_layout";

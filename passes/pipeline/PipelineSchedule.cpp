@@ -1,0 +1,124 @@
+//===- PipelineSchedule.cpp -------------------------------------------------------------===//
+#include "passes/pipeline/PipelineSchedule.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace shardc::pipeline {
+
+std::optional<std::string> scheduleSteps(const std::string &schedule, int64_t stages,
+                                         int64_t microBatches,
+                                         std::vector<std::vector<Step>> &out) {
+  out.assign(static_cast<size_t>(stages), {});
+  if (schedule == "naive") {
+    if (microBatches != 1)
+      return "--schedule naive runs one microbatch (layers on different devices, one at a "
+             "time); got --micro-batches " +
+             std::to_string(microBatches) + " (use gpipe or 1f1b)";
+  } else if (schedule != "gpipe" && schedule != "1f1b") {
+    if (schedule == "interleaved" || schedule == "zb-h1")
+      return "--schedule " + schedule + " is not supported yet; use naive, gpipe or 1f1b";
+    return "--schedule '" + schedule + "': expected naive, gpipe or 1f1b";
+  }
+  for (int64_t s = 0; s < stages; ++s) {
+    std::vector<Step> &steps = out[static_cast<size_t>(s)];
+    if (schedule == "1f1b") {
+      const int64_t warmup = std::min(stages - s - 1, microBatches);
+      int64_t f = 0, b = 0;
+      for (; f < warmup; ++f)
+        steps.push_back({StepKind::Forward, f});
+      for (; f < microBatches; ++f, ++b) {
+        steps.push_back({StepKind::Forward, f});
+        steps.push_back({StepKind::Backward, b});
+      }
+      for (; b < microBatches; ++b)
+        steps.push_back({StepKind::Backward, b});
+    } else { // naive (one microbatch) and gpipe
+      for (int64_t m = 0; m < microBatches; ++m)
+        steps.push_back({StepKind::Forward, m});
+      for (int64_t m = 0; m < microBatches; ++m)
+        steps.push_back({StepKind::Backward, m});
+    }
+  }
+  return std::nullopt;
+}
+
+bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
+              std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock) {
+  const size_t stages = lists.size();
+  times.assign(stages, {});
+  for (size_t s = 0; s < stages; ++s)
+    times[s].resize(lists[s].size());
+  std::vector<size_t> next(stages, 0);
+  std::vector<double> clock(stages, 0.0);
+  // Per stage, the halves of its current transfer still open.
+  std::vector<bool> sendOpen(stages, false), recvOpen(stages, false);
+  std::vector<bool> started(stages, false);
+  auto start = [&](size_t s) {
+    if (started[s] || next[s] >= lists[s].size())
+      return;
+    const TimelineEntry &e = lists[s][next[s]];
+    started[s] = true;
+    times[s][next[s]].start = clock[s];
+    sendOpen[s] = e.isTransfer && e.sendTo >= 0;
+    recvOpen[s] = e.isTransfer && e.recvFrom >= 0;
+  };
+  auto finish = [&](size_t s, double at) {
+    times[s][next[s]].end = at;
+    clock[s] = at;
+    ++next[s];
+    started[s] = false;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t s = 0; s < stages; ++s) {
+      start(s);
+      if (next[s] < lists[s].size() && !lists[s][next[s]].isTransfer) {
+        finish(s, clock[s] + lists[s][next[s]].seconds);
+        progress = true;
+      }
+    }
+    // A send from s to t meets t's receive from s when both are open now.
+    for (size_t s = 0; s < stages; ++s) {
+      if (next[s] >= lists[s].size() || !sendOpen[s])
+        continue;
+      const size_t t = static_cast<size_t>(lists[s][next[s]].sendTo);
+      if (t >= stages || next[t] >= lists[t].size() || !started[t] || !recvOpen[t] ||
+          lists[t][next[t]].recvFrom != static_cast<int64_t>(s))
+        continue;
+      const double at = std::max(clock[s], clock[t]);
+      sendOpen[s] = false;
+      recvOpen[t] = false;
+      // The halves meet at `at`; each side's clock moves there (waiting is idle time).
+      clock[s] = std::max(clock[s], at);
+      clock[t] = std::max(clock[t], at);
+      progress = true;
+    }
+    for (size_t s = 0; s < stages; ++s)
+      if (next[s] < lists[s].size() && started[s] && lists[s][next[s]].isTransfer &&
+          !sendOpen[s] && !recvOpen[s]) {
+        finish(s, clock[s]);
+        progress = true;
+      }
+  }
+  bool done = true;
+  deadlock.clear();
+  for (size_t s = 0; s < stages; ++s)
+    if (next[s] < lists[s].size()) {
+      done = false;
+      deadlock += (deadlock.empty() ? "" : ", ") + std::string("stage ") + std::to_string(s) +
+                  " at entry " + std::to_string(next[s]);
+    }
+  return done;
+}
+
+std::string stepsText(const std::vector<Step> &steps) {
+  std::string text;
+  for (const Step &step : steps)
+    text += (text.empty() ? "" : " ") + std::string(step.kind == StepKind::Forward ? "F" : "B") +
+            std::to_string(step.microBatch);
+  return text;
+}
+
+} // namespace shardc::pipeline

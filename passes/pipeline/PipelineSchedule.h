@@ -1,0 +1,66 @@
+//===- PipelineSchedule.h - the order of each stage's steps, and its simulation ---------===//
+//
+// A schedule gives each stage its steps in order: the forward (F) and backward (B) pass of
+// each microbatch. Between two steps a stage does one transfer: what the step before sends
+// (activations to the next stage after F, gradients to the one before after B) while it
+// receives what the step after needs. The transfers are rendezvous (the local and NCCL
+// communicators return once both sides met; MPI may return a send early, never later), so a
+// schedule is checked by simulating them: each stage runs its list in order, a send and its
+// receive complete together once both stages have reached them. The same simulation, with a
+// duration per step, predicts the timeline and the idle (bubble) fraction.
+//
+//   naive  one microbatch: F then B on every stage (model parallelism; idle (p-1)/p)
+//   gpipe  F of every microbatch, then B of every microbatch
+//   1f1b   PipeDream-flush: stage s runs min(p-s-1, m) forward steps, then alternates one
+//          F and one B, then the remaining B; at most p-s microbatches' activations live
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_PASSES_PIPELINE_PIPELINESCHEDULE_H
+#define SHARDC_PASSES_PIPELINE_PIPELINESCHEDULE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardc::pipeline {
+
+enum class StepKind { Forward, Backward };
+
+struct Step {
+  StepKind kind;
+  int64_t microBatch;
+  bool operator==(const Step &o) const { return kind == o.kind && microBatch == o.microBatch; }
+};
+
+// The steps of every stage, in order; an error message (for --schedule / --micro-batches)
+// when the schedule cannot run `microBatches` on `stages`.
+std::optional<std::string> scheduleSteps(const std::string &schedule, int64_t stages,
+                                         int64_t microBatches,
+                                         std::vector<std::vector<Step>> &out);
+
+// One entry of a stage's list: a step's compute (its duration) or a transfer (peer -1: that
+// half is absent).
+struct TimelineEntry {
+  bool isTransfer = false;
+  double seconds = 0;     // compute
+  int64_t sendTo = -1;    // transfer
+  int64_t recvFrom = -1;
+  int64_t stepIndex = -1; // compute: its index in the stage's steps
+};
+
+struct SimulatedEntry {
+  double start = 0, end = 0;
+};
+
+// Runs the lists as the runtime would. Returns false (with the stage and entry each stage is
+// stuck at in `deadlock`) when they cannot all finish.
+bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
+              std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock);
+
+// "F0 F1 B0 F2 B1 B2": a stage's steps in words.
+std::string stepsText(const std::vector<Step> &steps);
+
+} // namespace shardc::pipeline
+
+#endif
