@@ -100,7 +100,8 @@ struct AssignStagesPass : impl::AssignStagesBase<AssignStagesPass> {
       return signalPassFailure();
     }
     if (stages < 1) {
-      forward.emitError("pipeline stages must be at least 1, got ") << stages;
+      forward.emitError("pipeline stages must be at least 1, got ")
+          << static_cast<int64_t>(stages);
       return signalPassFailure();
     }
     Block &body = forward.getBody().front();
@@ -130,9 +131,9 @@ struct AssignStagesPass : impl::AssignStagesBase<AssignStagesPass> {
     const size_t n = units.size();
     if (static_cast<int64_t>(n) < stages) {
       forward.emitError("--strategy pp=")
-          << stages << ": the model has " << n << " repeated layer" << (n == 1 ? "" : "s")
-          << " (node names with a '.N' module, e.g. '/h.3/') to cut between, fewer than the "
-          << stages << " stages";
+          << static_cast<int64_t>(stages) << ": the model has " << n << " repeated layer"
+          << (n == 1 ? "" : "s") << " (node names with a '.N' module, e.g. '/h.3/') to cut "
+          << "between, fewer than the " << static_cast<int64_t>(stages) << " stages";
       return signalPassFailure();
     }
 
@@ -182,8 +183,9 @@ struct AssignStagesPass : impl::AssignStagesBase<AssignStagesPass> {
     if (!cuts.empty()) {
       if (static_cast<int64_t>(cuts.size()) != stages - 1) {
         forward.emitError("--pp-cuts: ")
-            << cuts.size() << " prefix" << (cuts.size() == 1 ? "" : "es") << " for " << stages
-            << " stages (give " << stages - 1 << ")";
+            << cuts.size() << " prefix" << (cuts.size() == 1 ? "" : "es") << " for "
+            << static_cast<int64_t>(stages) << " stages (give "
+            << static_cast<int64_t>(stages) - 1 << ")";
         return signalPassFailure();
       }
       starts.push_back(0);

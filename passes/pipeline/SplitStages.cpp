@@ -15,6 +15,7 @@
 //===-------------------------------------------------------------------------------------===//
 #include "passes/pipeline/PipelinePasses.h"
 #include "passes/pipeline/PipelineSchedule.h"
+#include "passes/sharding/ValueSharding.h"
 
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
@@ -105,7 +106,9 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
       return signalPassFailure();
     }
     if (stage < 0 || stage >= stages) {
-      func.emitError("pipeline stage ") << stage << " of " << stages << " does not exist";
+      func.emitError("pipeline stage ")
+          << static_cast<int64_t>(stage) << " of " << static_cast<int64_t>(stages)
+          << " does not exist";
       return signalPassFailure();
     }
     if (failed(split(module, func)))
@@ -222,7 +225,8 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
     for (size_t i = 0; i < n; ++i)
       if (stageOf[i] >= stages)
         return ops[i]->emitError("pipeline stage ")
-               << stageOf[i] << " of an op, but the step has " << stages << " stages";
+               << stageOf[i] << " of an op, but the step has " << static_cast<int64_t>(stages)
+               << " stages";
 
     // 4. The schedule.
     std::vector<std::vector<Step>> steps;
@@ -691,6 +695,10 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
         placed.push_back({lossKey, local.getDefiningOp()});
       auto sum = b.create<mesh::AllReduceOp>(loc, type, meshName, ArrayRef<int16_t>{ppAxis},
                                              local);
+      // Still the value it was over the other axes (a pending sum over dp stays pending: the
+      // data-parallel passes add it up).
+      if (mesh::MeshShardingAttr sharding = sharding::getSharding(v))
+        sharding::setSharding(sum.getResult(), sharding);
       placed.push_back({lossKey, sum});
       ret->setOperand(i, sum);
     }
