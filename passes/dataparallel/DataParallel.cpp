@@ -64,8 +64,9 @@ FailureOr<TrainStepView> analyzeTrainStep(func::FuncOp func) {
 
   for (BlockArgument arg : body.getArguments()) {
     auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), graph::kParamAttr);
-    if (!name || !paramResult.count(name.getValue()))
-      continue;
+    if (!name || !paramResult.count(name.getValue()) ||
+        func.getArgAttr(arg.getArgNumber(), graph::kPipelineCopyAttr))
+      continue; // not a parameter, or another pipeline stage's copy (not trained here)
     TrainedParam p;
     p.name = name.str();
     p.param = arg;

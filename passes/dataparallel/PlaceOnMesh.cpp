@@ -88,7 +88,7 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
         return zero >= 1 && !isLossScaleState(state.getValue()) ? Attribute(flat()) : whole;
       // Buffers the step updates (a few statistics each) stay whole: their new values are
       // computed whole, from statistics of the global batch.
-      if (attrs.get(graph::kBufferAttr))
+      if (attrs.get(graph::kBufferAttr) || attrs.get(graph::kPipelineCopyAttr))
         return whole;
       if (auto param = attrs.getAs<StringAttr>(graph::kParamAttr))
         return zero == 3 && !bufferNames.contains(param.getValue()) ? Attribute(flat()) : whole;
@@ -106,6 +106,14 @@ struct PlaceOnMeshPass : impl::PlaceOnMeshBase<PlaceOnMeshPass> {
             groupsByName[name.getValue()] = groups;
         }
     }
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      if (zero == 3 && step.getArgAttr(i, graph::kPipelineCopyAttr)) {
+        auto name = step.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
+        step.emitError("--strategy zero=3 with pipeline stages: parameter '")
+            << (name ? name.getValue() : "?") << "' is read on several stages (tied); "
+            << "ZeRO-3 of a parameter shared by stages is not supported yet (use zero=1 or 2)";
+        return signalPassFailure();
+      }
     for (unsigned i = 0; i < step.getNumArguments(); ++i) {
       DictionaryAttr attrs = step.getArgAttrDict(i);
       auto split = step.getArgAttrOfType<mesh::MeshShardingAttr>(i, dp::kShardingAttr);

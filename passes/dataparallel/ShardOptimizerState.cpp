@@ -126,8 +126,15 @@ struct ShardOptimizerStatePass : impl::ShardOptimizerStateBase<ShardOptimizerSta
       auto gather = b.create<graph::AllGatherOp>(
           namedLoc(b, "parameters/bucket" + std::to_string(index), func.getLoc()), wholeTypes,
           mesh, bucket, b.getI64IntegerAttr(index), StringAttr(), view.dpAxes);
-      for (auto [v, whole] : llvm::zip(bucket, gather.getResults()))
-        ret->setOperand(owner[v]->paramResult, whole);
+      // Every later reader takes the whole value: the result, and a pipeline stage's send of
+      // a tied parameter to the stage that holds its copy.
+      for (auto [v, whole] : llvm::zip(bucket, gather.getResults())) {
+        Value w = whole;
+        Value(v).replaceUsesWithIf(w, [&](OpOperand &use) {
+          Operation *user = use.getOwner();
+          return user == ret || (user != gather && gather->isBeforeInBlock(user));
+        });
+      }
     }
     dp::refreshFunctionType(func);
   }

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 namespace shardc {
@@ -701,6 +702,52 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
         sharding::setSharding(sum.getResult(), sharding);
       placed.push_back({lossKey, sum});
       ret->setOperand(i, sum);
+    }
+
+    // A parameter read on several stages (a tied embedding: the input embedding on the first,
+    // the output projection on the last) is updated where its gradient is summed; that stage
+    // then sends the new value to every other stage that reads it, which returns it as its own.
+    // One transfer per reader, after everything else, in result order on every stage.
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(i, graph::kParamAttr);
+      Value v = ret->getOperand(i);
+      auto it = v.getDefiningOp() ? index.find(v.getDefiningOp()) : index.end();
+      if (!name || it == index.end() || replicable[it->second])
+        continue;
+      const int64_t owner = stageOf[it->second];
+      BlockArgument arg;
+      for (unsigned a = 0; a < func.getNumArguments(); ++a)
+        if (auto argName = func.getArgAttrOfType<StringAttr>(a, graph::kParamAttr);
+            argName && argName == name)
+          arg = func.getArgument(a);
+      if (!arg)
+        continue;
+      std::set<int64_t> readers;
+      for (Operation *user : arg.getUsers())
+        if (auto u = index.find(user); u != index.end() && !replicable[u->second])
+          readers.insert(stageOf[u->second]);
+      readers.erase(owner);
+      for (int64_t reader : readers) {
+        if (s != owner && s != reader)
+          continue;
+        Location loc = NameLoc::get(b.getStringAttr("pipeline/tied/" + name.getValue().str()),
+                                    func.getLoc());
+        auto op = b.create<graph::SendRecvOp>(
+            loc, s == reader ? TypeRange{v.getType()} : TypeRange{},
+            FlatSymbolRefAttr::get(meshOp.getSymNameAttr()),
+            s == owner ? ValueRange{v} : ValueRange{},
+            s == owner ? b.getI64IntegerAttr(reader) : IntegerAttr(),
+            s == reader ? b.getI64IntegerAttr(owner) : IntegerAttr(),
+            b.getDenseI16ArrayAttr({ppAxis}));
+        placed.push_back({end + 1, op});
+        if (s == reader) {
+          ret->setOperand(i, op.getResult(0));
+          dropResult[i] = false;
+          func.setResultAttr(i, graph::kPipelineCopyAttr, b.getI64IntegerAttr(owner));
+          func.setArgAttr(arg.getArgNumber(), graph::kPipelineCopyAttr,
+                          b.getI64IntegerAttr(owner));
+        }
+      }
     }
 
     // Order: by key, then as the block had them (new ops after the old at a key).

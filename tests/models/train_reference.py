@@ -40,6 +40,7 @@ import philox_dropout  # noqa: E402
 MODELS = {
     "tiny_gpt": ("export_tiny_gpt", "TinyGPT", ["idx", "targets"]),
     "tied_gpt": ("export_tied_gpt", "TiedGPT", ["idx", "targets"]),
+    "deep_gpt": ("export_deep_gpt", "DeepGPT", ["idx", "targets"]),
     "dropout_gpt": ("export_dropout_gpt", "DropoutGPT", ["idx", "targets"]),
     "llama_decoder": ("export_llama_decoder", "LlamaDecoder", ["idx", "targets"]),
     "dropout_llama": ("export_dropout_llama", "DropoutLlama", ["idx", "targets"]),
@@ -52,7 +53,8 @@ MODELS = {
 def make_data(name, module, batches, rows, rng):
     """`batches` batches of `rows` rows of valid inputs for model `name` (token ids below the
     vocabulary...)."""
-    if name in ("tiny_gpt", "tied_gpt", "dropout_gpt", "llama_decoder", "dropout_llama"):
+    if name in ("tiny_gpt", "tied_gpt", "deep_gpt", "dropout_gpt", "llama_decoder",
+                "dropout_llama"):
         n = rows * batches
         tokens = rng.integers(0, module.VOCAB, size=(n, module.SEQ + 1))
         return {"idx": tokens[:, :-1], "targets": tokens[:, 1:]}

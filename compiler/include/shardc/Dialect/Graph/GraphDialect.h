@@ -94,6 +94,10 @@ inline constexpr llvm::StringLiteral kIndexBlockAttr = "graph.index_block";
 // that runs it (i64): shardc-assign-stages sets it on the forward ops, the gradient rules'
 // ops inherit their forward op's, and shardc-split-stages gives every other op one.
 inline constexpr llvm::StringLiteral kStageAttr = "graph.stage";
+// On the argument and result of a stage's parameter that another stage updates (a tied
+// embedding): the stage reads it and returns the new value it receives; it is not trained
+// here, and stays whole under ZeRO.
+inline constexpr llvm::StringLiteral kPipelineCopyAttr = "graph.pipeline_copy";
 // ... and on the forward function: what each stage holds, one line each, for plan.txt.
 inline constexpr llvm::StringLiteral kStagesAttr = "graph.pipeline_stages";
 // On a function with tensor parallelism: the layout's decisions, one string each (what was
