@@ -10,6 +10,7 @@
 
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/ModuleUnit.h"
+#include "shardc/Dialect/Graph/OpCost.h"
 #include "shardc/Lowering/TensorBytes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -38,19 +39,6 @@ uint64_t valueBytes(Value v) {
   if (!t || !t.hasStaticShape())
     return 0;
   return static_cast<uint64_t>(t.getNumElements()) * runtimeElementSize(t.getElementType());
-}
-
-std::string humanFlops(uint64_t flops) {
-  const char *units[] = {"", "k", "M", "G", "T", "P"};
-  double v = static_cast<double>(flops);
-  int u = 0;
-  while (v >= 1000.0 && u < 5) {
-    v /= 1000.0;
-    ++u;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g %sFLOP", v, units[u]);
-  return text;
 }
 
 // The best split of units [0, n) into `stages` runs: (largest stage cost, bytes crossing the
@@ -263,7 +251,7 @@ struct AssignStagesPass : impl::AssignStagesBase<AssignStagesPass> {
                          (first == last ? "" : " .. " + units[last]) + " (" +
                          std::to_string(last - first + 1) + "), " +
                          std::to_string(stageOps[static_cast<size_t>(k)]) + " forward ops, " +
-                         humanFlops(stageFlops[static_cast<size_t>(k)]) + " forward" +
+                         graph::flopsText(stageFlops[static_cast<size_t>(k)]) + " forward" +
                          (k == 0 ? (cuts.empty() ? "" : " (--pp-cuts)") : "");
       lines.push_back(b.getStringAttr(line));
     }

@@ -20,6 +20,8 @@
 #include "shardc/Autodiff/TrainStep.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/GraphTraits.h"
+#include "shardc/Dialect/Graph/ModuleUnit.h"
+#include "shardc/Dialect/Graph/OpCost.h"
 #include "shardc/Lowering/TensorBytes.h"
 
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
@@ -42,8 +44,8 @@ using namespace mlir;
 using pipeline::Step;
 using pipeline::StepKind;
 
-inline constexpr llvm::StringLiteral kPipelineScheduleAttr = "graph.pipeline_schedule";
-inline constexpr llvm::StringLiteral kPipelineCutsAttr = "graph.pipeline_cuts";
+using graph::kPipelineCutsAttr;
+using graph::kPipelineScheduleAttr;
 
 namespace {
 
@@ -383,7 +385,46 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
       return func.emitError("--schedule ")
              << schedule.getValue() << ": the stages' transfers do not pair up (" << stuck
              << ")";
-    recordPlan(func, steps, lists, times, forwardCuts, backwardCuts);
+    // What each stage holds: its layers, trained parameters and FLOPs per microbatch.
+    std::vector<std::string> held(P);
+    {
+      std::vector<std::string> firstUnit(P), lastUnit(P);
+      std::vector<uint64_t> fwd(P, 0), bwd(P, 0), paramBytes(P, 0);
+      std::vector<int64_t> params(P, 0);
+      for (size_t i = 0; i < n; ++i) {
+        if (!isStepOp(i) || microBatch[i] != 0)
+          continue;
+        const size_t st = static_cast<size_t>(stageOf[i]);
+        (forward.count(ops[i]) ? fwd : bwd)[st] += flopsOf(ops[i]);
+        std::string unit = graph::moduleUnitOf(ops[i]);
+        if (!unit.empty() && forward.count(ops[i])) {
+          if (firstUnit[st].empty())
+            firstUnit[st] = unit;
+          lastUnit[st] = unit;
+        }
+      }
+      for (unsigned a = 0; a < func.getNumArguments(); ++a) {
+        if (!isStateArgument(func, a) || func.getArgAttr(a, kStateAttr))
+          continue;
+        std::set<int64_t> readers;
+        for (Operation *user : func.getArgument(a).getUsers())
+          if (auto it = index.find(user); it != index.end() && !replicable[it->second])
+            readers.insert(stageOf[it->second]);
+        for (int64_t r : readers) {
+          ++params[static_cast<size_t>(r)];
+          paramBytes[static_cast<size_t>(r)] += valueBytes(func.getArgument(a));
+        }
+      }
+      for (size_t st = 0; st < P; ++st)
+        held[st] = (firstUnit[st].empty()
+                        ? std::string("no repeated layer")
+                        : "layers " + firstUnit[st] +
+                              (lastUnit[st] == firstUnit[st] ? "" : " .. " + lastUnit[st])) +
+                   ", " + std::to_string(params[st]) + " parameters (" +
+                   std::to_string(paramBytes[st]) + " B on this rank), " + graph::flopsText(fwd[st]) +
+                   " forward + " + graph::flopsText(bwd[st]) + " backward per microbatch";
+    }
+    recordPlan(func, steps, lists, times, forwardCuts, backwardCuts, held);
 
     // 8. This stage's part.
     return keepStage(module, func, ops, index, replicable, microBatch, isNorm, stageOf,
@@ -394,7 +435,8 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
   void recordPlan(func::FuncOp func, const std::vector<std::vector<Step>> &steps,
                   const std::vector<std::vector<pipeline::TimelineEntry>> &lists,
                   const std::vector<std::vector<pipeline::SimulatedEntry>> &times,
-                  const CutSets &forwardCuts, const CutSets &backwardCuts) {
+                  const CutSets &forwardCuts, const CutSets &backwardCuts,
+                  const std::vector<std::string> &held) {
     Builder b(func.getContext());
     double makespan = 0, busy = 0;
     for (size_t s = 0; s < lists.size(); ++s)
@@ -422,17 +464,20 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
         live += st.kind == StepKind::Forward ? 1 : -1;
         most = std::max(most, live);
       }
-      lines.push_back(b.getStringAttr("stage " + std::to_string(s) + ": " +
-                                      pipeline::stepsText(steps[s]) + "  (at most " +
-                                      std::to_string(most) + " microbatches in flight)"));
+      lines.push_back(b.getStringAttr("stage " + std::to_string(s) + ": " + held[s] +
+                                      "; steps " + pipeline::stepsText(steps[s]) +
+                                      " (activations of at most " + std::to_string(most) +
+                                      " microbatch" + (most == 1 ? "" : "es") + " held)"));
     }
-    // The timeline as text: one row per stage, one character per slot of the shortest step.
+    // The timeline as text: one row per stage, two characters for the shortest step; a step
+    // is its letter and microbatch, then its letter in lower case ("F3fff"), idle time '.'.
     double unit = 0;
     for (const auto &list : lists)
       for (const auto &e : list)
         if (!e.isTransfer && e.seconds > 0)
           unit = unit == 0 ? e.seconds : std::min(unit, e.seconds);
-    if (unit > 0 && makespan / unit <= 400) {
+    unit /= 2;
+    if (unit > 0 && makespan / unit <= 480) {
       for (size_t s = 0; s < lists.size(); ++s) {
         std::string row(static_cast<size_t>(makespan / unit + 0.5), '.');
         for (size_t e = 0; e < lists[s].size(); ++e) {
@@ -441,10 +486,11 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
           const Step &st = steps[s][static_cast<size_t>(lists[s][e].stepIndex)];
           size_t from = static_cast<size_t>(times[s][e].start / unit + 0.5);
           size_t to = static_cast<size_t>(times[s][e].end / unit + 0.5);
+          const bool fwd = st.kind == StepKind::Forward;
           for (size_t c = from; c < to && c < row.size(); ++c)
-            row[c] = st.kind == StepKind::Forward ? 'F' : 'B';
-          if (from < row.size())
-            row[from] = static_cast<char>('0' + st.microBatch % 10);
+            row[c] = c == from ? (fwd ? 'F' : 'B')
+                     : c == from + 1 ? static_cast<char>('0' + st.microBatch % 10)
+                                     : (fwd ? 'f' : 'b');
         }
         lines.push_back(b.getStringAttr("  timeline stage " + std::to_string(s) + " |" + row +
                                         "|"));

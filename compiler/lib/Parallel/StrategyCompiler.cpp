@@ -55,6 +55,17 @@ static void recordReshardings(mlir::func::FuncOp train, GlobalStep *step) {
     step->reshardings.push_back(line.str());
 }
 
+// The pipeline's lines (shardc-split-stages: the same on every stage's program).
+static void recordPipeline(mlir::func::FuncOp train, GlobalStep *step) {
+  if (!train)
+    return;
+  step->pipeline.clear();
+  for (llvm::StringRef key : {graph::kPipelineScheduleAttr, graph::kPipelineCutsAttr})
+    if (auto lines = train->getAttrOfType<mlir::ArrayAttr>(key))
+      for (llvm::StringRef line : lines.getAsValueRange<mlir::StringAttr>())
+        step->pipeline.push_back(line.str());
+}
+
 GlobalStep *StrategyCompiler::globalStep(const ParallelStrategy &s, std::string *refusal,
                                          bool dump) {
   MeshKey key{s.dp, s.tp, s.sequenceParallel, s.pp};
@@ -108,6 +119,7 @@ bool StrategyCompiler::compile(const ParallelStrategy &s, DataParallelBundle &ou
           return mlir::failure();
         }
         recordReshardings(local->lookupSymbol<mlir::func::FuncOp>("train_step"), step);
+        recordPipeline(local->lookupSymbol<mlir::func::FuncOp>("train_step"), step);
         return emitCompiledStep(local.get(), weights_, opts_, errors_);
       },
       out);

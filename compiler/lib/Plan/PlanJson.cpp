@@ -466,6 +466,7 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
       {"strategy_decision", s.strategyDecision},
       {"tp_layout", s.layoutDecisions},
       {"resharding", s.reshardings},
+      {"pipeline", s.pipeline},
       {"warnings", s.warnings},
       {"programs", std::move(programs)},
   };

@@ -1069,6 +1069,9 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
                   "their results sliced back to each rank's rows, or exchanged into blocks of a "
                   "dimension the op treats independently)",
                   s.reshardings, os);
+  formatNoteLines("Pipeline stages (rank r runs stage r % pp; F/B: a microbatch's forward and "
+                  "backward step; one transfer between steps)",
+                  s.pipeline, os);
   formatMemoryPerRank(s, os);
   formatZero(s, os);
   formatComm(s, os);

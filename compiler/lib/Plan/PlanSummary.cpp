@@ -724,6 +724,7 @@ PlanSummary summarizePlan(const program::Bundle &bundle, const PlanNotes &notes)
   s.strategyDecision = notes.strategyDecision;
   s.layoutDecisions = notes.layoutDecisions;
   s.reshardings = notes.reshardings;
+  s.pipeline = notes.pipeline;
   const std::optional<ParallelStrategy> recorded = recordedStrategy(s.strategy, s.worldSize);
   s.sequenceParallel = recorded && recorded->sequenceParallel;
   if (bundle.programs_size() > 0)

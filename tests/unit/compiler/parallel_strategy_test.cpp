@@ -54,6 +54,11 @@ TEST(ParallelStrategy, KeyValueForms) {
   EXPECT_EQ(parsed("zero=3", 4).canonical(), "dp=4,zero=3");
   EXPECT_EQ(parsed("tp=2,sp=0,pp=1", 2).canonical(), "dp=1,tp=2,zero=0");
   EXPECT_EQ(parsed("dp=1", 1).canonical(), "dp=1,zero=0");
+  // Pipeline stages: dp takes what tp x pp leave.
+  ParallelStrategy pp = parsed("tp=2,pp=2,zero=1", 8);
+  EXPECT_EQ(pp.dp, 2);
+  EXPECT_EQ(pp.pp, 2);
+  EXPECT_EQ(pp.canonical(), "dp=2,tp=2,pp=2,zero=1");
 }
 
 TEST(ParallelStrategy, CanonicalParsesBack) {
@@ -89,9 +94,10 @@ TEST(ParallelStrategy, ErrorMessages) {
             "--strategy 'dp=1234567': dp=1234567: expected a positive number of devices");
   EXPECT_EQ(errorOf("zero=-1", 2), "--strategy 'zero=-1': zero=-1: expected a stage 0-3");
   EXPECT_EQ(errorOf("zero=4", 2), "--strategy 'zero=4': zero=4: ZeRO stages are 0, 1, 2 and 3");
-  EXPECT_EQ(errorOf("dp=1,pp=2", 2),
-            "--strategy 'dp=1,pp=2': pipeline parallelism (pp=2) is not yet supported; use dp "
-            "and zero");
+  EXPECT_EQ(errorOf("dp=1,pp=2", 2), "(accepted)");
+  EXPECT_EQ(errorOf("dp=2,pp=2", 2),
+            "--strategy 'dp=2,pp=2': dp=2 x tp=1 x pp=2 = 4 devices, but --gpus is 2");
+  EXPECT_EQ(errorOf("pp=0", 2), "--strategy 'pp=0': pp=0: expected a positive number of devices");
   EXPECT_EQ(errorOf("dp=2,tp=2", 8),
             "--strategy 'dp=2,tp=2': dp=2 x tp=2 x pp=1 = 4 devices, but --gpus is 8");
   EXPECT_EQ(errorOf("tp=3", 4),

@@ -44,6 +44,8 @@ struct GlobalStep {
   std::vector<std::string> layoutDecisions;
   // The resharding points of the step (PlanNotes::reshardings).
   std::vector<std::string> reshardings;
+  // Pipeline parallelism: the stages, schedule and cuts (PlanNotes::pipeline).
+  std::vector<std::string> pipeline;
 };
 
 // Compiles the strategies of one import (`imported`, @forward, and its weights): the global

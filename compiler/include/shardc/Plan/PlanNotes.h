@@ -21,6 +21,11 @@ struct PlanNotes {
   // whole instead (graph.whole_operands), one line each with why and the bytes gathered
   // (printed under "Resharding"; the collectives themselves are listed with the others).
   std::vector<std::string> reshardings;
+  // With pipeline parallelism: the schedule (its predicted idle share, each stage's steps and
+  // a text timeline), each stage's layers, parameters and FLOPs, and the values crossing each
+  // cut (shardc-split-stages' graph.pipeline_schedule and graph.pipeline_cuts; printed under
+  // "Pipeline stages").
+  std::vector<std::string> pipeline;
   // Training: the initializers kept frozen because they cannot be trained parameters,
   // "NAME: why" each (graph.not_trainable; printed under "Not trained").
   std::vector<std::string> notTrained;

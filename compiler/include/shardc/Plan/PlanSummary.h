@@ -279,6 +279,7 @@ struct PlanSummary {
   std::vector<std::string> strategyDecision; // PlanNotes::strategyDecision
   std::vector<std::string> layoutDecisions;  // PlanNotes::layoutDecisions
   std::vector<std::string> reshardings;      // PlanNotes::reshardings
+  std::vector<std::string> pipeline;         // PlanNotes::pipeline
   // Inconsistencies found while summarising (e.g. collectives that do not add up to
   // planned_comm_bytes); also printed in plan.txt.
   std::vector<std::string> warnings;

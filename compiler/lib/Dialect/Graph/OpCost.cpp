@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <algorithm>
+#include <cstdio>
 
 using namespace mlir;
 
@@ -119,6 +120,19 @@ uint64_t AttentionGradOp::getFlops() {
   const auto d = static_cast<uint64_t>(dim(getQ(), 1));
   const auto dv = static_cast<uint64_t>(dim(getV(), 1));
   return 2 * scorePairs(getQ(), getK()) * (3 * d + 2 * dv);
+}
+
+std::string flopsText(uint64_t flops) {
+  const char *units[] = {"", "k", "M", "G", "T", "P", "E"};
+  double v = static_cast<double>(flops);
+  int u = 0;
+  while (v >= 1000.0 && u < 6) {
+    v /= 1000.0;
+    ++u;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g %sFLOP", v, units[u]);
+  return text;
 }
 
 } // namespace shardc::graph

@@ -98,6 +98,10 @@ inline constexpr llvm::StringLiteral kStageAttr = "graph.stage";
 // embedding): the stage reads it and returns the new value it receives; it is not trained
 // here, and stays whole under ZeRO.
 inline constexpr llvm::StringLiteral kPipelineCopyAttr = "graph.pipeline_copy";
+// On a stage's training step: the schedule (idle share, each stage's steps and what it holds,
+// a text timeline) and the values crossing each cut, one line each, for plan.txt.
+inline constexpr llvm::StringLiteral kPipelineScheduleAttr = "graph.pipeline_schedule";
+inline constexpr llvm::StringLiteral kPipelineCutsAttr = "graph.pipeline_cuts";
 // ... and on the forward function: what each stage holds, one line each, for plan.txt.
 inline constexpr llvm::StringLiteral kStagesAttr = "graph.pipeline_stages";
 // On a function with tensor parallelism: the layout's decisions, one string each (what was

@@ -10,6 +10,7 @@
 #include "mlir/IR/Operation.h"
 
 #include <cstdint>
+#include <string>
 
 namespace mlir::func {
 class FuncOp;
@@ -22,6 +23,8 @@ namespace shardc::graph {
 uint64_t elementwiseFlops(mlir::Operation *op);
 // The bytes of its ranked-tensor operands and results.
 uint64_t operandAndResultBytes(mlir::Operation *op);
+// "1.23 MFLOP", "456 FLOP": a count in words, three significant digits.
+std::string flopsText(uint64_t flops);
 // Sum of getFlops() over the ops of `func`'s body that have the interface.
 uint64_t functionFlops(mlir::func::FuncOp func);
 
