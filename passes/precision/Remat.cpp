@@ -279,6 +279,16 @@ struct RematPass : impl::RematBase<RematPass> {
       Operation *owner = use.getOwner();
       return !forward_.count(owner) && !clones_.count(owner) && lossDef_->isBeforeInBlock(owner);
     };
+    // Under pipeline stages a backward reader on another stage than the value's (a unit's
+    // output read by the next unit's backward, across a cut) keeps reading the forward value,
+    // which reaches its stage with the forward pass; a clone would be made on the stage that
+    // runs its backward later.
+    auto sameStage = [](Operation *a, Operation *b) {
+      return a->getAttr(graph::kStageAttr) == b->getAttr(graph::kStageAttr);
+    };
+    auto isRecomputedUse = [&](OpOperand &use) {
+      return isBackwardUse(use) && sameStage(use.get().getDefiningOp(), use.getOwner());
+    };
     llvm::SetVector<Value> saved;
     Operation *first = nullptr;
     for (Operation *op : group) {
@@ -287,7 +297,7 @@ struct RematPass : impl::RematBase<RematPass> {
         continue;
       for (Value r : op->getResults())
         for (OpOperand &use : r.getUses())
-          if (isBackwardUse(use)) {
+          if (isRecomputedUse(use)) {
             saved.insert(r);
             if (!first || use.getOwner()->isBeforeInBlock(first))
               first = use.getOwner();
@@ -323,7 +333,7 @@ struct RematPass : impl::RematBase<RematPass> {
     }
     for (Value v : saved) {
       result.recomputedBytes += bytesOf(v);
-      v.replaceUsesWithIf(map.lookup(v), isBackwardUse);
+      v.replaceUsesWithIf(map.lookup(v), isRecomputedUse);
     }
     return result;
   }

@@ -260,6 +260,17 @@ private:
     return Status::ok();
   }
 
+  // The parameters --outputs writes: this rank's, and with pipeline stages every stage's (the
+  // gathered state holds them all).
+  std::vector<std::string> writtenParams(const std::optional<CheckpointContents> &full) const {
+    if (!full)
+      return loop_.signature().params;
+    std::vector<std::string> names;
+    for (const auto &[name, tensor] : full->params)
+      names.push_back(name);
+    return names;
+  }
+
   // The checkpoint (unless the last step saved it), --outputs and --export-onnx.
   Status writeFinalState() {
     // The state is gathered when the ranks hold shards of it (every rank joins, also those that
@@ -285,9 +296,12 @@ private:
         [&](const std::string &name) { return full ? &full->params.at(name) : loop_.value(name); };
     if (save)
       SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&*full, options_, run_.seed));
-    if (options_.outputsDir)
-      if (auto failure = writeParams(loop_.signature().params, valueOf, *options_.outputsDir))
+    if (options_.outputsDir) {
+      const std::vector<std::string> names = writtenParams(full);
+      if (auto failure = writeParams(names, valueOf, *options_.outputsDir))
         return Status::error(failure->message);
+      paramsWritten_ = names.size();
+    }
     if (run_.exporter) {
       Status status =
           run_.exporter->write(*options_.exportOnnx, valueOf, OnnxExportOptions(), &exported_);
@@ -442,8 +456,8 @@ private:
         summary +=
             "; checkpoint at step " + std::to_string(loop_.step()) + " in " + *options_.saveDir;
       if (options_.outputsDir)
-        summary += "; wrote " + std::to_string(loop_.signature().params.size()) +
-                   " parameters to " + *options_.outputsDir;
+        summary += "; wrote " + std::to_string(paramsWritten_) + " parameters to " +
+                   *options_.outputsDir;
       summary += traceNote_;
       if (run_.exporter)
         summary +=
@@ -489,6 +503,7 @@ private:
   const bool saveOnSignal_;  // stop signals stop the loop and save (stop_signals.h)
   int stopSignal_ = 0;       // the stop signal the ranks agreed on after a step (0: none)
   float loss_ = NAN;
+  size_t paramsWritten_ = 0; // by --outputs
   int64_t lastSaved_ = -1;
   uint64_t allocationsAfterFirstStep_ = 0;
   double seconds_ = 0;

@@ -1,0 +1,305 @@
+"""Pipeline parallelism end to end: stages, schedules and 3D meshes follow the single-rank run.
+
+    test_pipeline_parallel.py --shardc PATH --shardrun PATH --work DIR [--mpirun PATH]
+
+The deep test GPT (8 blocks), the tied-embedding GPT and the BERT-like encoder, both export
+styles, a global batch of 8 rows as in test_data_parallel.py, train 30 AdamW steps with
+`shardrun` (ranks as threads). Checked per case, against a single-rank run of the same export on
+the same data:
+  * every step's loss within 1e-5 (relative) and the final parameters (`--outputs`, gathered
+    from every stage) within 1e-4 of the single-rank run with the same --micro-batches (the
+    same sums in the same order: a pipelined run is expected bit-identical to it), as
+    test_data_parallel.py checks them; the drift from the single-rank run without microbatches
+    (float reassociation of the gradient sums) is printed beside it; shardrun itself checks
+    that each rank's planned peak memory equals its measured one and the bytes each rank's
+    communicators counted equal the plan's (it exits 1 otherwise);
+  * deep GPT: pp in {2, 4} x schedule in {gpipe, 1f1b} x micro-batches in {4, 8}, and naive
+    (one microbatch) on 2 and 4 stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0
+    and 1, with sp=1, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
+    axis: bf16 rounds the partial sums dp and tp make, test_mixed_precision.py's 5e-3 against
+    one rank); pp=2 with --remat full and with bf16 (against the single-rank bf16 run);
+    dp=2,pp=2 with zero 2 and 3;
+  * the tied GPT (the token embedding on the first stage is the output projection on the last):
+    pp=2 and dp=2,pp=2,zero=1, the embedding one tensor in the outputs;
+  * the BERT-like encoder (its attention mask, computed from an input, read on every stage):
+    pp=2 under gpipe and 1f1b;
+  * memory: on the first stage 1F1B holds at most p microbatches' activations where GPipe holds
+    m (plan.json's pipeline lines), and its planned peak is lower when m > p;
+  * the plan prints the predicted idle share of the step beside (p-1)/(m+p-1);
+  * resuming across plans: a pp=2 checkpoint (15 steps) resumes under 1 rank, dp=4,zero=3 and
+    tp=2,pp=4, and a single-rank one under pp=2, each following the single-rank run;
+  * refused in one line: more stages than layers, naive with several microbatches, a schedule
+    not written yet, --schedule without pp, ZeRO-3 of a tied parameter across stages;
+  * with --mpirun: `mpirun -np 8` under dp=2,tp=2,pp=2 gives bit-identical losses to 8 local
+    ranks.
+Prints PASS/FAIL per case and `N passed, M failed`.
+"""
+
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_util  # noqa: E402
+from test_data_parallel import LOSS_RTOL, LR, STEPS, Model, compare  # noqa: E402
+
+SCHEDULES = ["gpipe", "1f1b"]
+
+
+def pipeline_flags(ranks, strategy, micro_batches, schedule=None, extra=()):
+    flags = ["--gpus", str(ranks), "--strategy", strategy, "--micro-batches", str(micro_batches)]
+    if schedule:
+        flags += ["--schedule", schedule]
+    return flags + list(extra)
+
+
+def first_stage_line(plan):
+    """plan.json's line of stage 0, and how many microbatches' activations it holds."""
+    for line in plan.get("pipeline", []):
+        if line.startswith("stage 0:"):
+            m = re.search(r"activations of at most (\d+) microbatch", line)
+            return line, int(m.group(1)) if m else None
+    return None, None
+
+
+def rank0_planned_peak(stderr):
+    m = re.search(r"rank 0: planned peak (\d+) bytes", stderr)
+    return int(m.group(1)) if m else None
+
+
+def idle_line(plan):
+    for line in plan.get("pipeline", []):
+        if line.startswith("schedule "):
+            return line
+    return None
+
+
+def main():
+    p = e2e_util.argument_parser(__doc__, timeout=300.0)
+    p.add_argument("--mpirun")
+    args = e2e_util.parse_args(p)
+    cases = []
+    models = {}
+
+    def model(name, style):
+        if (name, style) not in models:
+            models[(name, style)] = Model(name, style, args)
+        return models[(name, style)]
+
+    # The single-rank runs compared with: by flags (--micro-batches K, --precision).
+    references = {}
+
+    def reference_of(m, flags):
+        key = (m.name, m.work, tuple(flags))
+        if key not in references:
+            tag = "ref_" + "_".join(f.strip("-").replace("=", "").replace(",", "_") for f in flags)
+            references[key] = m.run(tag, flags) if flags else m.reference
+        return references[key]
+
+    def equivalence(name, style, tag, flags, reference_flags=()):
+        """The run against the single-rank run with the same microbatches (the same sums, in
+        the same order: gradient accumulation is part of the step's math, not of the plan) and
+        reference_flags; the drift from the run without microbatches is reported too."""
+        def case():
+            m = model(name, style)
+            result = m.run(tag, flags)
+            if isinstance(result, str):
+                return result
+            k = flags[flags.index("--micro-batches") + 1] if "--micro-batches" in flags else "1"
+            ref_flags = (["--micro-batches", k] if k != "1" else []) + list(reference_flags)
+            ref = reference_of(m, ref_flags)
+            if isinstance(ref, str):
+                return f"single-rank run {ref_flags}: {ref}"
+            saved = m.reference
+            m.reference = ref
+            err, detail = compare(m, result)
+            m.reference = saved
+            if err:
+                return err
+            detail = f"vs {' '.join(ref_flags) or '1 rank'}: {detail}"
+            if ref_flags and not reference_flags:
+                plain = max(abs(a - b) / abs(b) for a, b in zip(result[0], m.reference[0]))
+                detail += f"; vs 1 rank without microbatches: loss rel {plain:.2g}"
+            line = idle_line(result[2])
+            if line:
+                detail += "; " + line.split(": ", 1)[1].split(" (")[0]
+            return None, detail
+        return case
+
+    # The deep GPT: every schedule on 2 and 4 stages, both export styles.
+    for style in ["static", "dynamic"]:
+        for pp in [2, 4]:
+            cases.append((f"deep_gpt_{style}_pp{pp}_naive",
+                          equivalence("deep_gpt", style, f"pp{pp}_naive",
+                                      pipeline_flags(pp, f"pp={pp}", 1, "naive"))))
+            for schedule in SCHEDULES:
+                for k in [4, 8]:
+                    cases.append((f"deep_gpt_{style}_pp{pp}_{schedule}_mb{k}",
+                                  equivalence("deep_gpt", style, f"pp{pp}_{schedule}_mb{k}",
+                                              pipeline_flags(pp, f"pp={pp}", k, schedule))))
+
+    # 3D and the other axes, on the static export.
+    for tag, flags, reference in [
+            ("dp2_tp2_pp2_zero0", pipeline_flags(8, "dp=2,tp=2,pp=2,zero=0", 2), ()),
+            ("dp2_tp2_pp2_zero1", pipeline_flags(8, "dp=2,tp=2,pp=2,zero=1", 2), ()),
+            ("dp2_tp2_pp2_zero1_sp", pipeline_flags(8, "dp=2,tp=2,pp=2,zero=1,sp=1", 2), ()),
+            ("dp2_pp2_zero2", pipeline_flags(4, "dp=2,pp=2,zero=2", 2), ()),
+            ("dp2_pp2_zero3", pipeline_flags(4, "dp=2,pp=2,zero=3", 2), ()),
+            ("pp2_remat_full", pipeline_flags(2, "pp=2", 4, extra=["--remat", "full"]), ()),
+            ("pp2_bf16", pipeline_flags(2, "pp=2", 4, extra=["--precision", "bf16"]),
+             ("--precision", "bf16")),
+            # bf16 rounds the partial sums dp and tp make (test_mixed_precision.py allows 5e-3
+            # against one rank): the mesh without its pp axis is the run to follow.
+            ("dp2_tp2_pp2_bf16", pipeline_flags(8, "dp=2,tp=2,pp=2,zero=1", 2,
+                                                extra=["--precision", "bf16"]),
+             ("--gpus", "4", "--strategy", "dp=2,tp=2,zero=1", "--precision", "bf16"))]:
+        cases.append((f"deep_gpt_static_{tag}",
+                      equivalence("deep_gpt", "static", tag, flags, reference)))
+
+    # The tied GPT and the encoder.
+    for tag, flags in [("pp2_1f1b_mb4", pipeline_flags(2, "pp=2", 4, "1f1b")),
+                       ("dp2_pp2_zero1", pipeline_flags(4, "dp=2,pp=2,zero=1", 2))]:
+        cases.append((f"tied_gpt_static_{tag}", equivalence("tied_gpt", "static", tag, flags)))
+    for style in ["static", "dynamic"]:
+        for schedule in SCHEDULES:
+            cases.append((f"bert_encoder_{style}_pp2_{schedule}_mb4",
+                          equivalence("bert_encoder", style, f"pp2_{schedule}_mb4",
+                                      pipeline_flags(2, "pp=2", 4, schedule))))
+
+    # Memory: the first stage's activations under 1F1B and GPipe (4 stages, 8 microbatches).
+    def memory_case():
+        m = model("deep_gpt", "static")
+        held, peaks = {}, {}
+        for schedule in SCHEDULES:
+            result = m.run(f"memory_{schedule}", pipeline_flags(4, "pp=4", 8, schedule))
+            if isinstance(result, str):
+                return result
+            line, held[schedule] = first_stage_line(result[2])
+            peaks[schedule] = rank0_planned_peak(result[3])
+        if held["1f1b"] != 4 or held["gpipe"] != 8:
+            return f"stage 0 holds {held} microbatches' activations, expected 1f1b 4 (p), gpipe 8 (m)"
+        if not peaks["1f1b"] or not peaks["gpipe"] or peaks["1f1b"] >= peaks["gpipe"]:
+            return f"stage 0's planned peak under 1f1b {peaks['1f1b']} is not below gpipe's {peaks['gpipe']}"
+        return None, (f"stage 0 holds 1f1b {held['1f1b']} (p = 4) vs gpipe {held['gpipe']} (m = 8) "
+                      f"microbatches' activations; planned peak {peaks['1f1b']} vs {peaks['gpipe']} B")
+    cases.append(("memory_1f1b_vs_gpipe_first_stage", memory_case))
+
+    # Resuming across plans.
+    def train(m, tag, flags, steps, run_flags):
+        out = os.path.join(m.work, tag)
+        os.makedirs(out, exist_ok=True)
+        bundle = os.path.join(out, "model.shard")
+        res = e2e_util.run_tool([args.shardc, m.onnx, "-o", bundle, *m.shape_flags, *flags],
+                                args.timeout)
+        if not res.ok:
+            return f"compile: {res.describe()}"
+        metrics = os.path.join(out, "m.jsonl")
+        if os.path.exists(metrics):
+            os.remove(metrics)
+        res = e2e_util.run_tool([args.shardrun, bundle, "--steps", str(steps), "--data", m.data,
+                                 "--lr", str(LR), "--metrics", metrics, *run_flags],
+                                args.timeout)
+        if not res.ok:
+            return f"shardrun: {res.describe()}"
+        return [json.loads(line)["loss"] for line in open(metrics)]
+
+    def resume_case(saved_tag, save_flags, resume_tag, resume_flags):
+        def case():
+            m = model("deep_gpt", "static")
+            saved = os.path.join(m.work, f"ckpt_{saved_tag}")
+            if not os.path.isdir(saved):
+                res = train(m, f"save_{saved_tag}", save_flags, 15, ["--save", saved])
+                if isinstance(res, str):
+                    return res
+            res = train(m, f"resume_{saved_tag}_{resume_tag}", resume_flags, STEPS,
+                        ["--resume", saved])
+            if isinstance(res, str):
+                return res
+            ref = m.reference[0][15:]
+            if len(res) != len(ref):
+                return f"{len(res)} losses after resuming, expected {len(ref)}"
+            worst = max(abs(a - b) / abs(b) for a, b in zip(res, ref))
+            if worst > LOSS_RTOL:
+                return f"steps 16-30 after resuming: max loss rel diff {worst:.3g}"
+            return None, f"steps 16-30 follow the single-rank run, max loss rel {worst:.2g}"
+        return case
+
+    pp2 = pipeline_flags(2, "pp=2", 4, "1f1b")
+    for tag, flags in [("1rank", []), ("dp4_zero3", ["--gpus", "4", "--strategy", "dp=4,zero=3"]),
+                       ("tp2_pp4", pipeline_flags(8, "tp=2,pp=4", 2))]:
+        cases.append((f"resume_pp2_under_{tag}", resume_case("pp2", pp2, tag, flags)))
+    cases.append(("resume_1rank_under_pp2", resume_case("1rank", [], "pp2", pp2)))
+
+    # Refusals: one line each.
+    def refusal_case(name, style, flags, code, expected):
+        def case():
+            m = model(name, style)
+            out = os.path.join(m.work, "refused.shard")
+            status, lines = e2e_util.refusal([args.shardc, m.onnx, "-o", out, *m.shape_flags,
+                                              *flags])
+            if status != code or len(lines) != 1 or expected not in lines[0] or \
+                    not lines[0].startswith("shardc: error: "):
+                return f"exit {status}, {lines!r}; expected exit {code} and one line with {expected!r}"
+            return None, lines[0]
+        return case
+
+    for tag, name, flags, code, expected in [
+            ("more_stages_than_layers", "tied_gpt", pipeline_flags(4, "pp=4", 4), 1,
+             "the model has 2 repeated layers"),
+            ("naive_with_microbatches", "deep_gpt", pipeline_flags(2, "pp=2", 4, "naive"), 1,
+             "--schedule naive runs one microbatch"),
+            ("schedule_not_written", "deep_gpt", pipeline_flags(2, "pp=2", 4, "zb-h1"), 1,
+             "--schedule zb-h1 is not supported yet"),
+            ("schedule_without_pp", "deep_gpt", ["--gpus", "2", "--strategy", "dp=2",
+                                                 "--schedule", "1f1b"], 2,
+             "--schedule applies to pipeline parallelism"),
+            ("bad_cut_prefix", "deep_gpt", pipeline_flags(2, "pp=2", 2, extra=["--pp-cuts",
+                                                                                "/nowhere"]), 1,
+             "--pp-cuts: '/nowhere' starts no repeated layer"),
+            ("tied_zero3", "tied_gpt", pipeline_flags(4, "dp=2,pp=2,zero=3", 2), 1,
+             "ZeRO-3 of a parameter shared by stages is not supported yet")]:
+        cases.append((f"refused_{tag}", refusal_case(name, "static", flags, code, expected)))
+
+    # --pp-cuts moves the cut where the user says.
+    def cuts_case():
+        m = model("deep_gpt", "static")
+        result = m.run("pp2_cuts", pipeline_flags(2, "pp=2", 2, extra=["--pp-cuts", "/blocks.2"]))
+        if isinstance(result, str):
+            return result
+        err, detail = compare(m, result)
+        if err:
+            return err
+        line, _ = first_stage_line(result[2])
+        if not line or "layers /blocks.0 .. /blocks.1," not in line:
+            return f"stage 0 is {line!r}, not /blocks.0 .. /blocks.1"
+        return None, detail + "; " + line.split(";")[0]
+    cases.append(("deep_gpt_static_pp2_pp_cuts", cuts_case))
+
+    if args.mpirun:
+        def mpi_case():
+            m = model("deep_gpt", "static")
+            flags = pipeline_flags(8, "dp=2,tp=2,pp=2", 2)
+            local = m.run("mpi_local", flags)
+            if isinstance(local, str):
+                return local
+            bundle = os.path.join(m.work, "mpi_local", "model.shard")
+            metrics = os.path.join(m.work, "mpi.jsonl")
+            res = e2e_util.run_tool(
+                [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "8",
+                 args.shardrun, bundle, "--steps", str(STEPS), "--data", m.data,
+                 "--lr", str(LR), "--metrics", metrics], args.timeout)
+            if not res.ok:
+                return f"mpirun: {res.describe()}"
+            losses = [json.loads(line)["loss"] for line in open(metrics)]
+            if losses != local[0]:
+                return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
+            return None, f"{STEPS} losses bit-identical to 8 local ranks"
+        cases.append(("mpirun_dp2_tp2_pp2_same_as_local", mpi_case))
+
+    e2e_util.run_cases(cases)
+
+
+if __name__ == "__main__":
+    main()
