@@ -24,7 +24,7 @@ std::string mib(uint64_t bytes) {
 // "zero1" for the data-parallel family, the canonical spelling otherwise.
 std::string candidateName(const ParallelStrategy &c) {
   static const char *names[] = {"dp", "zero1", "zero2", "zero3"};
-  if (c.tp == 1)
+  if (c.tp == 1 && c.pp == 1)
     return names[c.zero];
   return c.canonical();
 }
@@ -52,7 +52,8 @@ public:
         "auto: candidates on " + std::to_string(opts_.gpus) +
         " ranks in order of cost: dp, zero1, zero2, zero3, then (only if none fits) "
         "tensor parallelism, fewest tp devices first, with and without sp and ZeRO, the fewest "
-        "bytes sent first; each scored from its partitioned, memory-planned step (not lowered); "
+        "bytes sent first, then (only if none fits) pipeline stages, fewest first, with the "
+        "fewest tp devices and ZeRO stages that fit; each scored from its partitioned, memory-planned step (not lowered); "
         "--gpu-memory " + limit_);
     // 1. Data parallelism on every device, in order.
     for (int stage = 0; stage <= 3; ++stage) {
@@ -81,21 +82,30 @@ public:
           if (std::optional<Scored> s = scoreOne(c); s && fits(*s))
             fitting.push_back(*s);
         }
-      // The fewest bytes sent; ties keep the order above.
-      std::sort(fitting.begin(), fitting.end(), [](const Scored &a, const Scored &b) {
-        return std::tie(a.cost.commBytes, a.order) < std::tie(b.cost.commBytes, b.order);
-      });
-      for (size_t i = 0; i < fitting.size(); ++i) {
-        int result = compileChosen(fitting[i], chosen, out);
-        if (result < 0)
-          continue;
-        for (size_t j = i + 1; j < fitting.size(); ++j)
-          decision_.push_back("passed over " + candidateName(fitting[j].candidate) + ": " +
-                              scoreText(fitting[j].cost) + "; fits, but sends " +
-                              (fitting[j].cost.commBytes > fitting[i].cost.commBytes
-                                   ? "more bytes"
-                                   : "as many bytes and comes later in the order"));
+      if (int result = chooseAmong(fitting, chosen, out); result >= 0)
         return result == 1;
+    }
+    // 3. Pipeline stages (memory-fit: the largest stage's peak), fewest stages first, then the
+    // fewest tp devices beside them.
+    for (int pp = 2; pp <= opts_.gpus; ++pp) {
+      if (opts_.gpus % pp)
+        continue;
+      for (int tp = 1; tp <= opts_.gpus / pp; ++tp) {
+        if ((opts_.gpus / pp) % tp)
+          continue;
+        const int dp = opts_.gpus / (pp * tp);
+        std::vector<Scored> fitting;
+        for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
+          ParallelStrategy c;
+          c.dp = dp;
+          c.tp = tp;
+          c.pp = pp;
+          c.zero = stage;
+          if (std::optional<Scored> s = scoreOne(c); s && fits(*s))
+            fitting.push_back(*s);
+        }
+        if (int result = chooseAmong(fitting, chosen, out); result >= 0)
+          return result == 1;
       }
     }
     if (!smallest_) {
@@ -112,6 +122,28 @@ public:
   }
 
 private:
+  // Compiles the one of `fitting` that sends the fewest bytes (ties keep their order) and
+  // records why the others were passed over: 1 chosen, 0 failed, -1 none of them fit lowered.
+  int chooseAmong(std::vector<Scored> &fitting, ParallelStrategy &chosen,
+                  DataParallelBundle &out) {
+    std::sort(fitting.begin(), fitting.end(), [](const Scored &a, const Scored &b) {
+      return std::tie(a.cost.commBytes, a.order) < std::tie(b.cost.commBytes, b.order);
+    });
+    for (size_t i = 0; i < fitting.size(); ++i) {
+      int result = compileChosen(fitting[i], chosen, out);
+      if (result < 0)
+        continue;
+      for (size_t j = i + 1; j < fitting.size(); ++j)
+        decision_.push_back("passed over " + candidateName(fitting[j].candidate) + ": " +
+                            scoreText(fitting[j].cost) + "; fits, but sends " +
+                            (fitting[j].cost.commBytes > fitting[i].cost.commBytes
+                                 ? "more bytes"
+                                 : "as many bytes and comes later in the order"));
+      return result;
+    }
+    return -1;
+  }
+
   bool fits(const Scored &s) const {
     return !opts_.gpuMemoryBytes || s.cost.peakBytes <= opts_.gpuMemoryBytes;
   }
@@ -169,7 +201,11 @@ private:
                           mib(s.cost.peakBytes) + "); does not fit in " + limit_);
       return -1;
     }
-    std::string why = s.candidate.tp == 1
+    std::string why = s.candidate.pp > 1
+                          ? "no data- or tensor-parallel candidate fits; the fewest pipeline "
+                            "stages (pp=" + std::to_string(s.candidate.pp) +
+                                ") whose largest stage fits, the fewest bytes sent among them"
+                      : s.candidate.tp == 1
                           ? (s.candidate.zero == 3
                                  ? "the cheapest candidate that fits"
                                  : "the cheapest candidate that fits; the higher ZeRO stages "

@@ -152,24 +152,26 @@ std::optional<PlannedStepCost> StrategyCompiler::score(const ParallelStrategy &s
       return std::nullopt;
     }
   std::optional<PlannedStepCost> total;
-  for (int64_t rows : rowCounts) {
-    DataParallelOptions dp = dataParallelOptions(opts_, s, rows);
-    mlir::OwningOpRef<mlir::ModuleOp> local(step->module->clone());
-    FirstErrorCollector errors(ctx_, opts_.model);
-    int noDumps = 0;
-    auto func = local->lookupSymbol<mlir::func::FuncOp>("train_step");
-    mlir::FailureOr<PlannedStepCost> cost = mlir::failure();
-    if (func && mlir::succeeded(runLocalPasses(local.get(), "", &opts_.train, &dp, noDumps)))
-      cost = plannedStepCost(func);
-    if (mlir::failed(cost)) {
-      refusal = errors.hasError() ? errors.message() : "the pass pipeline failed";
-      return std::nullopt;
+  for (int64_t rows : rowCounts)
+    for (int stage = 0; stage < s.pp; ++stage) {
+      DataParallelOptions dp = dataParallelOptions(opts_, s, rows);
+      dp.pipelineStage = stage;
+      mlir::OwningOpRef<mlir::ModuleOp> local(step->module->clone());
+      FirstErrorCollector errors(ctx_, opts_.model);
+      int noDumps = 0;
+      auto func = local->lookupSymbol<mlir::func::FuncOp>("train_step");
+      mlir::FailureOr<PlannedStepCost> cost = mlir::failure();
+      if (func && mlir::succeeded(runLocalPasses(local.get(), "", &opts_.train, &dp, noDumps)))
+        cost = plannedStepCost(func);
+      if (mlir::failed(cost)) {
+        refusal = errors.hasError() ? errors.message() : "the pass pipeline failed";
+        return std::nullopt;
+      }
+      if (!total)
+        total = *cost;
+      total->peakBytes = std::max(total->peakBytes, cost->peakBytes);
+      total->commBytes = std::max(total->commBytes, cost->commBytes);
     }
-    if (!total)
-      total = *cost;
-    total->peakBytes = std::max(total->peakBytes, cost->peakBytes);
-    total->commBytes = std::max(total->commBytes, cost->commBytes);
-  }
   return total;
 }
 
