@@ -8,7 +8,9 @@ exported with dynamic axes and without them) is compiled explicitly under each s
 ranks, and each bundle's largest planned peak per rank and bytes sent per rank per step are
 read from plan.json. The policy (compiler/include/shardc/Parallel/AutoStrategy.h): dp, zero1, zero2, zero3 in
 order, the first that fits; only if none fits, tp=2 then tp=4, each with and without sp and
-(while dp > 1) ZeRO 0-3, the fitting one that sends the fewest bytes (ties: in that order).
+(while dp > 1) ZeRO 0-3, the fitting one that sends the fewest bytes (ties: in that order);
+only if none of those fits, pipeline stages: pp=2 beside tp=1 then tp=2, then pp=4 (refused:
+the tiny GPT has 2 layers), with ZeRO 0-3 while dp > 1, the same way.
 For a memory limit at and one byte below every candidate's peak, auto must choose what the
 policy picks from the lowered peaks (so the IR scores equal them at the byte), record the
 rejected candidates in plan.json's strategy decision, and, when nothing fits, exit 1 with one
@@ -40,6 +42,17 @@ def tensor_parallel_candidates(tp):
         for zero in range(4 if dp > 1 else 1):
             out.append(f"dp={dp},tp={tp}" + (",sp=1" if sp else "") + f",zero={zero}")
     return out
+
+
+def pipeline_candidates(pp, tp):
+    """The candidates of pp stages beside tp tensor-parallel devices, in the policy's order."""
+    dp = RANKS // (pp * tp)
+    return [f"dp={dp}" + (f",tp={tp}" if tp > 1 else "") + f",pp={pp},zero={zero}"
+            for zero in range(4 if dp > 1 else 1)]
+
+
+# (pp, tp) in the policy's order: the fewest stages, then the fewest tp devices.
+PIPELINE_MESHES = [(2, 1), (2, 2), (4, 1)]
 
 
 def canonical(name):
@@ -101,12 +114,19 @@ def expected_decision(scores, limit):
         fitting = [n for n in order if fits(n)]
         if fitting:
             return min(fitting, key=lambda n: (scores[n][1], order.index(n))), rejected
+    for pp, tp in PIPELINE_MESHES:
+        order = pipeline_candidates(pp, tp)
+        fitting = [n for n in order if fits(n)]
+        if fitting:
+            return min(fitting, key=lambda n: (scores[n][1], order.index(n))), rejected
     return None, rejected
 
 
 def memory_limit_cases(args, tag, onnx_path):
     scores = {}  # name -> (largest planned peak, largest bytes sent), None when refused
-    for name in DATA_PARALLEL + tensor_parallel_candidates(2) + tensor_parallel_candidates(4):
+    pipeline = [n for pp, tp in PIPELINE_MESHES for n in pipeline_candidates(pp, tp)]
+    for name in (DATA_PARALLEL + tensor_parallel_candidates(2) + tensor_parallel_candidates(4) +
+                 pipeline):
         res, plan = compile_bundle(args, onnx_path, f"{tag}_{name}",
                                    ["--strategy", canonical(name)])
         if not res.ok and (res.returncode != 1 or len(res.stderr.strip().splitlines()) != 1):

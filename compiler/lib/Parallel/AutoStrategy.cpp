@@ -217,7 +217,11 @@ private:
     std::string name = candidateName(s.candidate);
     if (name != s.candidate.canonical())
       name += " (" + s.candidate.canonical() + ")";
-    decision_.push_back("chose " + name + ": " + scoreText(s.cost) + "; " + why);
+    // The lowered peak: with several programs sharing one weights file (pipeline stages) a
+    // program's weights region can hold more than its step's own constants.
+    PlannedStepCost lowCost = s.cost;
+    lowCost.peakBytes = lowered;
+    decision_.push_back("chose " + name + ": " + scoreText(lowCost) + "; " + why);
     chosen = s.candidate;
     out = std::move(compiled);
     return 1;

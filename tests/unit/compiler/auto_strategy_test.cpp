@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -151,6 +152,7 @@ TEST(AutoStrategy, RefusedMeshIsRecordedOnce) {
     fake.costs["dp=2,zero=" + std::to_string(stage)] = {900 * MiB, 10};
   fake.refusedMeshes["dp=1,tp=2,zero=0"] = "m.onnx: node 'x': nothing to split on tp";
   fake.refusedMeshes["dp=1,tp=2,sp=1,zero=0"] = "m.onnx: nothing to split with sp";
+  fake.refusedMeshes["dp=1,pp=2,zero=0"] = "m.onnx: --strategy pp=2: the model has 1 layer";
   ParallelStrategy chosen;
   DataParallelBundle out;
   std::vector<std::string> decision;
@@ -159,8 +161,9 @@ TEST(AutoStrategy, RefusedMeshIsRecordedOnce) {
   EXPECT_EQ(testing::internal::GetCapturedStderr(),
             "shardc: error: m.onnx: --strategy auto: no strategy fits in --gpu-memory 200.00 MiB "
             "on 2 ranks; the smallest, dp, needs 900.00 MiB per rank\n");
-  EXPECT_EQ(decision.back(), "rejected dp=1,tp=2,sp=1: nothing to split with sp");
-  EXPECT_EQ(decision[decision.size() - 2], "rejected dp=1,tp=2: node 'x': nothing to split on tp");
+  EXPECT_EQ(decision.back(), "rejected dp=1,pp=2: --strategy pp=2: the model has 1 layer");
+  EXPECT_EQ(decision[decision.size() - 2], "rejected dp=1,tp=2,sp=1: nothing to split with sp");
+  EXPECT_EQ(decision[decision.size() - 3], "rejected dp=1,tp=2: node 'x': nothing to split on tp");
   EXPECT_TRUE(fake.compiled.empty());
 }
 
@@ -169,6 +172,7 @@ TEST(AutoStrategy, EveryCandidateRefused) {
   fake.refusedMeshes["dp=2,zero=0"] = "m.onnx: the training step has no batch to split";
   fake.refusedMeshes["dp=1,tp=2,zero=0"] = "m.onnx: nothing to split on tp";
   fake.refusedMeshes["dp=1,tp=2,sp=1,zero=0"] = "m.onnx: nothing to split with sp";
+  fake.refusedMeshes["dp=1,pp=2,zero=0"] = "m.onnx: no layers to cut";
   ParallelStrategy chosen;
   DataParallelBundle out;
   std::vector<std::string> decision;
@@ -190,6 +194,39 @@ TEST(AutoStrategy, CompileFailureIsAnError) {
   std::vector<std::string> decision;
   EXPECT_FALSE(chooseStrategy(autoOn(2, 0), fake, chosen, out, decision));
   EXPECT_EQ(fake.compiled, std::vector<std::string>{"dp=2,zero=0"});
+}
+
+// Pipeline stages come last, when neither data nor tensor parallelism fits: the fewest stages
+// first, then the fewest tp devices beside them, the ZeRO stage sending the fewest bytes.
+TEST(AutoStrategy, PipelineStagesWhenNothingElseFits) {
+  FakeCandidates fake;
+  for (int stage = 0; stage <= 3; ++stage) {
+    fake.costs["dp=4,zero=" + std::to_string(stage)] = {900 * MiB, 10};
+    fake.costs["dp=2,pp=2,zero=" + std::to_string(stage)] = {150 * MiB, 100u + stage};
+  }
+  fake.costs["dp=1,pp=4,zero=0"] = {90 * MiB, 50};
+  ParallelStrategy chosen;
+  DataParallelBundle out;
+  std::vector<std::string> decision;
+  ASSERT_TRUE(chooseStrategy(autoOn(4, 200 * MiB), fake, chosen, out, decision));
+  EXPECT_EQ(chosen.canonical(), "dp=2,pp=2,zero=0");
+  EXPECT_EQ(fake.compiled, std::vector<std::string>{"dp=2,pp=2,zero=0"});
+  // Every tp candidate was scored (at 1 GiB: no fit) before any pp one.
+  auto firstPp = std::find_if(fake.scored.begin(), fake.scored.end(), [](const std::string &c) {
+    return c.find("pp=") != std::string::npos;
+  });
+  ASSERT_NE(firstPp, fake.scored.end());
+  EXPECT_EQ(*firstPp, "dp=2,pp=2,zero=0");
+  EXPECT_TRUE(std::none_of(firstPp, fake.scored.end(), [](const std::string &c) {
+    return c.find("pp=") == std::string::npos;
+  }));
+  EXPECT_EQ(decision.back().rfind("passed over dp=2,pp=2,zero=3: ", 0), 0u);
+  EXPECT_NE(std::find(decision.begin(), decision.end(),
+                      "chose dp=2,pp=2,zero=0: peak 150.00 MiB per rank, sends 100 bytes per "
+                      "rank per step; no data- or tensor-parallel candidate fits; the fewest "
+                      "pipeline stages (pp=2) whose largest stage fits, the fewest bytes sent "
+                      "among them"),
+            decision.end());
 }
 
 } // namespace
