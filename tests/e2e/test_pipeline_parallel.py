@@ -286,13 +286,10 @@ def main():
                 return local
             bundle = os.path.join(m.work, "mpi_local", "model.shard")
             metrics = os.path.join(m.work, "mpi.jsonl")
-            res = e2e_util.run_tool(
-                [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "8",
-                 args.shardrun, bundle, "--steps", str(STEPS), "--data", m.data,
-                 "--lr", str(LR), "--metrics", metrics], args.timeout)
-            if not res.ok:
-                return f"mpirun: {res.describe()}"
-            losses = [json.loads(line)["loss"] for line in open(metrics)]
+            losses = e2e_util.mpirun_losses(args.mpirun, args.shardrun, bundle, 8, m.data, LR,
+                                            STEPS, metrics, args.timeout)
+            if isinstance(losses, str):
+                return losses
             if losses != local[0]:
                 return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
             return None, f"{STEPS} losses bit-identical to 8 local ranks"

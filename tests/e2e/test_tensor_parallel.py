@@ -277,13 +277,10 @@ def main():
                     return local
                 bundle = os.path.join(llama.work, f"mpi_local_{tag}", "model.shard")
                 metrics = os.path.join(llama.work, f"mpi_{tag}.jsonl")
-                res = e2e_util.run_tool(
-                    [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4",
-                     args.shardrun, bundle, "--steps", str(STEPS), "--data", llama.data,
-                     "--lr", str(LR), "--metrics", metrics], args.timeout)
-                if not res.ok:
-                    return f"mpirun: {res.describe()}"
-                losses = [json.loads(line)["loss"] for line in open(metrics)]
+                losses = e2e_util.mpirun_losses(args.mpirun, args.shardrun, bundle, 4, llama.data,
+                                                LR, STEPS, metrics, args.timeout)
+                if isinstance(losses, str):
+                    return losses
                 if losses != local[0]:
                     return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
                 return None, f"{STEPS} losses bit-identical to 4 local ranks"
