@@ -82,12 +82,13 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    def __init__(self, p_drop=0.0, n_layer=N_LAYER):
+    def __init__(self, p_drop=0.0, n_layer=None):
         super().__init__()
         self.wte = nn.Embedding(VOCAB, D_MODEL)
         self.wpe = nn.Embedding(BLOCK, D_MODEL)
         self.drop = dropout(p_drop)
-        self.blocks = nn.ModuleList([Block(p_drop) for _ in range(n_layer)])
+        # N_LAYER read at construction: tools/bench/compile_scale.py sets it.
+        self.blocks = nn.ModuleList([Block(p_drop) for _ in range(n_layer or N_LAYER)])
         self.ln_f = nn.LayerNorm(D_MODEL)
         self.lm_head = nn.Linear(D_MODEL, VOCAB, bias=False)
 
