@@ -7,7 +7,8 @@
 //
 // Ops fall into three kinds here:
 //   replicable  pure ops of constants and non-trained inputs alone (masks, position ids, label
-//               counts, step + 1): every stage that reads one computes it
+//               counts, step + 1), and of the gradient norm (the clip's scale): every stage
+//               that reads one computes it
 //   step ops    of one microbatch, in its forward (F: the loss depends on it) or backward step
 //   floating    the rest (a gradient's sum over microbatches, the optimizer, casts of weights):
 //               after the step their operands come from, else just before their first reader
@@ -201,6 +202,25 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
     std::vector<bool> isNorm(n, false);
     for (size_t i = 0; i < n; ++i)
       isNorm[i] = isa<graph::GlobalNormOp>(ops[i]);
+    {
+      // Every stage has the gradient norm (its own gradients' part, summed over the stages), so
+      // the pure ops of the norm alone (the clip's scale) are computed by every stage too, as
+      // the replicable ones are: no stage sends them.
+      llvm::DenseSet<Value> everyStage = replicableValue;
+      for (size_t i = 0; i < n; ++i) {
+        Operation *op = ops[i];
+        if (isNorm[i]) {
+          everyStage.insert(op->result_begin(), op->result_end());
+          continue;
+        }
+        if (replicable[i] || op->getNumResults() == 0 || !isPure(op) ||
+            op->getNumRegions() != 0 ||
+            !llvm::all_of(op->getOperands(), [&](Value v) { return everyStage.count(v); }))
+          continue;
+        replicable[i] = true;
+        everyStage.insert(op->result_begin(), op->result_end());
+      }
+    }
     auto isStepOp = [&](size_t i) { return !replicable[i] && !isNorm[i] && microBatch[i] >= 0; };
 
     // 3. Stages: the op's own (the forward ops' cut, inherited by their gradients), else its
@@ -211,8 +231,9 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
         stageOf[i] = s.getInt();
         continue;
       }
+      // The gradient norm is every stage's: a clip of a gradient by it takes the gradient's.
       for (Value v : ops[i]->getOperands())
-        if (int64_t p = producer(v); p >= 0)
+        if (int64_t p = producer(v); p >= 0 && !isNorm[static_cast<size_t>(p)])
           stageOf[i] = std::max(stageOf[i], stageOf[static_cast<size_t>(p)]);
     }
     for (size_t i = n; i-- > 0;) {
@@ -247,7 +268,7 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
     CutSets forwardCuts(P, std::vector<llvm::SetVector<Value>>(K)),
         backwardCuts(P, std::vector<llvm::SetVector<Value>>(K));
     for (size_t i = 0; i < n; ++i) {
-      if (replicable[i])
+      if (replicable[i] || isNorm[i])
         continue;
       for (Value r : ops[i]->getResults())
         for (OpOperand &use : r.getUses()) {

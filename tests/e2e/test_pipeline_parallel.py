@@ -91,25 +91,25 @@ def main():
     # The single-rank runs compared with: by flags (--micro-batches K, --precision).
     references = {}
 
-    def reference_of(m, flags):
-        key = (m.name, m.work, tuple(flags))
+    def reference_of(m, flags, lr=None):
+        key = (m.name, m.work, tuple(flags), lr)
         if key not in references:
             tag = "ref_" + "_".join(f.strip("-").replace("=", "").replace(",", "_") for f in flags)
-            references[key] = m.run(tag, flags) if flags else m.reference
+            references[key] = m.run(tag, flags, lr=lr) if flags else m.reference
         return references[key]
 
-    def equivalence(name, style, tag, flags, reference_flags=()):
+    def equivalence(name, style, tag, flags, reference_flags=(), lr=None):
         """The run against the single-rank run with the same microbatches (the same sums, in
         the same order: gradient accumulation is part of the step's math, not of the plan) and
         reference_flags; the drift from the run without microbatches is reported too."""
         def case():
             m = model(name, style)
-            result = m.run(tag, flags)
+            result = m.run(tag, flags, lr=lr)
             if isinstance(result, str):
                 return result
             k = flags[flags.index("--micro-batches") + 1] if "--micro-batches" in flags else "1"
             ref_flags = (["--micro-batches", k] if k != "1" else []) + list(reference_flags)
-            ref = reference_of(m, ref_flags)
+            ref = reference_of(m, ref_flags, lr)
             if isinstance(ref, str):
                 return f"single-rank run {ref_flags}: {ref}"
             saved = m.reference
@@ -157,6 +157,17 @@ def main():
              ("--gpus", "4", "--strategy", "dp=2,tp=2,zero=1", "--precision", "bf16"))]:
         cases.append((f"deep_gpt_static_{tag}",
                       equivalence("deep_gpt", "static", tag, flags, reference)))
+
+    # Global-norm clipping: every stage's squared gradient norms summed over the pp axis (and
+    # dp/tp), one scale for all stages. SGD with momentum at a learning rate where the clip
+    # binds on every step.
+    clip = ["--grad-clip", "0.05", "--optimizer", "sgd", "--momentum", "0.9"]
+    for tag, ranks, strategy in [("pp2", 2, "pp=2"), ("dp2_pp2_zero1", 4, "dp=2,pp=2,zero=1"),
+                                 ("dp2_pp2_zero3", 4, "dp=2,pp=2,zero=3"),
+                                 ("tp2_pp2", 4, "tp=2,pp=2")]:
+        cases.append((f"deep_gpt_static_grad_clip_{tag}",
+                      equivalence("deep_gpt", "static", f"clip_{tag}",
+                                  pipeline_flags(ranks, strategy, 2, extra=clip), clip, lr=0.1)))
 
     # The tied GPT and the encoder.
     for tag, flags in [("pp2_1f1b_mb4", pipeline_flags(2, "pp=2", 4, "1f1b")),
