@@ -413,12 +413,13 @@ def compile_and_train(shardc, shardrun, model_dir, bundle, data, flags, steps, l
     return res.stdout, None
 
 
-def mpirun_losses(mpirun, shardrun, bundle, ranks, data, lr, steps, metrics, timeout):
-    """Trains `bundle` for `steps` steps as `ranks` processes under mpirun; the losses of its
-    metrics file, or an error string."""
+def mpirun_losses(mpirun, shardrun, bundle, ranks, data, lr, steps, metrics, timeout,
+                  run_flags=()):
+    """Trains `bundle` for `steps` steps as `ranks` processes under mpirun (with more shardrun
+    flags `run_flags`); the losses of its metrics file, or an error string."""
     res = run_tool([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
                     shardrun, bundle, "--steps", str(steps), "--data", data, "--lr", str(lr),
-                    "--metrics", metrics], timeout)
+                    "--metrics", metrics, *run_flags], timeout)
     if not res.ok:
         return f"mpirun: {res.describe()}"
     return [json.loads(line)["loss"] for line in open(metrics)]

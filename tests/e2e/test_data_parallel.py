@@ -72,9 +72,11 @@ def with_rows(flag):
 class Model:
     """An exported model (one style), its data (4 global batches) and the single-rank run."""
 
-    def __init__(self, name, style, args):
+    def __init__(self, name, style, args, run_flags=()):
         self.name = name
         self.args = args
+        # More shardrun flags for every run of this model (the reference's included).
+        self.run_flags = list(run_flags)
         self.work = os.path.join(args.work, f"{name}_{style}")
         os.makedirs(self.work, exist_ok=True)
         spec = importlib.util.spec_from_file_location(
@@ -116,7 +118,7 @@ class Model:
         metrics = os.path.join(out, "m.jsonl")
         res = e2e_util.run_tool([self.args.shardrun, bundle, "--steps", str(STEPS), "--data",
                                  self.data, "--lr", str(lr or LR), "--metrics", metrics, "--outputs",
-                                 os.path.join(out, "params")], self.args.timeout)
+                                 os.path.join(out, "params"), *self.run_flags], self.args.timeout)
         if not res.ok:
             return f"shardrun: {res.describe()}"
         losses = [json.loads(line)["loss"] for line in open(metrics)]

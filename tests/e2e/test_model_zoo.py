@@ -140,8 +140,8 @@ def generator():
     return torch.Generator().manual_seed(0)
 
 
-def token_batch():
-    ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=generator())
+def token_batch(rows=BATCH):
+    ids = torch.randint(1, VOCAB, (rows, SEQ), generator=generator())
     return collections.OrderedDict(input_ids=ids, labels=ids.clone())
 
 
@@ -192,21 +192,21 @@ class HuggingFaceLoss(torch.nn.Module):
         return self.model(**dict(zip(self.names, inputs))).loss
 
 
-def hf_decoder(config_name, model_name, **extra):
+def hf_decoder(config_name, model_name, layers=2, inputs=None, **extra):
     def build():
         import transformers
         config = getattr(transformers, config_name)(
-            vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
             attention_dropout=0.0, tie_word_embeddings=False, use_cache=False,
             attn_implementation="eager", **extra)
         return HuggingFaceLoss(getattr(transformers, model_name)(config), list(TOKENS_DYNAMIC))
-    return Spec(build, token_batch, TOKENS_DYNAMIC)
+    return Spec(build, inputs or token_batch, TOKENS_DYNAMIC)
 
 
-def hf_gpt2():
+def hf_gpt2(layers=2):
     import transformers
-    config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=2,
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=layers,
                                      n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                                      use_cache=False, attn_implementation="eager")
     return HuggingFaceLoss(transformers.GPT2LMHeadModel(config), list(TOKENS_DYNAMIC))

@@ -9,7 +9,9 @@ the same data:
   * every step's loss within 1e-5 (relative) and the final parameters (`--outputs`, gathered
     from every stage) within 1e-4 of the single-rank run with the same --micro-batches (the
     same sums in the same order: a pipelined run is expected bit-identical to it), as
-    test_data_parallel.py checks them; the drift from the single-rank run without microbatches
+    test_data_parallel.py checks them (naive, one microbatch: the single-rank run itself,
+    whose sums the stages compute; every run on one OpenBLAS thread, see RUN_FLAGS); the drift
+    from the single-rank run without microbatches
     (float reassociation of the gradient sums) is printed beside it; shardrun itself checks
     that each rank's planned peak memory equals its measured one and the bytes each rank's
     communicators counted equal the plan's (it exits 1 otherwise);
@@ -46,6 +48,10 @@ import e2e_util  # noqa: E402
 from test_data_parallel import LOSS_RTOL, LR, STEPS, Model, compare  # noqa: E402
 
 SCHEDULES = ["gpipe", "1f1b"]
+# Every run multiplies matrices on one OpenBLAS thread, as ranks sharing the machine's cores do:
+# OpenBLAS's products round differently on other thread counts, so only runs on the same count
+# can be expected bit-identical (test_pipeline_zoo.py measures what the count alone changes).
+RUN_FLAGS = ["--threads", "1"]
 
 
 def pipeline_flags(ranks, strategy, micro_batches, schedule=None, extra=()):
@@ -85,7 +91,7 @@ def main():
 
     def model(name, style):
         if (name, style) not in models:
-            models[(name, style)] = Model(name, style, args)
+            models[(name, style)] = Model(name, style, args, RUN_FLAGS)
         return models[(name, style)]
 
     # The single-rank runs compared with: by flags (--micro-batches K, --precision).
@@ -210,7 +216,7 @@ def main():
         if os.path.exists(metrics):
             os.remove(metrics)
         res = e2e_util.run_tool([args.shardrun, bundle, "--steps", str(steps), "--data", m.data,
-                                 "--lr", str(LR), "--metrics", metrics, *run_flags],
+                                 "--lr", str(LR), "--metrics", metrics, *run_flags, *RUN_FLAGS],
                                 args.timeout)
         if not res.ok:
             return f"shardrun: {res.describe()}"
@@ -298,7 +304,7 @@ def main():
             bundle = os.path.join(m.work, "mpi_local", "model.shard")
             metrics = os.path.join(m.work, "mpi.jsonl")
             losses = e2e_util.mpirun_losses(args.mpirun, args.shardrun, bundle, 8, m.data, LR,
-                                            STEPS, metrics, args.timeout)
+                                            STEPS, metrics, args.timeout, RUN_FLAGS)
             if isinstance(losses, str):
                 return losses
             if losses != local[0]:

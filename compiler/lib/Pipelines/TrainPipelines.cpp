@@ -76,7 +76,10 @@ void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
                      const GlobalPassOptions &mesh) {
   bool sharded =
       train && (mesh.ranks * mesh.tp > 1 || mesh.microBatches > 1 || mesh.pipelineStages > 1);
-  if (sharded) {
+  // Only a split batch (or the tp axis's split sequence) needs the mean loss's count computed
+  // in the graph: pipeline stages alone keep the whole batch on the last stage, which then
+  // computes the loss as one device does, rounding for rounding.
+  if (train && (mesh.ranks * mesh.tp > 1 || mesh.microBatches > 1)) {
     pm.addPass(createRowLocalGather());
     pm.addPass(createDecomposeMeanLoss());
   }

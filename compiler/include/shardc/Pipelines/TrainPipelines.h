@@ -48,7 +48,7 @@ struct DataParallelOptions {
 
 // The passes on the global program, once per compilation: [decompose-mean-loss when sharding
 // (`ranks` data-parallel devices times `tp` tensor-parallel ones > 1, or `microBatches` > 1:
-// microbatches split the batch as ranks do),] [split-gemm-bias when tp > 1,] [bf16-matmuls
+// microbatches split the batch as ranks do; pipeline stages alone do not),] [split-gemm-bias when tp > 1,] [bf16-matmuls
 // under 16-bit precision,] [build-train-step and remat when `train` is given,]
 // [propagate-sharding when sharding, with sequence parallelism when `sequenceParallel`];
 // assign-stages before build-train-step when mesh.pipelineStages > 1 (which also shards).
