@@ -2,6 +2,7 @@
 #include "passes/pipeline/PipelineSchedule.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <tuple>
 
@@ -16,14 +17,36 @@ std::optional<std::string> scheduleSteps(const std::string &schedule, int64_t st
       return "--schedule naive runs one microbatch (layers on different devices, one at a "
              "time); got --micro-batches " +
              std::to_string(microBatches) + " (use gpipe or 1f1b)";
-  } else if (schedule != "gpipe" && schedule != "1f1b") {
-    if (schedule == "interleaved" || schedule == "zb-h1")
-      return "--schedule " + schedule + " is not supported yet; use naive, gpipe or 1f1b";
-    return "--schedule '" + schedule + "': expected naive, gpipe or 1f1b";
+  } else if (schedule != "gpipe" && schedule != "1f1b" && schedule != "zb-h1") {
+    if (schedule == "interleaved")
+      return "--schedule " + schedule + " is not supported yet; use naive, gpipe, 1f1b or zb-h1";
+    return "--schedule '" + schedule + "': expected naive, gpipe, 1f1b or zb-h1";
   }
   for (int64_t s = 0; s < stages; ++s) {
     std::vector<Step> &steps = out[static_cast<size_t>(s)];
-    if (schedule == "1f1b") {
+    if (schedule == "zb-h1") {
+      int64_t f = 0, b = 0, w = 0;
+      auto forward = [&] { steps.push_back({StepKind::Forward, f++}); };
+      auto backward = [&] { steps.push_back({StepKind::Backward, b++}); };
+      auto weight = [&] { steps.push_back({StepKind::Weight, w++}); };
+      for (int64_t k = 0; k < std::min(stages - s - 1, microBatches); ++k)
+        forward();
+      for (int64_t k = 0; k < s && f < microBatches; ++k) { // W deferred
+        forward();
+        backward();
+      }
+      while (f < microBatches) {
+        forward();
+        backward();
+        weight();
+      }
+      while (b < microBatches) {
+        backward();
+        weight();
+      }
+      while (w < microBatches) // the deferred W, in the cool-down's bubble
+        weight();
+    } else if (schedule == "1f1b") {
       const int64_t warmup = std::min(stages - s - 1, microBatches);
       int64_t f = 0, b = 0;
       for (; f < warmup; ++f)
@@ -45,7 +68,8 @@ std::optional<std::string> scheduleSteps(const std::string &schedule, int64_t st
 }
 
 bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
-              std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock) {
+              std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock,
+              bool asyncSends) {
   const size_t stages = lists.size();
   times.assign(stages, {});
   for (size_t s = 0; s < stages; ++s)
@@ -55,6 +79,13 @@ bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
   // Per stage, the halves of its current transfer still open.
   std::vector<bool> sendOpen(stages, false), recvOpen(stages, false);
   std::vector<bool> started(stages, false);
+  // Per stage, its asynchronous sends not yet met (in order: its communication thread runs
+  // them one after another), each with the time it was posted, and when the last one met.
+  std::vector<std::deque<std::pair<size_t, double>>> pending(stages);
+  std::vector<double> commFree(stages, 0.0);
+  auto isAsync = [&](const TimelineEntry &e) {
+    return asyncSends && e.isTransfer && e.sendTo >= 0 && e.recvFrom < 0;
+  };
   auto start = [&](size_t s) {
     if (started[s] || next[s] >= lists[s].size())
       return;
@@ -74,49 +105,82 @@ bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
     progress = false;
     for (size_t s = 0; s < stages; ++s) {
       start(s);
-      if (next[s] < lists[s].size() && !lists[s][next[s]].isTransfer) {
-        finish(s, clock[s] + lists[s][next[s]].seconds);
+      if (next[s] >= lists[s].size())
+        continue;
+      const TimelineEntry &e = lists[s][next[s]];
+      if (!e.isTransfer) {
+        finish(s, clock[s] + e.seconds);
+        progress = true;
+      } else if (isAsync(e)) {
+        // Handed to the communication thread; the stage goes on.
+        pending[s].push_back({static_cast<size_t>(e.sendTo), clock[s]});
+        sendOpen[s] = false;
+        finish(s, clock[s]);
         progress = true;
       }
     }
-    // A send from s to t meets t's receive from s when both are open now.
+    // A stage's oldest asynchronous send meets its receiver's open receive from it.
     for (size_t s = 0; s < stages; ++s) {
-      if (next[s] >= lists[s].size() || !sendOpen[s])
+      if (pending[s].empty())
+        continue;
+      const auto [t, posted] = pending[s].front();
+      if (t >= stages || next[t] >= lists[t].size() || !started[t] || !recvOpen[t] ||
+          lists[t][next[t]].recvFrom != static_cast<int64_t>(s) || !pending[t].empty())
+        continue;
+      const double at = std::max({posted, commFree[s], clock[t]});
+      recvOpen[t] = false;
+      clock[t] = at;
+      commFree[s] = at;
+      pending[s].pop_front();
+      progress = true;
+    }
+    // A send from s to t meets t's receive from s when both are open now (a stage's own
+    // transfer waits for its asynchronous sends first).
+    for (size_t s = 0; s < stages; ++s) {
+      if (next[s] >= lists[s].size() || !sendOpen[s] || !pending[s].empty())
         continue;
       const size_t t = static_cast<size_t>(lists[s][next[s]].sendTo);
       if (t >= stages || next[t] >= lists[t].size() || !started[t] || !recvOpen[t] ||
-          lists[t][next[t]].recvFrom != static_cast<int64_t>(s))
+          lists[t][next[t]].recvFrom != static_cast<int64_t>(s) || !pending[t].empty())
         continue;
-      const double at = std::max(clock[s], clock[t]);
+      const double at = std::max({clock[s], commFree[s], clock[t], commFree[t]});
       sendOpen[s] = false;
       recvOpen[t] = false;
       // The halves meet at `at`; each side's clock moves there (waiting is idle time).
-      clock[s] = std::max(clock[s], at);
-      clock[t] = std::max(clock[t], at);
+      clock[s] = at;
+      clock[t] = at;
       progress = true;
     }
     for (size_t s = 0; s < stages; ++s)
       if (next[s] < lists[s].size() && started[s] && lists[s][next[s]].isTransfer &&
-          !sendOpen[s] && !recvOpen[s]) {
-        finish(s, clock[s]);
+          !sendOpen[s] && !recvOpen[s] && pending[s].empty()) {
+        finish(s, std::max(clock[s], commFree[s]));
         progress = true;
       }
   }
   bool done = true;
   deadlock.clear();
   for (size_t s = 0; s < stages; ++s)
-    if (next[s] < lists[s].size()) {
+    if (next[s] < lists[s].size() || !pending[s].empty()) {
       done = false;
       deadlock += (deadlock.empty() ? "" : ", ") + std::string("stage ") + std::to_string(s) +
                   " at entry " + std::to_string(next[s]);
+    } else if (!times[s].empty()) {
+      // The run ends once the last send has met its receiver.
+      times[s].back().end = std::max(times[s].back().end, commFree[s]);
     }
   return done;
 }
 
+bool splitsWeightGradients(const std::string &schedule) { return schedule == "zb-h1"; }
+
 std::string stepsText(const std::vector<Step> &steps) {
   std::string text;
   for (const Step &step : steps)
-    text += (text.empty() ? "" : " ") + std::string(step.kind == StepKind::Forward ? "F" : "B") +
+    text += (text.empty() ? "" : " ") +
+            std::string(step.kind == StepKind::Forward    ? "F"
+                        : step.kind == StepKind::Backward ? "B"
+                                                          : "W") +
             std::to_string(step.microBatch);
   return text;
 }

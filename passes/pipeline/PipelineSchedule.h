@@ -1,7 +1,7 @@
 //===- PipelineSchedule.h - the order of each stage's steps, and its simulation ---------===//
 //
 // A schedule gives each stage its steps in order: the forward (F) and backward (B) pass of
-// each microbatch. Between two steps a stage does one transfer: what the step before sends
+// each microbatch (and, split from B, its weight gradients W). Between two steps a stage does one transfer: what the step before sends
 // (activations to the next stage after F, gradients to the one before after B) while it
 // receives what the step after needs. The transfers are rendezvous (the local and NCCL
 // communicators return once both sides met; MPI may return a send early, never later), so a
@@ -13,6 +13,13 @@
 //   gpipe  F of every microbatch, then B of every microbatch
 //   1f1b   PipeDream-flush: stage s runs min(p-s-1, m) forward steps, then alternates one
 //          F and one B, then the remaining B; at most p-s microbatches' activations live
+//   zb-h1  zero bubble (Qi et al. 2023, handcrafted H1): each backward split into B (the
+//          input gradient, what the stage before waits for) and W (the weight gradients,
+//          which nothing waits for); 1F1B's warm-up, then stage s runs s pairs F B with their
+//          W deferred, then F B W until the forwards are done, then B W, then the s deferred
+//          W, which fill what would be the cool-down bubble. Every stage holds at most p
+//          microbatches' activations (a W releases them); with F = B = W the idle time is
+//          (p-1) steps instead of 1F1B's 3(p-1)
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_PASSES_PIPELINE_PIPELINESCHEDULE_H
@@ -25,7 +32,9 @@
 
 namespace shardc::pipeline {
 
-enum class StepKind { Forward, Backward };
+// Weight: the backward ops of a microbatch no transfer waits for (its weight gradients), run
+// apart from Backward only by schedules that split them (zb-h1).
+enum class StepKind { Forward, Backward, Weight };
 
 struct Step {
   StepKind kind;
@@ -35,6 +44,7 @@ struct Step {
 
 // The steps of every stage, in order; an error message (for --schedule / --micro-batches)
 // when the schedule cannot run `microBatches` on `stages`.
+bool splitsWeightGradients(const std::string &schedule);
 std::optional<std::string> scheduleSteps(const std::string &schedule, int64_t stages,
                                          int64_t microBatches,
                                          std::vector<std::vector<Step>> &out);
@@ -54,11 +64,15 @@ struct SimulatedEntry {
 };
 
 // Runs the lists as the runtime would. Returns false (with the stage and entry each stage is
-// stuck at in `deadlock`) when they cannot all finish.
+// stuck at in `deadlock`) when they cannot all finish. With `asyncSends`, a transfer that only
+// sends goes to the stage's communication thread, as the runtime runs it when collectives
+// overlap compute (--comm-overlap on): the stage goes on at once, the send meets its receive
+// later, in order with the stage's other transfers; without, every transfer is a rendezvous.
 bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
-              std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock);
+              std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock,
+              bool asyncSends);
 
-// "F0 F1 B0 F2 B1 B2": a stage's steps in words.
+// "F0 F1 B0 F2 B1 B2": a stage's steps in words (W3: microbatch 3's weight gradients).
 std::string stepsText(const std::vector<Step> &steps);
 
 } // namespace shardc::pipeline

@@ -256,8 +256,14 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
     std::vector<std::vector<Step>> steps;
     if (auto error = pipeline::scheduleSteps(schedule, stages, microBatches, steps))
       return func.emitError(*error);
+    // Under a schedule that splits them, the backward ops no transfer waits for (weight
+    // gradients) run in their microbatch's W step (set once the cuts are known, below).
+    std::vector<bool> weightGradient(n, false);
     auto stepIndexOf = [&](int64_t s, size_t i) -> int64_t {
-      Step want{forward.count(ops[i]) ? StepKind::Forward : StepKind::Backward, microBatch[i]};
+      Step want{forward.count(ops[i])  ? StepKind::Forward
+                : weightGradient[i]    ? StepKind::Weight
+                                       : StepKind::Backward,
+                microBatch[i]};
       const auto &list = steps[static_cast<size_t>(s)];
       auto it = std::find(list.begin(), list.end(), want);
       return it == list.end() ? -1 : static_cast<int64_t>(it - list.begin());
@@ -318,6 +324,27 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
       for (auto &perCut : *cuts)
         for (auto &set : perCut)
           byProducer(set);
+
+    // The B of a microbatch: the backward ops the gradients sent to the stage before depend
+    // on; W: its other backward ops (the weight gradients, and all of the first stage's).
+    if (pipeline::splitsWeightGradients(schedule.getValue())) {
+      std::vector<bool> feedsTransfer(n, false);
+      SmallVector<Value> need;
+      for (const auto &perCut : backwardCuts)
+        for (const auto &set : perCut)
+          need.append(set.begin(), set.end());
+      while (!need.empty()) {
+        int64_t p = producer(need.pop_back_val());
+        if (p < 0 || feedsTransfer[static_cast<size_t>(p)] || !isStepOp(static_cast<size_t>(p)) ||
+            forward.count(ops[static_cast<size_t>(p)]))
+          continue;
+        feedsTransfer[static_cast<size_t>(p)] = true;
+        need.append(ops[static_cast<size_t>(p)]->operand_begin(),
+                    ops[static_cast<size_t>(p)]->operand_end());
+      }
+      for (size_t i = 0; i < n; ++i)
+        weightGradient[i] = isStepOp(i) && !forward.count(ops[i]) && !feedsTransfer[i];
+    }
 
     // 6. Each stage's transfers: before its first step, and after each step (what the step
     // sends, with what the next step receives).
@@ -400,12 +427,15 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
           lists[s].push_back(e);
         }
       }
+    // Every transfer a rendezvous (--comm-overlap off) and sends on the communication thread
+    // (on, the default, whose timeline the plan shows): both must finish.
     std::vector<std::vector<pipeline::SimulatedEntry>> times;
     std::string stuck;
-    if (!pipeline::simulate(lists, times, stuck))
-      return func.emitError("--schedule ")
-             << schedule.getValue() << ": the stages' transfers do not pair up (" << stuck
-             << ")";
+    for (bool asyncSends : {false, true})
+      if (!pipeline::simulate(lists, times, stuck, asyncSends))
+        return func.emitError("--schedule ")
+               << schedule.getValue() << ": the stages' transfers do not pair up (" << stuck
+               << (asyncSends ? ", sends overlapping compute)" : ")");
     // What each stage holds: its layers, trained parameters and FLOPs per microbatch.
     std::vector<std::string> held(P);
     {
@@ -468,21 +498,37 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
       }
     const double p = static_cast<double>(lists.size());
     const double idle = makespan > 0 ? 1.0 - busy / (p * makespan) : 0.0;
-    const double m = static_cast<double>(steps.front().size() / 2);
-    char line[256];
+    const bool splitsW = pipeline::splitsWeightGradients(schedule.getValue());
+    const double m = static_cast<double>(llvm::count_if(
+        steps.front(), [](const Step &st) { return st.kind == StepKind::Forward; }));
+    char line[320];
     SmallVector<Attribute> lines;
-    std::snprintf(line, sizeof line,
-                  "schedule %s, %lld stages, %lld microbatches: predicted idle %.1f%% of the "
-                  "step (uniform stages: (p-1)/(m+p-1) = %.1f%%; bubble/compute (p-1)/m = %.2f)",
-                  schedule.getValue().c_str(), static_cast<long long>(stages),
-                  static_cast<long long>(m), 100.0 * idle, 100.0 * (p - 1) / (m + p - 1),
-                  (p - 1) / m);
+    if (splitsW)
+      // With F = B = W the bubble is (p-1) steps of the 3m each stage runs.
+      std::snprintf(line, sizeof line,
+                    "schedule %s, %lld stages, %lld microbatches: predicted idle %.1f%% of the "
+                    "step (uniform stages, F = B = W: (p-1)/(3m+p-1) = %.1f%%, a third of "
+                    "1F1B's bubble; 1F1B: (p-1)/(m+p-1) = %.1f%%)",
+                    schedule.getValue().c_str(), static_cast<long long>(stages),
+                    static_cast<long long>(m), 100.0 * idle,
+                    100.0 * (p - 1) / (3 * m + p - 1), 100.0 * (p - 1) / (m + p - 1));
+    else
+      std::snprintf(line, sizeof line,
+                    "schedule %s, %lld stages, %lld microbatches: predicted idle %.1f%% of the "
+                    "step (uniform stages: (p-1)/(m+p-1) = %.1f%%; bubble/compute (p-1)/m = "
+                    "%.2f)",
+                    schedule.getValue().c_str(), static_cast<long long>(stages),
+                    static_cast<long long>(m), 100.0 * idle, 100.0 * (p - 1) / (m + p - 1),
+                    (p - 1) / m);
     lines.push_back(b.getStringAttr(line));
     for (size_t s = 0; s < steps.size(); ++s) {
-      // Live forward activations: the most F steps run before their B.
+      // Live forward activations: the most F steps run before the step that releases them
+      // (B, or W where the schedule splits it off: the weight gradients read them).
       int64_t live = 0, most = 0;
       for (const Step &st : steps[s]) {
-        live += st.kind == StepKind::Forward ? 1 : -1;
+        live += st.kind == StepKind::Forward                    ? 1
+                : (st.kind == StepKind::Weight) == splitsW      ? -1
+                                                                : 0;
         most = std::max(most, live);
       }
       lines.push_back(b.getStringAttr("stage " + std::to_string(s) + ": " + held[s] +
@@ -507,11 +553,13 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
           const Step &st = steps[s][static_cast<size_t>(lists[s][e].stepIndex)];
           size_t from = static_cast<size_t>(times[s][e].start / unit + 0.5);
           size_t to = static_cast<size_t>(times[s][e].end / unit + 0.5);
-          const bool fwd = st.kind == StepKind::Forward;
+          const char letter = st.kind == StepKind::Forward    ? 'F'
+                              : st.kind == StepKind::Backward ? 'B'
+                                                              : 'W';
           for (size_t c = from; c < to && c < row.size(); ++c)
-            row[c] = c == from ? (fwd ? 'F' : 'B')
+            row[c] = c == from       ? letter
                      : c == from + 1 ? static_cast<char>('0' + st.microBatch % 10)
-                                     : (fwd ? 'f' : 'b');
+                                     : static_cast<char>(letter - 'A' + 'a');
         }
         lines.push_back(b.getStringAttr("  timeline stage " + std::to_string(s) + " |" + row +
                                         "|"));
@@ -652,7 +700,12 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
         latest = std::max(latest, isStepOp(p) && stageOf[p] == s ? key[p] + 2 : key[p]);
       }
       if (dependsOnStep[i])
-        key[i] = isNorm[i] ? std::max(latest, end) : latest;
+        // The optimizer updates go after the loss's sum over the stages (4S-1.5): the step's
+        // loss is complete before the first state write (shardrun's non-finite gate reads it
+        // there, and hoist-loss then has nothing to move across the transfers).
+        key[i] = isNorm[i] ? std::max(latest, end)
+                 : ops[i]->hasTrait<graph::traits::OptimizerUpdate>() ? std::max(latest, end - 1)
+                                                                      : latest;
     }
     for (size_t i = n; i-- > 0;) {
       if (!kept[i] || dependsOnStep[i])

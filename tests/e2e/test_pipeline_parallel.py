@@ -15,7 +15,7 @@ the same data:
     (float reassociation of the gradient sums) is printed beside it; shardrun itself checks
     that each rank's planned peak memory equals its measured one and the bytes each rank's
     communicators counted equal the plan's (it exits 1 otherwise);
-  * deep GPT: pp in {2, 4} x schedule in {gpipe, 1f1b} x micro-batches in {4, 8}, and naive
+  * deep GPT: pp in {2, 4} x schedule in {gpipe, 1f1b, zb-h1} x micro-batches in {4, 8}, and naive
     (one microbatch) on 2 and 4 stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0
     and 1, with sp=1, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
     axis: bf16 rounds the partial sums dp and tp make, test_mixed_precision.py's 5e-3 against
@@ -24,9 +24,9 @@ the same data:
   * the tied GPT (the token embedding on the first stage is the output projection on the last):
     pp=2 and dp=2,pp=2,zero=1, the embedding one tensor in the outputs;
   * the BERT-like encoder (its attention mask, computed from an input, read on every stage):
-    pp=2 under gpipe and 1f1b;
-  * memory: on the first stage 1F1B holds at most p microbatches' activations where GPipe holds
-    m (plan.json's pipeline lines), and its planned peak is lower when m > p;
+    pp=2 under gpipe, 1f1b and zb-h1;
+  * memory: on the first stage 1F1B and ZB-H1 hold at most p microbatches' activations where
+    GPipe holds m (plan.json's pipeline lines), and 1F1B's planned peak is lower when m > p;
   * the plan prints the predicted idle share of the step beside (p-1)/(m+p-1);
   * resuming across plans: a pp=2 checkpoint (15 steps) resumes under 1 rank, dp=4,zero=3 and
     tp=2,pp=4, and a single-rank one under pp=2, each following the single-rank run;
@@ -47,7 +47,7 @@ sys.path.insert(0, HERE)
 import e2e_util  # noqa: E402
 from test_data_parallel import LOSS_RTOL, LR, STEPS, Model, compare  # noqa: E402
 
-SCHEDULES = ["gpipe", "1f1b"]
+SCHEDULES = ["gpipe", "1f1b", "zb-h1"]
 # Every run multiplies matrices on one OpenBLAS thread, as ranks sharing the machine's cores do:
 # OpenBLAS's products round differently on other thread counts, so only runs on the same count
 # can be expected bit-identical (test_pipeline_zoo.py measures what the count alone changes).
@@ -195,12 +195,14 @@ def main():
                 return result
             line, held[schedule] = first_stage_line(result[2])
             peaks[schedule] = rank0_planned_peak(result[3])
-        if held["1f1b"] != 4 or held["gpipe"] != 8:
-            return f"stage 0 holds {held} microbatches' activations, expected 1f1b 4 (p), gpipe 8 (m)"
+        if held["1f1b"] != 4 or held["zb-h1"] != 4 or held["gpipe"] != 8:
+            return (f"stage 0 holds {held} microbatches' activations, expected 1f1b and zb-h1 "
+                    f"4 (p), gpipe 8 (m)")
         if not peaks["1f1b"] or not peaks["gpipe"] or peaks["1f1b"] >= peaks["gpipe"]:
             return f"stage 0's planned peak under 1f1b {peaks['1f1b']} is not below gpipe's {peaks['gpipe']}"
-        return None, (f"stage 0 holds 1f1b {held['1f1b']} (p = 4) vs gpipe {held['gpipe']} (m = 8) "
-                      f"microbatches' activations; planned peak {peaks['1f1b']} vs {peaks['gpipe']} B")
+        return None, (f"stage 0 holds 1f1b {held['1f1b']} (p = 4) and zb-h1 {held['zb-h1']} vs "
+                      f"gpipe {held['gpipe']} (m = 8) microbatches' activations; planned peak "
+                      f"{peaks['1f1b']} (zb-h1 {peaks['zb-h1']}) vs {peaks['gpipe']} B")
     cases.append(("memory_1f1b_vs_gpipe_first_stage", memory_case))
 
     # Resuming across plans.
@@ -267,8 +269,8 @@ def main():
              "the model has 2 repeated layers"),
             ("naive_with_microbatches", "deep_gpt", pipeline_flags(2, "pp=2", 4, "naive"), 1,
              "--schedule naive runs one microbatch"),
-            ("schedule_not_written", "deep_gpt", pipeline_flags(2, "pp=2", 4, "zb-h1"), 1,
-             "--schedule zb-h1 is not supported yet"),
+            ("schedule_not_written", "deep_gpt", pipeline_flags(2, "pp=2", 4, "interleaved"), 1,
+             "--schedule interleaved is not supported yet"),
             ("schedule_without_pp", "deep_gpt", ["--gpus", "2", "--strategy", "dp=2",
                                                  "--schedule", "1f1b"], 2,
              "--schedule applies to pipeline parallelism"),

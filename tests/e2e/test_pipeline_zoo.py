@@ -9,9 +9,9 @@ with 4 layers, so that they cut into 2 and 4 stages, and a batch of 8 rows of 16
 that it splits into 4 and 8 microbatches; each is exported in both styles as test_model_zoo.py
 exports it (static: plain torch.onnx.export, batch and sequence baked into the graph; dynamic:
 tools/export/shardc_export.py, both symbolic). Per model and style, 30 AdamW steps on the batch:
-  * pp in {2, 4} x --schedule in {gpipe, 1f1b} x --micro-batches in {4, 8}: every step's loss
-    within 1e-5 (relative) and the final parameters (--outputs, gathered from every stage)
-    within 1e-4 of the single-rank run with the same --micro-batches (the same sums: expected
+  * pp in {2, 4} x --schedule in {gpipe, 1f1b, zb-h1} x --micro-batches in {4, 8}: every
+    step's loss within 1e-5 (relative) and the final parameters (--outputs, gathered from
+    every stage) within 1e-4 of the single-rank run with the same --micro-batches (the same sums: expected
     bit-identical), as test_pipeline_parallel.py checks the test models; every step's loss
     within the model's tolerance of the single-rank run without microbatches;
   * naive (one microbatch) on 2 and 4 stages: the same against the single-rank run (whose
@@ -48,7 +48,7 @@ import test_model_zoo as zoo  # noqa: E402
 from test_data_parallel import LOSS_RTOL, STEPS, compare  # noqa: E402
 
 LAYERS, ROWS = 4, 8
-SCHEDULES = ["gpipe", "1f1b"]
+SCHEDULES = ["gpipe", "1f1b", "zb-h1"]
 
 
 def rows8():

@@ -9,7 +9,8 @@ baked into the graph and a symbolic batch (the trace runs one row; `--input-shap
 global batch), drops its weights (planning only needs shapes), and compiles it with
 `--no-weights` for each --gpus (with --strategy), or for each --case (its own --gpus and
 --strategy, e.g. `--case 8:tp=8 --case 512:dp=64,tp=8`), measuring wall time and peak RSS of shardc (GNU time's maximum resident set size) and
-the size of the bundle directory. Prints one line per --gpus and a JSON summary.
+the size of the bundle directory. Prints one line per --gpus and a JSON summary. The export
+is kept in WORK/model and reused by a later run with the same model sizes.
 
 `--export-width W` plans models too large to create in PyTorch (48 layers of d=8192 hold 39B
 parameters, 155 GB in fp32): the GPT is exported at width W with the same heads, layers,
@@ -140,13 +141,25 @@ def main():
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     model_dir = os.path.join(args.work, "model")
-    t0 = time.time()
-    path, params = export(args, model_dir)
-    print(f"exported {params / 1e6:.1f}M parameters in {time.time() - t0:.0f} s: {path}")
-    # Planning needs no weights: leave only the graph.
-    for f in os.listdir(model_dir):
-        if f != "model.onnx":
-            os.remove(os.path.join(model_dir, f))
+    # The export of the same sizes in an earlier run is reused: tracing a long sequence (2048
+    # tokens, 96 layers) takes PyTorch minutes.
+    sizes = {k: getattr(args, k) for k in ("layers", "d_model", "heads", "export_width",
+                                           "vocab", "seq")}
+    record = os.path.join(model_dir, "sizes.json")
+    path = os.path.join(model_dir, "model.onnx")
+    if os.path.exists(path) and os.path.exists(record) and \
+            json.load(open(record))["sizes"] == sizes:
+        params = json.load(open(record))["parameters"]
+        print(f"reusing the export of {params / 1e6:.1f}M parameters: {path}")
+    else:
+        t0 = time.time()
+        path, params = export(args, model_dir)
+        print(f"exported {params / 1e6:.1f}M parameters in {time.time() - t0:.0f} s: {path}")
+        # Planning needs no weights: leave only the graph.
+        for f in os.listdir(model_dir):
+            if f != "model.onnx":
+                os.remove(os.path.join(model_dir, f))
+        json.dump({"sizes": sizes, "parameters": params}, open(record, "w"))
     results = []
     cases = [(int(g), args.strategy) for g in args.gpus.split(",")]
     if args.case:

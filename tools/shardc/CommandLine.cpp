@@ -90,7 +90,8 @@ parallelism (training; docs/cli.md):
                             gradients accumulated before the reduction and the update;
                             activations scale with a microbatch (default 1)
   --schedule S              pipeline schedule with pp > 1: naive (one microbatch),
-                            gpipe or 1f1b (default 1f1b; docs/cli.md)
+                            gpipe, 1f1b or zb-h1 (zero bubble: weight gradients fill
+                            the cool-down; default 1f1b; docs/cli.md)
   --pp-cuts P1,P2,...       pipeline stage k starts at the first layer whose node name
                             starts with Pk (default: cut between layers, balanced by FLOPs)
   --explain                 print the plan (plan.txt) to stdout after compiling
@@ -372,7 +373,7 @@ public:
               fail("--remat '" + v + "': expected none, full, selective or auto");
             options_.train.remat = v;
           });
-    value("--schedule", "--schedule needs a value (naive, gpipe or 1f1b)",
+    value("--schedule", "--schedule needs a value (naive, gpipe, 1f1b or zb-h1)",
           [this](const std::string &v) { options_.schedule = v; });
     value("--pp-cuts", "--pp-cuts needs node-name prefixes, e.g. /h.4,/h.8",
           [this](const std::string &v) {

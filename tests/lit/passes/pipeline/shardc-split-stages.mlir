@@ -9,9 +9,13 @@
 // RUN: shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=1 schedule=1f1b" | FileCheck %s --check-prefix=STAGE1
 // The schedule and the cut as plan.txt shows them.
 // RUN: shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=1 schedule=gpipe" | FileCheck %s --check-prefix=PLAN
+// Zero bubble (ZB-H1) on the last stage: F0 B0 F1 B1 W0 W1. Each B computes only the input
+// gradient the stage before waits for (sent at once); the weight gradients of w2 (W) run
+// after both, filling what would be the cool-down bubble.
+// RUN: shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=1 schedule=zb-h1" | FileCheck %s --check-prefix=ZB
 // Refused: naive with two microbatches, a schedule not written yet.
 // RUN: not shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=0 schedule=naive" 2>&1 | FileCheck %s --check-prefix=NAIVE
-// RUN: not shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=0 schedule=zb-h1" 2>&1 | FileCheck %s --check-prefix=ZB
+// RUN: not shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=0 schedule=interleaved" 2>&1 | FileCheck %s --check-prefix=UNWRITTEN
 
 // STAGE0: mesh.mesh @dp(shape = 1x2) {graph.axis_names = ["dp", "pp"]}
 // STAGE0-LABEL: func.func @train_step(
@@ -54,7 +58,24 @@
 // PLAN-SAME: "stage 1: layers /h.2, 1 parameters (60 B on this rank), {{[^;]*}}; steps F0 F1 B0 B1
 
 // NAIVE: error: --schedule naive runs one microbatch (layers on different devices, one at a time); got --micro-batches 2 (use gpipe or 1f1b)
-// ZB: error: --schedule zb-h1 is not supported yet; use naive, gpipe or 1f1b
+// ZB-LABEL: func.func @train_step(
+// ZB-SAME: graph.pipeline_schedule = ["schedule zb-h1, 2 stages, 2 microbatches: predicted idle {{[0-9.]+}}% of the step (uniform stages, F = B = W: (p-1)/(3m+p-1) = 14.3%, a third of 1F1B's bubble; 1F1B: (p-1)/(m+p-1) = 33.3%)"
+// ZB-SAME: steps F0 B0 F1 B1 W0 W1 (activations of at most 2 microbatches held)
+// ZB: %[[A0:.*]] = graph.send_recv  on @dp {mesh_axes = array<i16: 1>, recv_from = 0 : i64} : () -> tensor<2x3xf32>
+// ZB: graph.matmul %[[A0]], %arg1 {graph.micro_batch = 0 : i64
+// ZB: %[[D0:.*]] = graph.matmul {{.*}}graph.micro_batch = 0 : i64{{.*}} -> tensor<2x3xf32>
+// ZB-NEXT: %[[A1:.*]] = graph.send_recv %[[D0]] on @dp {mesh_axes = array<i16: 1>, recv_from = 0 : i64, send_to = 0 : i64}
+// ZB-NOT: tensor<3x5xf32>
+// ZB: graph.matmul %[[A1]], %arg1 {graph.micro_batch = 1 : i64
+// ZB: %[[D1:.*]] = graph.matmul {{.*}}graph.micro_batch = 1 : i64{{.*}} -> tensor<2x3xf32>
+// ZB-NEXT: graph.send_recv %[[D1]] on @dp {mesh_axes = array<i16: 1>, send_to = 0 : i64} : (tensor<2x3xf32>) -> ()
+// ZB-NEXT: graph.transpose
+// ZB-NEXT: graph.matmul {{.*}}graph.micro_batch = 0 : i64{{.*}} -> tensor<3x5xf32>
+// ZB: graph.matmul {{.*}}graph.micro_batch = 1 : i64{{.*}} -> tensor<3x5xf32>
+// ZB: mesh.all_reduce %{{.*}} on @dp mesh_axes = [1]
+// ZB: graph.adamw_update %arg1,
+
+// UNWRITTEN: error: --schedule interleaved is not supported yet; use naive, gpipe, 1f1b or zb-h1
 func.func @forward(%x: tensor<4x3xf32> {graph.input = "x"}, %y: tensor<4xi64> {graph.input = "y"},
                    %w0: tensor<3x3xf32> {graph.param = "w0"}, %w1: tensor<3x3xf32> {graph.param = "w1"},
                    %w2: tensor<3x5xf32> {graph.param = "w2"}) -> (tensor<f32> {graph.output = "loss"}) {

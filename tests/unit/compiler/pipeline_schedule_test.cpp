@@ -1,0 +1,176 @@
+// The pipeline schedules (passes/pipeline/PipelineSchedule.h) against their theory: on uniform
+// stages (F = B = W = one unit; 1F1B and GPipe run B and W as one step of two), the simulated
+// idle share of the step is (p-1)/(m+p-1) for GPipe and 1F1B and (p-1)/(3m+p-1) for ZB-H1, a
+// third of 1F1B's idle time; each microbatch's steps appear once, in dependency order; 1F1B
+// and ZB-H1 hold at most p microbatches' activations on the first stage, GPipe m.
+#include "passes/pipeline/PipelineSchedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace shardc::pipeline {
+namespace {
+
+// Each stage's list as the pass builds it (passes/pipeline/SplitStages.cpp): a transfer before
+// a step that receives (F from the stage before, B from the stage after) and after a step
+// that sends, merged into one between two steps.
+std::vector<std::vector<TimelineEntry>> timeline(const std::vector<std::vector<Step>> &steps,
+                                                 bool splitW) {
+  const int64_t p = static_cast<int64_t>(steps.size());
+  std::vector<std::vector<TimelineEntry>> lists(steps.size());
+  for (int64_t s = 0; s < p; ++s) {
+    const auto &list = steps[static_cast<size_t>(s)];
+    for (size_t j = 0; j <= list.size(); ++j) {
+      TimelineEntry t;
+      t.isTransfer = true;
+      if (j > 0) {
+        const Step &before = list[j - 1];
+        if (before.kind == StepKind::Forward && s + 1 < p)
+          t.sendTo = s + 1;
+        if (before.kind == StepKind::Backward && s > 0)
+          t.sendTo = s - 1;
+      }
+      if (j < list.size()) {
+        const Step &after = list[j];
+        if (after.kind == StepKind::Forward && s > 0)
+          t.recvFrom = s - 1;
+        if (after.kind == StepKind::Backward && s + 1 < p)
+          t.recvFrom = s + 1;
+      }
+      if (t.sendTo >= 0 || t.recvFrom >= 0)
+        lists[static_cast<size_t>(s)].push_back(t);
+      if (j < list.size()) {
+        TimelineEntry e;
+        e.seconds = list[j].kind == StepKind::Backward && !splitW ? 2.0 : 1.0;
+        e.stepIndex = static_cast<int64_t>(j);
+        lists[static_cast<size_t>(s)].push_back(e);
+      }
+    }
+  }
+  return lists;
+}
+
+double idleShare(const std::vector<std::vector<TimelineEntry>> &lists,
+                 const std::vector<std::vector<SimulatedEntry>> &times) {
+  double makespan = 0, busy = 0;
+  for (size_t s = 0; s < lists.size(); ++s)
+    for (size_t e = 0; e < lists[s].size(); ++e) {
+      makespan = std::max(makespan, times[s][e].end);
+      if (!lists[s][e].isTransfer)
+        busy += lists[s][e].seconds;
+    }
+  return 1.0 - busy / (static_cast<double>(lists.size()) * makespan);
+}
+
+int64_t mostHeld(const std::vector<Step> &steps, bool splitW) {
+  int64_t live = 0, most = 0;
+  for (const Step &st : steps) {
+    if (st.kind == StepKind::Forward)
+      ++live;
+    else if ((st.kind == StepKind::Weight) == splitW)
+      --live;
+    most = std::max(most, live);
+  }
+  return most;
+}
+
+struct Case {
+  int64_t p, m;
+};
+
+class Schedules : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Schedules, UniformStagesMatchTheory) {
+  const auto [p, m] = GetParam();
+  for (const std::string schedule : {"gpipe", "1f1b", "zb-h1"}) {
+    SCOPED_TRACE(schedule);
+    std::vector<std::vector<Step>> steps;
+    ASSERT_FALSE(scheduleSteps(schedule, p, m, steps).has_value());
+    const bool splitW = splitsWeightGradients(schedule);
+    // Every microbatch's F, B (and W) once per stage, F before B before W.
+    for (const auto &list : steps) {
+      for (int64_t mb = 0; mb < m; ++mb) {
+        auto at = [&](StepKind k) {
+          return std::count(list.begin(), list.end(), Step{k, mb}) == 1
+                     ? std::find(list.begin(), list.end(), Step{k, mb}) - list.begin()
+                     : -1;
+        };
+        const auto f = at(StepKind::Forward), b = at(StepKind::Backward);
+        ASSERT_GE(f, 0);
+        ASSERT_GT(b, f);
+        if (splitW)
+          ASSERT_GT(at(StepKind::Weight), b);
+      }
+      ASSERT_EQ(list.size(), static_cast<size_t>((splitW ? 3 : 2) * m));
+    }
+    const double P = static_cast<double>(p), M = static_cast<double>(m);
+    const double theory = splitW ? (P - 1) / (3 * M + P - 1) : (P - 1) / (M + P - 1);
+    for (bool asyncSends : {false, true}) {
+      SCOPED_TRACE(asyncSends ? "sends on the communication thread" : "rendezvous");
+      auto lists = timeline(steps, splitW);
+      std::vector<std::vector<SimulatedEntry>> times;
+      std::string stuck;
+      ASSERT_TRUE(simulate(lists, times, stuck, asyncSends)) << stuck;
+      // ZB-H1's W fill the bubble only when the sends do not wait for their receivers.
+      if (!splitW || asyncSends)
+        EXPECT_NEAR(idleShare(lists, times), theory, 1e-12);
+    }
+    const int64_t first = mostHeld(steps.front(), splitW);
+    EXPECT_EQ(first, schedule == "gpipe" ? m : std::min(p, m));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PipelineSchedule, Schedules,
+                         ::testing::Values(Case{2, 4}, Case{4, 4}, Case{4, 8}, Case{4, 16},
+                                           Case{8, 16}, Case{8, 32}));
+
+TEST(PipelineSchedule, NaiveIsOneMicrobatchAndItsIdleIsPMinusOneOverP) {
+  std::vector<std::vector<Step>> steps;
+  auto error = scheduleSteps("naive", 4, 2, steps);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_NE(error->find("--schedule naive runs one microbatch"), std::string::npos);
+  ASSERT_FALSE(scheduleSteps("naive", 4, 1, steps).has_value());
+  auto lists = timeline(steps, false);
+  std::vector<std::vector<SimulatedEntry>> times;
+  std::string stuck;
+  ASSERT_TRUE(simulate(lists, times, stuck, true)) << stuck;
+  EXPECT_NEAR(idleShare(lists, times), 3.0 / 4.0, 1e-12);
+}
+
+TEST(PipelineSchedule, UnknownAndUnwrittenSchedulesAreOneLine) {
+  std::vector<std::vector<Step>> steps;
+  auto error = scheduleSteps("interleaved", 4, 8, steps);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(*error, "--schedule interleaved is not supported yet; use naive, gpipe, 1f1b or zb-h1");
+  error = scheduleSteps("pipedream", 4, 8, steps);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(*error, "--schedule 'pipedream': expected naive, gpipe, 1f1b or zb-h1");
+}
+
+TEST(PipelineSchedule, CrossedTransfersDeadlock) {
+  // Both stages send first and receive second: rendezvous sends wait for each other forever;
+  // the simulation names where each stage is stuck.
+  std::vector<std::vector<TimelineEntry>> lists(2);
+  TimelineEntry to1, from1, to0, from0;
+  to1.isTransfer = from1.isTransfer = to0.isTransfer = from0.isTransfer = true;
+  to1.sendTo = 1;
+  from1.recvFrom = 1;
+  to0.sendTo = 0;
+  from0.recvFrom = 0;
+  lists[0] = {to1, from1};
+  lists[1] = {to0, from0};
+  std::vector<std::vector<SimulatedEntry>> times;
+  std::string stuck;
+  EXPECT_FALSE(simulate(lists, times, stuck, false));
+  EXPECT_EQ(stuck, "stage 0 at entry 0, stage 1 at entry 0");
+  // On the communication threads too: each thread runs its send first, and a stage's receive
+  // waits for its own sends (the runtime runs a rank's transfers in order).
+  EXPECT_FALSE(simulate(lists, times, stuck, true));
+  EXPECT_EQ(stuck, "stage 0 at entry 1, stage 1 at entry 1");
+}
+
+} // namespace
+} // namespace shardc::pipeline
