@@ -186,6 +186,12 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       for (mlir::Value operand : op.getOperands())
         if (auto it = index.find(operand); it != index.end())
           lifetimes[it->second].last = std::max(lifetimes[it->second].last, readsUntil);
+      // It writes its results until it completes too, the ones nothing reads included (a
+      // pipeline transfer receives a value its stage already has).
+      if (!llvm::isa<graph::ConstantOp>(op))
+        for (mlir::Value r : op.getResults())
+          if (auto it = index.find(r); it != index.end())
+            lifetimes[it->second].last = std::max(lifetimes[it->second].last, readsUntil);
       ++position;
     }
     // Graph outputs must survive until the runtime copies them out after the last op; state

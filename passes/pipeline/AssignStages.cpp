@@ -117,13 +117,28 @@ struct AssignStagesPass : impl::AssignStagesBase<AssignStagesPass> {
       unitOf[i] = static_cast<int64_t>(it->second);
     }
     const size_t n = units.size();
-    if (static_cast<int64_t>(n) < stages) {
-      forward.emitError("--strategy pp=")
-          << static_cast<int64_t>(stages) << ": the model has " << n << " repeated layer"
-          << (n == 1 ? "" : "s") << " (node names with a '.N' module, e.g. '/h.3/') to cut "
-          << "between, fewer than the " << static_cast<int64_t>(stages) << " stages";
+    const int64_t v = virtualStages;
+    if (v < 1 || stages % v != 0) {
+      forward.emitError("--virtual-stages ")
+          << v << " does not divide the " << static_cast<int64_t>(stages) << " stages";
       return signalPassFailure();
     }
+    // Every rank holds v chunks of the layers: they must come out whole.
+    if (v > 1 && static_cast<int64_t>(n) % v != 0) {
+      forward.emitError("--virtual-stages ")
+          << v << " does not divide the model's " << n << " repeated layers (each rank "
+          << "holds " << v << " chunks of them)";
+      return signalPassFailure();
+    }
+    if (static_cast<int64_t>(n) < stages) {
+      forward.emitError("--strategy pp=")
+          << static_cast<int64_t>(stages / v) << ": the model has " << n << " repeated layer"
+          << (n == 1 ? "" : "s") << " (node names with a '.N' module, e.g. '/h.3/') to cut "
+          << "between, fewer than the " << static_cast<int64_t>(stages)
+          << (v > 1 ? " virtual stages (pp x --virtual-stages)" : " stages");
+      return signalPassFailure();
+    }
+
 
     // FLOPs per layer; ops outside the layers count for the stage before the first layer,
     // the last stage after the last layer, else the layer before them.

@@ -43,6 +43,9 @@ def AssignStages : Pass<"shardc-assign-stages", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"stages", "stages", "int64_t", "1", "pipeline stages">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1",
+           "model chunks per rank (interleaved; stages counts them all): the repeated layers "
+           "must divide by it">,
     ListOption<"cuts", "cuts", "std::string",
                "node-name prefixes: stage k starts at the first layer named with the k-th">,
   ];
@@ -93,7 +96,10 @@ def SplitStages : Pass<"shardc-split-stages", "mlir::ModuleOp"> {
     Option<"stage", "stage", "int64_t", "0", "the stage to keep">,
     Option<"stages", "stages", "int64_t", "1", "pipeline stages">,
     Option<"schedule", "schedule", "std::string", "\"1f1b\"",
-           "naive, gpipe or 1f1b">,
+           "naive, gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1",
+           "model chunks per rank (interleaved): ops carry virtual stages 0 .. stages·v - 1, "
+           "virtual stage q on rank q % stages">,
   ];
   let dependentDialects = ["shardc::graph::GraphDialect", "mlir::mesh::MeshDialect"];
 }

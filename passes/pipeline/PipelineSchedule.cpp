@@ -10,21 +10,50 @@ namespace shardc::pipeline {
 
 std::optional<std::string> scheduleSteps(const std::string &schedule, int64_t stages,
                                          int64_t microBatches,
-                                         std::vector<std::vector<Step>> &out) {
+                                         std::vector<std::vector<Step>> &out,
+                                         int64_t virtualStages) {
   out.assign(static_cast<size_t>(stages), {});
   if (schedule == "naive") {
     if (microBatches != 1)
       return "--schedule naive runs one microbatch (layers on different devices, one at a "
              "time); got --micro-batches " +
              std::to_string(microBatches) + " (use gpipe or 1f1b)";
+  } else if (schedule == "interleaved") {
+    if (virtualStages < 2)
+      return "--schedule interleaved needs --virtual-stages 2 or more (model chunks per rank); "
+             "got " + std::to_string(virtualStages);
+    if (microBatches % stages != 0)
+      return "--schedule interleaved runs microbatches in groups of pp = " +
+             std::to_string(stages) + "; got --micro-batches " + std::to_string(microBatches) +
+             " (use a multiple of " + std::to_string(stages) + ")";
   } else if (schedule != "gpipe" && schedule != "1f1b" && schedule != "zb-h1") {
-    if (schedule == "interleaved")
-      return "--schedule " + schedule + " is not supported yet; use naive, gpipe, 1f1b or zb-h1";
-    return "--schedule '" + schedule + "': expected naive, gpipe, 1f1b or zb-h1";
+    return "--schedule '" + schedule + "': expected naive, gpipe, 1f1b, interleaved or zb-h1";
   }
+  if (virtualStages != 1 && schedule != "interleaved")
+    return "--virtual-stages " + std::to_string(virtualStages) +
+           " applies to --schedule interleaved, not " + schedule;
   for (int64_t s = 0; s < stages; ++s) {
     std::vector<Step> &steps = out[static_cast<size_t>(s)];
-    if (schedule == "zb-h1") {
+    if (schedule == "interleaved") {
+      // Chunk-step k of each kind: microbatch (k / (p·v))·p + k % p, chunk (k / p) % v
+      // (backward: the chunks in reverse).
+      const int64_t p = stages, v = virtualStages, total = microBatches * virtualStages;
+      auto step = [&](StepKind kind, int64_t k) {
+        const int64_t chunk = (k / p) % v;
+        steps.push_back({kind, (k / (p * v)) * p + k % p,
+                         kind == StepKind::Forward ? chunk : v - 1 - chunk});
+      };
+      const int64_t warmup = std::min(2 * (p - s - 1) + (v - 1) * p, total);
+      int64_t f = 0, b = 0;
+      for (; f < warmup; ++f)
+        step(StepKind::Forward, f);
+      for (; f < total; ++f, ++b) {
+        step(StepKind::Forward, f);
+        step(StepKind::Backward, b);
+      }
+      for (; b < total; ++b)
+        step(StepKind::Backward, b);
+    } else if (schedule == "zb-h1") {
       int64_t f = 0, b = 0, w = 0;
       auto forward = [&] { steps.push_back({StepKind::Forward, f++}); };
       auto backward = [&] { steps.push_back({StepKind::Backward, b++}); };
@@ -172,16 +201,76 @@ bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
   return done;
 }
 
+bool simulatePostedSends(const std::vector<std::vector<TimelineEntry>> &lists,
+                         std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock) {
+  const size_t stages = lists.size();
+  times.assign(stages, {});
+  for (size_t s = 0; s < stages; ++s)
+    times[s].resize(lists[s].size());
+  std::vector<size_t> next(stages, 0);
+  std::vector<double> clock(stages, 0.0);
+  std::vector<bool> posted(stages, false);
+  // [from][to]: the post times of the messages not yet received.
+  std::vector<std::vector<std::deque<double>>> inFlight(stages,
+                                                        std::vector<std::deque<double>>(stages));
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t s = 0; s < stages; ++s)
+      while (next[s] < lists[s].size()) {
+        const TimelineEntry &e = lists[s][next[s]];
+        SimulatedEntry &t = times[s][next[s]];
+        if (!e.isTransfer) {
+          t = {clock[s], clock[s] + e.seconds};
+        } else {
+          if (e.sendTo >= 0 && !posted[s]) {
+            inFlight[s][static_cast<size_t>(e.sendTo)].push_back(clock[s]);
+            posted[s] = true;
+            t.start = clock[s];
+            progress = true;
+          }
+          if (e.recvFrom >= 0) {
+            auto &queue = inFlight[static_cast<size_t>(e.recvFrom)][s];
+            if (queue.empty())
+              break;
+            if (e.sendTo < 0)
+              t.start = clock[s];
+            clock[s] = std::max(clock[s], queue.front());
+            queue.pop_front();
+          } else if (e.sendTo < 0) {
+            t.start = clock[s];
+          }
+          t.end = clock[s];
+          posted[s] = false;
+        }
+        clock[s] = t.end;
+        ++next[s];
+        progress = true;
+      }
+  }
+  deadlock.clear();
+  bool done = true;
+  for (size_t s = 0; s < stages; ++s)
+    if (next[s] < lists[s].size()) {
+      done = false;
+      deadlock += (deadlock.empty() ? "" : ", ") + std::string("stage ") + std::to_string(s) +
+                  " at entry " + std::to_string(next[s]);
+    }
+  return done;
+}
+
 bool splitsWeightGradients(const std::string &schedule) { return schedule == "zb-h1"; }
 
-std::string stepsText(const std::vector<Step> &steps) {
+std::string stepsText(const std::vector<Step> &steps, bool chunks) {
+  const bool interleaved = chunks || std::any_of(steps.begin(), steps.end(),
+                                                 [](const Step &st) { return st.chunk != 0; });
   std::string text;
   for (const Step &step : steps)
     text += (text.empty() ? "" : " ") +
             std::string(step.kind == StepKind::Forward    ? "F"
                         : step.kind == StepKind::Backward ? "B"
                                                           : "W") +
-            std::to_string(step.microBatch);
+            std::to_string(step.microBatch) +
+            (step.chunk != 0 || interleaved ? "." + std::to_string(step.chunk) : "");
   return text;
 }
 

@@ -13,6 +13,12 @@
 //   gpipe  F of every microbatch, then B of every microbatch
 //   1f1b   PipeDream-flush: stage s runs min(p-s-1, m) forward steps, then alternates one
 //          F and one B, then the remaining B; at most p-s microbatches' activations live
+//   interleaved  Megatron's interleaved 1F1B (Narayanan et al. 2021): each rank holds v
+//          chunks (virtual stages r, r+p, ...); the m·v chunk-steps of each kind run in groups
+//          of p microbatches, chunk by chunk (forward: chunks 0..v-1, backward: v-1..0);
+//          rank r warms up with 2(p-r-1) + (v-1)p forward chunk-steps, then alternates one F
+//          and one B, then the remaining B; m must be a multiple of p. With F and B of one
+//          chunk 1/v of a stage's, the idle share is (p-1)/(v·m + p-1)
 //   zb-h1  zero bubble (Qi et al. 2023, handcrafted H1): each backward split into B (the
 //          input gradient, what the stage before waits for) and W (the weight gradients,
 //          which nothing waits for); 1F1B's warm-up, then stage s runs s pairs F B with their
@@ -36,18 +42,26 @@ namespace shardc::pipeline {
 // apart from Backward only by schedules that split them (zb-h1).
 enum class StepKind { Forward, Backward, Weight };
 
+// `chunk`: which of the rank's model chunks the step runs (interleaved: rank r holds the
+// virtual stages r, r + p, ..., chunk c being r + c·p; 0 otherwise).
 struct Step {
   StepKind kind;
   int64_t microBatch;
-  bool operator==(const Step &o) const { return kind == o.kind && microBatch == o.microBatch; }
+  int64_t chunk = 0;
+  bool operator==(const Step &o) const {
+    return kind == o.kind && microBatch == o.microBatch && chunk == o.chunk;
+  }
 };
 
-// The steps of every stage, in order; an error message (for --schedule / --micro-batches)
-// when the schedule cannot run `microBatches` on `stages`.
-bool splitsWeightGradients(const std::string &schedule);
+// The steps of every rank of the pp axis (`stages` of them, each holding `virtualStages`
+// chunks), in order; an error message (for --schedule / --micro-batches / --virtual-stages)
+// when the schedule cannot run `microBatches` so.
 std::optional<std::string> scheduleSteps(const std::string &schedule, int64_t stages,
                                          int64_t microBatches,
-                                         std::vector<std::vector<Step>> &out);
+                                         std::vector<std::vector<Step>> &out,
+                                         int64_t virtualStages = 1);
+// Whether the schedule runs weight gradients as steps of their own (W).
+bool splitsWeightGradients(const std::string &schedule);
 
 // One entry of a stage's list: a step's compute (its duration) or a transfer (peer -1: that
 // half is absent).
@@ -72,8 +86,17 @@ bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
               std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock,
               bool asyncSends);
 
-// "F0 F1 B0 F2 B1 B2": a stage's steps in words (W3: microbatch 3's weight gradients).
-std::string stepsText(const std::vector<Step> &steps);
+// Runs the lists with posted sends (as MPI_Isend or batched NCCL sends: a send never waits for
+// its receiver; a receive waits for the message, the messages from one stage to another
+// arriving in the order they were sent). The interleaved schedule needs this once it has a
+// steady state (m > p): under the runtime's transfers (simulate) its ranks then wait on each
+// other's sends around the ring.
+bool simulatePostedSends(const std::vector<std::vector<TimelineEntry>> &lists,
+                         std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock);
+
+// "F0 F1 B0 F2 B1 B2": a stage's steps in words (W3: microbatch 3's weight gradients; F3.1:
+// microbatch 3's forward step of chunk 1, when the rank holds several chunks).
+std::string stepsText(const std::vector<Step> &steps, bool chunks = false);
 
 } // namespace shardc::pipeline
 

@@ -31,6 +31,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/JSON.h"
 
 #include <algorithm>
 #include <map>
@@ -224,7 +225,9 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
     auto isStepOp = [&](size_t i) { return !replicable[i] && !isNorm[i] && microBatch[i] >= 0; };
 
     // 3. Stages: the op's own (the forward ops' cut, inherited by their gradients), else its
-    // latest operand's, else its earliest reader's.
+    // latest operand's, else its earliest reader's. With interleaving these are virtual
+    // stages (V = pp · v of them), q on rank q % pp as its chunk q / pp.
+    const int64_t V = stages * virtualStages;
     std::vector<int64_t> stageOf(n, -1);
     for (size_t i = 0; i < n; ++i) {
       if (auto s = ops[i]->getAttrOfType<IntegerAttr>(graph::kStageAttr)) {
@@ -244,18 +247,20 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
           stageOf[i] = stageOf[i] < 0 ? stageOf[it->second]
                                       : std::min(stageOf[i], stageOf[it->second]);
       if (stageOf[i] < 0)
-        stageOf[i] = stages - 1;
+        stageOf[i] = V - 1;
     }
     for (size_t i = 0; i < n; ++i)
-      if (stageOf[i] >= stages)
+      if (stageOf[i] >= V)
         return ops[i]->emitError("pipeline stage ")
-               << stageOf[i] << " of an op, but the step has " << static_cast<int64_t>(stages)
-               << " stages";
+               << stageOf[i] << " of an op, but the step has " << V << " stages";
 
     // 4. The schedule.
     std::vector<std::vector<Step>> steps;
-    if (auto error = pipeline::scheduleSteps(schedule, stages, microBatches, steps))
+    if (auto error =
+            pipeline::scheduleSteps(schedule, stages, microBatches, steps, virtualStages))
       return func.emitError(*error);
+    // The virtual stage of each op (stageOf becomes the rank's, below, once the cuts are known).
+    const std::vector<int64_t> virtualStage = stageOf;
     // Under a schedule that splits them, the backward ops no transfer waits for (weight
     // gradients) run in their microbatch's W step (set once the cuts are known, below).
     std::vector<bool> weightGradient(n, false);
@@ -263,7 +268,7 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
       Step want{forward.count(ops[i])  ? StepKind::Forward
                 : weightGradient[i]    ? StepKind::Weight
                                        : StepKind::Backward,
-                microBatch[i]};
+                microBatch[i], virtualStage[i] / stages};
       const auto &list = steps[static_cast<size_t>(s)];
       auto it = std::find(list.begin(), list.end(), want);
       return it == list.end() ? -1 : static_cast<int64_t>(it - list.begin());
@@ -271,8 +276,8 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
 
     // 5. Values crossing the cuts.
     const size_t P = static_cast<size_t>(stages), K = static_cast<size_t>(microBatches);
-    CutSets forwardCuts(P, std::vector<llvm::SetVector<Value>>(K)),
-        backwardCuts(P, std::vector<llvm::SetVector<Value>>(K));
+    CutSets forwardCuts(static_cast<size_t>(V), std::vector<llvm::SetVector<Value>>(K)),
+        backwardCuts(static_cast<size_t>(V), std::vector<llvm::SetVector<Value>>(K));
     for (size_t i = 0; i < n; ++i) {
       if (replicable[i] || isNorm[i])
         continue;
@@ -352,24 +357,28 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
       int64_t sendTo = -1, recvFrom = -1;
       SmallVector<Value> send, recv; // the values (global names) sent and received
     };
+    // A step of rank s runs virtual stage q = chunk · pp + s; its neighbours q - 1 and q + 1
+    // are on ranks s - 1 and s + 1 (around the ring between chunks).
+    auto values = [](const llvm::SetVector<Value> &set) {
+      return SmallVector<Value>(set.begin(), set.end());
+    };
+    auto rankOf = [&](int64_t q) { return q % stages; };
     auto incoming = [&](int64_t s, const Step &st) -> std::pair<int64_t, SmallVector<Value>> {
       const size_t m = static_cast<size_t>(st.microBatch);
-      if (st.kind == StepKind::Forward && s > 0)
-        return {s - 1, SmallVector<Value>(forwardCuts[static_cast<size_t>(s - 1)][m].begin(),
-                                          forwardCuts[static_cast<size_t>(s - 1)][m].end())};
-      if (st.kind == StepKind::Backward && s + 1 < stages)
-        return {s + 1, SmallVector<Value>(backwardCuts[static_cast<size_t>(s)][m].begin(),
-                                          backwardCuts[static_cast<size_t>(s)][m].end())};
+      const int64_t q = st.chunk * stages + s;
+      if (st.kind == StepKind::Forward && q > 0)
+        return {rankOf(q - 1), values(forwardCuts[static_cast<size_t>(q - 1)][m])};
+      if (st.kind == StepKind::Backward && q + 1 < V)
+        return {rankOf(q + 1), values(backwardCuts[static_cast<size_t>(q)][m])};
       return {-1, {}};
     };
     auto outgoing = [&](int64_t s, const Step &st) -> std::pair<int64_t, SmallVector<Value>> {
       const size_t m = static_cast<size_t>(st.microBatch);
-      if (st.kind == StepKind::Forward && s + 1 < stages)
-        return {s + 1, SmallVector<Value>(forwardCuts[static_cast<size_t>(s)][m].begin(),
-                                          forwardCuts[static_cast<size_t>(s)][m].end())};
-      if (st.kind == StepKind::Backward && s > 0)
-        return {s - 1, SmallVector<Value>(backwardCuts[static_cast<size_t>(s - 1)][m].begin(),
-                                          backwardCuts[static_cast<size_t>(s - 1)][m].end())};
+      const int64_t q = st.chunk * stages + s;
+      if (st.kind == StepKind::Forward && q + 1 < V)
+        return {rankOf(q + 1), values(forwardCuts[static_cast<size_t>(q)][m])};
+      if (st.kind == StepKind::Backward && q > 0)
+        return {rankOf(q - 1), values(backwardCuts[static_cast<size_t>(q - 1)][m])};
       return {-1, {}};
     };
     // transfers[s][j]: the transfer after step j - 1 (j = 0: before the first step).
@@ -395,6 +404,10 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
         transfers[static_cast<size_t>(s)].push_back(t);
       }
     }
+
+    // From here on an op's stage is its rank's place on the pp axis.
+    for (size_t i = 0; i < n; ++i)
+      stageOf[i] = rankOf(virtualStage[i]);
 
     // 7. The schedule simulated with each step's FLOPs as its duration: it must finish (the
     // transfers pair up without a cycle of waits), and its idle share is the bubble.
@@ -432,26 +445,39 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
     std::vector<std::vector<pipeline::SimulatedEntry>> times;
     std::string stuck;
     for (bool asyncSends : {false, true})
-      if (!pipeline::simulate(lists, times, stuck, asyncSends))
+      if (!pipeline::simulate(lists, times, stuck, asyncSends)) {
+        std::vector<std::vector<pipeline::SimulatedEntry>> posted;
+        std::string postedStuck;
+        if (pipeline::simulatePostedSends(lists, posted, postedStuck))
+          return func.emitError("--schedule ")
+                 << schedule.getValue() << " with " << microBatches
+                 << " microbatches needs sends that do not wait for their receivers (posted, as "
+                    "Megatron's batched isend), which the runtime's transfers do not do yet ("
+                 << stuck << " would wait forever); use 1f1b or zb-h1"
+                 << (schedule.getValue() == "interleaved"
+                         ? ", or --micro-batches " + std::to_string(stages)
+                         : std::string());
         return func.emitError("--schedule ")
                << schedule.getValue() << ": the stages' transfers do not pair up (" << stuck
                << (asyncSends ? ", sends overlapping compute)" : ")");
+      }
     // What each stage holds: its layers, trained parameters and FLOPs per microbatch.
     std::vector<std::string> held(P);
     {
-      std::vector<std::string> firstUnit(P), lastUnit(P);
+      std::vector<std::string> firstUnit(static_cast<size_t>(V)), lastUnit(static_cast<size_t>(V));
       std::vector<uint64_t> fwd(P, 0), bwd(P, 0), paramBytes(P, 0);
       std::vector<int64_t> params(P, 0);
       for (size_t i = 0; i < n; ++i) {
         if (!isStepOp(i) || microBatch[i] != 0)
           continue;
         const size_t st = static_cast<size_t>(stageOf[i]);
+        const size_t q = static_cast<size_t>(virtualStage[i]);
         (forward.count(ops[i]) ? fwd : bwd)[st] += flopsOf(ops[i]);
         std::string unit = graph::moduleUnitOf(ops[i]);
         if (!unit.empty() && forward.count(ops[i])) {
-          if (firstUnit[st].empty())
-            firstUnit[st] = unit;
-          lastUnit[st] = unit;
+          if (firstUnit[q].empty())
+            firstUnit[q] = unit;
+          lastUnit[q] = unit;
         }
       }
       for (unsigned a = 0; a < func.getNumArguments(); ++a) {
@@ -466,14 +492,20 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
           paramBytes[static_cast<size_t>(r)] += valueBytes(func.getArgument(a));
         }
       }
-      for (size_t st = 0; st < P; ++st)
-        held[st] = (firstUnit[st].empty()
-                        ? std::string("no repeated layer")
-                        : "layers " + firstUnit[st] +
-                              (lastUnit[st] == firstUnit[st] ? "" : " .. " + lastUnit[st])) +
+      for (size_t st = 0; st < P; ++st) {
+        // Its chunks' layers: "layers /h.0 .. /h.1" (and ", chunk 1: /h.4 .. /h.5").
+        std::string layers;
+        for (size_t q = st; q < static_cast<size_t>(V); q += P) {
+          if (firstUnit[q].empty())
+            continue;
+          layers += (layers.empty() ? "layers " : ", chunk " + std::to_string(q / P) + ": ") +
+                    firstUnit[q] + (lastUnit[q] == firstUnit[q] ? "" : " .. " + lastUnit[q]);
+        }
+        held[st] = (layers.empty() ? std::string("no repeated layer") : layers) +
                    ", " + std::to_string(params[st]) + " parameters (" +
                    std::to_string(paramBytes[st]) + " B on this rank), " + graph::flopsText(fwd[st]) +
                    " forward + " + graph::flopsText(bwd[st]) + " backward per microbatch";
+      }
     }
     recordPlan(func, steps, lists, times, forwardCuts, backwardCuts, held);
 
@@ -481,6 +513,60 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
     return keepStage(module, func, ops, index, replicable, microBatch, isNorm, stageOf,
                      stepIndexOf, isStepOp, steps[static_cast<size_t>(stage)],
                      transfers[static_cast<size_t>(stage)]);
+  }
+
+  // The simulated step as a Chrome trace (Perfetto opens it beside shardrun --trace's): per
+  // stage a process with its steps (thread 0, named as plan.txt names them) and its transfers
+  // (thread 1). The simulation's durations are FLOPs: 1 us of the trace is 1000 FLOP, a device
+  // running 1 GFLOP/s; the schedule's shape, not its seconds.
+  std::string predictedTrace(const std::vector<std::vector<Step>> &steps,
+                             const std::vector<std::vector<pipeline::TimelineEntry>> &lists,
+                             const std::vector<std::vector<pipeline::SimulatedEntry>> &times) {
+    llvm::json::Array events;
+    auto meta = [&](const char *what, size_t pid, int tid, std::string name) {
+      events.push_back(llvm::json::Object{{"name", what},
+                                          {"ph", "M"},
+                                          {"pid", static_cast<int64_t>(pid)},
+                                          {"tid", tid},
+                                          {"args", llvm::json::Object{{"name", std::move(name)}}}});
+    };
+    for (size_t s = 0; s < lists.size(); ++s) {
+      meta("process_name", s, 0, "stage " + std::to_string(s) + " (predicted)");
+      meta("process_sort_index", s, 0, std::to_string(s));
+      meta("thread_name", s, 0, "pipeline steps");
+      meta("thread_name", s, 1, "transfers");
+      for (size_t e = 0; e < lists[s].size(); ++e) {
+        const pipeline::TimelineEntry &entry = lists[s][e];
+        std::string name;
+        if (entry.isTransfer) {
+          name = entry.sendTo >= 0 ? "send to stage " + std::to_string(entry.sendTo) : "";
+          if (entry.recvFrom >= 0)
+            name += (name.empty() ? "" : ", ") + std::string("receive from stage ") +
+                    std::to_string(entry.recvFrom);
+        } else {
+          name = pipeline::stepsText({steps[s][static_cast<size_t>(entry.stepIndex)]},
+                                     virtualStages > 1);
+        }
+        events.push_back(llvm::json::Object{
+            {"name", name},
+            {"cat", entry.isTransfer ? "transfer" : "pipeline step"},
+            {"ph", "X"},
+            {"pid", static_cast<int64_t>(s)},
+            {"tid", entry.isTransfer ? 1 : 0},
+            {"ts", times[s][e].start / 1000.0},
+            {"dur", std::max(0.0, times[s][e].end - times[s][e].start) / 1000.0}});
+      }
+    }
+    llvm::json::Object trace{
+        {"displayTimeUnit", "ms"},
+        {"otherData",
+         llvm::json::Object{{"schedule", schedule.getValue()},
+                            {"time", "predicted from each step's FLOPs: 1 us = 1000 FLOP"}}},
+        {"traceEvents", std::move(events)}};
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::json::Value(std::move(trace));
+    return text;
   }
 
   void recordPlan(func::FuncOp func, const std::vector<std::vector<Step>> &steps,
@@ -499,11 +585,23 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
     const double p = static_cast<double>(lists.size());
     const double idle = makespan > 0 ? 1.0 - busy / (p * makespan) : 0.0;
     const bool splitsW = pipeline::splitsWeightGradients(schedule.getValue());
+    const double v = static_cast<double>(virtualStages);
     const double m = static_cast<double>(llvm::count_if(
-        steps.front(), [](const Step &st) { return st.kind == StepKind::Forward; }));
+                         steps.front(), [](const Step &st) { return st.kind == StepKind::Forward; })) /
+                     v;
     char line[320];
     SmallVector<Attribute> lines;
-    if (splitsW)
+    if (virtualStages > 1)
+      // Each chunk-step is 1/v of a stage's: the bubble is (p-1) of them.
+      std::snprintf(line, sizeof line,
+                    "schedule %s, %lld stages of %lld chunks, %lld microbatches: predicted idle "
+                    "%.1f%% of the step (uniform stages: (p-1)/(v*m+p-1) = %.1f%%; 1F1B: "
+                    "(p-1)/(m+p-1) = %.1f%%)",
+                    schedule.getValue().c_str(), static_cast<long long>(stages),
+                    static_cast<long long>(virtualStages), static_cast<long long>(m),
+                    100.0 * idle, 100.0 * (p - 1) / (v * m + p - 1),
+                    100.0 * (p - 1) / (m + p - 1));
+    else if (splitsW)
       // With F = B = W the bubble is (p-1) steps of the 3m each stage runs.
       std::snprintf(line, sizeof line,
                     "schedule %s, %lld stages, %lld microbatches: predicted idle %.1f%% of the "
@@ -531,10 +629,11 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
                                                                 : 0;
         most = std::max(most, live);
       }
-      lines.push_back(b.getStringAttr("stage " + std::to_string(s) + ": " + held[s] +
-                                      "; steps " + pipeline::stepsText(steps[s]) +
-                                      " (activations of at most " + std::to_string(most) +
-                                      " microbatch" + (most == 1 ? "" : "es") + " held)"));
+      lines.push_back(b.getStringAttr(
+          "stage " + std::to_string(s) + ": " + held[s] + "; steps " +
+          pipeline::stepsText(steps[s], virtualStages > 1) + " (activations of at most " + std::to_string(most) +
+          (virtualStages > 1 ? " microbatch-chunks" : most == 1 ? " microbatch" : " microbatches") +
+          " held)"));
     }
     // The timeline as text: one row per stage, two characters for the shortest step; a step
     // is its letter and microbatch, then its letter in lower case ("F3fff"), idle time '.'.
@@ -566,6 +665,8 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
       }
     }
     func->setAttr(kPipelineScheduleAttr, b.getArrayAttr(lines));
+    func->setAttr(graph::kPipelineTraceAttr,
+                  b.getStringAttr(predictedTrace(steps, lists, times)));
 
     SmallVector<Attribute> cuts;
     for (size_t c = 0; c + 1 < forwardCuts.size(); ++c) {
@@ -751,8 +852,12 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
           t.sendTo >= 0 ? b.getI64IntegerAttr(t.sendTo) : IntegerAttr(),
           t.recvFrom >= 0 ? b.getI64IntegerAttr(t.recvFrom) : IntegerAttr(),
           b.getDenseI16ArrayAttr({ppAxis}));
+      // A value made on this rank (in another chunk) and passed around the ring comes back:
+      // its readers here keep the value itself.
       for (auto [v, r] : llvm::zip(t.recv, op.getResults()))
-        received[v] = r;
+        if (auto it = v.getDefiningOp() ? index.find(v.getDefiningOp()) : index.end();
+            it == index.end() || stageOf[it->second] != s)
+          received[v] = r;
       placed.push_back({j == 0 ? -1.0 : 4.0 * static_cast<double>(j - 1) + 2, op});
     }
     llvm::DenseSet<Operation *> keptOps;
@@ -761,6 +866,12 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
         keptOps.insert(ops[i]);
         if (!isNorm[i])
           placed.push_back({key[i], ops[i]});
+        // The step it runs in, for the trace (Op.pipeline_step).
+        if (isStepOp(i) && stageOf[i] == s)
+          if (int64_t j = stepIndexOf(s, i); j >= 0)
+            ops[i]->setAttr(graph::kPipelineStepAttr,
+                            b.getStringAttr(pipeline::stepsText(
+                                {mySteps[static_cast<size_t>(j)]}, virtualStages > 1)));
       }
     for (auto &[v, r] : received)
       v.replaceUsesWithIf(r, [&](OpOperand &use) { return keptOps.contains(use.getOwner()); });

@@ -15,6 +15,7 @@ using Json = nlohmann::ordered_json;
 // Thread ids within a rank's process.
 constexpr int kRankThread = 0;
 constexpr int kCommThread = 1;
+constexpr int kScheduleThread = 2; // pipeline stages: the schedule's steps (Op.pipeline_step)
 
 Json metadata(const char *what, int pid, int tid, const std::string &name) {
   Json event = Json::object();
@@ -43,6 +44,41 @@ std::string chromeTraceJson(const std::vector<RankTimeline> &ranks) {
     events.push_back(metadata("process_sort_index", rank.rank, 0, std::to_string(rank.rank)));
     events.push_back(metadata("thread_name", rank.rank, kRankThread, "rank thread"));
     events.push_back(metadata("thread_name", rank.rank, kCommThread, "communication thread"));
+    // A pipeline stage's steps: from the first to the last op of each run of the rank
+    // thread's ops in one step of the schedule.
+    struct StepSpan {
+      std::string step;
+      int64_t startNs = 0, endNs = 0;
+      int32_t run = 0;
+    };
+    std::vector<StepSpan> steps;
+    for (const OpSpan &span : rank.spans) {
+      if (span.lane != TimelineLane::Compute || rank.program == nullptr || span.op < 0 ||
+          span.op >= rank.program->ops_size())
+        continue;
+      const std::string &step = rank.program->ops(span.op).pipeline_step();
+      if (step.empty())
+        continue;
+      if (!steps.empty() && steps.back().step == step && steps.back().run == span.run) {
+        steps.back().endNs = std::max(steps.back().endNs, span.endNs);
+        continue;
+      }
+      steps.push_back({step, span.startNs, span.endNs, span.run});
+    }
+    if (!steps.empty())
+      events.push_back(metadata("thread_name", rank.rank, kScheduleThread, "pipeline steps"));
+    for (const StepSpan &step : steps) {
+      Json event = Json::object();
+      event["name"] = step.step;
+      event["cat"] = "pipeline step";
+      event["ph"] = "X";
+      event["pid"] = rank.rank;
+      event["tid"] = kScheduleThread;
+      event["ts"] = static_cast<double>(step.startNs - origin) / 1000.0;
+      event["dur"] = static_cast<double>(std::max<int64_t>(step.endNs - step.startNs, 0)) / 1000.0;
+      event["args"] = Json{{"run", step.run}};
+      events.push_back(std::move(event));
+    }
     for (const OpSpan &span : rank.spans) {
       const bool known = rank.program != nullptr && span.op >= 0 &&
                          span.op < rank.program->ops_size();
@@ -66,6 +102,8 @@ std::string chromeTraceJson(const std::vector<RankTimeline> &ranks) {
       if (op != nullptr)
         args["kernel"] = op->kernel();
       args["run"] = span.run;
+      if (op != nullptr && !op->pipeline_step().empty())
+        args["step"] = op->pipeline_step();
       event["args"] = std::move(args);
       events.push_back(std::move(event));
     }

@@ -3,7 +3,8 @@
 // with two threads: the rank's own, with its kernels and its waits for asynchronous
 // collectives, and its communication thread, with the collectives running there. Where a
 // collective's span on the communication thread lies beside kernel spans on the rank's thread,
-// the two overlapped.
+// the two overlapped. A pipeline stage's rank has a third thread, "pipeline steps": one span
+// per step of its schedule ("F3", "B2", "W0"), from its first op to its last (Op.pipeline_step).
 #pragma once
 
 #include "runtime/comm/communicator.h"

@@ -15,7 +15,9 @@ the same data:
     (float reassociation of the gradient sums) is printed beside it; shardrun itself checks
     that each rank's planned peak memory equals its measured one and the bytes each rank's
     communicators counted equal the plan's (it exits 1 otherwise);
-  * deep GPT: pp in {2, 4} x schedule in {gpipe, 1f1b, zb-h1} x micro-batches in {4, 8}, and naive
+  * deep GPT: pp in {2, 4} x schedule in {gpipe, 1f1b, zb-h1} x micro-batches in {4, 8},
+    interleaved with 2 chunks per rank and m = p microbatches (more need posted sends, which
+    the runtime's transfers do not do yet: refused), and naive
     (one microbatch) on 2 and 4 stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0
     and 1, with sp=1, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
     axis: bf16 rounds the partial sums dp and tp make, test_mixed_precision.py's 5e-3 against
@@ -30,10 +32,12 @@ the same data:
   * the plan prints the predicted idle share of the step beside (p-1)/(m+p-1);
   * resuming across plans: a pp=2 checkpoint (15 steps) resumes under 1 rank, dp=4,zero=3 and
     tp=2,pp=4, and a single-rank one under pp=2, each following the single-rank run;
-  * refused in one line: more stages than layers, naive with several microbatches, a schedule
-    not written yet, --schedule without pp, ZeRO-3 of a tied parameter across stages;
+  * refused in one line: more stages than layers, naive with several microbatches, interleaved
+    with micro-batches not a multiple of pp or more than pp (posted sends), --virtual-stages not dividing the layers or
+    without interleaved, --schedule without pp, ZeRO-3 of a tied parameter across stages;
   * with --mpirun: `mpirun -np 8` under dp=2,tp=2,pp=2 gives bit-identical losses to 8 local
-    ranks.
+    ranks; 4 stages under mpirun with `shardrun --trace` (1f1b and zb-h1, 8 microbatches):
+    each rank's "pipeline steps" in the trace are its steps in the plan's order.
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
@@ -145,6 +149,15 @@ def main():
                     cases.append((f"deep_gpt_{style}_pp{pp}_{schedule}_mb{k}",
                                   equivalence("deep_gpt", style, f"pp{pp}_{schedule}_mb{k}",
                                               pipeline_flags(pp, f"pp={pp}", k, schedule))))
+
+    # Interleaved 1F1B: 2 chunks per rank (the 8 blocks cut into 4 or 8 virtual stages), with
+    # as many microbatches as ranks (more need posted sends: refused below).
+    for style in ["static", "dynamic"]:
+        for pp in [2, 4]:
+            cases.append((f"deep_gpt_{style}_pp{pp}_interleaved_v2_mb{pp}",
+                          equivalence("deep_gpt", style, f"pp{pp}_interleaved_v2_mb{pp}",
+                                      pipeline_flags(pp, f"pp={pp}", pp, "interleaved",
+                                                     ["--virtual-stages", "2"]))))
 
     # 3D and the other axes, on the static export.
     for tag, flags, reference in [
@@ -269,8 +282,19 @@ def main():
              "the model has 2 repeated layers"),
             ("naive_with_microbatches", "deep_gpt", pipeline_flags(2, "pp=2", 4, "naive"), 1,
              "--schedule naive runs one microbatch"),
-            ("schedule_not_written", "deep_gpt", pipeline_flags(2, "pp=2", 4, "interleaved"), 1,
-             "--schedule interleaved is not supported yet"),
+            ("interleaved_microbatches", "deep_gpt",
+             pipeline_flags(4, "pp=4", 2, "interleaved", ["--virtual-stages", "2"]), 1,
+             "--schedule interleaved runs microbatches in groups of pp = 4; got --micro-batches 2"),
+            ("interleaved_needs_posted_sends", "deep_gpt",
+             pipeline_flags(2, "pp=2", 4, "interleaved", ["--virtual-stages", "2"]), 1,
+             "--schedule interleaved with 4 microbatches needs sends that do not wait for their "
+             "receivers"),
+            ("virtual_stages_not_dividing_layers", "deep_gpt",
+             pipeline_flags(2, "pp=2", 4, "interleaved", ["--virtual-stages", "3"]), 1,
+             "--virtual-stages 3 does not divide the model's 8 repeated layers"),
+            ("virtual_stages_without_interleaved", "deep_gpt",
+             pipeline_flags(2, "pp=2", 4, "1f1b", ["--virtual-stages", "2"]), 2,
+             "--virtual-stages applies to --schedule interleaved"),
             ("schedule_without_pp", "deep_gpt", ["--gpus", "2", "--strategy", "dp=2",
                                                  "--schedule", "1f1b"], 2,
              "--schedule applies to pipeline parallelism"),
@@ -313,6 +337,50 @@ def main():
                 return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
             return None, f"{STEPS} losses bit-identical to 8 local ranks"
         cases.append(("mpirun_dp2_tp2_pp2_same_as_local", mpi_case))
+
+        def trace_case(schedule):
+            """4 stages under mpirun with --trace: each rank's "pipeline steps" thread holds the
+            schedule's steps in the plan's order (a step whose ops are all elsewhere, such as
+            zb-h1's empty B on the first stage, has no span)."""
+            def case():
+                m = model("deep_gpt", "static")
+                local = m.run(f"trace_{schedule}", pipeline_flags(4, "pp=4", 8, schedule))
+                if isinstance(local, str):
+                    return local
+                bundle = os.path.join(m.work, f"trace_{schedule}", "model.shard")
+                trace = os.path.join(m.work, f"trace_{schedule}.json")
+                losses = e2e_util.mpirun_losses(args.mpirun, args.shardrun, bundle, 4, m.data, LR,
+                                                2, os.path.join(m.work, "trace.jsonl"),
+                                                args.timeout, RUN_FLAGS + ["--trace", trace])
+                if isinstance(losses, str):
+                    return losses
+                events = json.load(open(trace))["traceEvents"]
+                planned = {}
+                for line in local[2]["pipeline"]:
+                    found = re.match(r"stage (\d+): .*; steps ([^(]*) \(", line)
+                    if found:
+                        planned[int(found.group(1))] = found.group(2).split()
+                shown = []
+                for rank in range(4):
+                    measured = [e["name"] for e in sorted(
+                        (e for e in events if e.get("pid") == rank and
+                         e.get("cat") == "pipeline step" and e["args"]["run"] == 1),
+                        key=lambda e: e["ts"])]
+                    if not measured or any(step not in planned[rank] for step in measured):
+                        return f"rank {rank}'s traced steps {measured} are not the plan's {planned[rank]}"
+                    order = [step for step in planned[rank] if step in measured]
+                    if measured != order:
+                        return f"rank {rank} ran {measured}, the plan says {planned[rank]}"
+                    # Only zb-h1's B steps on the first stage have no ops (it sends no gradient).
+                    missing = [step for step in planned[rank] if step not in measured]
+                    if any(not (schedule == "zb-h1" and rank == 0 and step.startswith("B"))
+                           for step in missing):
+                        return f"rank {rank}'s trace lacks steps {missing} of {planned[rank]}"
+                    shown.append(f"rank {rank}: {' '.join(measured[:6])} ...")
+                return None, "; ".join(shown)
+            return case
+        for schedule in ["1f1b", "zb-h1"]:
+            cases.append((f"mpirun_pp4_{schedule}_trace_shows_the_schedule", trace_case(schedule)))
 
     e2e_util.run_cases(cases)
 

@@ -90,8 +90,11 @@ parallelism (training; docs/cli.md):
                             gradients accumulated before the reduction and the update;
                             activations scale with a microbatch (default 1)
   --schedule S              pipeline schedule with pp > 1: naive (one microbatch),
-                            gpipe, 1f1b or zb-h1 (zero bubble: weight gradients fill
-                            the cool-down; default 1f1b; docs/cli.md)
+                            gpipe, 1f1b, interleaved (with --virtual-stages) or zb-h1
+                            (zero bubble: weight gradients fill the cool-down; default
+                            1f1b; docs/cli.md)
+  --virtual-stages V        with --schedule interleaved: each pp rank holds V chunks of
+                            the layers (virtual stages r, r+pp, ...; default 1)
   --pp-cuts P1,P2,...       pipeline stage k starts at the first layer whose node name
                             starts with Pk (default: cut between layers, balanced by FLOPs)
   --explain                 print the plan (plan.txt) to stdout after compiling
@@ -373,8 +376,15 @@ public:
               fail("--remat '" + v + "': expected none, full, selective or auto");
             options_.train.remat = v;
           });
-    value("--schedule", "--schedule needs a value (naive, gpipe, 1f1b or zb-h1)",
+    value("--schedule", "--schedule needs a value (naive, gpipe, 1f1b, interleaved or zb-h1)",
           [this](const std::string &v) { options_.schedule = v; });
+    const std::string virtualStages = "--virtual-stages needs a whole number from 1 to 64";
+    value("--virtual-stages", virtualStages, [this, virtualStages](const std::string &v) {
+      double n = 0;
+      if (!parseNumber(v, n) || n < 1 || n > 64 || n != std::floor(n))
+        fail(virtualStages);
+      options_.virtualStages = static_cast<int64_t>(n);
+    });
     value("--pp-cuts", "--pp-cuts needs node-name prefixes, e.g. /h.4,/h.8",
           [this](const std::string &v) {
             options_.pipelineCuts.clear();
@@ -515,6 +525,8 @@ ParseResult parseCommandLine(int argc, char **argv, CompileOptions &options) {
                       " applies to pipeline parallelism (--strategy with pp of at least 2)");
   if (options.schedule.empty())
     options.schedule = options.microBatches == 1 && options.strategy.pp > 1 ? "naive" : "1f1b";
+  if (options.virtualStages > 1 && options.schedule != "interleaved")
+    return usageError("--virtual-stages applies to --schedule interleaved");
   if (options.gpus > 1 && options.mode == Mode::Forward)
     return usageError("--gpus " + std::to_string(options.gpus) +
                       ": data parallelism applies to training; --mode forward compiles one rank");

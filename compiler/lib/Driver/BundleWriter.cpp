@@ -86,7 +86,14 @@ bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vect
   if (!writeFile(dir + "/" + kPlanFileName, plan.data(), plan.size(), error))
     return false;
   std::string planJson = formatPlanJson(bundle, notes);
-  return writeFile(dir + "/" + kPlanJsonFileName, planJson.data(), planJson.size(), error);
+  if (!writeFile(dir + "/" + kPlanJsonFileName, planJson.data(), planJson.size(), error))
+    return false;
+  const std::string tracePath = dir + "/" + kPredictedTraceFileName;
+  if (notes.pipelineTrace.empty()) {
+    std::remove(tracePath.c_str()); // an earlier compile's into the same directory
+    return true;
+  }
+  return writeFile(tracePath, notes.pipelineTrace.data(), notes.pipelineTrace.size(), error);
 }
 
 } // namespace shardc

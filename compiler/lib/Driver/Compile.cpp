@@ -163,6 +163,7 @@ int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBu
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
   notes.reshardings = compiler.globalStep(chosen)->reshardings;
   notes.pipeline = compiler.globalStep(chosen)->pipeline;
+  notes.pipelineTrace = compiler.globalStep(chosen)->pipelineTrace;
   notes.remat = rematReport(compiler.globalStep(chosen)->module.get(), &notes.rematUnits);
   addTrainedSetNotes(opts, imported->module.get(), notes);
   if (notes.trainedSetGuessed)

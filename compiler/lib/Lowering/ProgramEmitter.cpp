@@ -326,6 +326,8 @@ private:
     program::Op *emitted = out_.program.add_ops();
     emitted->set_kernel(call->kernel);
     emitted->set_name(opName(&op));
+    if (auto step = op.getAttrOfType<StringAttr>(graph::kPipelineStepAttr))
+      emitted->set_pipeline_step(step.getValue().str());
     for (Value v : call->inputs)
       emitted->add_inputs(v ? buffers_.lookup(v) : -1);
     for (Value v : call->outputs)

@@ -36,6 +36,7 @@ DataParallelOptions dataParallelOptions(const CompileOptions &opts,
   dp.fsdpUnit = opts.fsdpUnit;
   dp.microBatches = opts.microBatches;
   dp.pipelineStages = strategy.pp;
+  dp.virtualStages = opts.virtualStages;
   dp.schedule = opts.schedule.empty() ? (opts.microBatches == 1 ? "naive" : "1f1b") : opts.schedule;
   return dp;
 }

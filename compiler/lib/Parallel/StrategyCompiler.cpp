@@ -64,6 +64,8 @@ static void recordPipeline(mlir::func::FuncOp train, GlobalStep *step) {
     if (auto lines = train->getAttrOfType<mlir::ArrayAttr>(key))
       for (llvm::StringRef line : lines.getAsValueRange<mlir::StringAttr>())
         step->pipeline.push_back(line.str());
+  if (auto trace = train->getAttrOfType<mlir::StringAttr>(graph::kPipelineTraceAttr))
+    step->pipelineTrace = trace.getValue().str();
 }
 
 GlobalStep *StrategyCompiler::globalStep(const ParallelStrategy &s, std::string *refusal,
@@ -83,6 +85,7 @@ GlobalStep *StrategyCompiler::globalStep(const ParallelStrategy &s, std::string 
   mesh.shardOverrides = opts_.shardOverrides;
   mesh.microBatches = opts_.microBatches;
   mesh.pipelineStages = s.pp;
+  mesh.virtualStages = s.pp > 1 ? opts_.virtualStages : 1;
   mesh.pipelineCuts = opts_.pipelineCuts;
   if (mlir::failed(runGlobalPasses(step->module.get(), dump ? opts_.dumpIrDir : "", &opts_.train,
                                    mesh, step->dumps))) {

@@ -92,7 +92,8 @@ void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
   }
   if (train && mesh.pipelineStages > 1) {
     AssignStagesOptions stages;
-    stages.stages = mesh.pipelineStages;
+    stages.stages = mesh.pipelineStages * mesh.virtualStages;
+    stages.virtualStages = mesh.virtualStages;
     stages.cuts = mesh.pipelineCuts;
     pm.addPass(createAssignStages(stages));
   }
@@ -160,6 +161,7 @@ void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
       split.stages = dp->pipelineStages;
       split.stage = dp->pipelineStage;
       split.schedule = dp->schedule;
+      split.virtualStages = dp->virtualStages;
       pm.addPass(createSplitStages(split));
     }
     PlaceOnMeshOptions place;

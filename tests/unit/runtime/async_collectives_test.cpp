@@ -220,6 +220,41 @@ TEST(ChromeTrace, RanksAreProcessesAndTheirThreadsHoldTheSpans) {
   EXPECT_EQ(spans[3].at("args").at("run"), 2);
 }
 
+TEST(ChromeTrace, PipelineStepsAreSpansOfTheirOwnThread) {
+  // Ops labelled with their schedule's step (Op.pipeline_step) make one span per run of
+  // consecutive ops in a step on a "pipeline steps" thread, from the first op's start to the
+  // last's end; an unlabelled op (a transfer) ends a step, a new run starts another.
+  program::Program program = testing::linearSgdBundle(2).programs(0);
+  ASSERT_GE(program.ops_size(), 3);
+  program.mutable_ops(0)->set_pipeline_step("F0");
+  program.mutable_ops(1)->set_pipeline_step("F0");
+  program.mutable_ops(2)->clear_pipeline_step();
+  RankTimeline rank;
+  rank.rank = 0;
+  rank.program = &program;
+  rank.spans = {{0, 0, TimelineLane::Compute, 1'000, 2'000},
+                {1, 0, TimelineLane::Compute, 2'000, 4'000},
+                {2, 0, TimelineLane::Compute, 4'000, 5'000},
+                {0, 1, TimelineLane::Compute, 6'000, 7'000}};
+  const auto trace = nlohmann::json::parse(chromeTraceJson({rank}));
+  std::vector<nlohmann::json> steps;
+  bool named = false;
+  for (const auto &event : trace.at("traceEvents")) {
+    if (event.at("ph") == "X" && event.at("cat") == "pipeline step")
+      steps.push_back(event);
+    if (event.at("name") == "thread_name" && event.at("args").at("name") == "pipeline steps")
+      named = event.at("tid") == 2;
+  }
+  EXPECT_TRUE(named);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].at("name"), "F0");
+  EXPECT_EQ(steps[0].at("tid"), 2);
+  EXPECT_EQ(steps[0].at("ts"), 0.0);
+  EXPECT_EQ(steps[0].at("dur"), 3.0);
+  EXPECT_EQ(steps[1].at("args").at("run"), 1);
+  EXPECT_EQ(steps[1].at("ts"), 5.0);
+}
+
 TEST(ChromeTrace, TimelineKeepsItsFirstSpansPerLane) {
   OpTimeline timeline(2);
   for (int i = 0; i < 3; ++i) {

@@ -23,6 +23,8 @@ inline constexpr const char *kProgramFileName = "program.pb";
 inline constexpr const char *kWeightsFileName = "weights.bin";
 inline constexpr const char *kPlanFileName = "plan.txt";
 inline constexpr const char *kPlanJsonFileName = "plan.json";
+// With pipeline stages: the schedule's predicted timeline of one step (Chrome trace JSON).
+inline constexpr const char *kPredictedTraceFileName = "predicted_trace.json";
 inline constexpr const char *kSourceOnnxFileName = "source.onnx";
 
 // Writes the bundle into `dir` (created if needed); `weights` may be null for a planning-only

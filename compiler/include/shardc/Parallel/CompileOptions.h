@@ -50,6 +50,8 @@ struct CompileOptions {
   // prefixes where stages 1..N-1 start (empty: cut by cost). The command line resolves an
   // absent --schedule (empty): naive for one microbatch, else 1f1b.
   std::string schedule;
+  // --virtual-stages (interleaved): model chunks per rank of the pp axis.
+  int64_t virtualStages = 1;
   std::vector<std::string> pipelineCuts;
   // --shard REGEX=SPEC, in order: tensor-parallel layout overrides per parameter.
   std::vector<std::string> shardOverrides;

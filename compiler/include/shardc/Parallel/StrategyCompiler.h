@@ -46,6 +46,7 @@ struct GlobalStep {
   std::vector<std::string> reshardings;
   // Pipeline parallelism: the stages, schedule and cuts (PlanNotes::pipeline).
   std::vector<std::string> pipeline;
+  std::string pipelineTrace; // the predicted timeline (PlanNotes::pipelineTrace)
 };
 
 // Compiles the strategies of one import (`imported`, @forward, and its weights): the global

@@ -29,6 +29,7 @@ struct GlobalPassOptions {
   std::vector<std::string> shardOverrides; // --shard REGEX=SPEC, in order
   int64_t microBatches = 1;
   int64_t pipelineStages = 1;           // --strategy pp=N: assign-stages cuts @forward
+  int64_t virtualStages = 1;            // --virtual-stages: into pp · v virtual stages
   std::vector<std::string> pipelineCuts; // --pp-cuts
 };
 
@@ -44,6 +45,7 @@ struct DataParallelOptions {
   int64_t pipelineStages = 1;      // > 1: split-stages keeps stage `pipelineStage`
   int64_t pipelineStage = 0;
   std::string schedule = "1f1b";   // --schedule
+  int64_t virtualStages = 1;       // --virtual-stages (interleaved)
 };
 
 // The passes on the global program, once per compilation: [decompose-mean-loss when sharding

@@ -26,6 +26,9 @@ struct PlanNotes {
   // cut (shardc-split-stages' graph.pipeline_schedule and graph.pipeline_cuts; printed under
   // "Pipeline stages").
   std::vector<std::string> pipeline;
+  // With pipeline parallelism: the predicted timeline of one step as a Chrome trace
+  // (graph.pipeline_trace), written as the bundle's predicted_trace.json.
+  std::string pipelineTrace;
   // Training: the initializers kept frozen because they cannot be trained parameters,
   // "NAME: why" each (graph.not_trainable; printed under "Not trained").
   std::vector<std::string> notTrained;

@@ -13,9 +13,9 @@
 // gradient the stage before waits for (sent at once); the weight gradients of w2 (W) run
 // after both, filling what would be the cool-down bubble.
 // RUN: shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=1 schedule=zb-h1" | FileCheck %s --check-prefix=ZB
-// Refused: naive with two microbatches, a schedule not written yet.
+// Refused: naive with two microbatches, interleaved without chunks.
 // RUN: not shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=0 schedule=naive" 2>&1 | FileCheck %s --check-prefix=NAIVE
-// RUN: not shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=0 schedule=interleaved" 2>&1 | FileCheck %s --check-prefix=UNWRITTEN
+// RUN: not shardc-opt %s -split-input-file --shardc-decompose-mean-loss --shardc-assign-stages="stages=2" --shardc-build-train-step --shardc-propagate-sharding="ranks=1 micro-batches=2" --shardc-partition="local-rows=2" --shardc-micro-batches="micro-batches=2" --shardc-split-stages="stages=2 stage=0 schedule=interleaved" 2>&1 | FileCheck %s --check-prefix=NOCHUNKS
 
 // STAGE0: mesh.mesh @dp(shape = 1x2) {graph.axis_names = ["dp", "pp"]}
 // STAGE0-LABEL: func.func @train_step(
@@ -75,7 +75,7 @@
 // ZB: mesh.all_reduce %{{.*}} on @dp mesh_axes = [1]
 // ZB: graph.adamw_update %arg1,
 
-// UNWRITTEN: error: --schedule interleaved is not supported yet; use naive, gpipe, 1f1b or zb-h1
+// NOCHUNKS: error: --schedule interleaved needs --virtual-stages 2 or more (model chunks per rank); got 1
 func.func @forward(%x: tensor<4x3xf32> {graph.input = "x"}, %y: tensor<4xi64> {graph.input = "y"},
                    %w0: tensor<3x3xf32> {graph.param = "w0"}, %w1: tensor<3x3xf32> {graph.param = "w1"},
                    %w2: tensor<3x5xf32> {graph.param = "w2"}) -> (tensor<f32> {graph.output = "loss"}) {

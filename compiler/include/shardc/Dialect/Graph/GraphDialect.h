@@ -94,10 +94,17 @@ inline constexpr llvm::StringLiteral kIndexBlockAttr = "graph.index_block";
 // that runs it (i64): shardc-assign-stages sets it on the forward ops, the gradient rules'
 // ops inherit their forward op's, and shardc-split-stages gives every other op one.
 inline constexpr llvm::StringLiteral kStageAttr = "graph.stage";
+// On each op shardc-split-stages keeps in a step of the schedule: the step, as plan.txt writes
+// it ("F3", "B2.1", "W0"). The program's ops carry it (Op.pipeline_step), so that shardrun's
+// trace shows each rank's steps.
+inline constexpr llvm::StringLiteral kPipelineStepAttr = "graph.pipeline_step";
 // On the argument and result of a stage's parameter that another stage updates (a tied
 // embedding): the stage reads it and returns the new value it receives; it is not trained
 // here, and stays whole under ZeRO.
 inline constexpr llvm::StringLiteral kPipelineCopyAttr = "graph.pipeline_copy";
+// The schedule's predicted timeline as a Chrome trace (JSON text; the bundle's
+// predicted_trace.json): each stage's steps and transfers as the simulation runs them.
+inline constexpr llvm::StringLiteral kPipelineTraceAttr = "graph.pipeline_trace";
 // On a stage's training step: the schedule (idle share, each stage's steps and what it holds,
 // a text timeline) and the values crossing each cut, one line each, for plan.txt.
 inline constexpr llvm::StringLiteral kPipelineScheduleAttr = "graph.pipeline_schedule";
