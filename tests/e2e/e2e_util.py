@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import xxhash  # python3-xxhash (tools/setup.sh)
@@ -411,6 +412,47 @@ def compile_and_train(shardc, shardrun, model_dir, bundle, data, flags, steps, l
     if res.returncode != 0:
         return None, f"shardrun {bundle}: exit {res.returncode}: {res.stdout.strip()[-400:]}"
     return res.stdout, None
+
+
+def mpirun_kill_one_rank(mpirun, shardrun, bundle, ranks, data, metrics, victim=2):
+    """Trains `bundle` as `ranks` processes under mpirun until it has written a metrics line,
+    then kills rank process number `victim` (SIGKILL); the job must end by itself within 60 s,
+    with a non-zero exit and a message naming a rank. Returns an error string, or (None,
+    what happened)."""
+    if os.path.exists(metrics):  # a previous run's: the job has not started until it is new
+        os.remove(metrics)
+    proc = subprocess.Popen([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
+                             shardrun, bundle, "--steps", "100000000", "--data", data,
+                             "--metrics", metrics],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (os.path.exists(metrics) and
+                                          os.path.getsize(metrics) > 0):
+        time.sleep(0.1)
+    pids = subprocess.run(["pgrep", "-f", f"{shardrun} {bundle}"],
+                          capture_output=True, text=True).stdout.split()
+    pids = [int(pid) for pid in pids if int(pid) != proc.pid]
+    if len(pids) < ranks:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return f"found {len(pids)} rank processes, expected {ranks}"
+    os.kill(pids[victim], signal.SIGKILL)
+    killed = time.time()
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return "the job still ran 60 s after a rank was killed"
+    took = time.time() - killed
+    if proc.returncode == 0:
+        return "the job exited 0 after a rank was killed"
+    lines = [line for line in err.splitlines() if "rank" in line and
+             ("exited on signal" in line or "shardrun: error" in line)]
+    if not lines:
+        return f"no message naming the rank; stderr: {err[-400:]}"
+    return None, f"ended after {took:.1f} s, exit {proc.returncode}: {lines[0].strip()}"
 
 
 def mpirun_losses(mpirun, shardrun, bundle, ranks, data, lr, steps, metrics, timeout,

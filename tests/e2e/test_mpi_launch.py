@@ -13,10 +13,7 @@ Prints PASS/FAIL per case and `N passed, M failed`.
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -59,38 +56,8 @@ def main():
 
     def killed_rank():
         bundle = os.path.join(model.work, "local_dp", "model.shard")
-        metrics = os.path.join(model.work, "killed.jsonl")
-        if os.path.exists(metrics):  # a previous run's: the job has not started until it is new
-            os.remove(metrics)
-        proc = subprocess.Popen(mpirun_argv(args, args.shardrun, bundle, "--steps", "100000000",
-                                            "--data", model.data, "--metrics", metrics),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-        deadline = time.time() + 60
-        while time.time() < deadline and not (os.path.exists(metrics) and
-                                              os.path.getsize(metrics) > 0):
-            time.sleep(0.1)
-        ranks = subprocess.run(["pgrep", "-f", f"{args.shardrun} {bundle}"],
-                               capture_output=True, text=True).stdout.split()
-        ranks = [int(pid) for pid in ranks if int(pid) != proc.pid]
-        if len(ranks) < RANKS:
-            os.killpg(proc.pid, signal.SIGKILL)
-            return f"found {len(ranks)} rank processes, expected {RANKS}"
-        os.kill(ranks[2], signal.SIGKILL)
-        killed = time.time()
-        try:
-            _, err = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            return "the job still ran 60 s after a rank was killed"
-        took = time.time() - killed
-        if proc.returncode == 0:
-            return "the job exited 0 after a rank was killed"
-        lines = [line for line in err.splitlines() if "rank" in line and
-                 ("exited on signal" in line or "shardrun: error" in line)]
-        if not lines:
-            return f"no message naming the rank; stderr: {err[-400:]}"
-        return None, f"ended after {took:.1f} s, exit {proc.returncode}: {lines[0].strip()}"
+        return e2e_util.mpirun_kill_one_rank(args.mpirun, args.shardrun, bundle, RANKS,
+                                             model.data, os.path.join(model.work, "killed.jsonl"))
 
     e2e_util.run_cases([("same_as_local_dp", lambda: same_as_local("dp")),
                         ("same_as_local_zero3", lambda: same_as_local("zero3")),

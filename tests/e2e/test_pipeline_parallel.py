@@ -37,7 +37,8 @@ the same data:
     without interleaved, --schedule without pp, ZeRO-3 of a tied parameter across stages;
   * with --mpirun: `mpirun -np 8` under dp=2,tp=2,pp=2 gives bit-identical losses to 8 local
     ranks; 4 stages under mpirun with `shardrun --trace` (1f1b and zb-h1, 8 microbatches):
-    each rank's "pipeline steps" in the trace are its steps in the plan's order.
+    each rank's "pipeline steps" in the trace are its steps in the plan's order; one stage's
+    process killed mid-run ends the job within 60 s, non-zero, with a message naming a rank.
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
 
@@ -381,6 +382,19 @@ def main():
             return case
         for schedule in ["1f1b", "zb-h1"]:
             cases.append((f"mpirun_pp4_{schedule}_trace_shows_the_schedule", trace_case(schedule)))
+
+        def killed_stage():
+            """A stage's process killed mid-run: its neighbours, waiting on its transfers, end
+            the job within 60 s with a message naming a rank."""
+            m = model("deep_gpt", "static")
+            bundle = os.path.join(m.work, "trace_1f1b", "model.shard")
+            if not os.path.isdir(bundle):
+                built = m.run("trace_1f1b", pipeline_flags(4, "pp=4", 8, "1f1b"))
+                if isinstance(built, str):
+                    return built
+            return e2e_util.mpirun_kill_one_rank(args.mpirun, args.shardrun, bundle, 4, m.data,
+                                                 os.path.join(m.work, "killed.jsonl"))
+        cases.append(("mpirun_pp4_killed_stage_ends_the_job", killed_stage))
 
     e2e_util.run_cases(cases)
 
