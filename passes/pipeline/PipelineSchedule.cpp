@@ -96,13 +96,33 @@ std::optional<std::string> scheduleSteps(const std::string &schedule, int64_t st
   return std::nullopt;
 }
 
+namespace {
+// One simulated entry per entry of each stage's list.
+void sizeTimes(const std::vector<std::vector<TimelineEntry>> &lists,
+               std::vector<std::vector<SimulatedEntry>> &times) {
+  times.assign(lists.size(), {});
+  for (size_t s = 0; s < lists.size(); ++s)
+    times[s].resize(lists[s].size());
+}
+} // namespace
+
+double idleShare(const std::vector<std::vector<TimelineEntry>> &lists,
+                 const std::vector<std::vector<SimulatedEntry>> &times) {
+  double makespan = 0, busy = 0;
+  for (size_t s = 0; s < lists.size(); ++s)
+    for (size_t e = 0; e < lists[s].size(); ++e) {
+      makespan = std::max(makespan, times[s][e].end);
+      if (!lists[s][e].isTransfer)
+        busy += lists[s][e].seconds;
+    }
+  return makespan > 0 ? 1.0 - busy / (static_cast<double>(lists.size()) * makespan) : 0.0;
+}
+
 bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
               std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock,
               bool asyncSends) {
   const size_t stages = lists.size();
-  times.assign(stages, {});
-  for (size_t s = 0; s < stages; ++s)
-    times[s].resize(lists[s].size());
+  sizeTimes(lists, times);
   std::vector<size_t> next(stages, 0);
   std::vector<double> clock(stages, 0.0);
   // Per stage, the halves of its current transfer still open.
@@ -204,9 +224,7 @@ bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
 bool simulatePostedSends(const std::vector<std::vector<TimelineEntry>> &lists,
                          std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock) {
   const size_t stages = lists.size();
-  times.assign(stages, {});
-  for (size_t s = 0; s < stages; ++s)
-    times[s].resize(lists[s].size());
+  sizeTimes(lists, times);
   std::vector<size_t> next(stages, 0);
   std::vector<double> clock(stages, 0.0);
   std::vector<bool> posted(stages, false);

@@ -94,6 +94,11 @@ bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
 bool simulatePostedSends(const std::vector<std::vector<TimelineEntry>> &lists,
                          std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock);
 
+// The share of the stages' time the simulated step leaves idle: 1 - busy / (stages · the end
+// of the last entry).
+double idleShare(const std::vector<std::vector<TimelineEntry>> &lists,
+                 const std::vector<std::vector<SimulatedEntry>> &times);
+
 // "F0 F1 B0 F2 B1 B2": a stage's steps in words (W3: microbatch 3's weight gradients; F3.1:
 // microbatch 3's forward step of chunk 1, when the rank holds several chunks).
 std::string stepsText(const std::vector<Step> &steps, bool chunks = false);

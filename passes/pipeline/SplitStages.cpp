@@ -575,15 +575,12 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
                   const CutSets &forwardCuts, const CutSets &backwardCuts,
                   const std::vector<std::string> &held) {
     Builder b(func.getContext());
-    double makespan = 0, busy = 0;
-    for (size_t s = 0; s < lists.size(); ++s)
-      for (size_t e = 0; e < lists[s].size(); ++e) {
-        makespan = std::max(makespan, times[s][e].end);
-        if (!lists[s][e].isTransfer)
-          busy += lists[s][e].seconds;
-      }
+    double makespan = 0;
+    for (const auto &stageTimes : times)
+      for (const pipeline::SimulatedEntry &t : stageTimes)
+        makespan = std::max(makespan, t.end);
     const double p = static_cast<double>(lists.size());
-    const double idle = makespan > 0 ? 1.0 - busy / (p * makespan) : 0.0;
+    const double idle = pipeline::idleShare(lists, times);
     const bool splitsW = pipeline::splitsWeightGradients(schedule.getValue());
     const double v = static_cast<double>(virtualStages);
     const double m = static_cast<double>(llvm::count_if(

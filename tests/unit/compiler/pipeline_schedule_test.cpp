@@ -57,18 +57,6 @@ std::vector<std::vector<TimelineEntry>> timeline(const std::vector<std::vector<S
   return lists;
 }
 
-double idleShare(const std::vector<std::vector<TimelineEntry>> &lists,
-                 const std::vector<std::vector<SimulatedEntry>> &times) {
-  double makespan = 0, busy = 0;
-  for (size_t s = 0; s < lists.size(); ++s)
-    for (size_t e = 0; e < lists[s].size(); ++e) {
-      makespan = std::max(makespan, times[s][e].end);
-      if (!lists[s][e].isTransfer)
-        busy += lists[s][e].seconds;
-    }
-  return 1.0 - busy / (static_cast<double>(lists.size()) * makespan);
-}
-
 int64_t mostHeld(const std::vector<Step> &steps, bool splitW) {
   int64_t live = 0, most = 0;
   for (const Step &st : steps) {
