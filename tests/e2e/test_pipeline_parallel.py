@@ -17,14 +17,16 @@ the same data:
     communicators counted equal the plan's (it exits 1 otherwise);
   * deep GPT: pp in {2, 4} x schedule in {gpipe, 1f1b, zb-h1} x micro-batches in {4, 8},
     interleaved with 2 chunks per rank and m = p microbatches (more need posted sends, which
-    the runtime's transfers do not do yet: refused), and naive
-    (one microbatch) on 2 and 4 stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0
-    and 1, with sp=1, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
+    the runtime's transfers do not do yet: refused), and naive (one microbatch) on 2 and 4
+    stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0 and 1, with sp=1, with
+    --remat full, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
     axis: bf16 rounds the partial sums dp and tp make, test_mixed_precision.py's 5e-3 against
     one rank); pp=2 with --remat full and with bf16 (against the single-rank bf16 run);
-    dp=2,pp=2 with zero 2 and 3;
+    dp=2,pp=2 with zero 2 and 3; --grad-clip with SGD on pp=2, dp=2,pp=2 (zero 1 and 3) and
+    tp=2,pp=2;
   * the tied GPT (the token embedding on the first stage is the output projection on the last):
-    pp=2 and dp=2,pp=2,zero=1, the embedding one tensor in the outputs;
+    pp=2 under 1f1b, gpipe and zb-h1, and dp=2,pp=2,zero=1, the embedding one tensor in the
+    outputs;
   * the BERT-like encoder (its attention mask, computed from an input, read on every stage):
     pp=2 under gpipe, 1f1b and zb-h1;
   * memory: on the first stage 1F1B and ZB-H1 hold at most p microbatches' activations where
@@ -168,6 +170,8 @@ def main():
             ("dp2_pp2_zero2", pipeline_flags(4, "dp=2,pp=2,zero=2", 2), ()),
             ("dp2_pp2_zero3", pipeline_flags(4, "dp=2,pp=2,zero=3", 2), ()),
             ("pp2_remat_full", pipeline_flags(2, "pp=2", 4, extra=["--remat", "full"]), ()),
+            ("dp2_tp2_pp2_zero1_remat_full", pipeline_flags(8, "dp=2,tp=2,pp=2,zero=1", 2,
+                                                            extra=["--remat", "full"]), ()),
             ("pp2_bf16", pipeline_flags(2, "pp=2", 4, extra=["--precision", "bf16"]),
              ("--precision", "bf16")),
             # bf16 rounds the partial sums dp and tp make (test_mixed_precision.py allows 5e-3
@@ -191,6 +195,8 @@ def main():
 
     # The tied GPT and the encoder.
     for tag, flags in [("pp2_1f1b_mb4", pipeline_flags(2, "pp=2", 4, "1f1b")),
+                       ("pp2_gpipe_mb8", pipeline_flags(2, "pp=2", 8, "gpipe")),
+                       ("pp2_zb-h1_mb4", pipeline_flags(2, "pp=2", 4, "zb-h1")),
                        ("dp2_pp2_zero1", pipeline_flags(4, "dp=2,pp=2,zero=1", 2))]:
         cases.append((f"tied_gpt_static_{tag}", equivalence("tied_gpt", "static", tag, flags)))
     for style in ["static", "dynamic"]:
