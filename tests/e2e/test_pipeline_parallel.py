@@ -21,7 +21,8 @@ the same data:
     stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0 and 1, with sp=1, with
     --remat full, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
     axis: bf16 rounds the partial sums dp and tp make, test_mixed_precision.py's 5e-3 against
-    one rank); pp=2 with --remat full and with bf16 (against the single-rank bf16 run);
+    one rank); pp=2 with --remat full, with bf16 (against the single-rank bf16 run) and with
+    --fuse-attention on (against one rank fusing);
     dp=2,pp=2 with zero 2 and 3; --grad-clip with SGD on pp=2, dp=2,pp=2 (zero 1 and 3) and
     tp=2,pp=2;
   * the tied GPT (the token embedding on the first stage is the output projection on the last):
@@ -172,6 +173,9 @@ def main():
             ("pp2_remat_full", pipeline_flags(2, "pp=2", 4, extra=["--remat", "full"]), ()),
             ("dp2_tp2_pp2_zero1_remat_full", pipeline_flags(8, "dp=2,tp=2,pp=2,zero=1", 2,
                                                             extra=["--remat", "full"]), ()),
+            # Fused attention (one op per attention, the causal flag): against one rank fusing.
+            ("pp2_fused_attention", pipeline_flags(2, "pp=2", 4, extra=["--fuse-attention", "on"]),
+             ("--fuse-attention", "on")),
             ("pp2_bf16", pipeline_flags(2, "pp=2", 4, extra=["--precision", "bf16"]),
              ("--precision", "bf16")),
             # bf16 rounds the partial sums dp and tp make (test_mixed_precision.py allows 5e-3
