@@ -25,11 +25,11 @@ the same data:
     --fuse-attention on (against one rank fusing);
     dp=2,pp=2 with zero 2 and 3; --grad-clip with SGD on pp=2, dp=2,pp=2 (zero 1 and 3) and
     tp=2,pp=2;
-  * the tied GPT (the token embedding on the first stage is the output projection on the last):
-    pp=2 under 1f1b, gpipe and zb-h1, and dp=2,pp=2,zero=1, the embedding one tensor in the
-    outputs;
-  * the BERT-like encoder (its attention mask, computed from an input, read on every stage):
-    pp=2 under gpipe, 1f1b and zb-h1;
+  * the tied GPT (the token embedding on the first stage is the output projection on the last)
+    and the BERT-like encoder (its attention mask, computed from an input, read on every
+    stage), two layers each, both export styles: pp=2 under gpipe, 1f1b and zb-h1 with 4 and
+    8 microbatches, and naive; the tied GPT also under dp=2,pp=2,zero=1, the embedding one
+    tensor in the outputs;
   * memory: on the first stage 1F1B and ZB-H1 hold at most p microbatches' activations where
     GPipe holds m (plan.json's pipeline lines), and 1F1B's planned peak is lower when m > p;
   * the plan prints the predicted idle share of the step beside (p-1)/(m+p-1);
@@ -198,16 +198,20 @@ def main():
                                   pipeline_flags(ranks, strategy, 2, extra=clip), clip, lr=0.1)))
 
     # The tied GPT and the encoder.
-    for tag, flags in [("pp2_1f1b_mb4", pipeline_flags(2, "pp=2", 4, "1f1b")),
-                       ("pp2_gpipe_mb8", pipeline_flags(2, "pp=2", 8, "gpipe")),
-                       ("pp2_zb-h1_mb4", pipeline_flags(2, "pp=2", 4, "zb-h1")),
-                       ("dp2_pp2_zero1", pipeline_flags(4, "dp=2,pp=2,zero=1", 2))]:
-        cases.append((f"tied_gpt_static_{tag}", equivalence("tied_gpt", "static", tag, flags)))
-    for style in ["static", "dynamic"]:
-        for schedule in SCHEDULES:
-            cases.append((f"bert_encoder_{style}_pp2_{schedule}_mb4",
-                          equivalence("bert_encoder", style, f"pp2_{schedule}_mb4",
-                                      pipeline_flags(2, "pp=2", 4, schedule))))
+    # (two layers each: two stages)
+    for name in ["tied_gpt", "bert_encoder"]:
+        for style in ["static", "dynamic"]:
+            for schedule in SCHEDULES:
+                for k in [4, 8]:
+                    cases.append((f"{name}_{style}_pp2_{schedule}_mb{k}",
+                                  equivalence(name, style, f"pp2_{schedule}_mb{k}",
+                                              pipeline_flags(2, "pp=2", k, schedule))))
+            cases.append((f"{name}_{style}_pp2_naive",
+                          equivalence(name, style, "pp2_naive",
+                                      pipeline_flags(2, "pp=2", 1, "naive"))))
+    cases.append(("tied_gpt_static_dp2_pp2_zero1",
+                  equivalence("tied_gpt", "static", "dp2_pp2_zero1",
+                              pipeline_flags(4, "dp=2,pp=2,zero=1", 2))))
 
     # Memory: the first stage's activations under 1F1B and GPipe (4 stages, 8 microbatches).
     def memory_case():
