@@ -58,8 +58,10 @@ def SplitStages : Pass<"shardc-split-stages", "mlir::ModuleOp"> {
     Runs after shardc-micro-batches (the step holds each microbatch's forward and backward
     ops, `graph.micro_batch`) on a step whose ops carry `graph.stage`; an op without one
     (made by a later pass) takes its latest operand's stage, else its earliest user's. Keeps
-    the ops of stage `stage` of `stages`, in the order the schedule gives (naive, gpipe, 1f1b;
-    PipelineSchedule.h): per microbatch a forward step F and a backward step B. Values made
+    the ops of stage `stage` of `stages`, in the order the schedule gives (naive, gpipe, 1f1b,
+    interleaved, zb-h1; PipelineSchedule.h): per microbatch a forward step F and a backward
+    step B (zb-h1 splits off W, the backward ops no transfer waits for; interleaved runs
+    `virtual-stages` chunks per rank, virtual stage q on rank q % stages). Values made
     on one stage and read on another cross each cut between them as `graph.send_recv` ops on
     a new `pp` axis of the mesh, one op per boundary between two steps (what the step before
     sends and the step after receives, so two stages that send to each other in 1F1B's steady
@@ -69,8 +71,11 @@ def SplitStages : Pass<"shardc-split-stages", "mlir::ModuleOp"> {
     the pp axis of the last stage's value and zeros; a gradient norm is each stage's squared
     norm summed over pp. Parameters, optimizer state and inputs the stage does not read leave
     its signature. Records `graph.pipeline_schedule` (the schedule's steps per stage, its
-    predicted idle fraction) and `graph.pipeline_cuts` (the values crossing each cut) on the
-    function.
+    predicted idle fraction), `graph.pipeline_cuts` (the values crossing each cut) and
+    `graph.pipeline_trace` (the predicted timeline as a Chrome trace) on the function, and
+    `graph.pipeline_step` on each kept op of a step. The schedule is simulated as the runtime
+    runs its transfers; one it cannot run is refused in one line (naming posted sends when
+    they would let it run).
 
     Before (stages=2, stage=1, micro-batches 1):
     ```mlir
