@@ -303,15 +303,16 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
             if (!forward.count(ops[i]))
               return user->emitError("--strategy pp: a backward value '")
                      << valueName(r) << "' of stage " << a << " is read by stage " << b;
-            for (int64_t c = a; c < b; ++c)
-              forwardCuts[static_cast<size_t>(c)][m].insert(r);
-          } else {
-            if (forward.count(user))
-              return user->emitError("--strategy pp: the forward op reads '")
-                     << valueName(r) << "' of the later stage " << a;
-            for (int64_t c = b; c < a; ++c)
-              backwardCuts[static_cast<size_t>(c)][m].insert(r);
+          } else if (forward.count(user)) {
+            return user->emitError("--strategy pp: the forward op reads '")
+                   << valueName(r) << "' of the later stage " << a;
           }
+          // A later chunk of the same rank (interleaved) reads it where it is: its step runs
+          // after the producer's (forward chunks in order, backward ones in reverse).
+          if (a % stages == b % stages)
+            continue;
+          for (int64_t c = std::min(a, b); c < std::max(a, b); ++c)
+            (a < b ? forwardCuts : backwardCuts)[static_cast<size_t>(c)][m].insert(r);
         }
     }
     auto byProducer = [&](llvm::SetVector<Value> &set) {
