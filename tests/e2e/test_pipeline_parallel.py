@@ -19,9 +19,9 @@ the same data:
     interleaved with 2 chunks per rank and m = p microbatches (more need posted sends, which
     the runtime's transfers do not do yet: refused), and naive (one microbatch) on 2 and 4
     stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0 and 1, with sp=1, with
-    --remat full, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
+    --remat full, with zb-h1, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
     axis: bf16 rounds the partial sums dp and tp make, test_mixed_precision.py's 5e-3 against
-    one rank); pp=2 with --remat full, with bf16 (against the single-rank bf16 run) and with
+    one rank); pp=2 with --remat full (also under zb-h1), with bf16 (against the single-rank bf16 run) and with
     --fuse-attention on (against one rank fusing);
     dp=2,pp=2 with zero 2 and 3; --grad-clip with SGD on pp=2, dp=2,pp=2 (zero 1 and 3) and
     tp=2,pp=2;
@@ -173,6 +173,10 @@ def main():
             ("pp2_remat_full", pipeline_flags(2, "pp=2", 4, extra=["--remat", "full"]), ()),
             ("dp2_tp2_pp2_zero1_remat_full", pipeline_flags(8, "dp=2,tp=2,pp=2,zero=1", 2,
                                                             extra=["--remat", "full"]), ()),
+            ("dp2_tp2_pp2_zero1_zb-h1", pipeline_flags(8, "dp=2,tp=2,pp=2,zero=1", 4, "zb-h1"),
+             ()),
+            ("pp2_zb-h1_remat_full", pipeline_flags(2, "pp=2", 4, "zb-h1", ["--remat", "full"]),
+             ()),
             # Fused attention (one op per attention, the causal flag): against one rank fusing.
             ("pp2_fused_attention", pipeline_flags(2, "pp=2", 4, extra=["--fuse-attention", "on"]),
              ("--fuse-attention", "on")),
