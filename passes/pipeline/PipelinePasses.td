@@ -74,8 +74,10 @@ def SplitStages : Pass<"shardc-split-stages", "mlir::ModuleOp"> {
     predicted idle fraction), `graph.pipeline_cuts` (the values crossing each cut) and
     `graph.pipeline_trace` (the predicted timeline as a Chrome trace) on the function, and
     `graph.pipeline_step` on each kept op of a step. The schedule is simulated as the runtime
-    runs its transfers; one it cannot run is refused in one line (naming posted sends when
-    they would let it run).
+    runs its transfers (rendezvous, and sends on the communication thread); where the ranks
+    would wait on each other's sends (interleaved with m > p) and posted sends finish, every
+    `send_recv` is marked `posted` and the plan says so; one that cannot run even so is
+    refused in one line naming where each stage waits.
 
     Before (stages=2, stage=1, micro-batches 1):
     ```mlir

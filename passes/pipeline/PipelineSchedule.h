@@ -88,9 +88,9 @@ bool simulate(const std::vector<std::vector<TimelineEntry>> &lists,
 
 // Runs the lists with posted sends (as MPI_Isend or batched NCCL sends: a send never waits for
 // its receiver; a receive waits for the message, the messages from one stage to another
-// arriving in the order they were sent). The interleaved schedule needs this once it has a
-// steady state (m > p): under the runtime's transfers (simulate) its ranks then wait on each
-// other's sends around the ring.
+// arriving in the order they were sent; send_recv's `posted`). The interleaved schedule needs
+// this once it has a steady state (m > p): with rendezvous transfers (simulate) its ranks then
+// wait on each other's sends around the ring.
 bool simulatePostedSends(const std::vector<std::vector<TimelineEntry>> &lists,
                          std::vector<std::vector<SimulatedEntry>> &times, std::string &deadlock);
 

@@ -442,25 +442,23 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
         }
       }
     // Every transfer a rendezvous (--comm-overlap off) and sends on the communication thread
-    // (on, the default, whose timeline the plan shows): both must finish.
+    // (on, the default, whose timeline the plan shows): both must finish. Where either would
+    // wait forever (the interleaved schedule with more microbatches than stages: every rank
+    // sends before it receives around the ring), the sends are posted instead, as Megatron's
+    // batched isend: they never wait for their receivers, so only the receives order the
+    // ranks, and that run must finish.
     std::vector<std::vector<pipeline::SimulatedEntry>> times;
     std::string stuck;
+    bool posted = false;
     for (bool asyncSends : {false, true})
-      if (!pipeline::simulate(lists, times, stuck, asyncSends)) {
-        std::vector<std::vector<pipeline::SimulatedEntry>> posted;
+      if (!posted && !pipeline::simulate(lists, times, stuck, asyncSends)) {
         std::string postedStuck;
-        if (pipeline::simulatePostedSends(lists, posted, postedStuck))
+        if (!pipeline::simulatePostedSends(lists, times, postedStuck))
           return func.emitError("--schedule ")
-                 << schedule.getValue() << " with " << microBatches
-                 << " microbatches needs sends that do not wait for their receivers (posted, as "
-                    "Megatron's batched isend), which the runtime's transfers do not do yet ("
-                 << stuck << " would wait forever); use 1f1b or zb-h1"
-                 << (schedule.getValue() == "interleaved"
-                         ? ", or --micro-batches " + std::to_string(stages)
-                         : std::string());
-        return func.emitError("--schedule ")
-               << schedule.getValue() << ": the stages' transfers do not pair up (" << stuck
-               << (asyncSends ? ", sends overlapping compute)" : ")");
+                 << schedule.getValue() << ": the stages' transfers do not pair up (" << stuck
+                 << (asyncSends ? ", sends overlapping compute" : "")
+                 << "; with posted sends " << postedStuck << ")";
+        posted = true;
       }
     // What each stage holds: its layers, trained parameters and FLOPs per microbatch.
     std::vector<std::string> held(P);
@@ -508,12 +506,18 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
                    " forward + " + graph::flopsText(bwd[st]) + " backward per microbatch";
       }
     }
-    recordPlan(func, steps, lists, times, forwardCuts, backwardCuts, held);
+    recordPlan(func, steps, lists, times, forwardCuts, backwardCuts, held, posted);
 
     // 8. This stage's part.
-    return keepStage(module, func, ops, index, replicable, microBatch, isNorm, stageOf,
-                     stepIndexOf, isStepOp, steps[static_cast<size_t>(stage)],
-                     transfers[static_cast<size_t>(stage)]);
+    if (failed(keepStage(module, func, ops, index, replicable, microBatch, isNorm, stageOf,
+                         stepIndexOf, isStepOp, steps[static_cast<size_t>(stage)],
+                         transfers[static_cast<size_t>(stage)])))
+      return failure();
+    // Posted or not, every transfer of the program alike: a pair's messages are one sequence
+    // (and the nccl backend carries posted ones apart from its own).
+    if (posted)
+      func.walk([&](graph::SendRecvOp op) { op.setPosted(true); });
+    return success();
   }
 
   // The simulated step as a Chrome trace (Perfetto opens it beside shardrun --trace's): per
@@ -574,7 +578,7 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
                   const std::vector<std::vector<pipeline::TimelineEntry>> &lists,
                   const std::vector<std::vector<pipeline::SimulatedEntry>> &times,
                   const CutSets &forwardCuts, const CutSets &backwardCuts,
-                  const std::vector<std::string> &held) {
+                  const std::vector<std::string> &held, bool posted) {
     Builder b(func.getContext());
     double makespan = 0;
     for (const auto &stageTimes : times)
@@ -617,6 +621,11 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
                     static_cast<long long>(m), 100.0 * idle, 100.0 * (p - 1) / (m + p - 1),
                     (p - 1) / m);
     lines.push_back(b.getStringAttr(line));
+    if (posted)
+      lines.push_back(b.getStringAttr(
+          "transfers posted: a send does not wait for its receiver (as Megatron's batched "
+          "isend), since waiting ones would stall around the ring; the messages in flight are "
+          "copies held by the communicator"));
     for (size_t s = 0; s < steps.size(); ++s) {
       // Live forward activations: the most F steps run before the step that releases them
       // (B, or W where the schedule splits it off: the weight gradients read them).
@@ -849,7 +858,7 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
           loc, types, FlatSymbolRefAttr::get(meshOp.getSymNameAttr()), operands,
           t.sendTo >= 0 ? b.getI64IntegerAttr(t.sendTo) : IntegerAttr(),
           t.recvFrom >= 0 ? b.getI64IntegerAttr(t.recvFrom) : IntegerAttr(),
-          b.getDenseI16ArrayAttr({ppAxis}));
+          b.getDenseI16ArrayAttr({ppAxis}), /*posted=*/UnitAttr());
       // A value made on this rank (in another chunk) and passed around the ring comes back:
       // its readers here keep the value itself.
       for (auto [v, r] : llvm::zip(t.recv, op.getResults()))
@@ -967,7 +976,7 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
             s == owner ? ValueRange{v} : ValueRange{},
             s == owner ? b.getI64IntegerAttr(reader) : IntegerAttr(),
             s == reader ? b.getI64IntegerAttr(owner) : IntegerAttr(),
-            b.getDenseI16ArrayAttr({ppAxis}));
+            b.getDenseI16ArrayAttr({ppAxis}), /*posted=*/UnitAttr());
         placed.push_back({end + 1, op});
         if (s == reader) {
           ret->setOperand(i, op.getResult(0));

@@ -139,6 +139,21 @@ public:
   virtual Status transfer(const void *send, size_t sendCount, int to, void *recv,
                           size_t recvCount, int from, CommDType dtype) = 0;
   static constexpr int kNoPeer = -1;
+  // The same with the send half posted (MPI_Isend, Megatron's batched isend): the message is
+  // copied and the call returns once the receive half is done, without waiting for `to` to
+  // take it. Schedules in which every rank sends before it receives around a ring (the
+  // interleaved pipeline once it has more microbatches than stages) need it: with transfer()
+  // they would wait on each other forever. A pair's messages still arrive in the order they
+  // were sent and are numbered with transfer()'s; a posted message is received by a
+  // transferPosted on the other side (the nccl backend carries them apart from its own
+  // transfers). A receiver expecting another count fails and aborts the world, so the sender
+  // learns it at its next call. The copies live in the communicator until received: at most
+  // the bytes the schedule has in flight.
+  virtual Status transferPosted(const void *send, size_t sendCount, int to, void *recv,
+                                size_t recvCount, int from, CommDType dtype) = 0;
+  // Waits (at most the timeout) until every message this rank posted has been taken, so that
+  // a step ends with its messages delivered; "rank R: posted transfers: ..." when not.
+  virtual Status finishPosted() = 0;
 
   // The same on float32 data.
   Status allReduceSum(float *data, size_t count) {

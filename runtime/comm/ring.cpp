@@ -259,6 +259,24 @@ Status RingCommunicator::allToAll(const void *in, void *out, size_t chunk, CommD
 
 Status RingCommunicator::transfer(const void *send, size_t sendCount, int to, void *recv,
                                   size_t recvCount, int from, CommDType dtype) {
+  return pointToPoint(false, send, sendCount, to, recv, recvCount, from, dtype);
+}
+
+Status RingCommunicator::transferPosted(const void *send, size_t sendCount, int to, void *recv,
+                                        size_t recvCount, int from, CommDType dtype) {
+  return pointToPoint(true, send, sendCount, to, recv, recvCount, from, dtype);
+}
+
+Status RingCommunicator::finishPosted() {
+  Status status = transport().finishPostedSends();
+  if (status.isOk())
+    return status;
+  return Status::error("rank " + std::to_string(worldRank()) + ": posted transfers" +
+                       groupSuffix() + ": " + status.message());
+}
+
+Status RingCommunicator::pointToPoint(bool posted, const void *send, size_t sendCount, int to,
+                                      void *recv, size_t recvCount, int from, CommDType dtype) {
   const CollectiveKind kind = CollectiveKind::SendRecv;
   const uint64_t number = ++transfers_;
   counters_.calls[static_cast<int>(kind)] += 1;
@@ -270,9 +288,17 @@ Status RingCommunicator::transfer(const void *send, size_t sendCount, int to, vo
   const uint64_t recvSequence =
       from == kNoPeer ? 0 : kTransferSequenceBit | ++receivedFrom_[static_cast<size_t>(from)];
   const size_t elementBytes = commDTypeSize(dtype);
-  const Status status = transport().peerSendRecv(send, sendCount * elementBytes, to, sendSequence,
-                                                 recv, recvCount * elementBytes, from,
-                                                 recvSequence);
+  Status status = Status::ok();
+  if (!posted) {
+    status = transport().peerSendRecv(send, sendCount * elementBytes, to, sendSequence, recv,
+                                      recvCount * elementBytes, from, recvSequence);
+  } else {
+    if (to != kNoPeer)
+      status = transport().postSend(send, sendCount * elementBytes, to, sendSequence);
+    if (status.isOk() && from != kNoPeer)
+      status = transport().peerSendRecv(nullptr, 0, kNoPeer, 0, recv, recvCount * elementBytes,
+                                        from, recvSequence);
+  }
   if (status.isOk())
     counters_.bytesSent[static_cast<int>(kind)] += sendCount * elementBytes;
   return labelled(kind, number, status);

@@ -57,6 +57,14 @@ public:
   // recvSequence.
   virtual Status peerSendRecv(const void *send, size_t sendBytes, int to, uint64_t sendSequence,
                               void *recv, size_t recvBytes, int from, uint64_t recvSequence) = 0;
+  // Posts send[0, sendBytes) to `to` as message `sequence` and returns without waiting for
+  // the receiver: the bytes are copied first (or handed to a request that owns a copy), so
+  // `send` may change at once. The receiver takes it with peerSendRecv, in order with the
+  // pair's other messages.
+  virtual Status postSend(const void *send, size_t sendBytes, int to, uint64_t sequence) = 0;
+  // Waits until every message this rank posted has been taken (at most the backend's
+  // timeout), then forgets them.
+  virtual Status finishPostedSends() = 0;
 };
 
 // The numbers of point-to-point messages have this bit set, so that one is never taken for a
@@ -98,6 +106,9 @@ public:
   Status allToAll(const void *in, void *out, size_t chunk, CommDType dtype) override;
   Status transfer(const void *send, size_t sendCount, int to, void *recv, size_t recvCount,
                   int from, CommDType dtype) override;
+  Status transferPosted(const void *send, size_t sendCount, int to, void *recv, size_t recvCount,
+                        int from, CommDType dtype) override;
+  Status finishPosted() override;
   // The float32 overloads, which the overrides would otherwise hide.
   using Communicator::allGather;
   using Communicator::allToAll;
@@ -126,6 +137,10 @@ private:
   Status labelled(CollectiveKind kind, uint64_t sequence, const Status &status) const {
     return Communicator::labelled(collectiveName(kind), sequence, status);
   }
+  // transfer() and transferPosted(): the same checks, numbering and counting; `posted` posts
+  // the send half.
+  Status pointToPoint(bool posted, const void *send, size_t sendCount, int to, void *recv,
+                      size_t recvCount, int from, CommDType dtype);
   // One chunk of scratch memory, in bytes; grows only, so steady-state steps allocate nothing.
   void *scratch(size_t bytes);
 

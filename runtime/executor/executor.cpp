@@ -232,6 +232,15 @@ Status Executor::create(const program::Program &program,
   for (int i = 0; i < prog.ops_size(); ++i)
     executor->movesData_[static_cast<size_t>(i)] =
         kernelMovesDataBetweenRanks(prog.ops(i).kernel());
+  for (int i = 0; i < prog.ops_size(); ++i) {
+    const auto posted = prog.ops(i).attrs().find("posted");
+    const int group = executor->ops_[static_cast<size_t>(i)].group;
+    if (prog.ops(i).kernel() == "send_recv" && posted != prog.ops(i).attrs().end() &&
+        posted->second.i() != 0 &&
+        std::find(executor->postingGroups_.begin(), executor->postingGroups_.end(), group) ==
+            executor->postingGroups_.end())
+      executor->postingGroups_.push_back(group);
+  }
   executor->tickets_.assign(static_cast<size_t>(prog.ops_size()), 0);
   executor->issued_.assign(static_cast<size_t>(prog.ops_size()), false);
   executor->groups_.resize(static_cast<size_t>(prog.groups_size()));
@@ -418,6 +427,8 @@ Status Executor::run(const std::map<std::string, HostTensor> &inputs,
   for (size_t g = 0; g < groups_.size(); ++g)
     lastRunGroupComm_[g] = countersOf(groups_[g].get());
   Status status = runOps(gate);
+  if (status.isOk())
+    status = finishPostedTransfers();
   ++runIndex_; // the timeline's run number, whatever the outcome
   // The kernels of a device only queued their work: it must be done (and its errors known)
   // before the outputs are read.
@@ -551,6 +562,15 @@ Status Executor::completeBefore(size_t index) {
 Status Executor::completeAll() {
   for (size_t i = 0; i < issued_.size(); ++i)
     SHARDC_RETURN_IF_ERROR(complete(i));
+  return Status::ok();
+}
+
+Status Executor::finishPostedTransfers() {
+  for (int group : postingGroups_) {
+    Communicator *comm = group < 0 ? comm_ : groups_[static_cast<size_t>(group)].get();
+    if (comm != nullptr)
+      SHARDC_RETURN_IF_ERROR(comm->finishPosted());
+  }
   return Status::ok();
 }
 

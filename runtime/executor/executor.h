@@ -188,6 +188,9 @@ private:
   Status completeBefore(size_t index);
   // Waits for every asynchronous collective still running, in program order.
   Status completeAll();
+  // Waits until the peers have taken every message this run posted (send_recv with
+  // "posted"), so that a run ends with its messages delivered.
+  Status finishPostedTransfers();
   // Waits for asynchronous collective `collective` when it was issued and not waited for.
   Status complete(size_t collective);
   // "rank R, op 'NAME' (kernel K): cause".
@@ -228,6 +231,8 @@ private:
   // [j]: the asynchronous collectives that complete before op j (j = ops_size(): at the end).
   std::vector<std::vector<int>> completesAt_;
   size_t asyncCollectives_ = 0;
+  // The communicators (a group's index; -1: the world) of the send_recv ops that post.
+  std::vector<int> postingGroups_;
   // Per op: whether its kernel sends data between ranks (kernelMovesDataBetweenRanks).
   std::vector<bool> movesData_;
   bool overlapCollectives_ = true;

@@ -16,9 +16,8 @@ the same data:
     that each rank's planned peak memory equals its measured one and the bytes each rank's
     communicators counted equal the plan's (it exits 1 otherwise);
   * deep GPT: pp in {2, 4} x schedule in {gpipe, 1f1b, zb-h1} x micro-batches in {4, 8},
-    interleaved with 2 chunks per rank and m = p microbatches (more need posted sends, which
-    the runtime's transfers do not do yet: refused), and naive (one microbatch) on 2 and 4
-    stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0 and 1, with sp=1, with
+    interleaved with 2 chunks per rank and m in {p, 4, 8} microbatches (m > p: its transfers
+    posted, the plan saying so), and naive (one microbatch) on 2 and 4 stages; 3D on the static export: dp=2,tp=2,pp=2 with zero 0 and 1, with sp=1, with
     --remat full, with zb-h1, and with --precision bf16 (against dp=2,tp=2,zero=1 bf16 without the pp
     axis: bf16 rounds the partial sums dp and tp make, test_mixed_precision.py's 5e-3 against
     one rank); pp=2 with --remat full (also under zb-h1), with bf16 (against the single-rank bf16 run) and with
@@ -36,11 +35,12 @@ the same data:
   * resuming across plans: a pp=2 checkpoint (15 steps) resumes under 1 rank, dp=4,zero=3 and
     tp=2,pp=4, and a single-rank one under pp=2, each following the single-rank run;
   * refused in one line: more stages than layers, naive with several microbatches, interleaved
-    with micro-batches not a multiple of pp or more than pp (posted sends), --virtual-stages not dividing the layers or
+    with micro-batches not a multiple of pp, --virtual-stages not dividing the layers or
     without interleaved, --schedule without pp, ZeRO-3 of a tied parameter across stages;
   * with --mpirun: `mpirun -np 8` under dp=2,tp=2,pp=2 gives bit-identical losses to 8 local
-    ranks; 4 stages under mpirun with `shardrun --trace` (1f1b and zb-h1, 8 microbatches):
-    each rank's "pipeline steps" in the trace are its steps in the plan's order; one stage's
+    ranks; 4 stages under mpirun with `shardrun --trace` (1f1b, zb-h1 and interleaved with 2
+    chunks, whose transfers are posted, 8 microbatches): the local ranks' losses, and each
+    rank's "pipeline steps" in the trace are its steps in the plan's order; one stage's
     process killed mid-run ends the job within 60 s, non-zero, with a message naming a rank.
 Prints PASS/FAIL per case and `N passed, M failed`.
 """
@@ -112,15 +112,22 @@ def main():
             references[key] = m.run(tag, flags, lr=lr) if flags else m.reference
         return references[key]
 
-    def equivalence(name, style, tag, flags, reference_flags=(), lr=None):
+    def equivalence(name, style, tag, flags, reference_flags=(), lr=None, posted=None):
         """The run against the single-rank run with the same microbatches (the same sums, in
         the same order: gradient accumulation is part of the step's math, not of the plan) and
-        reference_flags; the drift from the run without microbatches is reported too."""
+        reference_flags; the drift from the run without microbatches is reported too. With
+        `posted` (True/False), whether the plan says its transfers are posted."""
         def case():
             m = model(name, style)
             result = m.run(tag, flags, lr=lr)
             if isinstance(result, str):
                 return result
+            if posted is not None:
+                says = any(line.startswith("transfers posted")
+                           for line in result[2].get("pipeline", []))
+                if says != posted:
+                    return (f"the plan {'does not say' if posted else 'says'} its transfers "
+                            f"are posted")
             k = flags[flags.index("--micro-batches") + 1] if "--micro-batches" in flags else "1"
             ref_flags = (["--micro-batches", k] if k != "1" else []) + list(reference_flags)
             ref = reference_of(m, ref_flags, lr)
@@ -155,13 +162,15 @@ def main():
                                               pipeline_flags(pp, f"pp={pp}", k, schedule))))
 
     # Interleaved 1F1B: 2 chunks per rank (the 8 blocks cut into 4 or 8 virtual stages), with
-    # as many microbatches as ranks (more need posted sends: refused below).
+    # as many microbatches as ranks (rendezvous transfers) and more (a steady state: posted).
     for style in ["static", "dynamic"]:
         for pp in [2, 4]:
-            cases.append((f"deep_gpt_{style}_pp{pp}_interleaved_v2_mb{pp}",
-                          equivalence("deep_gpt", style, f"pp{pp}_interleaved_v2_mb{pp}",
-                                      pipeline_flags(pp, f"pp={pp}", pp, "interleaved",
-                                                     ["--virtual-stages", "2"]))))
+            for k in sorted({pp, 4, 8}):
+                cases.append((f"deep_gpt_{style}_pp{pp}_interleaved_v2_mb{k}",
+                              equivalence("deep_gpt", style, f"pp{pp}_interleaved_v2_mb{k}",
+                                          pipeline_flags(pp, f"pp={pp}", k, "interleaved",
+                                                         ["--virtual-stages", "2"]),
+                                          posted=k > pp)))
 
     # 3D and the other axes, on the static export.
     for tag, flags, reference in [
@@ -304,10 +313,6 @@ def main():
             ("interleaved_microbatches", "deep_gpt",
              pipeline_flags(4, "pp=4", 2, "interleaved", ["--virtual-stages", "2"]), 1,
              "--schedule interleaved runs microbatches in groups of pp = 4; got --micro-batches 2"),
-            ("interleaved_needs_posted_sends", "deep_gpt",
-             pipeline_flags(2, "pp=2", 4, "interleaved", ["--virtual-stages", "2"]), 1,
-             "--schedule interleaved with 4 microbatches needs sends that do not wait for their "
-             "receivers"),
             ("virtual_stages_not_dividing_layers", "deep_gpt",
              pipeline_flags(2, "pp=2", 4, "interleaved", ["--virtual-stages", "3"]), 1,
              "--virtual-stages 3 does not divide the model's 8 repeated layers"),
@@ -357,13 +362,14 @@ def main():
             return None, f"{STEPS} losses bit-identical to 8 local ranks"
         cases.append(("mpirun_dp2_tp2_pp2_same_as_local", mpi_case))
 
-        def trace_case(schedule):
+        def trace_case(schedule, extra=()):
             """4 stages under mpirun with --trace: each rank's "pipeline steps" thread holds the
             schedule's steps in the plan's order (a step whose ops are all elsewhere, such as
-            zb-h1's empty B on the first stage, has no span)."""
+            zb-h1's empty B on the first stage, has no span), and the losses are the local
+            ranks' bit for bit."""
             def case():
                 m = model("deep_gpt", "static")
-                local = m.run(f"trace_{schedule}", pipeline_flags(4, "pp=4", 8, schedule))
+                local = m.run(f"trace_{schedule}", pipeline_flags(4, "pp=4", 8, schedule, extra))
                 if isinstance(local, str):
                     return local
                 bundle = os.path.join(m.work, f"trace_{schedule}", "model.shard")
@@ -373,6 +379,8 @@ def main():
                                                 args.timeout, RUN_FLAGS + ["--trace", trace])
                 if isinstance(losses, str):
                     return losses
+                if losses != local[0][:2]:
+                    return f"mpirun losses {losses} differ from local {local[0][:2]}"
                 events = json.load(open(trace))["traceEvents"]
                 planned = {}
                 for line in local[2]["pipeline"]:
@@ -400,6 +408,9 @@ def main():
             return case
         for schedule in ["1f1b", "zb-h1"]:
             cases.append((f"mpirun_pp4_{schedule}_trace_shows_the_schedule", trace_case(schedule)))
+        # Interleaved with 8 microbatches on 4 ranks: its transfers posted (MPI_Isend).
+        cases.append(("mpirun_pp4_interleaved_v2_mb8_trace_shows_the_schedule",
+                      trace_case("interleaved", ["--virtual-stages", "2"])))
 
         def killed_stage():
             """A stage's process killed mid-run: its neighbours, waiting on its transfers, end

@@ -14,9 +14,8 @@ tools/export/shardc_export.py, both symbolic). Per model and style, 30 AdamW ste
     every stage) within 1e-4 of the single-rank run with the same --micro-batches (the same sums: expected
     bit-identical), as test_pipeline_parallel.py checks the test models; every step's loss
     within the model's tolerance of the single-rank run without microbatches;
-  * interleaved with 2 chunks per rank (4 virtual stages of one layer) on 2 ranks, 2
-    microbatches (more need posted sends, which the runtime's transfers do not do yet): the
-    same;
+  * interleaved with 2 chunks per rank (4 virtual stages of one layer) on 2 ranks, 2, 4 and
+    8 microbatches (more than 2: its transfers posted): the same;
   * naive (one microbatch) on 2 and 4 stages: the same against the single-rank run (whose
     sums it computes: the stages keep the batch whole);
   the model's tolerance is test_model_zoo.py's, max(1e-5, twice the worst difference between
@@ -164,11 +163,12 @@ def main():
                                            ["--gpus", str(pp), "--strategy", f"pp={pp}",
                                             "--schedule", schedule, "--micro-batches", str(k)],
                                            k)))
-            cases.append((f"{name}_{style}_pp2_interleaved_v2_mb2",
-                          case(name, style, "pp2_interleaved_v2_mb2",
-                               ["--gpus", "2", "--strategy", "pp=2", "--schedule",
-                                "interleaved", "--virtual-stages", "2", "--micro-batches", "2"],
-                               2)))
+            for k in (2, 4, 8):
+                cases.append((f"{name}_{style}_pp2_interleaved_v2_mb{k}",
+                              case(name, style, f"pp2_interleaved_v2_mb{k}",
+                                   ["--gpus", "2", "--strategy", "pp=2", "--schedule",
+                                    "interleaved", "--virtual-stages", "2", "--micro-batches",
+                                    str(k)], k)))
             cases.append((f"{name}_{style}_dp2_tp2_pp2_zero1",
                           case(name, style, "dp2_tp2_pp2_zero1",
                                ["--gpus", "8", "--strategy", "dp=2,tp=2,pp=2,zero=1",

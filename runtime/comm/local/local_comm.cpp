@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,13 @@ struct Mailbox {
   std::string refusal; // why the receiver refused it (State::Refused)
 };
 
+// A posted message (Transport::postSend): a copy the sender no longer waits for, queued in
+// the order it was sent until the receiver takes it.
+struct QueuedMessage {
+  std::vector<unsigned char> data;
+  uint64_t sequence = 0;
+};
+
 // What a world and every group split from it share: one lock and one failure, so that an
 // abort anywhere wakes every rank waiting in any of them. (The ranks of one process are few;
 // one lock for all of them costs nothing measurable, as the copies happen outside it.)
@@ -47,8 +55,8 @@ public:
   LocalWorld(std::shared_ptr<LocalFamily> family, std::vector<int> worldRanks)
       : size_(static_cast<int>(worldRanks.size())), worldRanks_(std::move(worldRanks)),
         family_(std::move(family)),
-        mailboxes_(static_cast<size_t>(size_) * static_cast<size_t>(size_)), mutex_(family_->mutex),
-        changed_(family_->changed) {}
+        mailboxes_(static_cast<size_t>(size_) * static_cast<size_t>(size_)),
+        queues_(mailboxes_.size()), mutex_(family_->mutex), changed_(family_->changed) {}
 
   // One ring step or transfer of `rank` (Transport::peerSendRecv; a negative peer skips that
   // half), which waits until `deadline` (its own communicator's timeout of `timeoutSeconds`,
@@ -56,6 +64,10 @@ public:
   Status sendRecv(int rank, const void *send, size_t sendBytes, int to, uint64_t sendSequence,
                   void *recv, size_t recvBytes, int from, uint64_t recvSequence,
                   Clock::time_point deadline, double timeoutSeconds);
+  // Queues a copy of send[0, sendBytes) for `to` (Transport::postSend).
+  Status post(int rank, const void *send, size_t sendBytes, int to, uint64_t sequence);
+  // Waits until `to`s have taken every message `rank` queued, or the deadline.
+  Status finishPosted(int rank, Clock::time_point deadline, double timeoutSeconds);
 
   // `rank`: its rank in this world.
   void abort(int rank, const std::string &cause) {
@@ -79,6 +91,10 @@ private:
     return mailboxes_[static_cast<size_t>(from) * static_cast<size_t>(size_) +
                       static_cast<size_t>(to)];
   }
+  std::deque<QueuedMessage> &queue(int from, int to) {
+    return queues_[static_cast<size_t>(from) * static_cast<size_t>(size_) +
+                   static_cast<size_t>(to)];
+  }
   int worldRank(int rank) const { return worldRanks_[static_cast<size_t>(rank)]; }
   Status failure() const {
     return Status::error(commPeerFailedMessage(family_->failedRank, family_->failedCause));
@@ -98,6 +114,7 @@ private:
   const std::vector<int> worldRanks_;
   const std::shared_ptr<LocalFamily> family_;
   std::vector<Mailbox> mailboxes_; // [from * size + to]
+  std::vector<std::deque<QueuedMessage>> queues_; // [from * size + to]: posted, not yet taken
   std::mutex &mutex_;              // the family's
   std::condition_variable &changed_;
   std::map<std::pair<uint64_t, int>, PendingGroup> pendingGroups_; // by (split, color)
@@ -156,40 +173,66 @@ Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to
     // Receive: copy the peer's message outside the lock, so that ranks copy in parallel. A
     // receiver that refused our message will not send its own, so a refusal ends the wait too.
     Mailbox &incoming = mailbox(from, rank);
+    std::deque<QueuedMessage> &queued = queue(from, rank);
     const bool arrived = changed_.wait_until(lock, deadline, [&] {
-      return incoming.state == Mailbox::State::Posted || refusedOutgoing() || failed();
+      return !queued.empty() || incoming.state == Mailbox::State::Posted || refusedOutgoing() ||
+             failed();
     });
     if (refusedOutgoing())
       return takeRefusal();
-    if (!arrived || incoming.state != Mailbox::State::Posted) {
-      if (sending)
-        withdraw(lock, *outgoing);
-      return failed() ? failure()
-                      : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(from)));
-    }
-    if (incoming.sequence != recvSequence || incoming.bytes != recvBytes) {
-      const std::string mismatch =
-          "rank " + std::to_string(worldRank(from)) + " sent " + std::to_string(incoming.bytes) +
-          " bytes for " + describeMessageSequence(incoming.sequence) + " where rank " +
-          std::to_string(worldRank(rank)) + " expected " + std::to_string(recvBytes) +
-          " bytes for " + describeMessageSequence(recvSequence) +
-          ((incoming.sequence | recvSequence) & kTransferSequenceBit
-               ? " (the ranks disagree on the transfers)"
-               : " (the ranks disagree on the collectives)");
-      incoming.state = Mailbox::State::Refused;
-      incoming.refusal = mismatch;
+    auto mismatchText = [&](size_t sentBytes, uint64_t sentSequence) {
+      return "rank " + std::to_string(worldRank(from)) + " sent " + std::to_string(sentBytes) +
+             " bytes for " + describeMessageSequence(sentSequence) + " where rank " +
+             std::to_string(worldRank(rank)) + " expected " + std::to_string(recvBytes) +
+             " bytes for " + describeMessageSequence(recvSequence) +
+             ((sentSequence | recvSequence) & kTransferSequenceBit
+                  ? " (the ranks disagree on the transfers)"
+                  : " (the ranks disagree on the collectives)");
+    };
+    if (!queued.empty()) {
+      // A posted message went before any the sender may have put in the mailbox since.
+      QueuedMessage message = std::move(queued.front());
+      queued.pop_front();
       changed_.notify_all();
-      if (sending)
-        withdraw(lock, *outgoing);
-      return Status::error(mismatch);
+      if (message.sequence != recvSequence || message.data.size() != recvBytes) {
+        // The sender is not waiting to be told: the world fails, and it learns at its next call.
+        const std::string mismatch = mismatchText(message.data.size(), message.sequence);
+        if (family_->failedRank < 0) {
+          family_->failedRank = worldRank(rank);
+          family_->failedCause = mismatch;
+        }
+        if (sending)
+          withdraw(lock, *outgoing);
+        return Status::error(mismatch);
+      }
+      lock.unlock();
+      if (recvBytes > 0)
+        std::memcpy(recv, message.data.data(), recvBytes);
+      lock.lock();
+    } else {
+      if (!arrived || incoming.state != Mailbox::State::Posted) {
+        if (sending)
+          withdraw(lock, *outgoing);
+        return failed() ? failure()
+                        : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(from)));
+      }
+      if (incoming.sequence != recvSequence || incoming.bytes != recvBytes) {
+        const std::string mismatch = mismatchText(incoming.bytes, incoming.sequence);
+        incoming.state = Mailbox::State::Refused;
+        incoming.refusal = mismatch;
+        changed_.notify_all();
+        if (sending)
+          withdraw(lock, *outgoing);
+        return Status::error(mismatch);
+      }
+      incoming.state = Mailbox::State::Copying;
+      lock.unlock();
+      if (recvBytes > 0)
+        std::memcpy(recv, incoming.data, recvBytes);
+      lock.lock();
+      incoming.state = Mailbox::State::Taken;
+      changed_.notify_all();
     }
-    incoming.state = Mailbox::State::Copying;
-    lock.unlock();
-    if (recvBytes > 0)
-      std::memcpy(recv, incoming.data, recvBytes);
-    lock.lock();
-    incoming.state = Mailbox::State::Taken;
-    changed_.notify_all();
   }
   if (!sending)
     return Status::ok();
@@ -204,6 +247,35 @@ Status LocalWorld::sendRecv(int rank, const void *send, size_t sendBytes, int to
   if (withdraw(lock, *outgoing) == Mailbox::State::Taken)
     return Status::ok();
   return settled ? failure() : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(to)));
+}
+
+Status LocalWorld::post(int rank, const void *send, size_t sendBytes, int to,
+                        uint64_t sequence) {
+  // Copied outside the lock, as receives are.
+  QueuedMessage message{std::vector<unsigned char>(sendBytes), sequence};
+  if (sendBytes > 0)
+    std::memcpy(message.data.data(), send, sendBytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed())
+    return failure();
+  queue(rank, to).push_back(std::move(message));
+  changed_.notify_all();
+  return Status::ok();
+}
+
+Status LocalWorld::finishPosted(int rank, Clock::time_point deadline, double timeoutSeconds) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto waitedFor = [&] {
+    for (int to = 0; to < size_; ++to)
+      if (!queue(rank, to).empty())
+        return to;
+    return -1;
+  };
+  changed_.wait_until(lock, deadline, [&] { return waitedFor() < 0 || failed(); });
+  const int peer = waitedFor();
+  if (peer < 0)
+    return Status::ok();
+  return failed() ? failure() : Status::error(commTimeoutMessage(timeoutSeconds, worldRank(peer)));
 }
 
 // One rank's view of the world.
@@ -249,6 +321,13 @@ private:
                       void *recv, size_t recvBytes, int from, uint64_t recvSequence) override {
     return world_->sendRecv(rank(), send, sendBytes, to, sendSequence, recv, recvBytes, from,
                             recvSequence, deadlineFromNow(), timeoutSeconds_);
+  }
+
+  Status postSend(const void *send, size_t sendBytes, int to, uint64_t sequence) override {
+    return world_->post(rank(), send, sendBytes, to, sequence);
+  }
+  Status finishPostedSends() override {
+    return world_->finishPosted(rank(), deadlineFromNow(), timeoutSeconds_);
   }
 
   std::shared_ptr<LocalWorld> world_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -76,14 +77,26 @@ private:
   Status await(MPI_Request *request, int peer, Clock::time_point deadline, MPI_Status *status);
   // Cancels what is still pending after a failure, so that MPI stops touching our buffers.
   void cancel(MPI_Request *request);
+  Status postSend(const void *send, size_t sendBytes, int to, uint64_t sequence) override;
+  Status finishPostedSends() override;
+  // Forgets the posted sends at the front that MPI has finished.
+  Status reapPostedSends();
   Status fail(Status status) {
     if (failure_.empty())
       failure_ = status.message();
     return status;
   }
 
+  // A posted message: the copy its requests (one per piece) read until they finish.
+  struct PostedSend {
+    std::vector<unsigned char> data;
+    std::vector<MPI_Request> requests;
+    int peer = 0;
+  };
+
   MPI_Comm comm_;
   int tagUpperBound_;
+  std::deque<PostedSend> posted_; // in the order they were posted
   // The first failure: later collectives refuse to run, since a stale message of the failed
   // one may still arrive, and the destructor skips MPI_Finalize.
   std::string failure_;
@@ -93,6 +106,11 @@ MpiCommunicator::~MpiCommunicator() {
   std::lock_guard<std::mutex> lock(gMpiStateMutex);
   if (!failure_.empty())
     return;
+  // A run that ended without finishing its posted sends: MPI must not read freed copies, nor
+  // finalise under them.
+  for (PostedSend &send : posted_)
+    for (MPI_Request &request : send.requests)
+      cancel(&request);
   // Errors here have nowhere to go; MPI reports them itself.
   (void)MPI_Comm_free(&comm_);
   if (--gLiveCommunicators == 0 && gInitialisedHere)
@@ -170,6 +188,60 @@ Status MpiCommunicator::exchange(const void *send, int sendBytes, int to, int se
     cancel(&sendRequest);
   }
   return status;
+}
+
+Status MpiCommunicator::reapPostedSends() {
+  while (!posted_.empty()) {
+    int done = 0;
+    PostedSend &front = posted_.front();
+    const int code = MPI_Testall(static_cast<int>(front.requests.size()), front.requests.data(),
+                                 &done, MPI_STATUSES_IGNORE);
+    if (code != MPI_SUCCESS)
+      return fail(mpiCheck(code, "MPI_Testall"));
+    if (!done)
+      break;
+    posted_.pop_front();
+  }
+  return Status::ok();
+}
+
+Status MpiCommunicator::postSend(const void *send, size_t sendBytes, int to, uint64_t sequence) {
+  if (!failure_.empty())
+    return Status::error("the communicator failed earlier: " + failure_);
+  SHARDC_RETURN_IF_ERROR(reapPostedSends());
+  PostedSend &message = posted_.emplace_back();
+  message.peer = to;
+  message.data.assign(static_cast<const unsigned char *>(send),
+                      static_cast<const unsigned char *>(send) + sendBytes);
+  // In pieces as peerSendRecv receives them, and at least one, so an empty message is matched.
+  const int tag = tagOf(sequence);
+  size_t sent = 0;
+  do {
+    const size_t piece = std::min(sendBytes - sent, kMaxPieceBytes);
+    MPI_Request &request = message.requests.emplace_back(MPI_REQUEST_NULL);
+    Status status = mpiCheck(MPI_Isend(message.data.data() + sent, static_cast<int>(piece),
+                                       MPI_BYTE, to, tag, comm_, &request),
+                             "MPI_Isend");
+    if (!status.isOk())
+      return fail(status);
+    sent += piece;
+  } while (sent < sendBytes);
+  return Status::ok();
+}
+
+Status MpiCommunicator::finishPostedSends() {
+  const Clock::time_point until = deadlineFromNow();
+  while (!posted_.empty()) {
+    PostedSend &front = posted_.front();
+    for (MPI_Request &request : front.requests) {
+      MPI_Status status;
+      Status waited = await(&request, front.peer, until, &status);
+      if (!waited.isOk())
+        return fail(waited);
+    }
+    posted_.pop_front();
+  }
+  return Status::ok();
 }
 
 int MpiCommunicator::tagOf(uint64_t sequence) const {

@@ -134,6 +134,19 @@ public:
   Status allToAll(const void *in, void *out, size_t chunk, CommDType dtype) override;
   Status transfer(const void *send, size_t sendCount, int to, void *recv, size_t recvCount,
                   int from, CommDType dtype) override;
+  // Posted transfers go over the MPI communicator of the same ranks: an NCCL send waits for
+  // its receiver (a pair's send and receive must share a group), so a send that does not
+  // wait is MPI's Isend of a host copy. Counted here as send_recv too.
+  Status transferPosted(const void *send, size_t sendCount, int to, void *recv,
+                        size_t recvCount, int from, CommDType dtype) override {
+    const int k = static_cast<int>(CollectiveKind::SendRecv);
+    counters_.calls[k] += 1;
+    Status status = mpi_->transferPosted(send, sendCount, to, recv, recvCount, from, dtype);
+    if (status.isOk() && to != kNoPeer)
+      counters_.bytesSent[k] += sendCount * commDTypeSize(dtype);
+    return status;
+  }
+  Status finishPosted() override { return mpi_->finishPosted(); }
   // The float32 overloads, which the overrides would otherwise hide.
   using Communicator::allGather;
   using Communicator::allToAll;

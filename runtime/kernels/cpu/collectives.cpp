@@ -484,6 +484,7 @@ struct Transfer {
   int ranks = 0;
   int to = Communicator::kNoPeer, from = Communicator::kNoPeer;
   int64_t sendBytes = 0, recvBytes = 0;
+  bool posted = false; // "posted": the send half does not wait for its receiver
 };
 
 // Reads "to" (when there are inputs) or "from" (when there are outputs): a rank of the
@@ -518,6 +519,14 @@ Status sendRecvPlan(const KernelArgs &args, Transfer *plan) {
     return Status::error(std::string(kernel) + ": num_ranks must be at least 2, got " +
                          std::to_string(numRanks));
   plan->ranks = static_cast<int>(numRanks);
+  if (hasAttr(args, "posted")) {
+    int64_t posted = 0;
+    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "posted", &posted));
+    if (posted != 0 && posted != 1)
+      return Status::error(std::string(kernel) + ": posted must be 0 or 1, got " +
+                           std::to_string(posted));
+    plan->posted = posted == 1;
+  }
   SHARDC_RETURN_IF_ERROR(
       readPeer(kernel, args, "to", !args.inputs.empty(), plan->ranks, &plan->to));
   SHARDC_RETURN_IF_ERROR(
@@ -558,9 +567,13 @@ Status sendRecvKernel(KernelArgs &args) {
   if (args.outputs.size() == 1)
     received = args.outputs[0].as<unsigned char>();
   // Bytes: the two sides may hold different dtypes, and nothing is added.
-  SHARDC_RETURN_IF_ERROR(comm->transfer(send, static_cast<size_t>(plan.sendBytes), plan.to,
-                                        received, static_cast<size_t>(plan.recvBytes), plan.from,
-                                        CommDType::Bytes));
+  const size_t sendBytes = static_cast<size_t>(plan.sendBytes),
+               recvBytes = static_cast<size_t>(plan.recvBytes);
+  SHARDC_RETURN_IF_ERROR(
+      plan.posted ? comm->transferPosted(send, sendBytes, plan.to, received, recvBytes, plan.from,
+                                         CommDType::Bytes)
+                  : comm->transfer(send, sendBytes, plan.to, received, recvBytes, plan.from,
+                                   CommDType::Bytes));
   if (args.outputs.size() > 1)
     unpack(received, args.outputs);
   return Status::ok();

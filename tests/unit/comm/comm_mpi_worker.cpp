@@ -1,6 +1,7 @@
 // The program comm_mpi_tests runs under mpirun (one process per rank):
 //   comm_mpi_worker compare       every collective on the mpi backend (f32, and bf16, f16 and raw
-//                                 bytes) and point-to-point transfers, compared bit for bit
+//                                 bytes) and point-to-point transfers (rendezvous and posted),
+//                                 compared bit for bit
 //                                 (results and counters) with a local world run in-process
 //   comm_mpi_worker kill R        rank R dies (SIGKILL) before the first collective
 //   comm_mpi_worker silent R      rank R never calls the collective (the others time out)
@@ -17,6 +18,7 @@
 #include "runtime/common/mesh.h"
 #include "runtime/support/half_float.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -137,6 +139,33 @@ Status runCases(Communicator &comm, std::vector<std::vector<float>> *results) {
     SHARDC_RETURN_IF_ERROR(comm.transfer(in.data(), in.size(), partner, out.data(), out.size(),
                                          partner, CommDType::Bytes));
     results->push_back(std::vector<float>(out.begin(), out.end()));
+  }
+  // Posted transfers around the ring (the interleaved pipeline's steady state): every rank
+  // sends three messages to the next before it receives any, which rendezvous transfers
+  // could not do; the buffer is overwritten as soon as each send returns; then a rendezvous
+  // transfer on the same pairs, numbered after them, and the end of the posted sends.
+  if (n >= 2) {
+    const int ringNext = (rank + 1) % n, ringPrev = (rank + n - 1) % n;
+    const size_t counts[] = {7, 0, 1000};
+    std::vector<float> buffer;
+    for (size_t count : counts) {
+      buffer = rankData(rank, count, ++salt);
+      SHARDC_RETURN_IF_ERROR(comm.transferPosted(buffer.data(), buffer.size(), ringNext, nullptr,
+                                                 0, none, CommDType::F32));
+      std::fill(buffer.begin(), buffer.end(), -7.0f);
+    }
+    for (size_t count : counts) {
+      std::vector<float> out(count, -1.0f);
+      SHARDC_RETURN_IF_ERROR(comm.transferPosted(nullptr, 0, none, out.data(), out.size(),
+                                                 ringPrev, CommDType::F32));
+      results->push_back(out);
+    }
+    const std::vector<float> in = rankData(rank, 5, ++salt);
+    std::vector<float> out(5, -1.0f);
+    SHARDC_RETURN_IF_ERROR(comm.transfer(in.data(), in.size(), ringNext, out.data(), out.size(),
+                                         ringPrev, CommDType::F32));
+    results->push_back(out);
+    SHARDC_RETURN_IF_ERROR(comm.finishPosted());
   }
   {
     std::vector<float> data = rankData(rank, 64, ++salt);

@@ -138,10 +138,10 @@ TEST_P(Schedules, InterleavedMatchesTheory) {
     // With posted sends, the theory.
     ASSERT_TRUE(simulatePostedSends(lists, times, stuck)) << stuck;
     EXPECT_NEAR(idleShare(lists, times), (P - 1) / (Vd * M + P - 1), 1e-12);
-    // The runtime's transfers (a rank's sends in order, each waiting for its receiver) run it
+    // Rendezvous transfers (a rank's sends in order, each waiting for its receiver) run it
     // only without a steady state (m = p: every rank's forwards, then its backwards); with
     // more microbatches the ranks wait on each other's sends around the ring, and shardc
-    // refuses it naming posted sends.
+    // posts the program's transfers.
     for (bool asyncSends : {false, true})
       EXPECT_EQ(simulate(lists, times, stuck, asyncSends), m == p);
   }

@@ -375,6 +375,8 @@ LogicalResult SendRecvOp::buildKernelCall(KernelCallBuilder &call) {
     call.setInt("to", *getSendTo());
   if (getRecvFrom())
     call.setInt("from", *getRecvFrom());
+  if (getPosted())
+    call.setInt("posted", 1);
   return success();
 }
 

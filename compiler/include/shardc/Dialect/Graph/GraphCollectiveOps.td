@@ -91,7 +91,10 @@ def Graph_SendRecvOp : Graph_Op<"send_recv",
     least one side has). Both halves happen at once, so two stages that send to each other
     (1F1B's steady state) take one op each and cannot deadlock. Each ordered pair of ranks
     matches its transfers in program order: the k-th op of one rank that sends to another is
-    the k-th of that one that receives from it, with the same tensors.
+    the k-th of that one that receives from it, with the same tensors. With `posted` the send
+    half does not wait for its receiver (the message is copied and posted, as MPI_Isend): the
+    schedules whose ranks would otherwise wait on each other's sends around a ring (interleaved
+    1F1B with more microbatches than stages) mark every transfer of the program so.
 
     ```mlir
     %grad = graph.send_recv %act on @mesh {mesh_axes = array<i16: 1>, send_to = 1,
@@ -100,7 +103,7 @@ def Graph_SendRecvOp : Graph_Op<"send_recv",
   }];
   let arguments = (ins FlatSymbolRefAttr:$mesh, Variadic<Graph_Tensor>:$inputs,
                    OptionalAttr<I64Attr>:$send_to, OptionalAttr<I64Attr>:$recv_from,
-                   OptionalAttr<DenseI16ArrayAttr>:$mesh_axes);
+                   OptionalAttr<DenseI16ArrayAttr>:$mesh_axes, UnitAttr:$posted);
   let results = (outs Variadic<Graph_Tensor>:$results);
   let assemblyFormat = [{
     $inputs `on` $mesh attr-dict `:` functional-type($inputs, $results)
