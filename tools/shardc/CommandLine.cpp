@@ -69,6 +69,10 @@ parallelism (training; docs/cli.md):
   --gpu-memory SIZE         memory of one device for --strategy auto and --remat auto,
                             e.g. 80GiB, 512MiB
                             (default: unlimited)
+  --cluster NAME|FILE       predict the step on these machines (the cost model; plan.txt's
+                            "Predicted step", plan.json's "prediction"): a100-80g-8x,
+                            h100-80g-8x, h200-141g-8x, cpu (this machine, after 'shardc
+                            calibrate') or a cluster file (docs/cli.md)
   --bucket-mb X             gradient bucket size in MiB for dp and zero1/zero2 (default 25)
   --comm-overlap on|off     run each collective asynchronously while the ops before its first
                             reader run (a bucket's reduction overlaps the rest of the
@@ -346,6 +350,12 @@ public:
       if (!parseByteSize(v, options_.gpuMemoryBytes))
         fail(gpuMemory);
     });
+    value("--cluster", "--cluster needs a preset name or a cluster file",
+          [this](const std::string &v) {
+            if (v.empty())
+              fail("--cluster needs a preset name or a cluster file");
+            options_.cluster = v;
+          });
     const char *bucketMb = "--bucket-mb needs a positive number of MiB";
     value("--bucket-mb", bucketMb, [this, bucketMb](const std::string &v) {
       if (!parseNumber(v, options_.bucketMb) || options_.bucketMb <= 0)

@@ -3,6 +3,7 @@
 
 #include "shardc/Driver/BundleNotes.h"
 #include "shardc/Driver/BundleOutput.h"
+#include "shardc/Driver/PlanPrediction.h"
 #include "shardc/Driver/TrainedSetDoubts.h"
 #include "shardc/Parallel/AutoRemat.h"
 #include "shardc/Parallel/AutoStrategy.h"
@@ -113,6 +114,12 @@ int compileSingleRank(mlir::MLIRContext &ctx, const CompileOptions &opts,
     return 1;
   PlanNotes notes; // before the passes, which replace @forward by @train_step
   addTrainedSetNotes(opts, imported->module.get(), notes);
+  if (!opts.cluster.empty() && opts.mode == Mode::Train) {
+    // The cost model compiles its own profile of the step from the model as imported.
+    mlir::OwningOpRef<mlir::ModuleOp> pristine(imported->module->clone());
+    if (!predictPlan(ctx, opts, pristine.get(), imported->weights, errors, opts.strategy, notes))
+      return 1;
+  }
   const TrainStepOptions *train = opts.mode == Mode::Train ? &opts.train : nullptr;
   int dumpIndex = 0;
   if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train,
@@ -160,6 +167,9 @@ int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBu
   } else if (!compiler.compile(chosen, compiled)) {
     return 1;
   }
+  if (!opts.cluster.empty() && !predictPlan(ctx, opts, imported->module.get(), imported->weights,
+                                            errors, chosen, notes))
+    return 1;
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
   notes.reshardings = compiler.globalStep(chosen)->reshardings;
   notes.pipeline = compiler.globalStep(chosen)->pipeline;

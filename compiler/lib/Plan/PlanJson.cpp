@@ -23,6 +23,18 @@ using runtime::Json;
 
 namespace {
 
+// The cost model's numbers (PlanNotes::Prediction).
+Json predictionJson(const PlanNotes::Prediction &p) {
+  return Json{{"step_seconds", p.stepSeconds},
+              {"tokens_per_second", p.tokensPerSecond},
+              {"model_flops_per_device", p.modelFlopsPerDevice},
+              {"mfu", p.mfu},
+              {"bubble_fraction", p.bubbleFraction},
+              {"exposed_comm_seconds", p.exposedCommSeconds},
+              {"recompute_seconds", p.recomputeSeconds},
+              {"peak_bytes", p.peakBytes}};
+}
+
 // `value` when the plan has one, else null.
 template <typename T> Json orNull(bool present, const T &value) {
   return present ? Json(value) : Json();
@@ -464,6 +476,7 @@ std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes
       {"zero_accounting", orNull(s.trainedElements > 0, s.zero)},
       {"communication", communicationJson(s)},
       {"strategy_decision", s.strategyDecision},
+      {"prediction", orNull(notes.predicted, predictionJson(notes.prediction))},
       {"tp_layout", s.layoutDecisions},
       {"resharding", s.reshardings},
       {"pipeline", s.pipeline},

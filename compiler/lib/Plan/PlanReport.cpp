@@ -355,6 +355,11 @@ void formatStrategyDecision(const std::vector<std::string> &lines, std::ostrings
   formatNoteLines("Strategy decision", lines, os);
 }
 
+void formatPrediction(const PlanNotes &notes, std::ostringstream &os) {
+  formatNoteLines("Predicted step (the cost model, docs/architecture.md \"Cost model\")",
+                  notes.predictionLines, os);
+}
+
 // How the trained set was chosen, and the initializers the step keeps frozen although the
 // export made them look like parameters, and why.
 void formatTrainedSet(const PlanNotes &notes, std::ostringstream &os) {
@@ -1046,6 +1051,7 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
     os << "remat: " << notes.remat.front() << "\n";
   if (!multiRank) {
     formatStrategyDecision(notes.strategyDecision, os);
+    formatPrediction(notes, os);
     formatTrainedSet(notes, os);
     formatRemat(notes.remat, os);
     for (const program::Program &p : bundle.programs()) {
@@ -1076,6 +1082,7 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes) {
   formatZero(s, os);
   formatComm(s, os);
   formatStrategyDecision(s.strategyDecision, os);
+  formatPrediction(notes, os);
   formatRanks(bundle, s, os);
   return os.str();
 }

@@ -37,6 +37,9 @@ struct CompileOptions {
   std::string strategyText;    // as given; "auto" by default with --gpus > 1
   ParallelStrategy strategy;   // parsed from strategyText for `gpus`
   uint64_t gpuMemoryBytes = 0; // --gpu-memory; 0: unlimited
+  // --cluster NAME|FILE: the machines the cost model predicts the step on (Cost/Cluster.h);
+  // empty: no prediction.
+  std::string cluster;
   double bucketMb = 25.0;
   // --comm-overlap: collectives run asynchronously, overlapping the ops before their first
   // reader (the plan-memory pass's overlap-collectives).

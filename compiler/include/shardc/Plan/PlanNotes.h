@@ -55,6 +55,17 @@ struct PlanNotes {
   // unit (printed under "Recomputation").
   std::vector<std::string> remat;
   int64_t rematUnits = 0; // the units shardc-remat found (graph.remat_units)
+  // --cluster: the cost model's prediction of one step of the plan (plan.json "prediction";
+  // printed under "Predicted step" with `predictionLines`: the cluster, the numbers and their
+  // breakdown).
+  struct Prediction {
+    double stepSeconds = 0, tokensPerSecond = 0, modelFlopsPerDevice = 0, mfu = 0,
+           bubbleFraction = 0, exposedCommSeconds = 0, recomputeSeconds = 0;
+    uint64_t peakBytes = 0;
+  };
+  bool predicted = false;
+  Prediction prediction;
+  std::vector<std::string> predictionLines;
 };
 
 } // namespace shardc

@@ -1,0 +1,72 @@
+//===- PlanPrediction.cpp ---------------------------------------------------------------===//
+#include "shardc/Driver/PlanPrediction.h"
+
+#include "shardc/Cost/Cluster.h"
+#include "shardc/Cost/CostModel.h"
+#include "shardc/Parallel/StepProfiler.h"
+
+#include <cstdio>
+
+namespace shardc {
+
+bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::ModuleOp imported,
+                 WeightStore &weights, FirstErrorCollector &errors,
+                 const ParallelStrategy &chosen, PlanNotes &notes) {
+  cost::Cluster cluster;
+  std::string error;
+  if (!cost::loadCluster(opts.cluster, cluster, error) ||
+      !cost::clusterHolds(cluster, opts.gpus, error)) {
+    printError(error);
+    return false;
+  }
+  const std::string remat = opts.train.remat == "auto" ? "none" : opts.train.remat;
+  StepProfiler profiler(ctx, opts, imported, weights, errors);
+  std::string refusal;
+  const cost::StepProfile *profile =
+      profiler.profile(chosen.tp, chosen.sequenceParallel, remat, refusal);
+  if (!profile) {
+    printError(opts.model + ": --cluster: the step could not be profiled: " + refusal);
+    return false;
+  }
+  cost::Candidate c;
+  c.dp = chosen.dp;
+  c.tp = chosen.tp;
+  c.pp = chosen.pp;
+  c.sequenceParallel = chosen.sequenceParallel;
+  c.zero = chosen.zero;
+  c.remat = remat;
+  c.microBatches = opts.microBatches;
+  c.schedule = chosen.pp > 1 ? opts.schedule : "";
+  c.virtualStages = chosen.pp > 1 ? opts.virtualStages : 1;
+  cost::Prediction p;
+  if (!cost::predictStep(*profile, cluster, c, p, error)) {
+    printError(opts.model + ": --cluster: " + c.text() + ": " + error);
+    return false;
+  }
+  notes.predicted = true;
+  notes.prediction = {p.stepSeconds,        p.tokensPerSecond, p.modelFlopsPerDevice,
+                      p.mfu,                p.bubbleFraction,  p.exposedCommSeconds,
+                      p.recomputeSeconds,   p.peakBytes};
+  notes.predictionLines.push_back("cluster " + cost::clusterSummary(cluster));
+  notes.predictionLines.push_back(c.text() + ": " + cost::predictionText(p));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "model FLOPs %.4g per step (the products of the forward and backward passes); "
+                "%lld rows of %lld tokens",
+                profile->modelFlops, static_cast<long long>(profile->globalRows),
+                static_cast<long long>(profile->tokensPerRow));
+  notes.predictionLines.push_back(line);
+  if (cluster.device.memoryBytes > 0 && p.peakBytes > cluster.device.memoryBytes)
+    notes.predictionLines.push_back(
+        "does not fit: the analytic peak is more than the device's " +
+        std::to_string(cluster.device.memoryBytes) + " bytes");
+  if (c.devices() > cluster.devicesPerNode)
+    notes.predictionLines.push_back(
+        "placement: the prediction puts tp ranks on consecutive devices (inside a node while "
+        "tp <= " + std::to_string(cluster.devicesPerNode) +
+        "), then pp, then dp; this bundle numbers its mesh dp, tp, pp (pp fastest), so launch "
+        "it with a rank order that keeps each tp group on one node");
+  return true;
+}
+
+} // namespace shardc
