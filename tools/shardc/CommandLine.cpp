@@ -62,7 +62,8 @@ parallelism (training; docs/cli.md):
                             (= zero3), tp (all devices tensor-parallel), sp (tp with
                             sequence parallelism), or KEY=VALUE,... with keys dp, tp, sp,
                             pp, zero, e.g. dp=2,tp=4,zero=1,sp=1; dp x tp x pp must equal
-                            --gpus
+                            --gpus. With --cluster, auto is the cost model's search, and
+                            auto,KEY=VALUE,... keeps those of tp, pp, zero, sp fixed
   --shard REGEX=SPEC        tensor-parallel layout of the parameters whose name matches:
                             SPEC 'replicated' or one {} / {tp} per dimension, e.g.
                             'fc1\.weight=[{tp},{}]' (repeatable; docs/cli.md)
@@ -73,6 +74,9 @@ parallelism (training; docs/cli.md):
                             "Predicted step", plan.json's "prediction"): a100-80g-8x,
                             h100-80g-8x, h200-141g-8x, cpu (this machine, after 'shardc
                             calibrate') or a cluster file (docs/cli.md)
+  --predict-only            with --cluster: write OUT/prediction.txt and OUT/prediction.json
+                            (the plan's predicted step, auto's decision) and compile no
+                            programs: plans too large to compile in seconds can be costed
   --bucket-mb X             gradient bucket size in MiB for dp and zero1/zero2 (default 25)
   --comm-overlap on|off     run each collective asynchronously while the ops before its first
                             reader run (a bucket's reduction overlaps the rest of the
@@ -233,6 +237,7 @@ public:
     app_.add_option("model", options.model);
     app_.add_flag("--explain", options.explain);
     app_.add_flag("--no-weights", options.withoutWeights);
+    app_.add_flag("--predict-only", options.predictOnly);
     app_.add_flag("--nesterov", options.train.nesterov);
 
     value("-o,--output", "-o needs a directory", [this](const std::string &v) {
@@ -533,6 +538,8 @@ ParseResult parseCommandLine(int argc, char **argv, CompileOptions &options) {
       (!options.schedule.empty() || !options.pipelineCuts.empty()))
     return usageError(std::string(options.schedule.empty() ? "--pp-cuts" : "--schedule") +
                       " applies to pipeline parallelism (--strategy with pp of at least 2)");
+  options.scheduleGiven = !options.schedule.empty();
+  options.microBatchesGiven = flags.given("--micro-batches");
   if (options.schedule.empty())
     options.schedule = options.microBatches == 1 && options.strategy.pp > 1 ? "naive" : "1f1b";
   if (options.virtualStages > 1 && options.schedule != "interleaved")
@@ -548,6 +555,11 @@ ParseResult parseCommandLine(int argc, char **argv, CompileOptions &options) {
                       "fp16 (dynamic loss scaling)");
   if (options.train.remat == "auto" && options.gpuMemoryBytes == 0)
     return usageError("--remat auto chooses what fits --gpu-memory; give --gpu-memory SIZE");
+  if (options.strategy.constrained() && options.cluster.empty())
+    return usageError("--strategy " + options.strategyText +
+                      ": fixing axes of auto needs the cost model (--cluster)");
+  if (options.predictOnly && options.cluster.empty())
+    return usageError("--predict-only predicts the step on a cluster; give --cluster");
   if (options.train.remat == "auto" && options.strategy.automatic)
     return usageError("--remat auto with --strategy auto: choose one of them automatically "
                       "(give --strategy, or --remat none|selective|full)");

@@ -329,7 +329,10 @@ std::string predictionText(const Prediction &p) {
          seconds(p.tpCommSeconds) + ", pp " + seconds(p.ppCommSeconds) + ", dp exposed " +
          seconds(p.dpCommSeconds) + ", recompute " + seconds(p.recomputeSeconds) +
          " (within compute), optimizer " + seconds(p.optimizerSeconds) + "; peak " +
-         fixed(static_cast<double>(p.peakBytes) / gib, 2) + " GiB per device (analytic)";
+         (static_cast<double>(p.peakBytes) >= gib
+              ? fixed(static_cast<double>(p.peakBytes) / gib, 2) + " GiB"
+              : fixed(static_cast<double>(p.peakBytes) / (1024.0 * 1024), 2) + " MiB") +
+         " per device (analytic)";
 }
 
 } // namespace shardc::cost

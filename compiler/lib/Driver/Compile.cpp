@@ -4,6 +4,9 @@
 #include "shardc/Driver/BundleNotes.h"
 #include "shardc/Driver/BundleOutput.h"
 #include "shardc/Driver/PlanPrediction.h"
+#include "shardc/Cost/Cluster.h"
+#include "shardc/Parallel/CostSearch.h"
+#include "shardc/Parallel/StepProfiler.h"
 #include "shardc/Driver/TrainedSetDoubts.h"
 #include "shardc/Parallel/AutoRemat.h"
 #include "shardc/Parallel/AutoStrategy.h"
@@ -19,6 +22,13 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include "runtime/support/strict_json.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 namespace shardc {
 
@@ -145,6 +155,175 @@ int compileSingleRank(mlir::MLIRContext &ctx, const CompileOptions &opts,
   return 0;
 }
 
+// Compiles the imported model as `opts` says (its strategy explicit, or auto by memory fit),
+// with `decision` (the cost model's search, if any) as the strategy decision.
+int compileImported(mlir::MLIRContext &ctx, const CompileOptions &opts,
+                    onnx_import::ImportedModel &imported, FirstErrorCollector &errors,
+                    std::vector<std::string> decision, CompiledBundle &out) {
+  StrategyCompiler compiler(ctx, opts, imported.module.get(), imported.weights, errors);
+  ParallelStrategy chosen = opts.strategy;
+  DataParallelBundle compiled;
+  PlanNotes notes;
+  notes.strategyDecision = std::move(decision);
+  if (opts.strategy.automatic) {
+    if (!chooseStrategy(opts, compiler, chosen, compiled, notes.strategyDecision))
+      return 1;
+  } else if (!compiler.compile(chosen, compiled)) {
+    return 1;
+  }
+  if (!opts.cluster.empty() && !predictPlan(ctx, opts, imported.module.get(), imported.weights,
+                                            errors, chosen, notes))
+    return 1;
+  notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
+  notes.reshardings = compiler.globalStep(chosen)->reshardings;
+  notes.pipeline = compiler.globalStep(chosen)->pipeline;
+  notes.pipelineTrace = compiler.globalStep(chosen)->pipelineTrace;
+  notes.remat = rematReport(compiler.globalStep(chosen)->module.get(), &notes.rematUnits);
+  addTrainedSetNotes(opts, imported.module.get(), notes);
+  if (notes.trainedSetGuessed)
+    notes.doubtfulTrained =
+        doubtfulTrainedParameters(compiler.globalStep(chosen)->module.get(), imported.weights);
+  out.bundle = newBundle(opts);
+  out.bundle.set_world_size(chosen.dp * chosen.tp * chosen.pp);
+  out.bundle.set_strategy(chosen.canonical());
+  compiled.moveInto(out.bundle);
+  out.weights = std::move(compiled.weights);
+  out.notes = std::move(notes);
+  return 0;
+}
+
+// --strategy auto --cluster: the cost model's search (CostSearch.h); `chosenOpts` compile the
+// chosen plan, `decision` says why.
+bool searchByCost(mlir::MLIRContext &ctx, const CompileOptions &opts,
+                  onnx_import::ImportedModel &imported, FirstErrorCollector &errors,
+                  CompileOptions &chosenOpts, std::vector<std::string> &decision) {
+  const auto start = std::chrono::steady_clock::now();
+  cost::Cluster cluster;
+  std::string error;
+  if (!cost::loadCluster(opts.cluster, cluster, error) ||
+      !cost::clusterHolds(cluster, opts.gpus, error)) {
+    printError(error);
+    return false;
+  }
+  StepProfiler profiler(ctx, opts, imported.module.get(), imported.weights, errors);
+  CostSearchResult result = searchPlans(profiler, cluster, opts, opts.gpus);
+  auto plannedPeak = [&](const CostedPlan &plan, std::string &refusal) -> uint64_t {
+    if (opts.predictOnly)
+      return std::max<uint64_t>(plan.prediction.peakBytes, 1); // analytic: nothing is planned
+    CompileOptions o = optionsFor(opts, plan.candidate);
+    StrategyCompiler scorer(ctx, o, imported.module.get(), imported.weights, errors);
+    std::optional<PlannedStepCost> planned = scorer.score(o.strategy, refusal);
+    return planned ? std::max<uint64_t>(planned->peakBytes, 1) : 0;
+  };
+  cost::Candidate chosen;
+  if (!chooseByCost(opts, cluster, result, opts.gpus, 3, plannedPeak, chosen, decision))
+    return false;
+  // A batch with fewer rows than devices leaves devices idle in every plan's replicas: the
+  // best plan on fewer devices, by tokens/s per device.
+  const cost::StepProfile *plain = nullptr;
+  {
+    std::string ignored;
+    plain = profiler.profile(1, false, "none", ignored);
+  }
+  if (plain && plain->globalRows < opts.gpus) {
+    const double perDevice = result.ranked.front().prediction.tokensPerSecond /
+                             static_cast<double>(opts.gpus);
+    std::string best;
+    double bestPerDevice = perDevice;
+    for (int64_t fewer = opts.gpus / 2; fewer >= 1; fewer /= 2) {
+      CostSearchResult smaller = searchPlans(profiler, cluster, opts, fewer);
+      if (smaller.ranked.empty())
+        continue;
+      const CostedPlan &top = smaller.ranked.front();
+      const double rate = top.prediction.tokensPerSecond / static_cast<double>(fewer);
+      if (rate > bestPerDevice) {
+        bestPerDevice = rate;
+        char line[160];
+        std::snprintf(line, sizeof line, ": %.4g tokens/s, %.4g per device (%.4g per device on all %d)",
+                      top.prediction.tokensPerSecond, rate, perDevice, opts.gpus);
+        best = "on " + std::to_string(fewer) + " devices, " + top.candidate.text() + line;
+      }
+    }
+    decision.push_back("the global batch has " + std::to_string(plain->globalRows) +
+                       " rows for " + std::to_string(opts.gpus) +
+                       " devices: too small to keep every device busy" +
+                       (best.empty() ? std::string() : "; the best plan per device is " + best));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "searched in %.2f s: %zu profiles compiled ((tp, sp, remat) each once), %zu "
+                "candidates costed",
+                seconds, profiler.compiled(), result.costed);
+  decision.insert(decision.begin() + 1, line);
+  chosenOpts = optionsFor(opts, chosen);
+  return true;
+}
+
+// --predict-only: OUT/prediction.json and OUT/prediction.txt, no programs.
+int predictOnly(mlir::MLIRContext &ctx, const CompileOptions &opts) {
+  FirstErrorCollector errors(ctx, opts.model);
+  mlir::FailureOr<onnx_import::ImportedModel> imported = importModel(ctx, opts, errors);
+  if (mlir::failed(imported) || !checkHasLoss(opts, imported->module.get()))
+    return 1;
+  CompileOptions chosen = opts;
+  std::vector<std::string> decision;
+  if (opts.strategy.automatic &&
+      !searchByCost(ctx, opts, *imported, errors, chosen, decision))
+    return 1;
+  PlanNotes notes;
+  cost::Prediction p;
+  cost::Candidate c;
+  if (!predictPlan(ctx, chosen, imported->module.get(), imported->weights, errors,
+                   chosen.strategy, notes, &p, &c))
+    return 1;
+  runtime::Json j = runtime::Json::object();
+  j["model"] = opts.model;
+  j["cluster"] = opts.cluster;
+  j["devices"] = c.devices();
+  j["strategy"] = chosen.strategy.canonical();
+  j["micro_batches"] = c.microBatches;
+  j["schedule"] = c.schedule;
+  j["virtual_stages"] = c.virtualStages;
+  j["remat"] = c.remat;
+  j["prediction"] = {{"step_seconds", p.stepSeconds},
+                     {"tokens_per_second", p.tokensPerSecond},
+                     {"model_flops_per_device", p.modelFlopsPerDevice},
+                     {"mfu", p.mfu},
+                     {"bubble_fraction", p.bubbleFraction},
+                     {"exposed_comm_seconds", p.exposedCommSeconds},
+                     {"recompute_seconds", p.recomputeSeconds},
+                     {"peak_bytes", p.peakBytes}};
+  j["breakdown"] = {{"compute_seconds", p.computeSeconds},
+                    {"bubble_seconds", p.bubbleSeconds},
+                    {"tp_comm_seconds", p.tpCommSeconds},
+                    {"pp_comm_seconds", p.ppCommSeconds},
+                    {"dp_exposed_seconds", p.dpCommSeconds},
+                    {"optimizer_seconds", p.optimizerSeconds}};
+  j["strategy_decision"] = decision;
+  j["lines"] = notes.predictionLines;
+  std::string text = "prediction for " + opts.model + " (--predict-only: no programs)\n";
+  for (const std::string &line : decision)
+    text += "  " + line + "\n";
+  for (const std::string &line : notes.predictionLines)
+    text += "  " + line + "\n";
+  std::error_code ec;
+  std::filesystem::create_directories(opts.output, ec);
+  const std::string json = j.dump(2) + "\n";
+  for (const auto &[name, body] :
+       {std::pair{std::string("prediction.json"), &json}, {std::string("prediction.txt"), &text}}) {
+    std::ofstream f(opts.output + "/" + name);
+    f << *body;
+    if (!f.good()) {
+      printError(opts.output + "/" + name + ": cannot write it");
+      return 1;
+    }
+  }
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
 // 0 with `out` filled (without programs for --emit=mlir), or 1 with the error printed.
 int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBundle &out) {
   FirstErrorCollector errors(ctx, opts.model);
@@ -157,35 +336,14 @@ int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBu
   mlir::FailureOr<onnx_import::ImportedModel> imported = importModel(ctx, opts, errors);
   if (mlir::failed(imported) || !checkHasLoss(opts, imported->module.get()))
     return 1;
-  StrategyCompiler compiler(ctx, opts, imported->module.get(), imported->weights, errors);
-  ParallelStrategy chosen = opts.strategy;
-  DataParallelBundle compiled;
-  PlanNotes notes;
-  if (opts.strategy.automatic) {
-    if (!chooseStrategy(opts, compiler, chosen, compiled, notes.strategyDecision))
+  if (opts.strategy.automatic && !opts.cluster.empty()) {
+    CompileOptions chosen;
+    std::vector<std::string> decision;
+    if (!searchByCost(ctx, opts, *imported, errors, chosen, decision))
       return 1;
-  } else if (!compiler.compile(chosen, compiled)) {
-    return 1;
+    return compileImported(ctx, chosen, *imported, errors, std::move(decision), out);
   }
-  if (!opts.cluster.empty() && !predictPlan(ctx, opts, imported->module.get(), imported->weights,
-                                            errors, chosen, notes))
-    return 1;
-  notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
-  notes.reshardings = compiler.globalStep(chosen)->reshardings;
-  notes.pipeline = compiler.globalStep(chosen)->pipeline;
-  notes.pipelineTrace = compiler.globalStep(chosen)->pipelineTrace;
-  notes.remat = rematReport(compiler.globalStep(chosen)->module.get(), &notes.rematUnits);
-  addTrainedSetNotes(opts, imported->module.get(), notes);
-  if (notes.trainedSetGuessed)
-    notes.doubtfulTrained =
-        doubtfulTrainedParameters(compiler.globalStep(chosen)->module.get(), imported->weights);
-  out.bundle = newBundle(opts);
-  out.bundle.set_world_size(chosen.dp * chosen.tp * chosen.pp);
-  out.bundle.set_strategy(chosen.canonical());
-  compiled.moveInto(out.bundle);
-  out.weights = std::move(compiled.weights);
-  out.notes = std::move(notes);
-  return 0;
+  return compileImported(ctx, opts, *imported, errors, {}, out);
 }
 
 // --remat auto's plans, each compiled in full as the options say with its recomputation.
@@ -237,6 +395,8 @@ int compileModel(const CompileOptions &opts) {
   mlir::MLIRContext ctx;
   ctx.disableMultithreading();
   ctx.loadDialect<mlir::func::FuncDialect, graph::GraphDialect>();
+  if (opts.predictOnly)
+    return predictOnly(ctx, opts);
   if (opts.mode == Mode::Train && opts.train.remat == "auto" && !opts.emitMlir)
     return compileWithAutoRemat(ctx, opts);
   CompiledBundle out;

@@ -11,7 +11,8 @@ namespace shardc {
 
 bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::ModuleOp imported,
                  WeightStore &weights, FirstErrorCollector &errors,
-                 const ParallelStrategy &chosen, PlanNotes &notes) {
+                 const ParallelStrategy &chosen, PlanNotes &notes, cost::Prediction *full,
+                 cost::Candidate *costed) {
   cost::Cluster cluster;
   std::string error;
   if (!cost::loadCluster(opts.cluster, cluster, error) ||
@@ -43,6 +44,10 @@ bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::Modul
     printError(opts.model + ": --cluster: " + c.text() + ": " + error);
     return false;
   }
+  if (full)
+    *full = p;
+  if (costed)
+    *costed = c;
   notes.predicted = true;
   notes.prediction = {p.stepSeconds,        p.tokensPerSecond, p.modelFlopsPerDevice,
                       p.mfu,                p.bubbleFraction,  p.exposedCommSeconds,

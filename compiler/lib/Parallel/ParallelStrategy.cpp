@@ -40,6 +40,38 @@ std::optional<std::string> parseStrategy(const std::string &text, int gpus,
     out.dp = gpus;
     return std::nullopt;
   }
+  if (text.rfind("auto,", 0) == 0) {
+    // auto with some axes fixed (tp, pp, zero, sp): the cost model searches the rest.
+    std::stringstream items(text.substr(5));
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      const size_t eq = item.find('=');
+      int n = 0;
+      if (eq == std::string::npos || eq == 0 || !parseCount(item.substr(eq + 1), n))
+        return where + "'" + item + "' is not KEY=VALUE";
+      const std::string key = item.substr(0, eq);
+      if (key == "tp" && n >= 1)
+        out.fixedTp = n;
+      else if (key == "pp" && n >= 1)
+        out.fixedPp = n;
+      else if (key == "zero" && n <= 3)
+        out.fixedZero = n;
+      else if (key == "sp" && n <= 1)
+        out.fixedSp = n;
+      else
+        return where + "auto fixes tp, pp (positive), zero (0-3) or sp (0 or 1); got '" + item +
+               "'";
+    }
+    const int tp = out.fixedTp ? out.fixedTp : 1, pp = out.fixedPp ? out.fixedPp : 1;
+    if (gpus % (tp * pp) != 0)
+      return where + "tp=" + std::to_string(tp) + " x pp=" + std::to_string(pp) +
+             " does not divide --gpus " + std::to_string(gpus);
+    if (out.fixedSp == 1 && out.fixedTp == 1)
+      return where + "sp=1 splits the sequence on the tp axis and needs tp of at least 2";
+    out.automatic = true;
+    out.dp = gpus;
+    return std::nullopt;
+  }
   static const std::map<std::string, int> shorthands = {
       {"dp", 0}, {"zero1", 1}, {"zero2", 2}, {"zero3", 3}, {"fsdp", 3}};
   if (auto it = shorthands.find(text); it != shorthands.end()) {

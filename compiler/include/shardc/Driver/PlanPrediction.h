@@ -2,6 +2,7 @@
 #ifndef SHARDC_DRIVER_PLANPREDICTION_H
 #define SHARDC_DRIVER_PLANPREDICTION_H
 
+#include "shardc/Cost/CostModel.h"
 #include "shardc/Parallel/CompileOptions.h"
 #include "shardc/Plan/PlanNotes.h"
 #include "shardc/Support/Diagnostics.h"
@@ -17,7 +18,8 @@ namespace shardc {
 // costed).
 bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::ModuleOp imported,
                  WeightStore &weights, FirstErrorCollector &errors,
-                 const ParallelStrategy &chosen, PlanNotes &notes);
+                 const ParallelStrategy &chosen, PlanNotes &notes,
+                 cost::Prediction *full = nullptr, cost::Candidate *costed = nullptr);
 
 } // namespace shardc
 

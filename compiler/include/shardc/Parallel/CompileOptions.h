@@ -40,6 +40,9 @@ struct CompileOptions {
   // --cluster NAME|FILE: the machines the cost model predicts the step on (Cost/Cluster.h);
   // empty: no prediction.
   std::string cluster;
+  // --predict-only (with --cluster): write the prediction (and auto's decision) without
+  // compiling the plan's programs.
+  bool predictOnly = false;
   double bucketMb = 25.0;
   // --comm-overlap: collectives run asynchronously, overlapping the ops before their first
   // reader (the plan-memory pass's overlap-collectives).
@@ -49,6 +52,10 @@ struct CompileOptions {
   // --micro-batches: each device's rows run as this many microbatches per step, gradients
   // accumulated before the reduction and the update.
   int64_t microBatches = 1;
+  // Whether --micro-batches and --schedule were given (--strategy auto --cluster searches the
+  // others).
+  bool microBatchesGiven = false;
+  bool scheduleGiven = false;
   // Pipeline parallelism (--strategy pp=N): the schedule of the stages' steps, and node-name
   // prefixes where stages 1..N-1 start (empty: cut by cost). The command line resolves an
   // absent --schedule (empty): naive for one microbatch, else 1f1b.

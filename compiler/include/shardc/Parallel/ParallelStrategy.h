@@ -28,6 +28,10 @@ struct ParallelStrategy {
   // Sequence parallelism (sp=1): the activations between the tensor-parallel blocks are also
   // split on tp.
   bool sequenceParallel = false;
+  // "auto,tp=8,pp=4": axes auto keeps fixed (0 / -1: free); only the cost model's search
+  // (--cluster) honours them.
+  int fixedTp = 0, fixedPp = 0, fixedZero = -1, fixedSp = -1;
+  bool constrained() const { return fixedTp || fixedPp || fixedZero >= 0 || fixedSp >= 0; }
   // "dp=4,zero=3"; "auto" while undecided.
   std::string canonical() const;
 };
