@@ -177,7 +177,7 @@ CompileOptions optionsFor(const CompileOptions &opts, const cost::Candidate &pla
   o.gpus = static_cast<int>(plan.devices());
   o.microBatches = plan.microBatches;
   o.train.remat = plan.remat;
-  o.train.rematUnits = 0;
+  o.train.rematUnits = -1;
   o.schedule = plan.pp > 1 ? plan.schedule : "1f1b";
   o.virtualStages = plan.pp > 1 ? plan.virtualStages : 1;
   return o;

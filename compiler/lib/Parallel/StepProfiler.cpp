@@ -38,7 +38,7 @@ const cost::StepProfile *StepProfiler::profile(int tp, bool sequenceParallel,
   entry.opts = std::make_unique<CompileOptions>(opts_);
   CompileOptions &o = *entry.opts;
   o.train.remat = remat;
-  o.train.rematUnits = 0;
+  o.train.rematUnits = -1;
   o.microBatches = 1;
   o.pipelineCuts.clear();
   o.dumpIrDir.clear();
