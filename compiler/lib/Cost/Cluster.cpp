@@ -174,6 +174,14 @@ bool parseCluster(const std::string &text, const std::string &origin, Cluster &o
   }
   c.devicesPerNode = static_cast<int>(perNode);
   c.nodes = static_cast<int>(nodes);
+  double cores = 0;
+  if (!number(j, "cores_per_node", origin, cores, error, /*required=*/false, /*allowZero=*/true))
+    return false;
+  if (cores != std::floor(cores) || cores > 1e6) {
+    error = origin + ": \"cores_per_node\" must be a whole number";
+    return false;
+  }
+  c.coresPerNode = static_cast<int>(cores);
   const std::string deviceWhere = origin + ": device";
   const nlohmann::json *device = object(j, "device", origin, error);
   if (!device)
@@ -227,6 +235,8 @@ std::string clusterToJson(const Cluster &c) {
   j["source"] = c.source;
   j["devices_per_node"] = c.devicesPerNode;
   j["nodes"] = c.nodes;
+  if (c.coresPerNode > 0)
+    j["cores_per_node"] = c.coresPerNode;
   j["device"] = {{"name", c.device.name},
                  {"memory_bytes", c.device.memoryBytes},
                  {"peak_flops", {{"fp32", c.device.peakFlopsF32}, {"bf16", c.device.peakFlopsBf16}}},

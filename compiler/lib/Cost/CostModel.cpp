@@ -128,6 +128,12 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     return (n + onOneNode - 1) / onOneNode;
   };
   const int64_t tpNodes = nodesSpanned(c.tp, 1);
+  // Ranks that share a node's cores take turns (the CPU): their compute stretches.
+  const double sharing =
+      cluster.coresPerNode > 0
+          ? std::max(1.0, static_cast<double>(std::min<int64_t>(c.devices(), perNode)) /
+                              static_cast<double>(cluster.coresPerNode))
+          : 1.0;
 
   // 1. Every op on the candidate's rows, per placement.
   Placed placed(U + 2);
@@ -147,6 +153,8 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
       t = collectiveSeconds(cluster, op.collective, op.bytes * f, c.tp, tpNodes);
       break;
     }
+    if (op.kind != ProfiledOp::Kind::TpCollective)
+      t *= sharing;
     const size_t at = placeOf(op.unit, U);
     if (op.phase == ProfiledOp::Phase::Step) {
       placed.step[at] += t;

@@ -54,6 +54,9 @@ struct Cluster {
   std::string source; // where the numbers come from
   int devicesPerNode = 1;
   int nodes = 0; // 0: as many as the devices need
+  // Cores a node's devices share (the CPU, where a rank is a set of threads): more ranks than
+  // cores on a node take turns. 0: every device computes on its own (GPUs).
+  int coresPerNode = 0;
   DeviceSpec device;
   LinkSpec intraNode, interNode;
 
