@@ -111,7 +111,13 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
   const double microRows =
       static_cast<double>(profile.globalRows / c.dp / c.microBatches);
   const double s = microRows / static_cast<double>(std::max<int64_t>(profile.rows, 1));
-  const size_t U = profile.units.size();
+  const size_t profiled = profile.units.size();
+  // The model's units: each profiled one as many times as it stands for.
+  std::vector<size_t> source;
+  for (size_t u = 0; u < profiled; ++u)
+    for (int64_t i = 0; i < (profile.unitRepeats.empty() ? 1 : profile.unitRepeats[u]); ++i)
+      source.push_back(u);
+  const size_t U = source.size();
   const int64_t V = c.pp * c.virtualStages;
   if (c.pp > 1 && static_cast<int64_t>(U) < V) {
     why = std::to_string(V) + " pipeline chunks need as many repeated layers; the model has " +
@@ -135,8 +141,8 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
                               static_cast<double>(cluster.coresPerNode))
           : 1.0;
 
-  // 1. Every op on the candidate's rows, per placement.
-  Placed placed(U + 2);
+  // 1. Every op on the candidate's rows, per placement (of the profiled units).
+  Placed placed(profiled + 2);
   for (const ProfiledOp &op : profile.ops) {
     const bool scaled = op.phase != ProfiledOp::Phase::Step;
     const double f = scaled ? s : 1.0;
@@ -155,7 +161,7 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     }
     if (op.kind != ProfiledOp::Kind::TpCollective)
       t *= sharing;
-    const size_t at = placeOf(op.unit, U);
+    const size_t at = placeOf(op.unit, profiled);
     if (op.phase == ProfiledOp::Phase::Step) {
       placed.step[at] += t;
       continue;
@@ -176,9 +182,11 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     first = {0, U};
   } else {
     std::vector<double> unitCost(U);
-    for (size_t u = 0; u < U; ++u)
-      unitCost[u] = placed.forward[u + 1] + placed.backward[u + 1] + placed.tpForward[u + 1] +
-                    placed.tpBackward[u + 1];
+    for (size_t u = 0; u < U; ++u) {
+      const size_t at = source[u] + 1;
+      unitCost[u] = placed.forward[at] + placed.backward[at] + placed.tpForward[at] +
+                    placed.tpBackward[at];
+    }
     first = balancedCuts(unitCost, chunks);
   }
   struct Chunk {
@@ -195,15 +203,15 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
   };
   for (size_t q = 0; q < chunks; ++q) {
     for (size_t u = first[q]; u < first[q + 1]; ++u) {
-      addPlace(chunk[q], u + 1);
-      chunk[q].params += profile.unitParamBytes[u];
-      chunk[q].stash += profile.unitStashBytes[u] * s;
+      addPlace(chunk[q], source[u] + 1);
+      chunk[q].params += profile.unitParamBytes[source[u]];
+      chunk[q].stash += profile.unitStashBytes[source[u]] * s;
     }
     if (first[q] < U)
-      chunk[q].input = profile.unitInputBytes[first[q]] * s;
+      chunk[q].input = profile.unitInputBytes[source[first[q]]] * s;
   }
   addPlace(chunk.front(), 0);
-  addPlace(chunk.back(), U + 1);
+  addPlace(chunk.back(), profiled + 1);
   chunk.front().params += profile.beforeParamBytes;
   chunk.back().params += profile.afterParamBytes;
   chunk.front().stash += profile.beforeStashBytes * s;

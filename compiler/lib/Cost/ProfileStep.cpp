@@ -211,6 +211,7 @@ FailureOr<StepProfile> profileStep(func::FuncOp func, int dpAxis, int tpAxis) {
   };
 
   // Trained parameters: with the unit of their first forward reader.
+  llvm::DenseMap<Value, int> paramPlace;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     if (!func.getArgAttr(i, graph::kParamAttr))
       continue;
@@ -227,6 +228,7 @@ FailureOr<StepProfile> profileStep(func::FuncOp func, int dpAxis, int tpAxis) {
       bytes = static_cast<double>(t.getNumElements()) * 4;
     addTo(place, profile.unitParamBytes, profile.beforeParamBytes, profile.afterParamBytes,
           bytes);
+    paramPlace[arg] = place;
   }
 
   // The forward values the backward pass reads (kept for it per microbatch), and what enters
@@ -261,6 +263,13 @@ FailureOr<StepProfile> profileStep(func::FuncOp func, int dpAxis, int tpAxis) {
     p.phase = !perMicrobatch.count(&op) ? ProfiledOp::Phase::Step
               : forward.count(&op)      ? ProfiledOp::Phase::Forward
                                         : ProfiledOp::Phase::Backward;
+    // A once-per-step op (an optimizer update) goes with the parameter it reads.
+    if (p.phase == ProfiledOp::Phase::Step)
+      for (Value v : op.getOperands())
+        if (auto it = paramPlace.find(v); it != paramPlace.end()) {
+          p.unit = it->second;
+          break;
+        }
     CollectiveKind kind;
     if (collectiveKind(&op, kind)) {
       const std::vector<int> axes = meshAxesOf(&op);
@@ -289,7 +298,7 @@ FailureOr<StepProfile> profileStep(func::FuncOp func, int dpAxis, int tpAxis) {
   return profile;
 }
 
-double modelProductFlops(func::FuncOp func) {
+double modelProductFlops(func::FuncOp func, const std::map<std::string, int64_t> &repeats) {
   Block &body = func.getBody().front();
   llvm::DenseSet<Value> varying;
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
@@ -301,8 +310,11 @@ double modelProductFlops(func::FuncOp func) {
         !llvm::any_of(op.getOperands(), [&](Value v) { return varying.count(v); }))
       continue;
     varying.insert(op.result_begin(), op.result_end());
-    if (isProduct(&op) && !isRecomputed(&op))
-      total += static_cast<double>(cast<graph::CostOpInterface>(&op).getFlops());
+    if (isProduct(&op) && !isRecomputed(&op)) {
+      auto it = repeats.empty() ? repeats.end() : repeats.find(graph::moduleUnitOf(&op));
+      const double times = it != repeats.end() ? static_cast<double>(it->second) : 1.0;
+      total += times * static_cast<double>(cast<graph::CostOpInterface>(&op).getFlops());
+    }
   }
   return total;
 }

@@ -74,7 +74,10 @@ CostSearchResult searchPlans(StepProfiler &profiler, const cost::Cluster &cluste
           continue;
         }
         const int64_t rows = profile->globalRows;
-        const int64_t units = static_cast<int64_t>(profile->units.size());
+        // The model's repeated units (a truncated profile's stand for several each).
+        int64_t units = 0;
+        for (size_t u = 0; u < profile->units.size(); ++u)
+          units += profile->unitRepeats.empty() ? 1 : profile->unitRepeats[u];
         bool someOverMemory = false;
         for (int64_t pp : divisorsOf(devices / tp)) {
           if ((pp > 1 && pp > units) || (fixed.fixedPp && pp != fixed.fixedPp))

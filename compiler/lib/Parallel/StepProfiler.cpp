@@ -2,6 +2,7 @@
 #include "shardc/Parallel/StepProfiler.h"
 
 #include "shardc/Cost/ProfileStep.h"
+#include "shardc/Cost/TruncateUnits.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Lowering/RankPrograms.h"
 #include "shardc/Pipelines/TrainPipelines.h"
@@ -42,7 +43,14 @@ const cost::StepProfile *StepProfiler::profile(int tp, bool sequenceParallel,
   o.microBatches = 1;
   o.pipelineCuts.clear();
   o.dumpIrDir.clear();
-  entry.compiler = std::make_unique<StrategyCompiler>(ctx_, o, imported_, weights_, errors_);
+  // A deep model is profiled on three of its units (TruncateUnits.h), once for all entries.
+  if (!truncatedReady_) {
+    truncatedReady_ = true;
+    truncated_ = imported_.clone();
+    truncation_ = cost::truncateRepeatedUnits(truncated_.get());
+  }
+  mlir::ModuleOp source = truncation_ ? truncated_.get() : imported_;
+  entry.compiler = std::make_unique<StrategyCompiler>(ctx_, o, source, weights_, errors_);
 
   // On two replicas when the batch has the rows, so that the dp axis marks them.
   ParallelStrategy s;
@@ -85,16 +93,19 @@ const cost::StepProfile *StepProfiler::profile(int tp, bool sequenceParallel,
   profile->globalRows = step->batch.rows;
   profile->stateBytesPerParamByte =
       o.train.optimizer == "sgd" ? (o.train.momentum != 0 ? 1.0 : 0.0) : 2.0;
+  std::map<std::string, int64_t> repeats;
+  if (truncation_) {
+    for (size_t i = 0; i < truncation_->kept.size(); ++i)
+      repeats[truncation_->kept[i]] = truncation_->repeats[i];
+    for (const std::string &unit : profile->units) {
+      auto it = repeats.find(unit);
+      profile->unitRepeats.push_back(it != repeats.end() ? it->second : 1);
+    }
+  }
   if (auto global = step->module->lookupSymbol<mlir::func::FuncOp>("train_step")) {
     profile->tokensPerRow = tokensPerRow(global);
-    // Model FLOPs without recomputation: the remat-none step's (this one when remat is none).
-    if (remat == "none") {
-      profile->modelFlops = cost::modelProductFlops(global);
-    } else {
-      std::string ignored;
-      const cost::StepProfile *plain = this->profile(tp, sequenceParallel, "none", ignored);
-      profile->modelFlops = plain ? plain->modelFlops : cost::modelProductFlops(global);
-    }
+    // Model FLOPs: the products of the global step, recomputation left out.
+    profile->modelFlops = cost::modelProductFlops(global, repeats);
   }
   entry.profile = std::move(profile);
   return entry.profile.get();

@@ -6,6 +6,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <map>
+#include <string>
+
 namespace shardc::cost {
 
 // Reads one rank's train step, partitioned on a mesh whose axis `dpAxis` splits the batch and
@@ -18,8 +21,10 @@ namespace shardc::cost {
 mlir::FailureOr<StepProfile> profileStep(mlir::func::FuncOp planned, int dpAxis, int tpAxis);
 
 // The FLOPs of the products (matrix products, convolutions, attention) of a global
-// (unpartitioned) train step's forward and backward passes, recomputation left out.
-double modelProductFlops(mlir::func::FuncOp global);
+// (unpartitioned) train step's forward and backward passes, recomputation left out; an op of
+// a unit in `repeats` counts that many times.
+double modelProductFlops(mlir::func::FuncOp global,
+                         const std::map<std::string, int64_t> &repeats = {});
 
 } // namespace shardc::cost
 

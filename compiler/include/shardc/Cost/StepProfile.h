@@ -52,6 +52,9 @@ struct StepProfile {
   int64_t globalRows = 0;     // rows of the global batch
   int64_t tokensPerRow = 1;   // the sequence (for tokens/s)
   std::vector<std::string> units;
+  // How many of the model's units each profiled unit stands for (TruncateUnits.h: a deep
+  // model is profiled on its first two units and its last); empty: one each.
+  std::vector<int64_t> unitRepeats;
   std::vector<ProfiledOp> ops;
   // Per unit, and for the parts before and after the units (the embedding on the first
   // stage, the head on the last): trained parameter bytes on one rank (fp32), forward values

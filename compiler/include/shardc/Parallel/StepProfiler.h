@@ -11,10 +11,12 @@
 #define SHARDC_PARALLEL_STEPPROFILER_H
 
 #include "shardc/Cost/StepProfile.h"
+#include "shardc/Cost/TruncateUnits.h"
 #include "shardc/Parallel/StrategyCompiler.h"
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -48,6 +50,10 @@ private:
   WeightStore &weights_;
   FirstErrorCollector &errors_;
   std::map<Key, Entry> profiles_;
+  // The model with its middle units removed, when they can be (TruncateUnits.h).
+  bool truncatedReady_ = false;
+  mlir::OwningOpRef<mlir::ModuleOp> truncated_;
+  std::optional<cost::Truncation> truncation_;
 };
 
 } // namespace shardc
