@@ -275,6 +275,16 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
   const int64_t dpNodes = nodesSpanned(c.dp, c.tp * c.pp);
   double dpExposed = 0, optimizer = 0;
   uint64_t peak = 0;
+  // Every rank holds all frozen initializers (the weights region is shared by the stages) and
+  // the largest workspace of an op.
+  double frozen = profile.beforeFrozenBytes + profile.afterFrozenBytes;
+  for (size_t u = 0; u < U; ++u)
+    frozen += profile.unitFrozenBytes.empty() ? 0 : profile.unitFrozenBytes[source[u]];
+  // The op workspaces grow with the rows; ZeRO-3 also gathers a unit's parameters whole.
+  const double workspace = profile.workspaceBytes * s;
+  double largestUnit = 0;
+  for (size_t u = 0; u < profiled; ++u)
+    largestUnit = std::max(largestUnit, profile.unitParamBytes[u]);
   const double zeroShare = c.dp > 1 ? 1.0 / static_cast<double>(c.dp) : 1.0;
   for (size_t r = 0; r < P; ++r) {
     const Rank &rk = rank[r];
@@ -294,10 +304,12 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     dpExposed = std::max(dpExposed, exposed);
     optimizer = std::max(optimizer, rk.step * (c.zero >= 1 ? zeroShare : 1.0));
     // Memory.
+    // The gradients are whole until the backward pass ends (the reduction, or ZeRO's
+    // reduce-scatter, comes after it), whatever the stage.
     const double params = rk.params;
-    double bytes = params * (c.zero >= 3 ? zeroShare : 1.0) +
-                   params * (c.zero >= 2 ? zeroShare : 1.0) +
-                   params * profile.stateBytesPerParamByte * (c.zero >= 1 ? zeroShare : 1.0);
+    double bytes = params * (c.zero >= 3 ? zeroShare : 1.0) + params +
+                   params * profile.stateBytesPerParamByte * (c.zero >= 1 ? zeroShare : 1.0) +
+                   frozen + workspace + (c.zero >= 3 ? largestUnit : 0.0);
     if (profile.bf16)
       bytes += params / 2 * (c.zero >= 3 ? zeroShare : 1.0);
     double inFlight = 1;

@@ -200,6 +200,9 @@ FailureOr<StepProfile> profileStep(func::FuncOp func, int dpAxis, int tpAxis) {
   profile.unitParamBytes.assign(numUnits, 0);
   profile.unitStashBytes.assign(numUnits, 0);
   profile.unitInputBytes.assign(numUnits, 0);
+  profile.unitFrozenBytes.assign(numUnits, 0);
+  if (auto ws = func->getAttrOfType<IntegerAttr>("shardc.workspace_bytes"))
+    profile.workspaceBytes = static_cast<double>(ws.getInt());
   auto addTo = [&](int place, std::vector<double> &perUnit, double &before, double &after,
                    double bytes) {
     if (place >= 0)
@@ -222,6 +225,11 @@ FailureOr<StepProfile> profileStep(func::FuncOp func, int dpAxis, int tpAxis) {
         place = unitOf[user];
         break;
       }
+    if (func.getArgAttr(i, graph::kNotTrainableAttr) || func.getArgAttr(i, graph::kBufferAttr)) {
+      addTo(place, profile.unitFrozenBytes, profile.beforeFrozenBytes, profile.afterFrozenBytes,
+            bytesOf(arg));
+      continue;
+    }
     double bytes = bytesOf(arg);
     // Master weights and gradients are fp32 whatever the storage.
     if (auto t = dyn_cast<RankedTensorType>(arg.getType()); t && t.hasStaticShape())

@@ -22,11 +22,13 @@
 //                 microbatch's forward and backward, overlapping its compute.
 //   optimizer     the profile's per-step ops, for the stage's share of the parameters (a dp-th
 //                 of them with ZeRO).
-//   memory        fp32 parameters, gradients and optimizer state (each divided by dp as the
-//                 ZeRO stage says) and the activations of the microbatches the schedule keeps
-//                 in flight on the first stage (gpipe: m; 1f1b and zb-h1: p; interleaved: its
-//                 warm-up's chunks), from the profile's per-unit kept bytes: analytic, the real
-//                 planner checks the finalists.
+//   memory        fp32 parameters and optimizer state (divided by dp as the ZeRO stage says),
+//                 the whole gradients (the program reduces, or reduce-scatters, them after the
+//                 backward pass), every frozen initializer, the largest workspace, and the
+//                 activations of the microbatches the schedule keeps in flight on the first
+//                 stage (gpipe: m; 1f1b and zb-h1: p; interleaved: its warm-up's chunks), from
+//                 the profile's per-unit kept bytes: analytic, the real planner checks the
+//                 finalists.
 //
 // Mesh axes map onto the cluster innermost first: tp ranks are consecutive (inside a node
 // while tp <= devices per node), then pp, then dp.

@@ -61,6 +61,12 @@ struct StepProfile {
   // read by the backward pass per microbatch (on the profiled rows), input bytes.
   std::vector<double> unitParamBytes, unitStashBytes, unitInputBytes;
   double beforeParamBytes = 0, afterParamBytes = 0;
+  // Frozen initializers (buffers such as masks, parameters not trained): every stage's program
+  // holds all of them (the weights region is shared), per placement as the parameters.
+  std::vector<double> unitFrozenBytes;
+  double beforeFrozenBytes = 0, afterFrozenBytes = 0;
+  // The largest workspace an op needs (shardc.workspace_bytes), on the profiled rows.
+  double workspaceBytes = 0;
   double beforeStashBytes = 0, afterStashBytes = 0;
   // Bytes of the optimizer state per fp32 parameter byte (AdamW: 2, SGD with momentum: 1).
   double stateBytesPerParamByte = 2;
