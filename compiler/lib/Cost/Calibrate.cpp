@@ -176,6 +176,51 @@ bool calibrateCpu(Cluster &out, std::vector<std::string> &log, std::string &erro
                 add * 1e3, bandwidth / 1e9, tiny * 1e6);
   log.push_back(line);
 
+  // Element-wise work that computes (one FLOP per element as CostOpInterface counts it): exp
+  // and erf on 4M floats, the mean of their rates.
+  const int64_t many = int64_t(1) << 22;
+  Tensor ex = b.make(program::F32, {many}), ey = b.make(program::F32, {many});
+  double elementwise = 0;
+  for (const char *kernel : {"exp", "erf"}) {
+    const double t = timeKernel(kernel, {ex}, {ey}, error);
+    if (t < 0)
+      return false;
+    elementwise += static_cast<double>(many) / t / 2;
+  }
+  // The bandwidth each core gets when every core streams at once.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  double loaded = bandwidth;
+  if (cores > 1) {
+    std::vector<Buffers> perCore(cores);
+    std::vector<std::vector<Tensor>> arrays(cores);
+    for (unsigned k = 0; k < cores; ++k)
+      for (int i = 0; i < 3; ++i)
+        arrays[k].push_back(perCore[k].make(program::F32, {elements / 2}));
+    std::vector<double> seconds(cores, 0);
+    std::vector<std::string> errors(cores);
+    std::vector<std::thread> threads;
+    for (unsigned k = 0; k < cores; ++k)
+      threads.emplace_back([&, k] {
+        seconds[k] = timeKernel("add", {arrays[k][0], arrays[k][1]}, {arrays[k][2]}, errors[k]);
+      });
+    for (std::thread &t : threads)
+      t.join();
+    double slowest = 0;
+    for (unsigned k = 0; k < cores; ++k) {
+      if (seconds[k] < 0) {
+        error = errors[k];
+        return false;
+      }
+      slowest = std::max(slowest, seconds[k]);
+    }
+    loaded = 3.0 * 4 * static_cast<double>(elements / 2) / slowest;
+  }
+  std::snprintf(line, sizeof line,
+                "exp and erf on 4M floats: %.2f G elements/s; add on every one of %u cores at "
+                "once: %.2f GB/s per core",
+                elementwise / 1e9, cores, loaded / 1e9);
+  log.push_back(line);
+
   // The local ranks' link: a ring all-reduce between 2 threads.
   const size_t big = size_t(1) << 22; // 16 MiB of floats
   const double reduceBig = allReduceSeconds(big, error);
@@ -191,7 +236,6 @@ bool calibrateCpu(Cluster &out, std::vector<std::string> &log, std::string &erro
                 reduceBig * 1e3, linkBandwidth / 1e9, reduceTiny * 1e6);
   log.push_back(line);
 
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   Cluster c;
   c.name = "cpu";
   c.source = "measured by shardc calibrate (one thread per rank)";
@@ -206,6 +250,8 @@ bool calibrateCpu(Cluster &out, std::vector<std::string> &log, std::string &erro
   c.device.memoryBandwidth = bandwidth;
   c.device.memoryEfficiency = 1.0;
   c.device.kernelSeconds = tiny;
+  c.device.elementwiseFlops = elementwise;
+  c.device.loadedMemoryBandwidth = loaded;
   c.device.gemm = {1.0, bestH};
   c.intraNode = {linkBandwidth, latency};
   c.interNode = c.intraNode;

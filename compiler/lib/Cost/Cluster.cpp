@@ -192,7 +192,10 @@ bool parseCluster(const std::string &text, const std::string &origin, Cluster &o
   if (!number(*device, "memory_bytes", deviceWhere, memory, error) ||
       !number(*device, "memory_bandwidth", deviceWhere, d.memoryBandwidth, error) ||
       !number(*device, "memory_efficiency", deviceWhere, d.memoryEfficiency, error, false) ||
-      !number(*device, "kernel_seconds", deviceWhere, d.kernelSeconds, error, false, true))
+      !number(*device, "kernel_seconds", deviceWhere, d.kernelSeconds, error, false, true) ||
+      !number(*device, "elementwise_flops", deviceWhere, d.elementwiseFlops, error, false, true) ||
+      !number(*device, "loaded_memory_bandwidth", deviceWhere, d.loadedMemoryBandwidth, error,
+              false, true))
     return false;
   d.memoryBytes = static_cast<uint64_t>(memory);
   const nlohmann::json *peak = object(*device, "peak_flops", deviceWhere, error);
@@ -243,6 +246,8 @@ std::string clusterToJson(const Cluster &c) {
                  {"memory_bandwidth", c.device.memoryBandwidth},
                  {"memory_efficiency", c.device.memoryEfficiency},
                  {"kernel_seconds", c.device.kernelSeconds},
+                 {"elementwise_flops", c.device.elementwiseFlops},
+                 {"loaded_memory_bandwidth", c.device.loadedMemoryBandwidth},
                  {"gemm_efficiency", {{"max", c.device.gemm.max}, {"half_dim", c.device.gemm.halfDim}}}};
   j["links"] = {
       {"intra_node", {{"bandwidth", c.intraNode.bandwidth}, {"latency", c.intraNode.latency}}},

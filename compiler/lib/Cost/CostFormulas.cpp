@@ -21,7 +21,8 @@ double gemmSeconds(const DeviceSpec &device, MatmulPrecision precision, double m
 
 double memoryBoundSeconds(const DeviceSpec &device, double bytes, double flops) {
   const double moving = bytes / (device.memoryBandwidth * device.memoryEfficiency);
-  const double computing = flops / device.peakFlopsF32;
+  const double computing =
+      flops / (device.elementwiseFlops > 0 ? device.elementwiseFlops : device.peakFlopsF32);
   return std::max(moving, computing) + device.kernelSeconds;
 }
 

@@ -141,6 +141,15 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
                               static_cast<double>(cluster.coresPerNode))
           : 1.0;
 
+  // Ranks that run at once on a node share its memory bandwidth (the CPU's cores).
+  DeviceSpec loadedDevice = dev;
+  if (cluster.coresPerNode > 0 && dev.loadedMemoryBandwidth > 0) {
+    const double busy = static_cast<double>(
+        std::min<int64_t>(std::min<int64_t>(c.devices(), perNode), cluster.coresPerNode));
+    const double share = (busy - 1) / std::max(1.0, cluster.coresPerNode - 1.0);
+    loadedDevice.memoryBandwidth =
+        dev.memoryBandwidth + share * (dev.loadedMemoryBandwidth - dev.memoryBandwidth);
+  }
   // 1. Every op on the candidate's rows, per placement (of the profiled units).
   Placed placed(profiled + 2);
   for (const ProfiledOp &op : profile.ops) {
@@ -153,7 +162,7 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
                       op.k * (op.kRows ? f : 1), op.batch * (op.batchRows ? f : 1));
       break;
     case ProfiledOp::Kind::Other:
-      t = memoryBoundSeconds(dev, op.bytes * f, op.flops * f);
+      t = memoryBoundSeconds(loadedDevice, op.bytes * f, op.flops * f);
       break;
     case ProfiledOp::Kind::TpCollective:
       t = collectiveSeconds(cluster, op.collective, op.bytes * f, c.tp, tpNodes);
@@ -290,10 +299,18 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     const Rank &rk = rank[r];
     double exposed = 0;
     if (c.dp > 1) {
+      // Overlaps the last microbatch's backward pass (its buckets go as they fill). ZeRO
+      // reduce-scatters instead, and gathers the updated parameters after the optimizer, in
+      // the open (stages 1 and 2; stage 3 gathers them where they are read).
       const double reduce =
-          collectiveSeconds(cluster, CollectiveKind::AllReduce, rk.params, c.dp, dpNodes);
-      // Overlaps the last microbatch's backward pass (its buckets go as they fill).
+          c.zero == 0
+              ? collectiveSeconds(cluster, CollectiveKind::AllReduce, rk.params, c.dp, dpNodes)
+              : collectiveSeconds(cluster, CollectiveKind::ReduceScatter, rk.params, c.dp,
+                                  dpNodes);
       exposed = std::max(0.0, reduce - rk.backward);
+      if (c.zero == 1 || c.zero == 2)
+        exposed += collectiveSeconds(cluster, CollectiveKind::AllGather,
+                                     rk.params * (profile.bf16 ? 0.5 : 1.0), c.dp, dpNodes);
       if (c.zero == 3) {
         const double gather = collectiveSeconds(cluster, CollectiveKind::AllGather,
                                                 rk.params * (profile.bf16 ? 0.5 : 1.0), c.dp,

@@ -42,6 +42,13 @@ struct DeviceSpec {
   // starting one kernel (a launch on a GPU, a call on the CPU).
   double memoryEfficiency = 0.8;
   double kernelSeconds = 0;
+  // FLOP/s of the ops that are not matrix products (one per element of their largest operand
+  // or result, as CostOpInterface counts them): exp, erf, softmax and the like; 0: the fp32
+  // peak (a GPU's element-wise units run at it).
+  double elementwiseFlops = 0;
+  // With all of a node's cores busy, what each one's element-wise work reaches of the node's
+  // memory bandwidth (the CPU's cores share it); 0: memoryBandwidth whatever the load.
+  double loadedMemoryBandwidth = 0;
 };
 
 struct LinkSpec {

@@ -4,7 +4,8 @@
 // constants for every model:
 //   matrix product   2MNK FLOPs at peak x efficiency(M, N, K) (GemmEfficiency), plus a kernel
 //   other ops        roofline: the longer of bytes / (bandwidth x memory efficiency) and FLOPs
-//                    at the fp32 peak, plus a kernel start
+//                    at the element-wise rate (the fp32 peak unless the device gives one),
+//                    plus a kernel start
 //   collectives      alpha-beta on the link level the group spans: a ring of n ranks sends
 //                    2(n-1)/n of the buffer in 2(n-1) steps for all-reduce, (n-1)/n in n-1 for
 //                    reduce-scatter and all-gather; a group spanning nodes either rings over

@@ -15,11 +15,13 @@
 //   schedule      naive: sum over ranks of F_r + B_r; gpipe and 1f1b: the slowest rank's
 //                 m (F + B) plus the bubble, (p-1) of its stage-steps; interleaved: a chunk's
 //                 stage-steps, (p-1)(F + B)/v; zb-h1: (p-1) F (its W fill the rest).
-//   dp            the gradients (fp32, the stage's parameters on a rank) all-reduced (ZeRO-1/2:
-//                 reduce-scattered, the parameters all-gathered: the same bytes) over the dp
-//                 group, overlapping the last microbatch's backward pass as the program's
-//                 asynchronous collectives do; ZeRO-3 also gathers the parameters for every
-//                 microbatch's forward and backward, overlapping its compute.
+//   dp            the gradients (fp32, the stage's parameters on a rank) all-reduced (ZeRO:
+//                 reduce-scattered) over the dp group, overlapping the last microbatch's
+//                 backward pass as the program's asynchronous collectives do; ZeRO-1/2 then
+//                 all-gather the updated parameters after the optimizer, exposed; ZeRO-3
+//                 gathers them for every microbatch's forward and backward, overlapping its
+//                 compute. On the CPU, ranks running at once share the node's memory bandwidth
+//                 (between one core's and the loaded share the calibration measured).
 //   optimizer     the profile's per-step ops, for the stage's share of the parameters (a dp-th
 //                 of them with ZeRO).
 //   memory        fp32 parameters and optimizer state (divided by dp as the ZeRO stage says),
