@@ -134,12 +134,10 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     return (n + onOneNode - 1) / onOneNode;
   };
   const int64_t tpNodes = nodesSpanned(c.tp, 1);
-  // Ranks that share a node's cores take turns (the CPU): their compute stretches.
-  const double sharing =
-      cluster.coresPerNode > 0
-          ? std::max(1.0, static_cast<double>(std::min<int64_t>(c.devices(), perNode)) /
-                              static_cast<double>(cluster.coresPerNode))
-          : 1.0;
+  // Ranks that share a node's cores (the CPU) take turns: the step is at least the node's
+  // work over its cores (below), and their communication is work of those cores too, which
+  // hides behind nothing.
+  const bool sharedCores = cluster.coresPerNode > 0;
 
   // Ranks that run at once on a node share its memory bandwidth (the CPU's cores).
   DeviceSpec loadedDevice = dev;
@@ -168,8 +166,6 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
       t = collectiveSeconds(cluster, op.collective, op.bytes * f, c.tp, tpNodes);
       break;
     }
-    if (op.kind != ProfiledOp::Kind::TpCollective)
-      t *= sharing;
     const size_t at = placeOf(op.unit, profiled);
     if (op.phase == ProfiledOp::Phase::Step) {
       placed.step[at] += t;
@@ -295,6 +291,7 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
   for (size_t u = 0; u < profiled; ++u)
     largestUnit = std::max(largestUnit, profile.unitParamBytes[u]);
   const double zeroShare = c.dp > 1 ? 1.0 / static_cast<double>(c.dp) : 1.0;
+  double nodeWork = 0; // one replica's stages' busy time: every rank's, over pp
   for (size_t r = 0; r < P; ++r) {
     const Rank &rk = rank[r];
     double exposed = 0;
@@ -307,7 +304,7 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
               ? collectiveSeconds(cluster, CollectiveKind::AllReduce, rk.params, c.dp, dpNodes)
               : collectiveSeconds(cluster, CollectiveKind::ReduceScatter, rk.params, c.dp,
                                   dpNodes);
-      exposed = std::max(0.0, reduce - rk.backward);
+      exposed = sharedCores ? reduce : std::max(0.0, reduce - rk.backward);
       if (c.zero == 1 || c.zero == 2)
         exposed += collectiveSeconds(cluster, CollectiveKind::AllGather,
                                      rk.params * (profile.bf16 ? 0.5 : 1.0), c.dp, dpNodes);
@@ -315,11 +312,14 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
         const double gather = collectiveSeconds(cluster, CollectiveKind::AllGather,
                                                 rk.params * (profile.bf16 ? 0.5 : 1.0), c.dp,
                                                 dpNodes);
-        exposed += std::max(0.0, 2 * m * gather - m * (rk.forward + rk.backward));
+        exposed += sharedCores ? 2 * m * gather
+                               : std::max(0.0, 2 * m * gather - m * (rk.forward + rk.backward));
       }
     }
     dpExposed = std::max(dpExposed, exposed);
-    optimizer = std::max(optimizer, rk.step * (c.zero >= 1 ? zeroShare : 1.0));
+    const double update = rk.step * (c.zero >= 1 ? zeroShare : 1.0);
+    optimizer = std::max(optimizer, update);
+    nodeWork += m * (rk.forward + rk.backward) + exposed + update;
     // Memory.
     // The gradients are whole until the backward pass ends (the reduction, or ZeRO's
     // reduce-scatter, comes after it), whatever the stage.
@@ -345,6 +345,14 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
   }
 
   out.stepSeconds = pipeline + dpExposed + optimizer;
+  if (sharedCores) {
+    // A work-conserving scheduler: the node's ranks' busy time over its cores, when more.
+    const double ranksOnNode =
+        static_cast<double>(std::min<int64_t>(c.devices(), perNode));
+    const double shared = nodeWork * ranksOnNode / static_cast<double>(c.pp) /
+                          static_cast<double>(cluster.coresPerNode);
+    out.stepSeconds = std::max(out.stepSeconds, shared);
+  }
   const Rank &sr = rank[slowest];
   out.computeSeconds = m * (maxS - sr.tp - sr.p2p);
   out.tpCommSeconds = m * sr.tp;

@@ -20,8 +20,11 @@
 //                 backward pass as the program's asynchronous collectives do; ZeRO-1/2 then
 //                 all-gather the updated parameters after the optimizer, exposed; ZeRO-3
 //                 gathers them for every microbatch's forward and backward, overlapping its
-//                 compute. On the CPU, ranks running at once share the node's memory bandwidth
-//                 (between one core's and the loaded share the calibration measured).
+//                 compute. On the CPU (a node's cores shared by its ranks) the ranks running
+//                 at once share its memory bandwidth (between one core's and the loaded share
+//                 the calibration measured), their communication is the cores' work and hides
+//                 behind nothing, and the step is at least the node's busy time over its cores
+//                 (a pipeline's idle ranks leave theirs to the others).
 //   optimizer     the profile's per-step ops, for the stage's share of the parameters (a dp-th
 //                 of them with ZeRO).
 //   memory        fp32 parameters and optimizer state (divided by dp as the ZeRO stage says),
