@@ -113,7 +113,7 @@ def main():
             if not chose:
                 return f"no 'chose' line in {decision}"
             chosen = chose[len("chose "):].split(" ")[0]
-            if not plan["strategy"].startswith(chosen.rsplit(",zero=", 1)[0]):
+            if plan["strategy"] != chosen:
                 return f"compiled {plan['strategy']}, the decision chose {chosen}"
             alternatives = [d for d in decision if d.startswith("alternative ")]
             if not alternatives or any("(-" in d for d in alternatives):

@@ -81,7 +81,8 @@ std::string seconds(double s) {
 } // namespace
 
 std::string Candidate::text() const {
-  std::string t = "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp);
+  // The strategy as --strategy spells it (ParallelStrategy::canonical), then the rest.
+  std::string t = "dp=" + std::to_string(dp) + (tp > 1 ? ",tp=" + std::to_string(tp) : "");
   if (sequenceParallel)
     t += ",sp=1";
   if (pp > 1)

@@ -59,7 +59,8 @@ struct Candidate {
   std::string schedule; // with pp > 1: naive, gpipe, 1f1b, interleaved, zb-h1
   int64_t virtualStages = 1;
   int64_t devices() const { return dp * tp * pp; }
-  // "dp=2,tp=4,pp=2,zero=1,mb=8,1f1b" and the remat when not none.
+  // "dp=2,tp=4,pp=2,zero=1 mb=8 1f1b": the strategy as --strategy spells it, the
+  // microbatches, the schedule (and v), the remat when not none.
   std::string text() const;
 };
 
