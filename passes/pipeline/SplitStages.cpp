@@ -19,6 +19,7 @@
 #include "passes/sharding/ValueSharding.h"
 
 #include "shardc/Autodiff/TrainStep.h"
+#include "shardc/Dialect/Graph/ForwardPass.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/GraphTraits.h"
 #include "shardc/Dialect/Graph/ModuleUnit.h"
@@ -184,22 +185,7 @@ struct SplitStagesPass : impl::SplitStagesBase<SplitStagesPass> {
           microBatch[i] = 0;
       }
     }
-    llvm::DenseSet<Operation *> forward;
-    {
-      SmallVector<Operation *> stack;
-      for (unsigned i = 0; i < func.getNumResults(); ++i)
-        if (func.getResultAttr(i, graph::kOutputAttr))
-          if (Operation *def = ret->getOperand(i).getDefiningOp())
-            stack.push_back(def);
-      while (!stack.empty()) {
-        Operation *op = stack.pop_back_val();
-        if (!index.count(op) || !forward.insert(op).second)
-          continue;
-        for (Value v : op->getOperands())
-          if (Operation *def = v.getDefiningOp())
-            stack.push_back(def);
-      }
-    }
+    llvm::DenseSet<Operation *> forward = graph::forwardPassOps(func);
     std::vector<bool> isNorm(n, false);
     for (size_t i = 0; i < n; ++i)
       isNorm[i] = isa<graph::GlobalNormOp>(ops[i]);

@@ -1,6 +1,7 @@
 //===- ProfileStep.cpp ------------------------------------------------------------------===//
 #include "shardc/Cost/ProfileStep.h"
 
+#include "shardc/Dialect/Graph/ForwardPass.h"
 #include "shardc/Dialect/Graph/GraphDialect.h"
 #include "shardc/Dialect/Graph/GraphOps.h"
 #include "shardc/Dialect/Graph/GraphTraits.h"
@@ -123,7 +124,6 @@ void gemmDims(Operation *op, ProfiledOp &p, int dpAxis) {
 
 FailureOr<StepProfile> profileStep(func::FuncOp func, int dpAxis, int tpAxis) {
   Block &body = func.getBody().front();
-  Operation *ret = body.getTerminator();
   StepProfile profile;
 
   // Per microbatch: what depends on a batch input, but the optimizer's updates.
@@ -141,22 +141,7 @@ FailureOr<StepProfile> profileStep(func::FuncOp func, int dpAxis, int tpAxis) {
     }
   }
   // The forward pass: what the graph outputs (the loss) depend on.
-  llvm::DenseSet<Operation *> forward;
-  {
-    SmallVector<Operation *> stack;
-    for (unsigned i = 0; i < func.getNumResults(); ++i)
-      if (func.getResultAttr(i, graph::kOutputAttr))
-        if (Operation *def = ret->getOperand(i).getDefiningOp())
-          stack.push_back(def);
-    while (!stack.empty()) {
-      Operation *op = stack.pop_back_val();
-      if (!forward.insert(op).second)
-        continue;
-      for (Value v : op->getOperands())
-        if (Operation *def = v.getDefiningOp())
-          stack.push_back(def);
-    }
-  }
+  const llvm::DenseSet<Operation *> forward = graph::forwardPassOps(func);
 
   // Units in the order the forward pass meets them; an op outside every unit goes before the
   // first (the embedding) or after the last (the head), as the forward op of its name does.

@@ -4,6 +4,7 @@
 #include "shardc/Driver/BundleNotes.h"
 #include "shardc/Driver/BundleOutput.h"
 #include "shardc/Driver/PlanPrediction.h"
+#include "shardc/Plan/PlanReport.h"
 #include "shardc/Cost/Cluster.h"
 #include "shardc/Parallel/CostSearch.h"
 #include "shardc/Parallel/StepProfiler.h"
@@ -199,12 +200,8 @@ bool searchByCost(mlir::MLIRContext &ctx, const CompileOptions &opts,
                   CompileOptions &chosenOpts, std::vector<std::string> &decision) {
   const auto start = std::chrono::steady_clock::now();
   cost::Cluster cluster;
-  std::string error;
-  if (!cost::loadCluster(opts.cluster, cluster, error) ||
-      !cost::clusterHolds(cluster, opts.gpus, error)) {
-    printError(error);
+  if (!loadClusterOption(opts, cluster))
     return false;
-  }
   StepProfiler profiler(ctx, opts, imported.module.get(), imported.weights, errors);
   CostSearchResult result = searchPlans(profiler, cluster, opts, opts.gpus);
   auto plannedPeak = [&](const CostedPlan &plan, std::string &refusal) -> uint64_t {
@@ -287,14 +284,7 @@ int predictOnly(mlir::MLIRContext &ctx, const CompileOptions &opts) {
   j["schedule"] = c.schedule;
   j["virtual_stages"] = c.virtualStages;
   j["remat"] = c.remat;
-  j["prediction"] = {{"step_seconds", p.stepSeconds},
-                     {"tokens_per_second", p.tokensPerSecond},
-                     {"model_flops_per_device", p.modelFlopsPerDevice},
-                     {"mfu", p.mfu},
-                     {"bubble_fraction", p.bubbleFraction},
-                     {"exposed_comm_seconds", p.exposedCommSeconds},
-                     {"recompute_seconds", p.recomputeSeconds},
-                     {"peak_bytes", p.peakBytes}};
+  j["prediction"] = runtime::Json::parse(formatPredictionJson(notes.prediction));
   j["breakdown"] = {{"compute_seconds", p.computeSeconds},
                     {"bubble_seconds", p.bubbleSeconds},
                     {"tp_comm_seconds", p.tpCommSeconds},

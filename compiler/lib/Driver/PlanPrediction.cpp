@@ -9,17 +9,24 @@
 
 namespace shardc {
 
-bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::ModuleOp imported,
-                 WeightStore &weights, FirstErrorCollector &errors,
-                 const ParallelStrategy &chosen, PlanNotes &notes, cost::Prediction *full,
-                 cost::Candidate *costed) {
-  cost::Cluster cluster;
+bool loadClusterOption(const CompileOptions &opts, cost::Cluster &cluster) {
   std::string error;
   if (!cost::loadCluster(opts.cluster, cluster, error) ||
       !cost::clusterHolds(cluster, opts.gpus, error)) {
     printError(error);
     return false;
   }
+  return true;
+}
+
+bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::ModuleOp imported,
+                 WeightStore &weights, FirstErrorCollector &errors,
+                 const ParallelStrategy &chosen, PlanNotes &notes, cost::Prediction *full,
+                 cost::Candidate *costed) {
+  cost::Cluster cluster;
+  if (!loadClusterOption(opts, cluster))
+    return false;
+  std::string error;
   const std::string remat = opts.train.remat == "auto" ? "none" : opts.train.remat;
   StepProfiler profiler(ctx, opts, imported, weights, errors);
   std::string refusal;

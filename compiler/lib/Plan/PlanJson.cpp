@@ -36,6 +36,14 @@ Json predictionJson(const PlanNotes::Prediction &p) {
 }
 
 // `value` when the plan has one, else null.
+} // namespace
+
+std::string formatPredictionJson(const PlanNotes::Prediction &prediction) {
+  return predictionJson(prediction).dump();
+}
+
+namespace {
+
 template <typename T> Json orNull(bool present, const T &value) {
   return present ? Json(value) : Json();
 }

@@ -2,6 +2,7 @@
 #ifndef SHARDC_DRIVER_PLANPREDICTION_H
 #define SHARDC_DRIVER_PLANPREDICTION_H
 
+#include "shardc/Cost/Cluster.h"
 #include "shardc/Cost/CostModel.h"
 #include "shardc/Parallel/CompileOptions.h"
 #include "shardc/Plan/PlanNotes.h"
@@ -11,6 +12,9 @@
 #include "mlir/IR/BuiltinOps.h"
 
 namespace shardc {
+
+// opts.cluster, checked to hold --gpus; false with the error printed.
+bool loadClusterOption(const CompileOptions &opts, cost::Cluster &cluster);
 
 // Predicts one step of `chosen` on opts.cluster (Cost/CostModel.h) from `imported` (the model
 // as imported, untouched) into notes.prediction and notes.predictionLines. False with the

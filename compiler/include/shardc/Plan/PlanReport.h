@@ -25,6 +25,8 @@ std::string formatPlan(const program::Bundle &bundle, const PlanNotes &notes = P
 // The same plan as JSON (plan.json, "format_version": 1; schema in docs/plan-format.md),
 // indented, ending with a newline.
 std::string formatPlanJson(const program::Bundle &bundle, const PlanNotes &notes = PlanNotes());
+// plan.json's "prediction" object (PlanNotes::Prediction) as JSON text.
+std::string formatPredictionJson(const PlanNotes::Prediction &prediction);
 
 } // namespace shardc
 
