@@ -131,6 +131,9 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     // n ranks `stride` apart (tp innermost, then pp, then dp).
     if (stride >= perNode)
       return n;
+    // A group of consecutive blocks that does not tile a node straddles two of them.
+    if (n * stride < perNode && perNode % (n * stride) != 0)
+      return 2;
     const int64_t onOneNode = std::max<int64_t>(1, perNode / stride);
     return (n + onOneNode - 1) / onOneNode;
   };

@@ -56,7 +56,9 @@ CostSearchResult searchPlans(StepProfiler &profiler, const cost::Cluster &cluste
       opts.gpuMemoryBytes ? opts.gpuMemoryBytes : cluster.device.memoryBytes;
   const ParallelStrategy &fixed = opts.strategy;
   for (int64_t tp : divisorsOf(devices)) {
-    if (fixed.fixedTp ? tp != fixed.fixedTp : tp > cluster.devicesPerNode)
+    // tp inside a node, tiling it (a group of 6 on nodes of 8 would straddle two).
+    if (fixed.fixedTp ? tp != fixed.fixedTp
+                      : tp > cluster.devicesPerNode || cluster.devicesPerNode % tp != 0)
       continue;
     for (bool sp : {false, true}) {
       if ((sp && tp == 1) || (fixed.fixedSp >= 0 && sp != (fixed.fixedSp == 1)))

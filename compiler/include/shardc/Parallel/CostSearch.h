@@ -1,6 +1,7 @@
 //===- CostSearch.h - --strategy auto with --cluster: the fastest predicted plan that fits -===//
 //
-// Candidates: every tp dividing the devices up to a node's devices (with and without sp),
+// Candidates: every tp dividing the devices and a node's devices (a tp group on one node;
+// with and without sp),
 // every pp dividing the rest up to the model's repeated layers, dp the rest (dividing the
 // batch), ZeRO 0-3 (dp > 1), every microbatch count dividing a replica's rows (fixed by
 // --micro-batches when given), the schedules that can run it (gpipe, 1f1b, zb-h1, interleaved
