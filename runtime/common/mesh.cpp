@@ -52,4 +52,25 @@ MeshSlice meshSlice(const std::vector<int64_t> &sizes, const std::vector<int64_t
   return slice;
 }
 
+int64_t meshRankOfLaunchRank(const std::vector<int64_t> &sizes, int innermost,
+                             int64_t launchRank) {
+  const int axes = static_cast<int>(sizes.size());
+  if (innermost < 0 || innermost >= axes - 1)
+    return launchRank;
+  // The launch order: every axis but `innermost`, in order, then `innermost`.
+  std::vector<int> order;
+  for (int a = 0; a < axes; ++a)
+    if (a != innermost)
+      order.push_back(a);
+  order.push_back(innermost);
+  std::vector<int64_t> launchSizes;
+  for (int a : order)
+    launchSizes.push_back(sizes[static_cast<size_t>(a)]);
+  const std::vector<int64_t> at = meshCoordinate(launchSizes, launchRank);
+  std::vector<int64_t> coordinate(sizes.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    coordinate[static_cast<size_t>(order[i])] = at[i];
+  return meshRank(sizes, coordinate);
+}
+
 } // namespace shardc::runtime

@@ -34,4 +34,12 @@ struct MeshSlice {
 MeshSlice meshSlice(const std::vector<int64_t> &sizes, const std::vector<int64_t> &coordinate,
                     const std::vector<int> &axes);
 
+// The mesh rank a launcher runs as its rank `launchRank` (an MPI rank: mpirun places
+// consecutive ranks on one node): the launcher numbers the mesh row-major over its axes with
+// axis `innermost` (the tensor-parallel one) moved last, so that each of its groups is
+// consecutive launcher ranks, on one node while it fits; the other axes keep their order.
+// `innermost` < 0 or the last axis: the mesh's own numbering.
+int64_t meshRankOfLaunchRank(const std::vector<int64_t> &sizes, int innermost,
+                             int64_t launchRank);
+
 } // namespace shardc::runtime

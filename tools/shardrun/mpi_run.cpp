@@ -7,6 +7,7 @@
 #ifdef SHARDC_HAVE_NCCL
 #include "runtime/comm/nccl/nccl_comm.h"
 #endif
+#include "runtime/common/mesh.h"
 #include "runtime/loader/bundle.h"
 #include "runtime/support/memory_tracker.h"
 #include "tools/shardrun/bundle_setup.h"
@@ -17,6 +18,8 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 #endif
 
 namespace shardrun {
@@ -60,6 +63,14 @@ void printRankError(int rank, const Failure &failure) {
 
 namespace {
 
+// Whether every rank runs its own mesh rank (false when any does not: the world is then
+// renumbered), by an all-reduce of the ranks that differ; an error in *status.
+bool agreeOnIdentityOrder(Communicator &comm, bool mine, Status *status) {
+  float differing = mine ? 0.0f : 1.0f;
+  *status = comm.allReduceSum(&differing, 1);
+  return status->isOk() && differing == 0.0f;
+}
+
 // The process's communicator: MPI's, or NCCL's on this rank's GPU (chosen by local rank).
 Status createCommunicator(const Options &options, CommBackend backend,
                           std::unique_ptr<Communicator> *comm) {
@@ -89,8 +100,51 @@ std::optional<Failure> runUnderMpi(const Options &options, CommBackend backend) 
   LoadedBundle bundle;
   TrainingRun run;
   std::optional<Failure> setup = setUpProcess(options, rank, size, &tracker, &bundle, &run);
+  // mpirun puts consecutive ranks on one node: this process runs the mesh rank that keeps each
+  // tensor-parallel group on consecutive ranks (runtime/common/mesh.h), as the cost model
+  // places them; a world renumbered so, when that differs from the mesh's own numbering (tp
+  // beside pp). Every process takes part in the split, a failed setup with its own rank.
+  int meshRank = rank;
+  if (!setup && bundle.bundle.programs_size() > 0) {
+    std::vector<int64_t> sizes;
+    int tpAxis = -1;
+    for (const auto &axis : bundle.bundle.programs(0).mesh_axes()) {
+      if (axis.name() == "tp")
+        tpAxis = static_cast<int>(sizes.size());
+      sizes.push_back(axis.size());
+    }
+    int64_t product = 1;
+    for (int64_t s : sizes)
+      product *= s;
+    if (product == size)
+      meshRank = static_cast<int>(meshRankOfLaunchRank(sizes, tpAxis, rank));
+  }
+  std::unique_ptr<Communicator> placed;
+  Communicator *world = comm.get();
+  int worldRank = rank;
+  if (!agreeOnIdentityOrder(*comm, meshRank == rank, &status)) {
+    if (status.isOk()) {
+      status = comm->split(0, meshRank, &placed);
+      if (status.isOk() && placed) {
+        placed->setGroupName("mesh");
+        world = placed.get();
+        worldRank = placed->rank();
+        if (rank == 0 && size <= 64) {
+          std::string order;
+          for (int r = 0; r < size; ++r)
+            order += (r ? " " : "") + std::to_string(placed->worldRankOf(r));
+          std::fprintf(stderr,
+                       "shardrun: each tp group on consecutive ranks: mesh ranks 0..%d run on "
+                       "MPI ranks %s\n",
+                       size - 1, order.c_str());
+        }
+      }
+    }
+  }
+  if (!status.isOk() && !setup)
+    setup = Failure{status.message(), kExitError};
   RankOutcome outcome;
-  status = runTrainingRank(run, rank, comm.get(), &tracker,
+  status = runTrainingRank(run, worldRank, world, &tracker,
                            setup ? Status::error(setup->message) : Status::ok(), &outcome);
   if (!status.isOk()) {
     const Failure failure{status.message(), setup && setup->message == status.message()

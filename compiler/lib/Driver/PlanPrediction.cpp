@@ -74,10 +74,10 @@ bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::Modul
         std::to_string(cluster.device.memoryBytes) + " bytes");
   if (c.devices() > cluster.devicesPerNode)
     notes.predictionLines.push_back(
-        "placement: the prediction puts tp ranks on consecutive devices (inside a node while "
-        "tp <= " + std::to_string(cluster.devicesPerNode) +
-        "), then pp, then dp; this bundle numbers its mesh dp, tp, pp (pp fastest), so launch "
-        "it with a rank order that keeps each tp group on one node");
+        "placement: tp ranks on consecutive devices (inside a node while tp <= " +
+        std::to_string(cluster.devicesPerNode) +
+        "), then pp, then dp, as shardrun under mpirun numbers them (consecutive MPI ranks on "
+        "one node, as mpirun places them by default)");
   return true;
 }
 

@@ -162,6 +162,25 @@ TEST(Mesh, RanksAreRowMajorAndSlicesListTheirGroupInOrder) {
   EXPECT_EQ(outer.color, 0);
 }
 
+// A launcher keeps tp groups on consecutive ranks: on dp x tp x pp = 2 x 2 x 2 (mesh rank
+// (d*2 + t)*2 + p) it numbers (d, p, t) row-major, so launcher ranks 0, 1 are mesh ranks 0 and
+// 2 (t = 0, 1 of stage 0), and every pair {2k, 2k+1} is one tp group of the mesh.
+TEST(Mesh, ALauncherKeepsTheInnermostAxisOnConsecutiveRanks) {
+  const std::vector<int64_t> sizes = {2, 2, 2};
+  std::vector<int64_t> mesh;
+  for (int64_t r = 0; r < 8; ++r)
+    mesh.push_back(meshRankOfLaunchRank(sizes, 1, r));
+  EXPECT_EQ(mesh, (std::vector<int64_t>{0, 2, 1, 3, 4, 6, 5, 7}));
+  for (int64_t k = 0; k < 4; ++k) {
+    MeshSlice tp = meshSlice(sizes, meshCoordinate(sizes, mesh[2 * k]), {1});
+    EXPECT_EQ(tp.ranks, (std::vector<int>{static_cast<int>(mesh[2 * k]),
+                                           static_cast<int>(mesh[2 * k + 1])}));
+  }
+  // Already innermost, or no such axis: the mesh's numbering.
+  EXPECT_EQ(meshRankOfLaunchRank({2, 4}, 1, 5), 5);
+  EXPECT_EQ(meshRankOfLaunchRank({2, 4}, -1, 5), 5);
+}
+
 // The brief's example: 4 ranks on dp x tp = 2 x 2, rank = dp*2 + tp. Rank 1's tp group is
 // {0, 1}, its dp group {1, 3}; each group's sums are its members' only.
 TEST(GroupComm, FourRanksSplitIntoTwoByTwoGroups) {
