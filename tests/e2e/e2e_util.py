@@ -456,12 +456,15 @@ def mpirun_kill_one_rank(mpirun, shardrun, bundle, ranks, data, metrics, victim=
 
 
 def mpirun_losses(mpirun, shardrun, bundle, ranks, data, lr, steps, metrics, timeout,
-                  run_flags=()):
+                  run_flags=(), stderr=None):
     """Trains `bundle` for `steps` steps as `ranks` processes under mpirun (with more shardrun
-    flags `run_flags`); the losses of its metrics file, or an error string."""
+    flags `run_flags`); the losses of its metrics file, or an error string. With a list
+    `stderr`, the job's standard error is appended to it."""
     res = run_tool([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
                     shardrun, bundle, "--steps", str(steps), "--data", data, "--lr", str(lr),
                     "--metrics", metrics, *run_flags], timeout)
+    if stderr is not None:
+        stderr.append(res.stderr)
     if not res.ok:
         return f"mpirun: {res.describe()}"
     return [json.loads(line)["loss"] for line in open(metrics)]

@@ -38,7 +38,7 @@ the same data:
     with micro-batches not a multiple of pp, --virtual-stages not dividing the layers or
     without interleaved, --schedule without pp, ZeRO-3 of a tied parameter across stages;
   * with --mpirun: `mpirun -np 8` under dp=2,tp=2,pp=2 gives bit-identical losses to 8 local
-    ranks; 4 stages under mpirun with `shardrun --trace` (1f1b, zb-h1 and interleaved with 2
+    ranks, its mesh ranks renumbered so that each tp group is consecutive MPI ranks; 4 stages under mpirun with `shardrun --trace` (1f1b, zb-h1 and interleaved with 2
     chunks, whose transfers are posted, 8 microbatches): the local ranks' losses, and each
     rank's "pipeline steps" in the trace are its steps in the plan's order; one stage's
     process killed mid-run ends the job within 60 s, non-zero, with a message naming a rank.
@@ -353,13 +353,18 @@ def main():
                 return local
             bundle = os.path.join(m.work, "mpi_local", "model.shard")
             metrics = os.path.join(m.work, "mpi.jsonl")
+            stderr = []
             losses = e2e_util.mpirun_losses(args.mpirun, args.shardrun, bundle, 8, m.data, LR,
-                                            STEPS, metrics, args.timeout, RUN_FLAGS)
+                                            STEPS, metrics, args.timeout, RUN_FLAGS, stderr)
             if isinstance(losses, str):
                 return losses
             if losses != local[0]:
                 return f"mpirun losses {losses[:3]}... differ from local {local[0][:3]}..."
-            return None, f"{STEPS} losses bit-identical to 8 local ranks"
+            # Each tp group on consecutive MPI ranks: mesh (d, t, p) runs on MPI (d, p, t).
+            order = "mesh ranks 0..7 run on MPI ranks 0 2 1 3 4 6 5 7"
+            if order not in stderr[0]:
+                return f"no '{order}' on stderr: {stderr[0].strip()[-300:]}"
+            return None, f"{STEPS} losses bit-identical to 8 local ranks; {order}"
         cases.append(("mpirun_dp2_tp2_pp2_same_as_local", mpi_case))
 
         def trace_case(schedule, extra=()):
