@@ -18,9 +18,11 @@ namespace shardc::driver {
 namespace {
 
 const char *kUsage = R"(usage: shardc MODEL.onnx [options]
+       shardc calibrate [-o FILE]
 
 Compiles an ONNX model into a shardc bundle (a directory with program.pb, weights.bin and
-plan.txt) that shardrun executes.
+plan.txt) that shardrun executes. `shardc calibrate` measures this machine's CPU kernels and
+local ranks for --cluster cpu.
 
 options:
   -o, --output DIR          bundle directory to write (required unless --emit is given)
