@@ -160,7 +160,8 @@ int compileSingleRank(mlir::MLIRContext &ctx, const CompileOptions &opts,
 // with `decision` (the cost model's search, if any) as the strategy decision.
 int compileImported(mlir::MLIRContext &ctx, const CompileOptions &opts,
                     onnx_import::ImportedModel &imported, FirstErrorCollector &errors,
-                    std::vector<std::string> decision, CompiledBundle &out) {
+                    std::vector<std::string> decision, CompiledBundle &out,
+                    StepProfiler *profiler = nullptr) {
   StrategyCompiler compiler(ctx, opts, imported.module.get(), imported.weights, errors);
   ParallelStrategy chosen = opts.strategy;
   DataParallelBundle compiled;
@@ -173,7 +174,7 @@ int compileImported(mlir::MLIRContext &ctx, const CompileOptions &opts,
     return 1;
   }
   if (!opts.cluster.empty() && !predictPlan(ctx, opts, imported.module.get(), imported.weights,
-                                            errors, chosen, notes))
+                                            errors, chosen, notes, nullptr, nullptr, profiler))
     return 1;
   notes.layoutDecisions = compiler.globalStep(chosen)->layoutDecisions;
   notes.reshardings = compiler.globalStep(chosen)->reshardings;
@@ -197,12 +198,12 @@ int compileImported(mlir::MLIRContext &ctx, const CompileOptions &opts,
 // chosen plan, `decision` says why.
 bool searchByCost(mlir::MLIRContext &ctx, const CompileOptions &opts,
                   onnx_import::ImportedModel &imported, FirstErrorCollector &errors,
-                  CompileOptions &chosenOpts, std::vector<std::string> &decision) {
+                  StepProfiler &profiler, CompileOptions &chosenOpts,
+                  std::vector<std::string> &decision) {
   const auto start = std::chrono::steady_clock::now();
   cost::Cluster cluster;
   if (!loadClusterOption(opts, cluster))
     return false;
-  StepProfiler profiler(ctx, opts, imported.module.get(), imported.weights, errors);
   CostSearchResult result = searchPlans(profiler, cluster, opts, opts.gpus);
   auto plannedPeak = [&](const CostedPlan &plan, std::string &refusal) -> uint64_t {
     if (opts.predictOnly)
@@ -217,12 +218,7 @@ bool searchByCost(mlir::MLIRContext &ctx, const CompileOptions &opts,
     return false;
   // A batch with fewer rows than devices leaves devices idle in every plan's replicas: the
   // best plan on fewer devices, by tokens/s per device.
-  const cost::StepProfile *plain = nullptr;
-  {
-    std::string ignored;
-    plain = profiler.profile(1, false, "none", ignored);
-  }
-  if (plain && plain->globalRows < opts.gpus) {
+  if (result.globalRows > 0 && result.globalRows < opts.gpus) {
     const double perDevice = result.ranked.front().prediction.tokensPerSecond /
                              static_cast<double>(opts.gpus);
     std::string best;
@@ -241,7 +237,7 @@ bool searchByCost(mlir::MLIRContext &ctx, const CompileOptions &opts,
         best = "on " + std::to_string(fewer) + " devices, " + top.candidate.text() + line;
       }
     }
-    decision.push_back("the global batch has " + std::to_string(plain->globalRows) +
+    decision.push_back("the global batch has " + std::to_string(result.globalRows) +
                        " rows for " + std::to_string(opts.gpus) +
                        " devices: too small to keep every device busy" +
                        (best.empty() ? std::string() : "; the best plan per device is " + best));
@@ -266,14 +262,15 @@ int predictOnly(mlir::MLIRContext &ctx, const CompileOptions &opts) {
     return 1;
   CompileOptions chosen = opts;
   std::vector<std::string> decision;
+  StepProfiler profiler(ctx, opts, imported->module.get(), imported->weights, errors);
   if (opts.strategy.automatic &&
-      !searchByCost(ctx, opts, *imported, errors, chosen, decision))
+      !searchByCost(ctx, opts, *imported, errors, profiler, chosen, decision))
     return 1;
   PlanNotes notes;
   cost::Prediction p;
   cost::Candidate c;
   if (!predictPlan(ctx, chosen, imported->module.get(), imported->weights, errors,
-                   chosen.strategy, notes, &p, &c))
+                   chosen.strategy, notes, &p, &c, &profiler))
     return 1;
   runtime::Json j = runtime::Json::object();
   j["model"] = opts.model;
@@ -329,9 +326,11 @@ int compileBundle(mlir::MLIRContext &ctx, const CompileOptions &opts, CompiledBu
   if (opts.strategy.automatic && !opts.cluster.empty()) {
     CompileOptions chosen;
     std::vector<std::string> decision;
-    if (!searchByCost(ctx, opts, *imported, errors, chosen, decision))
+    StepProfiler profiler(ctx, opts, imported->module.get(), imported->weights, errors);
+    if (!searchByCost(ctx, opts, *imported, errors, profiler, chosen, decision))
       return 1;
-    return compileImported(ctx, chosen, *imported, errors, std::move(decision), out);
+    return compileImported(ctx, chosen, *imported, errors, std::move(decision), out,
+                           &profiler);
   }
   return compileImported(ctx, opts, *imported, errors, {}, out);
 }

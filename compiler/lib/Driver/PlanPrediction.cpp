@@ -6,6 +6,7 @@
 #include "shardc/Parallel/StepProfiler.h"
 
 #include <cstdio>
+#include <optional>
 
 namespace shardc {
 
@@ -22,16 +23,18 @@ bool loadClusterOption(const CompileOptions &opts, cost::Cluster &cluster) {
 bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::ModuleOp imported,
                  WeightStore &weights, FirstErrorCollector &errors,
                  const ParallelStrategy &chosen, PlanNotes &notes, cost::Prediction *full,
-                 cost::Candidate *costed) {
+                 cost::Candidate *costed, StepProfiler *profiler) {
   cost::Cluster cluster;
   if (!loadClusterOption(opts, cluster))
     return false;
   std::string error;
   const std::string remat = opts.train.remat == "auto" ? "none" : opts.train.remat;
-  StepProfiler profiler(ctx, opts, imported, weights, errors);
+  std::optional<StepProfiler> own;
+  if (!profiler)
+    profiler = &own.emplace(ctx, opts, imported, weights, errors);
   std::string refusal;
   const cost::StepProfile *profile =
-      profiler.profile(chosen.tp, chosen.sequenceParallel, remat, refusal);
+      profiler->profile(chosen.tp, chosen.sequenceParallel, remat, refusal);
   if (!profile) {
     printError(opts.model + ": --cluster: the step could not be profiled: " + refusal);
     return false;

@@ -76,6 +76,7 @@ CostSearchResult searchPlans(StepProfiler &profiler, const cost::Cluster &cluste
           continue;
         }
         const int64_t rows = profile->globalRows;
+        result.globalRows = rows;
         // The model's repeated units (a truncated profile's stand for several each).
         int64_t units = 0;
         for (size_t u = 0; u < profile->units.size(); ++u)

@@ -5,6 +5,7 @@
 #include "shardc/Cost/Cluster.h"
 #include "shardc/Cost/CostModel.h"
 #include "shardc/Parallel/CompileOptions.h"
+#include "shardc/Parallel/StepProfiler.h"
 #include "shardc/Plan/PlanNotes.h"
 #include "shardc/Support/Diagnostics.h"
 #include "shardc/Support/WeightStore.h"
@@ -17,13 +18,15 @@ namespace shardc {
 bool loadClusterOption(const CompileOptions &opts, cost::Cluster &cluster);
 
 // Predicts one step of `chosen` on opts.cluster (Cost/CostModel.h) from `imported` (the model
-// as imported, untouched) into notes.prediction and notes.predictionLines. False with the
+// as imported, untouched) into notes.prediction and notes.predictionLines, with `profiler`'s
+// profiles when given (those auto's search compiled), else its own. False with the
 // error printed (one line: the cluster file or name at fault, or why the plan cannot be
 // costed).
 bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::ModuleOp imported,
                  WeightStore &weights, FirstErrorCollector &errors,
                  const ParallelStrategy &chosen, PlanNotes &notes,
-                 cost::Prediction *full = nullptr, cost::Candidate *costed = nullptr);
+                 cost::Prediction *full = nullptr, cost::Candidate *costed = nullptr,
+                 StepProfiler *profiler = nullptr);
 
 } // namespace shardc
 

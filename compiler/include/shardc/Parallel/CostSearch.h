@@ -39,6 +39,7 @@ struct CostSearchResult {
   size_t overMemory = 0;          // of them, over the device's memory (analytic)
   size_t notDividing = 0;         // shapes that do not divide (not costed)
   std::string firstRefusal;       // a profile the compiler refused, "tp=4: why"
+  int64_t globalRows = 0;         // the batch's rows (from the profiles; 0: none compiled)
 };
 
 // Costs every candidate on `devices` devices (the options' fixed choices kept).
