@@ -1,6 +1,6 @@
 //===- FusionPasses.td - shardc passes: fusion -------------------------------------------===//
 //
-// Fusion of op chains into one op of the dialect (--fuse-attention)
+// Fusion of op chains into one op of the dialect (--fuse-attention, --fuse-elementwise)
 //
 //===-------------------------------------------------------------------------------------===//
 #ifndef SHARDC_PASSES_FUSION_FUSIONPASSES_TD
@@ -38,6 +38,36 @@ def FuseAttention : Pass<"shardc-fuse-attention", "mlir::func::FuncOp"> {
     %mask = graph.where %cond, %ninf, %zero : (tensor<1x1x16x16xi1>, ...) -> tensor<1x1x16x16xf32>
     %k = graph.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : ...
     %o, %lse = graph.attention %q, %k, %v, %mask {causal = false, scale = 2.500000e-01 : f32}
+    ```
+  }];
+}
+
+def FuseElementwise : Pass<"shardc-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Run chains of elementwise ops as one graph.fused_elementwise (--fuse-elementwise)";
+  let description = [{
+    Runs on one device's program, after the sharding, pipeline and precision passes and before
+    plan-memory. Each chain of f32 elementwise ops (neg, abs, relu, sqrt, reciprocal, exp,
+    log, tanh, erf, sin, cos, sigmoid, softplus, add, sub, mul, div, pow, max, min) and casts
+    between f32, bf16 and f16, all with one result shape (other operands broadcast to it),
+    becomes one graph.fused_elementwise op at the place of its last op, reading the chain's
+    inputs once and writing only the values read outside it. Ops join a chain only within
+    one part of the step (forward or backward, recomputed or not, one repeated unit, one
+    microbatch or stage) and a window of ops, and only when nothing outside the chain reads
+    one of its values before the chain's last op. Exact: each step computes in f32 what the
+    op it replaces computes; a cast to bf16 or f16 rounds where it did.
+
+    Before:
+    ```mlir
+    %1 = graph.div %x, %c1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %2 = graph.erf %1 : tensor<4x8xf32>
+    %3 = graph.add %2, %c2 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %4 = graph.mul %x, %3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    After:
+    ```mlir
+    %4 = graph.fused_elementwise %x, %c1, %c2 {args = array<i64: 0, 1, 3, -1, 4, 2, 0, 5>,
+           ops = ["div", "erf", "add", "mul"], results = array<i64: 6>}
+         : (tensor<4x8xf32>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
     ```
   }];
 }

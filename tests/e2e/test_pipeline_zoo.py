@@ -27,6 +27,10 @@ tools/export/shardc_export.py, both symbolic). Per model and style, 30 AdamW ste
     with 2 microbatches (4 ranks; tensor parallelism's partial sums round differently from one
     rank's whole sums, which the pp axis must not change), and every step's loss within the
     model's tolerance of the single-rank run.
+  * `--strategy auto --cluster h100-80g-8x` on 4 devices (the cost model's search on a model
+    written by others): the bundle's strategy is the decision's "chose" line, plan.json has
+    the prediction and predicted_trace.json the chosen plan's timeline, and every step's loss
+    is within the model's tolerance of the single-rank run.
 Every run multiplies matrices on one OpenBLAS thread (--threads 1), as ranks that share a
 machine's cores do: OpenBLAS's products round differently with other thread counts, and
 AdamW turns that into parameter differences above 1e-4 on these models (one rank on 1 against
@@ -148,6 +152,37 @@ def main():
                           (f"; {idle}" if idle else ""))
         return check
 
+    def auto_case(name, style):
+        """--strategy auto by the cost model (4 devices of an h100-80g-8x node): the bundle runs
+        the plan the decision names, carries the prediction and its timeline, and trains as one
+        rank does (within the model's tolerance: its sums may be tp's)."""
+        def check():
+            tag = "auto_cluster"
+            result = run(name, style, tag, ["--gpus", "4", "--strategy", "auto",
+                                            "--cluster", "h100-80g-8x"])
+            if isinstance(result, str):
+                return result
+            plain = run(name, style, "single_mb1", [])
+            if isinstance(plain, str):
+                return f"single-rank run: {plain}"
+            plan = result[2]
+            chose = next((line for line in plan.get("strategy_decision", [])
+                          if line.startswith("chose ")), "")
+            if not chose.startswith(f"chose {plan['strategy']}"):
+                return f"bundle strategy {plan['strategy']!r} is not the decision's: {chose!r}"
+            if plan.get("prediction", {}).get("step_seconds", 0) <= 0:
+                return "plan.json has no prediction"
+            bundle = os.path.join(export(name, style)[3], f"{tag}.shard")
+            trace = json.load(open(os.path.join(bundle, "predicted_trace.json")))
+            if not trace["otherData"]["plan"].startswith(plan["strategy"]):
+                return f"predicted_trace.json is of {trace['otherData']['plan']!r}"
+            tolerance, _ = tolerances[name]
+            drift = max(abs(a - b) / abs(b) for a, b in zip(result[0], plain[0]))
+            if drift > tolerance:
+                return f"losses part from one rank by {drift:.3g} > {tolerance:.2g}"
+            return None, f"{chose.split(':')[0]}; vs 1 rank: loss rel {drift:.2g}"
+        return check
+
     cases = []
     for name in names:
         for style in ("static", "dynamic"):
@@ -175,6 +210,7 @@ def main():
                                 "--micro-batches", "2"], 2,
                                ("dp2_tp2_zero1", ["--gpus", "4", "--strategy", "dp=2,tp=2,zero=1",
                                                   "--micro-batches", "2"]))))
+            cases.append((f"{name}_{style}_auto_cluster", auto_case(name, style)))
 
         def thread_floor(name=name):
             """What OpenBLAS's thread count alone does to one rank's training (context for

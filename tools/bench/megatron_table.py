@@ -14,9 +14,10 @@ and costed by `shardc --predict-only --no-weights --cluster a100-80g-8x --precis
 --fuse-attention on` (Megatron runs fused softmax kernels: no sequence x sequence tensor goes
 through memory in fp32):
 
-  * Megatron's plan: `--strategy auto,tp=T,pp=P --remat full` (its tp and pp, activation
-    recomputation as Megatron ran; the microbatches, schedule and ZeRO stage the cost model's
-    best for them). Its predicted step gives TFLOP/s per GPU by the paper's own count,
+  * Megatron's plan: `--strategy auto,tp=T,pp=P,zero=0 --remat full` (its tp and pp, activation
+    recomputation and plain data parallelism as Megatron ran them: the paper's Megatron-LM keeps
+    the optimizer state on every data-parallel rank; the microbatches and the schedule the cost
+    model's best for them). Its predicted step gives TFLOP/s per GPU by the paper's own count,
     96 B s l h^2 (1 + s/(6h) + V/(16 l h)) FLOPs per step (forward, backward and
     recomputation), against the published value;
   * auto: `--strategy auto` (everything free): its plan, predicted TFLOP/s by the same count,
@@ -126,7 +127,7 @@ def main():
         flops = megatron_flops(int(row["batch_size"]), int(row["layers"]), int(row["hidden_size"]))
         gpus = int(row["gpus"])
         out = os.path.join(args.work, f"pred_{row['params_billion']}B")
-        meg, meg_s, err = predict(args.shardc, path, row, f"auto,tp={tp},pp={pp}",
+        meg, meg_s, err = predict(args.shardc, path, row, f"auto,tp={tp},pp={pp},zero=0",
                                   ["--remat", "full"], out + "_megatron")
         if meg is None:
             print(f"{row['params_billion']:>8}: Megatron's plan: {err}")

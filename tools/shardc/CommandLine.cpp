@@ -90,6 +90,9 @@ parallelism (training; docs/cli.md):
                             masks, softmax, .V) with one fused op whose kernels keep no
                             S x Sk tensor; the backward pass recomputes the probabilities
                             (default off; docs/cli.md says which forms are fused)
+  --fuse-elementwise on|off run each chain of elementwise ops (and the casts of 16-bit
+                            storage) as one kernel that reads its inputs once and writes
+                            only what is read elsewhere; exact (default on)
   --remat none|full|selective|auto
                             recompute forward values in the backward pass instead of
                             keeping them: full: each unit (transformer block) keeps only its
@@ -386,6 +389,12 @@ public:
             if (v != "on" && v != "off")
               fail("--fuse-attention '" + v + "': expected on or off");
             options_.fuseAttention = v == "on";
+          });
+    value("--fuse-elementwise", "--fuse-elementwise needs a value (on or off)",
+          [this](const std::string &v) {
+            if (v != "on" && v != "off")
+              fail("--fuse-elementwise '" + v + "': expected on or off");
+            options_.fuseElementwise = v == "on";
           });
     value("--remat", "--remat needs a value (none, full, selective or auto)",
           [this](const std::string &v) {

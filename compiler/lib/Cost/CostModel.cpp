@@ -199,14 +199,15 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     first = balancedCuts(unitCost, chunks);
   }
   struct Chunk {
-    double forward = 0, backward = 0, tp = 0, recompute = 0, step = 0, params = 0, stash = 0,
-           input = 0;
+    double forward = 0, backward = 0, tp = 0, tpForward = 0, recompute = 0, step = 0,
+           params = 0, stash = 0, input = 0;
   };
   std::vector<Chunk> chunk(chunks);
   auto addPlace = [&](Chunk &ch, size_t at) {
     ch.forward += placed.forward[at] + placed.tpForward[at];
     ch.backward += placed.backward[at] + placed.tpBackward[at];
     ch.tp += placed.tpForward[at] + placed.tpBackward[at];
+    ch.tpForward += placed.tpForward[at];
     ch.recompute += placed.recompute[at];
     ch.step += placed.step[at];
   };
@@ -228,14 +229,29 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
 
   // Point-to-point: a chunk receives its input forward and its output's gradient backward.
   const bool ppCrossesNodes = c.tp * c.pp > perNode;
-  std::vector<double> p2p(chunks, 0);
+  std::vector<double> p2p(chunks, 0), transferIn(chunks, 0);
   for (size_t q = 1; q < chunks; ++q) {
     const double t = transferSeconds(cluster, chunk[q].input, ppCrossesNodes);
+    transferIn[q] = t;
     p2p[q] += t;     // the activations into chunk q
     p2p[q - 1] += t; // their gradient back into chunk q-1
   }
 
   const size_t P = static_cast<size_t>(c.pp);
+  out.chunks.assign(P, {});
+  for (size_t q = 0; q < chunks; ++q) {
+    Prediction::ChunkSeconds cs;
+    cs.forward = chunk[q].forward;
+    cs.backward = chunk[q].backward;
+    cs.tpForward = chunk[q].tpForward;
+    cs.tpBackward = chunk[q].tp - chunk[q].tpForward;
+    cs.recompute = chunk[q].recompute;
+    cs.transferIn = transferIn[q];
+    out.chunks[q % P].push_back(cs);
+  }
+  out.rankReduceSeconds.assign(P, 0);
+  out.rankExposedSeconds.assign(P, 0);
+  out.rankUpdateSeconds.assign(P, 0);
   struct Rank {
     double forward = 0, backward = 0, tp = 0, p2p = 0, recompute = 0, step = 0, params = 0,
            stash = 0;
@@ -308,6 +324,7 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
               ? collectiveSeconds(cluster, CollectiveKind::AllReduce, rk.params, c.dp, dpNodes)
               : collectiveSeconds(cluster, CollectiveKind::ReduceScatter, rk.params, c.dp,
                                   dpNodes);
+      out.rankReduceSeconds[r] = reduce;
       exposed = sharedCores ? reduce : std::max(0.0, reduce - rk.backward);
       if (c.zero == 1 || c.zero == 2)
         exposed += collectiveSeconds(cluster, CollectiveKind::AllGather,
@@ -322,6 +339,8 @@ bool predictStep(const StepProfile &profile, const Cluster &cluster, const Candi
     }
     dpExposed = std::max(dpExposed, exposed);
     const double update = rk.step * (c.zero >= 1 ? zeroShare : 1.0);
+    out.rankExposedSeconds[r] = exposed;
+    out.rankUpdateSeconds[r] = update;
     optimizer = std::max(optimizer, update);
     nodeWork += m * (rk.forward + rk.backward) + exposed + update;
     // Memory.

@@ -89,11 +89,13 @@ bool writeBundle(const std::string &dir, program::Bundle bundle, const std::vect
   if (!writeFile(dir + "/" + kPlanJsonFileName, planJson.data(), planJson.size(), error))
     return false;
   const std::string tracePath = dir + "/" + kPredictedTraceFileName;
-  if (notes.pipelineTrace.empty()) {
+  // The cost model's timeline in seconds (--cluster), else the pipeline schedule's in FLOPs.
+  const std::string &trace = notes.costTrace.empty() ? notes.pipelineTrace : notes.costTrace;
+  if (trace.empty()) {
     std::remove(tracePath.c_str()); // an earlier compile's into the same directory
     return true;
   }
-  return writeFile(tracePath, notes.pipelineTrace.data(), notes.pipelineTrace.size(), error);
+  return writeFile(tracePath, trace.data(), trace.size(), error);
 }
 
 } // namespace shardc

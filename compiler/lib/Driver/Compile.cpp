@@ -3,6 +3,7 @@
 
 #include "shardc/Driver/BundleNotes.h"
 #include "shardc/Driver/BundleOutput.h"
+#include "shardc/Driver/BundleWriter.h"
 #include "shardc/Driver/PlanPrediction.h"
 #include "shardc/Plan/PlanReport.h"
 #include "shardc/Cost/Cluster.h"
@@ -136,7 +137,8 @@ int compileSingleRank(mlir::MLIRContext &ctx, const CompileOptions &opts,
   if (mlir::failed(runGlobalPasses(imported->module.get(), opts.dumpIrDir, train,
                                    GlobalPassOptions(), dumpIndex)) ||
       mlir::failed(
-          runLocalPasses(imported->module.get(), opts.dumpIrDir, train, nullptr, dumpIndex))) {
+          runLocalPasses(imported->module.get(), opts.dumpIrDir, train, nullptr,
+                         opts.fuseElementwise, dumpIndex))) {
     printPassFailure(opts, errors);
     return 1;
   }
@@ -299,7 +301,10 @@ int predictOnly(mlir::MLIRContext &ctx, const CompileOptions &opts) {
   std::filesystem::create_directories(opts.output, ec);
   const std::string json = j.dump(2) + "\n";
   for (const auto &[name, body] :
-       {std::pair{std::string("prediction.json"), &json}, {std::string("prediction.txt"), &text}}) {
+       {std::pair{std::string("prediction.json"), &json}, {std::string("prediction.txt"), &text},
+        {std::string(kPredictedTraceFileName), &notes.costTrace}}) {
+    if (body->empty())
+      continue;
     std::ofstream f(opts.output + "/" + name);
     f << *body;
     if (!f.good()) {

@@ -3,6 +3,7 @@
 
 #include "shardc/Cost/Cluster.h"
 #include "shardc/Cost/CostModel.h"
+#include "shardc/Cost/PredictedTrace.h"
 #include "shardc/Parallel/StepProfiler.h"
 
 #include <cstdio>
@@ -71,6 +72,17 @@ bool predictPlan(mlir::MLIRContext &ctx, const CompileOptions &opts, mlir::Modul
                 profile->modelFlops, static_cast<long long>(profile->globalRows),
                 static_cast<long long>(profile->tokensPerRow));
   notes.predictionLines.push_back(line);
+  double timelineEnd = 0;
+  std::string traceError;
+  if (cost::predictedTrace(c, p, cluster.name, notes.costTrace, timelineEnd, traceError)) {
+    std::snprintf(line, sizeof line,
+                  "predicted_trace.json: the step's timeline per pp rank, ending at %.4g s "
+                  "(the schedule run with these step times)",
+                  timelineEnd);
+    notes.predictionLines.push_back(line);
+  } else {
+    notes.predictionLines.push_back("no predicted timeline: " + traceError);
+  }
   if (cluster.device.memoryBytes > 0 && p.peakBytes > cluster.device.memoryBytes)
     notes.predictionLines.push_back(
         "does not fit: the analytic peak is more than the device's " +

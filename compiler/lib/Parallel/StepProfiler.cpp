@@ -72,7 +72,8 @@ const cost::StepProfile *StepProfiler::profile(int tp, bool sequenceParallel,
   FirstErrorCollector errors(ctx_, o.model);
   int noDumps = 0;
   auto func = local->lookupSymbol<mlir::func::FuncOp>("train_step");
-  if (!func || mlir::failed(runLocalPasses(local.get(), "", &o.train, &dp, noDumps))) {
+  if (!func ||
+      mlir::failed(runLocalPasses(local.get(), "", &o.train, &dp, o.fuseElementwise, noDumps))) {
     entry.refusal = errors.hasError() ? errors.message() : "the pass pipeline failed";
     refusal = entry.refusal;
     return nullptr;

@@ -117,7 +117,8 @@ bool StrategyCompiler::compile(const ParallelStrategy &s, DataParallelBundle &ou
       [&](const DataParallelOptions &dp) -> mlir::FailureOr<EmittedProgram> {
         mlir::OwningOpRef<mlir::ModuleOp> local(step->module->clone());
         int dumps = step->dumps;
-        if (mlir::failed(runLocalPasses(local.get(), opts_.dumpIrDir, &opts_.train, &dp, dumps))) {
+        if (mlir::failed(runLocalPasses(local.get(), opts_.dumpIrDir, &opts_.train, &dp,
+                                       opts_.fuseElementwise, dumps))) {
           printPassFailure(opts_, errors_);
           return mlir::failure();
         }
@@ -164,7 +165,8 @@ std::optional<PlannedStepCost> StrategyCompiler::score(const ParallelStrategy &s
       int noDumps = 0;
       auto func = local->lookupSymbol<mlir::func::FuncOp>("train_step");
       mlir::FailureOr<PlannedStepCost> cost = mlir::failure();
-      if (func && mlir::succeeded(runLocalPasses(local.get(), "", &opts_.train, &dp, noDumps)))
+      if (func && mlir::succeeded(runLocalPasses(local.get(), "", &opts_.train, &dp,
+                                                     opts_.fuseElementwise, noDumps)))
         cost = plannedStepCost(func);
       if (mlir::failed(cost)) {
         refusal = errors.hasError() ? errors.message() : "the pass pipeline failed";

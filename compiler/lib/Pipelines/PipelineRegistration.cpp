@@ -57,7 +57,7 @@ namespace {
 void addLocalPipeline(mlir::OpPassManager &pm, const TrainPipelineOptions &options) {
   TrainStepOptions train = options.trainStep();
   std::optional<DataParallelOptions> dp = options.dataParallel();
-  addLocalPasses(pm, &train, dp ? &*dp : nullptr);
+  addLocalPasses(pm, &train, dp ? &*dp : nullptr, options.fuseElementwise);
 }
 
 } // namespace
@@ -87,9 +87,9 @@ void registerShardcPipelines() {
       });
   mlir::PassPipelineRegistration<>(
       "shardc-forward-pipeline",
-      "What shardc --mode forward runs on the imported model: constants folded, memory "
-      "planned",
-      [](mlir::OpPassManager &pm) { addLocalPasses(pm, nullptr, nullptr); });
+      "What shardc --mode forward runs on the imported model: constants folded, elementwise "
+      "chains fused, memory planned",
+      [](mlir::OpPassManager &pm) { addLocalPasses(pm, nullptr, nullptr, true); });
 }
 
 } // namespace shardc

@@ -146,7 +146,7 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
 }
 
 void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
-                    const DataParallelOptions *dp) {
+                    const DataParallelOptions *dp, bool fuseElementwise) {
   if (train && dp) {
     PartitionOptions partition;
     partition.localRows = dp->localRows / dp->microBatches;
@@ -199,6 +199,10 @@ void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
   if (train)
     pm.nest<mlir::func::FuncOp>().addPass(shardc::createHoistLoss());
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFillLargeSplats());
+  // Last before the planner: every pass before it sees the ops one by one, and the planner
+  // plans the fused program (the chains' intermediate values are gone).
+  if (fuseElementwise)
+    pm.nest<mlir::func::FuncOp>().addPass(shardc::createFuseElementwise());
   PlanMemoryOptions planMemory;
   planMemory.overlapCollectives = dp == nullptr || dp->overlapCollectives;
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createPlanMemory(planMemory));
@@ -206,9 +210,9 @@ void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
 
 mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dumpDir,
                                    const TrainStepOptions *train, const DataParallelOptions *dp,
-                                   int &nextDumpIndex) {
+                                   bool fuseElementwise, int &nextDumpIndex) {
   mlir::PassManager pm(module->getContext());
-  addLocalPasses(pm, train, dp);
+  addLocalPasses(pm, train, dp, fuseElementwise);
   if (failed(instrument(pm, module, dumpDir, nextDumpIndex)))
     return mlir::failure();
   return pm.run(module);

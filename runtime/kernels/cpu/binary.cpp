@@ -5,6 +5,7 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/elementwise_checks.h"
+#include "runtime/kernels/cpu/elementwise_functions.h"
 
 #include <cmath>
 #include <limits>
@@ -100,26 +101,27 @@ template <typename T, typename Op> T wrapping(T a, T b, Op op) {
   }
 }
 
-// y = (y's type) pow(double(a), double(b)).
+// y = (y's type) pow(double(a), double(b)); f32 by f32 is powF32 (elementwise_functions.h).
 template <typename A, typename B> Status powTyped(const StridedLoop &loop, KernelArgs &args) {
   const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
   // x^2 is the common case (variance, RMS norm). A float has a 24-bit significand, so its square
   // is exact in double and equal to what pow(x, 2.0) returns, at a fraction of the cost.
-  const bool squareOfFloat =
-      std::is_same_v<A, float> && b.numel() == 1 && static_cast<double>(b.as<B>()[0]) == 2.0;
-  if (squareOfFloat) {
-    binaryBroadcast<A, B, A>(loop, a, b, y, [](A u, B) {
-      const double d = static_cast<double>(u);
-      return static_cast<A>(d * d);
-    });
-    return Status::ok();
+  if constexpr (std::is_same_v<A, float>) {
+    if (b.numel() == 1 && static_cast<double>(b.as<B>()[0]) == 2.0) {
+      binaryBroadcast<A, B, A>(loop, a, b, y, [](A u, B) { return squareF32(u); });
+      return Status::ok();
+    }
   }
   binaryBroadcast<A, B, A>(loop, a, b, y, [](A u, B v) {
-    const double r = std::pow(static_cast<double>(u), static_cast<double>(v));
-    if constexpr (std::is_integral_v<A>)
-      return floatToInt<A>(r);
-    else
-      return static_cast<A>(r);
+    if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float>) {
+      return powF32(u, v);
+    } else {
+      const double r = std::pow(static_cast<double>(u), static_cast<double>(v));
+      if constexpr (std::is_integral_v<A>)
+        return floatToInt<A>(r);
+      else
+        return static_cast<A>(r);
+    }
   });
   return Status::ok();
 }
@@ -128,19 +130,28 @@ template <typename A, typename B> Status powTyped(const StridedLoop &loop, Kerne
 
 Status addKernel(KernelArgs &args) {
   return numericBinary("add", args, [](auto a, auto b) {
-    return wrapping(a, b, [](auto u, auto v) { return u + v; });
+    if constexpr (std::is_same_v<decltype(a), float>)
+      return addF32(a, b);
+    else
+      return wrapping(a, b, [](auto u, auto v) { return u + v; });
   });
 }
 
 Status subKernel(KernelArgs &args) {
   return numericBinary("sub", args, [](auto a, auto b) {
-    return wrapping(a, b, [](auto u, auto v) { return u - v; });
+    if constexpr (std::is_same_v<decltype(a), float>)
+      return subF32(a, b);
+    else
+      return wrapping(a, b, [](auto u, auto v) { return u - v; });
   });
 }
 
 Status mulKernel(KernelArgs &args) {
   return numericBinary("mul", args, [](auto a, auto b) {
-    return wrapping(a, b, [](auto u, auto v) { return u * v; });
+    if constexpr (std::is_same_v<decltype(a), float>)
+      return mulF32(a, b);
+    else
+      return wrapping(a, b, [](auto u, auto v) { return u * v; });
   });
 }
 
@@ -176,7 +187,7 @@ Status divKernel(KernelArgs &args) {
         return wrapping(T(0), a, [](auto u, auto v) { return u - v; });
       return static_cast<T>(a / b); // C++ integer division truncates toward zero
     } else {
-      return a / b;
+      return divF32(a, b);
     }
   });
 }
@@ -218,11 +229,21 @@ Status powKernel(KernelArgs &args) {
 
 Status maxKernel(KernelArgs &args) {
   // NaN in either operand propagates: if `a` is NaN it is returned, if `b` is, `a > b` is false.
-  return numericBinary("max", args, [](auto a, auto b) { return (a > b || a != a) ? a : b; });
+  return numericBinary("max", args, [](auto a, auto b) {
+    if constexpr (std::is_same_v<decltype(a), float>)
+      return maxF32(a, b);
+    else
+      return (a > b || a != a) ? a : b;
+  });
 }
 
 Status minKernel(KernelArgs &args) {
-  return numericBinary("min", args, [](auto a, auto b) { return (a < b || a != a) ? a : b; });
+  return numericBinary("min", args, [](auto a, auto b) {
+    if constexpr (std::is_same_v<decltype(a), float>)
+      return minF32(a, b);
+    else
+      return (a < b || a != a) ? a : b;
+  });
 }
 
 Status equalKernel(KernelArgs &args) {

@@ -3,6 +3,7 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/elementwise_checks.h"
+#include "runtime/kernels/cpu/elementwise_functions.h"
 #include "runtime/kernels/cpu/fast_exp.h"
 
 #include <cmath>
@@ -49,76 +50,78 @@ template <typename T> T wrappingNeg(T v) {
 
 } // namespace
 
+// The f32 paths call the functions of elementwise_functions.h, which fused_elementwise's steps
+// call too.
 Status negKernel(KernelArgs &args) {
-  return numericUnary("neg", args, [](auto v) { return wrappingNeg(v); });
+  return numericUnary("neg", args, [](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, float>)
+      return negF32(v);
+    else
+      return wrappingNeg(v);
+  });
 }
 
 Status absKernel(KernelArgs &args) {
   return numericUnary("abs", args, [](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_integral_v<T>)
-      return v < 0 ? wrappingNeg(v) : v;
+    if constexpr (std::is_same_v<T, float>)
+      return absF32(v);
     else
-      return std::fabs(v);
+      return v < 0 ? wrappingNeg(v) : v;
   });
 }
 
 Status reluKernel(KernelArgs &args) {
   return numericUnary("relu", args, [](auto v) {
     using T = decltype(v);
-    // Written so that NaN propagates (the comparison is false).
-    return v < T(0) ? T(0) : v;
+    if constexpr (std::is_same_v<T, float>)
+      return reluF32(v);
+    else
+      return v < T(0) ? T(0) : v;
   });
 }
 
 Status sqrtKernel(KernelArgs &args) {
-  return floatUnary("sqrt", args, [](float v) { return std::sqrt(v); });
+  return floatUnary("sqrt", args, [](float v) { return sqrtF32(v); });
 }
 
 Status reciprocalKernel(KernelArgs &args) {
-  return floatUnary("reciprocal", args, [](float v) { return 1.0f / v; });
+  return floatUnary("reciprocal", args, [](float v) { return reciprocalF32(v); });
 }
 
 Status expKernel(KernelArgs &args) {
-  return floatUnary("exp", args, [](float v) { return std::exp(v); });
+  return floatUnary("exp", args, [](float v) { return expF32(v); });
 }
 
 Status logKernel(KernelArgs &args) {
-  return floatUnary("log", args, [](float v) { return std::log(v); });
+  return floatUnary("log", args, [](float v) { return logF32(v); });
 }
 
 Status tanhKernel(KernelArgs &args) {
-  return floatUnary("tanh", args, [](float v) { return std::tanh(v); });
+  return floatUnary("tanh", args, [](float v) { return tanhF32(v); });
 }
 
 Status erfKernel(KernelArgs &args) {
-  return floatUnary("erf", args, [](float v) { return std::erf(v); });
+  return floatUnary("erf", args, [](float v) { return erfF32(v); });
 }
 
 Status sinKernel(KernelArgs &args) {
-  return floatUnary("sin", args, [](float v) { return std::sin(v); });
+  return floatUnary("sin", args, [](float v) { return sinF32(v); });
 }
 
 Status cosKernel(KernelArgs &args) {
-  return floatUnary("cos", args, [](float v) { return std::cos(v); });
+  return floatUnary("cos", args, [](float v) { return cosF32(v); });
 }
 
 Status softplusKernel(KernelArgs &args) {
-  // max(x, 0) + log1p(exp(-|x|)) is log(1 + exp(x)) where exp(x) would overflow (x > 88), and
-  // keeps the tail where x is very negative; NaN propagates through exp.
-  return floatUnary("softplus", args, [](float v) {
-    return std::fmax(v, 0.0f) + std::log1p(std::exp(-std::fabs(v)));
-  });
+  // max(x, 0) + log1p(exp(-|x|)): no overflow (elementwise_functions.h).
+  return floatUnary("softplus", args, [](float v) { return softplusF32(v); });
 }
 
 Status sigmoidKernel(KernelArgs &args) {
-  // exp of -|x| never overflows: sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below,
-  // with e = exp(-|x|). Written branch-free so the loop vectorises.
-  return floatUnary("sigmoid", args, [](float v) {
-    const float e = fastExp(-std::fabs(v));
-    const float inv = 1.0f / (1.0f + e);
-    return v >= 0.0f ? inv : e * inv;
-  });
+  // Through exp(-|x|), which never overflows, branch-free (elementwise_functions.h).
+  return floatUnary("sigmoid", args, [](float v) { return sigmoidF32(v); });
 }
 
 Status geluKernel(KernelArgs &args) {

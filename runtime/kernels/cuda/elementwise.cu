@@ -11,6 +11,7 @@
 #include "runtime/kernels/cpu/elementwise_checks.h"
 #include "runtime/kernels/cuda/cuda_common.cuh"
 #include "runtime/kernels/cuda/cuda_kernels.h"
+#include "runtime/kernels/cuda/elementwise_functions.cuh"
 
 #include <type_traits>
 
@@ -88,20 +89,32 @@ template <typename T> __device__ inline T wrappingNeg(T v) {
     return -v;
 }
 
+// The f32 paths are the functions of elementwise_functions.cuh, which fused_elementwise's steps
+// call too.
 struct NegOp {
-  template <typename T> __device__ T operator()(T v) const { return wrappingNeg(v); }
+  template <typename T> __device__ T operator()(T v) const {
+    if constexpr (std::is_same_v<T, float>)
+      return negF32(v);
+    else
+      return wrappingNeg(v);
+  }
 };
 struct AbsOp {
   template <typename T> __device__ T operator()(T v) const {
-    if constexpr (std::is_integral_v<T>)
-      return v < 0 ? wrappingNeg(v) : v;
+    if constexpr (std::is_same_v<T, float>)
+      return absF32(v);
     else
-      return fabsf(v);
+      return v < 0 ? wrappingNeg(v) : v;
   }
 };
 struct ReluOp {
   // NaN propagates (the comparison is false).
-  template <typename T> __device__ T operator()(T v) const { return v < T(0) ? T(0) : v; }
+  template <typename T> __device__ T operator()(T v) const {
+    if constexpr (std::is_same_v<T, float>)
+      return reluF32(v);
+    else
+      return v < T(0) ? T(0) : v;
+  }
 };
 
 template <typename Op> Status numericUnary(const char *kernel, KernelArgs &args, Op op) {
@@ -186,24 +199,43 @@ template <typename T, typename Op> __device__ inline T wrapping(T a, T b, Op op)
 
 struct AddOp {
   template <typename T> __device__ T operator()(T a, T b) const {
-    return wrapping(a, b, [](auto u, auto v) { return u + v; });
+    if constexpr (std::is_same_v<T, float>)
+      return addF32(a, b);
+    else
+      return wrapping(a, b, [](auto u, auto v) { return u + v; });
   }
 };
 struct SubOp {
   template <typename T> __device__ T operator()(T a, T b) const {
-    return wrapping(a, b, [](auto u, auto v) { return u - v; });
+    if constexpr (std::is_same_v<T, float>)
+      return subF32(a, b);
+    else
+      return wrapping(a, b, [](auto u, auto v) { return u - v; });
   }
 };
 struct MulOp {
   template <typename T> __device__ T operator()(T a, T b) const {
-    return wrapping(a, b, [](auto u, auto v) { return u * v; });
+    if constexpr (std::is_same_v<T, float>)
+      return mulF32(a, b);
+    else
+      return wrapping(a, b, [](auto u, auto v) { return u * v; });
   }
 };
 struct MaxOp {
-  template <typename T> __device__ T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
+  template <typename T> __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, float>)
+      return maxF32(a, b);
+    else
+      return (a > b || a != a) ? a : b;
+  }
 };
 struct MinOp {
-  template <typename T> __device__ T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+  template <typename T> __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, float>)
+      return minF32(a, b);
+    else
+      return (a < b || a != a) ? a : b;
+  }
 };
 
 template <typename Op> Status numericBinary(const char *kernel, KernelArgs &args, Op op) {
@@ -251,7 +283,10 @@ template <typename Op> Status logical(const char *kernel, KernelArgs &args, Op o
 // In double, as the CPU kernel: a float's square is exact there.
 struct PowOp {
   template <typename B> __device__ float operator()(float u, B v) const {
-    return static_cast<float>(pow(static_cast<double>(u), static_cast<double>(v)));
+    if constexpr (std::is_same_v<B, float>)
+      return powF32(u, v);
+    else
+      return static_cast<float>(pow(static_cast<double>(u), static_cast<double>(v)));
   }
 };
 
@@ -351,43 +386,37 @@ Status absKernel(KernelArgs &args) { return numericUnary("abs", args, AbsOp{}); 
 Status reluKernel(KernelArgs &args) { return numericUnary("relu", args, ReluOp{}); }
 
 Status sqrtKernel(KernelArgs &args) {
-  return floatUnary("sqrt", args, [] __device__(float v) { return sqrtf(v); });
+  return floatUnary("sqrt", args, [] __device__(float v) { return sqrtF32(v); });
 }
 Status reciprocalKernel(KernelArgs &args) {
-  return floatUnary("reciprocal", args, [] __device__(float v) { return 1.0f / v; });
+  return floatUnary("reciprocal", args, [] __device__(float v) { return reciprocalF32(v); });
 }
 Status expKernel(KernelArgs &args) {
-  return floatUnary("exp", args, [] __device__(float v) { return expf(v); });
+  return floatUnary("exp", args, [] __device__(float v) { return expF32(v); });
 }
 Status logKernel(KernelArgs &args) {
-  return floatUnary("log", args, [] __device__(float v) { return logf(v); });
+  return floatUnary("log", args, [] __device__(float v) { return logF32(v); });
 }
 Status tanhKernel(KernelArgs &args) {
-  return floatUnary("tanh", args, [] __device__(float v) { return tanhf(v); });
+  return floatUnary("tanh", args, [] __device__(float v) { return tanhF32(v); });
 }
 Status erfKernel(KernelArgs &args) {
-  return floatUnary("erf", args, [] __device__(float v) { return erff(v); });
+  return floatUnary("erf", args, [] __device__(float v) { return erfF32(v); });
 }
 Status sinKernel(KernelArgs &args) {
-  return floatUnary("sin", args, [] __device__(float v) { return sinf(v); });
+  return floatUnary("sin", args, [] __device__(float v) { return sinF32(v); });
 }
 Status cosKernel(KernelArgs &args) {
-  return floatUnary("cos", args, [] __device__(float v) { return cosf(v); });
+  return floatUnary("cos", args, [] __device__(float v) { return cosF32(v); });
 }
 
 Status softplusKernel(KernelArgs &args) {
   // The CPU kernel's form: max(x, 0) + log1p(exp(-|x|)) never overflows.
-  return floatUnary("softplus", args, [] __device__(float v) {
-    return fmaxf(v, 0.0f) + log1pf(expf(-fabsf(v)));
-  });
+  return floatUnary("softplus", args, [] __device__(float v) { return softplusF32(v); });
 }
 Status sigmoidKernel(KernelArgs &args) {
   // exp of -|x| never overflows.
-  return floatUnary("sigmoid", args, [] __device__(float v) {
-    const float e = expf(-fabsf(v));
-    const float inv = 1.0f / (1.0f + e);
-    return v >= 0.0f ? inv : e * inv;
-  });
+  return floatUnary("sigmoid", args, [] __device__(float v) { return sigmoidF32(v); });
 }
 
 Status geluKernel(KernelArgs &args) {
@@ -428,7 +457,7 @@ Status divKernel(KernelArgs &args) {
     return Status::error(std::string("div: integer division (") +
                          dtypeName(args.inputs[0].dtype) + ") has no cuda kernel");
   return launchBinary<float, float, float>("div", loop, args,
-                                           [] __device__(float a, float b) { return a / b; });
+                                           [] __device__(float a, float b) { return divF32(a, b); });
 }
 
 Status modKernel(KernelArgs &args) {

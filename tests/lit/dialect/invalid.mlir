@@ -268,3 +268,43 @@ func.func @arg_max_of_bool(%a: tensor<3xi1>) -> tensor<i64> {
   %0 = graph.arg_max %a {axis = 0 : i64, keepdims = false, select_last_index = false} : (tensor<3xi1>) -> tensor<i64>
   return %0 : tensor<i64>
 }
+
+// -----
+
+func.func @fused_forward_slot(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{step 0 reads slot 1, not an earlier one}}
+  %0 = graph.fused_elementwise %a {args = array<i64: 1, -1>, ops = ["exp"], results = array<i64: 1>} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @fused_unknown_step(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{step 0: unknown op 'gelu'}}
+  %0 = graph.fused_elementwise %a {args = array<i64: 0, -1>, ops = ["gelu"], results = array<i64: 1>} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @fused_no_broadcast(%a: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{an input does not broadcast to the outputs' shape}}
+  %0 = graph.fused_elementwise %a {args = array<i64: 0, -1>, ops = ["neg"], results = array<i64: 1>} : (tensor<4xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @fused_unused_arg(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{step 0: unused args must be -1}}
+  %0 = graph.fused_elementwise %a {args = array<i64: 0, 0>, ops = ["neg"], results = array<i64: 1>} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @fused_missing_result(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{result slot 2 does not exist}}
+  %0 = graph.fused_elementwise %a {args = array<i64: 0, -1>, ops = ["neg"], results = array<i64: 2>} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

@@ -2,6 +2,9 @@
 // of uniform units, against the schedules' bubble theory, the data-parallel reduction's
 // overlap and the ZeRO memory formulas, worked out by hand.
 #include "shardc/Cost/CostModel.h"
+#include "shardc/Cost/PredictedTrace.h"
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -113,6 +116,47 @@ TEST(CostModel, DataParallelReductionHidesBehindTheBackwardPassAndZeroDividesMem
   c.intraNode.bandwidth = 1e8;
   ASSERT_TRUE(predictStep(profile, c, Candidate{2, 1, 1}, p0, why)) << why;
   EXPECT_NEAR(p0.dpCommSeconds, 0.080 - 0.016, 1e-12);
+}
+
+// The predicted timeline runs the schedule's steps with the prediction's per-chunk times: on
+// the uniform stages 1F1B ends where its closed form says (30 ms), each stage's steps in the
+// schedule's order (stage 3: F0 B0 F1 B1), the first stage's first backward waiting for the
+// others' (4 forwards of 2 ms, then the backward passes of stages 3, 2 and 1, 4 ms each:
+// starts at 8 + 3 x 4 = 20 ms); with the reduction hidden, dp adds a collective slice and nothing to the end.
+TEST(CostModel, PredictedTraceRunsTheScheduleWithThePredictedStepTimes) {
+  const StepProfile profile = uniformProfile();
+  const Cluster c = slowCluster();
+  Candidate pipe;
+  pipe.pp = 4;
+  pipe.microBatches = 2;
+  pipe.schedule = "1f1b";
+  Prediction p;
+  std::string why, json;
+  ASSERT_TRUE(predictStep(profile, c, pipe, p, why)) << why;
+  double end = 0;
+  ASSERT_TRUE(predictedTrace(pipe, p, c.name, json, end, why)) << why;
+  EXPECT_NEAR(end, 0.030, 1e-12);
+  const nlohmann::json trace = nlohmann::json::parse(json);
+  std::vector<std::string> last;
+  double firstBackwardStart = -1;
+  for (const auto &e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["tid"] != 0)
+      continue;
+    if (e["pid"] == 3)
+      last.push_back(e["name"]);
+    if (e["pid"] == 0 && e["name"] == "B0")
+      firstBackwardStart = e["ts"];
+  }
+  EXPECT_EQ(last, (std::vector<std::string>{"F0", "B0", "F1", "B1"}));
+  EXPECT_NEAR(firstBackwardStart, 20000.0, 1e-6); // microseconds
+  EXPECT_NEAR(trace["otherData"]["predicted_step_seconds"].get<double>(), 0.030, 1e-12);
+
+  Candidate dp;
+  dp.dp = 2;
+  ASSERT_TRUE(predictStep(profile, c, dp, p, why)) << why;
+  ASSERT_TRUE(predictedTrace(dp, p, c.name, json, end, why)) << why;
+  EXPECT_NEAR(end, p.stepSeconds, 1e-12);
+  EXPECT_NE(json.find("gradient all-reduce"), std::string::npos);
 }
 
 } // namespace

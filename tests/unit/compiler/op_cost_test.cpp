@@ -69,6 +69,22 @@ TEST_F(OpCosts, ConvolutionsCountEveryWindowOfOneGroup) {
   EXPECT_EQ(flops[2], forward);
 }
 
+// A fused chain counts one FLOP per arithmetic step and element (its roundings to bf16 none, as
+// the casts they replace), and moves only its inputs and outputs: here a bf16 [3, 5] input, an
+// f32 [5] bias and scalar, an f32 and a bf16 [3, 5] output.
+TEST_F(OpCosts, FusedChainsCountTheirStepsAndMoveOnlyTheirInputsAndOutputs) {
+  const std::vector<uint64_t> flops = flopsOf(R"(
+    func.func @f(%x: tensor<3x5xbf16>, %b: tensor<5xf32>, %c: tensor<f32>) {
+      %0:2 = graph.fused_elementwise %x, %b, %c {args = array<i64: 0, 1, 3, 2, 4, -1, 5, -1>, ops = ["add", "mul", "erf", "round_bf16"], results = array<i64: 5, 6>} : (tensor<3x5xbf16>, tensor<5xf32>, tensor<f32>) -> (tensor<3x5xf32>, tensor<3x5xbf16>)
+      return
+    })");
+  ASSERT_EQ(flops.size(), 1u);
+  EXPECT_EQ(flops[0], 3u * 15);
+  mlir::Operation *op = &f().getBody().front().front();
+  EXPECT_EQ(mlir::cast<CostOpInterface>(op).getBytesAccessed(),
+            15u * 2 + 5 * 4 + 4 + 15 * 4 + 15 * 2);
+}
+
 TEST_F(OpCosts, AttentionCountsBothProductsAndTheBackwardsFive) {
   // 2 x 3 heads, 5 queries, 7 keys, head dims 11 (q, k) and 13 (v).
   const std::vector<uint64_t> flops = flopsOf(R"(

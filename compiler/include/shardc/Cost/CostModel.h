@@ -47,6 +47,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardc::cost {
 
@@ -77,6 +78,18 @@ struct Prediction {
   double computeSeconds = 0;      // the slowest rank's m (F + B) without communication
   double tpCommSeconds = 0, ppCommSeconds = 0, dpCommSeconds = 0, bubbleSeconds = 0,
          optimizerSeconds = 0;
+  // What the predicted timeline (PredictedTrace.h) is built from. Per rank of the pp axis,
+  // per chunk it holds (chunk c of rank r is the model's chunk c·pp + r): one microbatch's
+  // forward and backward seconds (their tensor-parallel collectives and recomputation
+  // included) and the transfer of the chunk's input (its gradient takes as long back).
+  struct ChunkSeconds {
+    double forward = 0, backward = 0, tpForward = 0, tpBackward = 0, recompute = 0,
+           transferIn = 0;
+  };
+  std::vector<std::vector<ChunkSeconds>> chunks;
+  // Per rank of the pp axis: the data-parallel gradient reduction (all of it; it overlaps
+  // the last backward pass), the part of the dp communication left exposed, the update.
+  std::vector<double> rankReduceSeconds, rankExposedSeconds, rankUpdateSeconds;
 };
 
 // False with `why` (one line) when the candidate cannot run the profile's batch: rows that do

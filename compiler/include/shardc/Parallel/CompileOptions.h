@@ -48,6 +48,8 @@ struct CompileOptions {
   // reader (the plan-memory pass's overlap-collectives).
   bool commOverlap = true;
   bool fuseAttention = false; // --fuse-attention on: shardc-fuse-attention after import
+  // --fuse-elementwise: shardc-fuse-elementwise on every device's program (default on).
+  bool fuseElementwise = true;
   std::string fsdpUnit;
   // --micro-batches: each device's rows run as this many microbatches per step, gradients
   // accumulated before the reduction and the update.

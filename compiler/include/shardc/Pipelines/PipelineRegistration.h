@@ -86,6 +86,9 @@ struct TrainPipelineOptions : public mlir::PassPipelineOptions<TrainPipelineOpti
   Option<bool> overlapCollectives{*this, "comm-overlap",
                                   llvm::cl::desc("run collectives asynchronously"),
                                   llvm::cl::init(true)};
+  Option<bool> fuseElementwise{*this, "fuse-elementwise",
+                               llvm::cl::desc("fuse elementwise chains (shardc-fuse-elementwise)"),
+                               llvm::cl::init(true)};
 
   TrainStepOptions trainStep() const;
   GlobalPassOptions mesh() const;

@@ -62,9 +62,10 @@ void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
 // micro-batches when dp->microBatches > 1, split-stages when dp->pipelineStages > 1,
 // place-on-mesh and the strategy's collective pass
 // (all-reduce-gradients, shard-optimizer-state or shard-parameters; none at dp=1, zero=0) when
-// `train` and `dp` are given,] [half-storage,] fold-constants, [hoist-loss,] plan-memory.
+// `train` and `dp` are given,] [half-storage,] fold-constants, [hoist-loss,] fill-large-splats,
+// [fuse-elementwise when `fuseElementwise` (--fuse-elementwise),] plan-memory.
 void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
-                    const DataParallelOptions *dp);
+                    const DataParallelOptions *dp, bool fuseElementwise);
 
 // Runs addGlobalPasses' pipeline on `module`. When `dumpDir` is not empty, writes the module
 // after import (00-import.mlir) and after each pass (NN-<pass>.mlir) into it; `nextDumpIndex`
@@ -76,7 +77,7 @@ mlir::LogicalResult runGlobalPasses(mlir::ModuleOp module, const std::string &du
 // Runs addLocalPasses' pipeline on `module`, dumping as runGlobalPasses does.
 mlir::LogicalResult runLocalPasses(mlir::ModuleOp module, const std::string &dumpDir,
                                    const TrainStepOptions *train, const DataParallelOptions *dp,
-                                   int &nextDumpIndex);
+                                   bool fuseElementwise, int &nextDumpIndex);
 
 // Writes `module` to `path` as the dumps are written; emits an error on failure.
 mlir::LogicalResult writeModule(mlir::ModuleOp module, const std::string &path);

@@ -29,6 +29,9 @@ struct PlanNotes {
   // With pipeline parallelism: the predicted timeline of one step as a Chrome trace
   // (graph.pipeline_trace), written as the bundle's predicted_trace.json.
   std::string pipelineTrace;
+  // With --cluster: the cost model's timeline of the step in predicted seconds
+  // (cost/PredictedTrace.h); the bundle's predicted_trace.json in place of pipelineTrace.
+  std::string costTrace;
   // Training: the initializers kept frozen because they cannot be trained parameters,
   // "NAME: why" each (graph.not_trainable; printed under "Not trained").
   std::vector<std::string> notTrained;

@@ -103,6 +103,22 @@ def Graph_GreaterOp : Graph_BinaryOp<"greater"> { let summary = "ONNX Greater"; 
 def Graph_AndOp : Graph_BinaryOp<"and"> { let summary = "ONNX And"; }
 def Graph_OrOp : Graph_BinaryOp<"or"> { let summary = "ONNX Or"; }
 
+// A chain of elementwise ops run as one kernel (passes/fusion/FuseElementwise.cpp): one read of
+// its inputs and one write of its outputs instead of a read and a write per op. `ops` are the
+// steps by the names of the graph ops they stand for (FusedSteps.h: neg ... softplus,
+// round_bf16 / round_f16 for a cast to a 16-bit float, add ... min); `args` holds two slots per step (-1 for a unary
+// step's second): slots 0..N-1 are the inputs, N+i step i's result. Output j is slot
+// `results[j]`. Every value is computed in f32 as the op it replaces computes it.
+def Graph_FusedElementwiseOp : Graph_Op<"fused_elementwise",
+    [Graph_KernelAttributes, Graph_CostWith<["getFlops"]>, Pure]> {
+  let summary = "Elementwise ops fused into one kernel";
+  let arguments = (ins Variadic<RankedTensorOf<[F32, BF16, F16]>>:$inputs, StrArrayAttr:$ops,
+                   DenseI64ArrayAttr:$args, DenseI64ArrayAttr:$results);
+  let results = (outs Variadic<RankedTensorOf<[F32, BF16, F16]>>:$outputs);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 // ONNX Mod. With `fmod` the remainder takes the dividend's sign (C's fmod, torch.fmod; the
 // only form ONNX defines for floats); without, the divisor's (Python's %, integers only).
 def Graph_ModOp : Graph_Op<"mod", [Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
