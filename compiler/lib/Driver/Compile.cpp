@@ -221,8 +221,15 @@ bool searchByCost(mlir::MLIRContext &ctx, const CompileOptions &opts,
   // A batch with fewer rows than devices leaves devices idle in every plan's replicas: the
   // best plan on fewer devices, by tokens/s per device.
   if (result.globalRows > 0 && result.globalRows < opts.gpus) {
-    const double perDevice = result.ranked.front().prediction.tokensPerSecond /
-                             static_cast<double>(opts.gpus);
+    // Against the plan chosen (the fastest that fits when planned), not the fastest costed.
+    const CostedPlan *mine = &result.ranked.front();
+    for (const CostedPlan &plan : result.ranked)
+      if (plan.candidate.text() == chosen.text()) {
+        mine = &plan;
+        break;
+      }
+    const double perDevice =
+        mine->prediction.tokensPerSecond / static_cast<double>(opts.gpus);
     std::string best;
     double bestPerDevice = perDevice;
     for (int64_t fewer = opts.gpus / 2; fewer >= 1; fewer /= 2) {
