@@ -37,10 +37,71 @@ Status copyKernel(KernelArgs &args) {
   return Status::ok();
 }
 
+namespace {
+
+// A transpose that moves the innermost dimension reads x with a stride along every output
+// row: each element read fetches a cache line for one element. Tiled, it copies kTile x kTile
+// blocks of the plane of the output's innermost dim (`inner`) and the dim x walks contiguously
+// (`unit`), so that every line read and written is used whole. Same elements, same places.
+constexpr int64_t kTile = 32;
+
+template <typename T>
+void transposeTiled(const T *x, T *y, const StridedLoop &loop, size_t unit) {
+  const size_t rank = loop.dims.size(), inner = rank - 1;
+  const std::vector<int64_t> &xs = loop.strides[0];
+  std::vector<int64_t> ys(rank, 1);
+  for (size_t d = inner; d-- > 0;)
+    ys[d] = ys[d + 1] * loop.dims[d + 1];
+  const int64_t rows = loop.dims[unit], cols = loop.dims[inner];
+  const int64_t xCol = xs[inner], yRow = ys[unit];
+  // The other dims, walked as an odometer.
+  std::vector<int64_t> counter(rank, 0);
+  int64_t xBase = 0, yBase = 0;
+  while (true) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t r = r0; r < r1; ++r)
+            y[yBase + r * yRow + c] = x[xBase + r + c * xCol];
+      }
+    size_t d = rank;
+    while (d-- > 0) {
+      if (d == unit || d == inner)
+        continue;
+      if (++counter[d] < loop.dims[d]) {
+        xBase += xs[d];
+        yBase += ys[d];
+        break;
+      }
+      xBase -= xs[d] * (loop.dims[d] - 1);
+      yBase -= ys[d] * (loop.dims[d] - 1);
+      counter[d] = 0;
+    }
+    if (d == static_cast<size_t>(-1))
+      return;
+  }
+}
+
+} // namespace
+
 Status transposeKernel(KernelArgs &args) {
   StridedLoop loop;
   SHARDC_RETURN_IF_ERROR(planTranspose(args, &loop));
-  return copyThrough(loop, args.inputs[0], args.outputs[0]);
+  const Tensor &x = args.inputs[0], &y = args.outputs[0];
+  // The output dim that x walks contiguously, when it is not the innermost one.
+  const size_t rank = loop.dims.size();
+  size_t unit = rank;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    if (loop.strides[0][d] == 1)
+      unit = d;
+  if (unit == rank || loop.dims.back() < 2 || loop.dims[unit] < 2)
+    return copyThrough(loop, x, y);
+  return visitElementSize(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    transposeTiled(x.as<T>(), y.as<T>(), loop, unit);
+    return Status::ok();
+  });
 }
 
 Status sliceKernel(KernelArgs &args) {

@@ -40,6 +40,14 @@ template <typename T> void checkTranspose() {
       {{1, 4, 1}, {2, 0, 1}},
       {{}, {}},
       {{0, 3}, {1, 0}},
+      // Larger than the tiled path's 32 x 32 blocks, with partial blocks and outer dims: the
+      // transposes that move the innermost dimension go through it.
+      {{70, 45}, {1, 0}},
+      {{64, 64}, {1, 0}},
+      {{2, 33, 65}, {0, 2, 1}},
+      {{40, 3, 50}, {2, 1, 0}},
+      {{3, 37, 5, 41}, {0, 3, 2, 1}},
+      {{2, 3, 70, 35}, {1, 3, 0, 2}},
   };
   unsigned seed = 2;
   for (const Case &c : cases) {
