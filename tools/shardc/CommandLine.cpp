@@ -90,7 +90,8 @@ parallelism (training; docs/cli.md):
                             masks, softmax, .V) with one fused op whose kernels keep no
                             S x Sk tensor; the backward pass recomputes the probabilities
                             (default off; docs/cli.md says which forms are fused)
-  --fuse-elementwise on|off run each chain of elementwise ops (and the casts of 16-bit
+  --fuse-elementwise on|off
+                            run each chain of elementwise ops (and the casts of 16-bit
                             storage) as one kernel that reads its inputs once and writes
                             only what is read elsewhere; exact (default on)
   --remat none|full|selective|auto
