@@ -111,12 +111,7 @@ TEST(CudaFusedElementwise, EveryStepMatchesTheCpu) {
   }
   // max and min with NaN and infinities on either side.
   const std::vector<double> specials = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0};
-  std::vector<double> a, b;
-  for (double u : specials)
-    for (double v : specials) {
-      a.push_back(u);
-      b.push_back(v);
-    }
+  const auto [a, b] = everyPair(specials);
   const int64_t n = static_cast<int64_t>(a.size());
   for (FusedOp op : {FusedOp::Max, FusedOp::Min})
     compareWithCpu(fusedCase({f32({n}, Fill::fixed(a)), f32({n}, Fill::fixed(b))}, {f32({n})},

@@ -345,12 +345,7 @@ TEST(FusedElementwise, EveryBinaryStepMatchesItsKernel) {
 // NaN propagates through max and min from either side, infinities compare as they should.
 TEST(FusedElementwise, NanAndInfinityThroughMaxAndMin) {
   const std::vector<float> specials = {kNaN, kInf, -kInf, 0.0f, -0.0f, 1.0f, -1.0f, 3e38f};
-  std::vector<float> a, b;
-  for (float u : specials)
-    for (float v : specials) {
-      a.push_back(u);
-      b.push_back(v);
-    }
+  const auto [a, b] = everyPair(specials);
   const int64_t n = static_cast<int64_t>(a.size());
   HostTensor ta = floats(F32, {n}, a), tb = floats(F32, {n}, b);
   for (FusedOp op : {FusedOp::Max, FusedOp::Min}) {

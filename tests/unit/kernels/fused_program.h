@@ -7,6 +7,7 @@
 #include "runtime/kernels/fused_elementwise_code.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardc::runtime::testing {
@@ -22,6 +23,19 @@ inline Attrs encodeFusedProgram(const std::vector<int64_t> &code,
   Attrs a;
   a.s("steps", steps).ints("args", args).ints("results", results);
   return a;
+}
+
+// Every ordered pair of `values`, as two operands of equal length: a[i] op b[i] meets each pair
+// once (the NaN, infinity and signed-zero cases of max and min).
+template <typename T>
+std::pair<std::vector<T>, std::vector<T>> everyPair(const std::vector<T> &values) {
+  std::pair<std::vector<T>, std::vector<T>> pairs;
+  for (const T &u : values)
+    for (const T &v : values) {
+      pairs.first.push_back(u);
+      pairs.second.push_back(v);
+    }
+  return pairs;
 }
 
 } // namespace shardc::runtime::testing
