@@ -108,8 +108,13 @@ std::vector<std::string> cpuKernelNames();
 // no other overlap of an op's inputs and outputs.
 bool kernelUpdatesInPlace(const std::string &name, int input, int output);
 
-// Number of threads the CPU kernels may use (today: OpenBLAS's GEMM threads).
+// Number of threads a CPU kernel call may use: the GEMMs (OpenBLAS) and the elementwise,
+// reduction and data-movement kernels over large tensors (kernel_threads.h).
 void setCpuKernelThreads(int threads);
+// Which paths the CPU kernels take on this machine, for run summaries: the vector level of the
+// elementwise loops, the kernel threads, and how the GEMMs compute (e.g. "avx512f loops, 2
+// threads, GEMMs in f32 on OpenBLAS (16-bit operands widened exactly)").
+std::string cpuKernelPaths();
 
 // Whether the call has attribute `name` (for optional attributes).
 bool hasAttr(const KernelArgs &args, const char *name);

@@ -1,150 +1,176 @@
-"""Training-step throughput of shardc against PyTorch on CPU, side by side in one run.
+"""Training-step throughput of shardc against PyTorch 2.x on CPU, side by side in one run.
 
-    /usr/bin/python3 tools/bench/train_throughput.py --shardc build/tools/shardc/shardc \
-        --shardrun build/tools/shardrun/shardrun --work /tmp/bench [--steps 20] [--threads 2] \
-        [--bf16] [--fused] [--seq T]
+    python3 tools/bench/train_throughput.py --shardc build/tools/shardc/shardc \
+        --shardrun build/tools/shardrun/shardrun --work /tmp/bench [--rows small,gpt2] \
+        [--steps 12] [--threads 2] [--torch-venv DIR]
 
-Model: the test GPT (tests/models/export_tiny_gpt.py) at d=256, 4 layers, 4 heads, T=128
-(--seq), B=8, vocabulary 2048; AdamW (PyTorch defaults, lr 1e-3); the same weights (read from the ONNX
-export) and the same batches on both sides. PyTorch runs in this process with
-torch.set_num_threads(THREADS); shardrun runs `--steps` with `--threads THREADS` and reports
-each step's time in its metrics. The first WARMUP steps are excluded; medians are reported,
-with the ratio ours/PyTorch in tokens per second (above 1: shardc is faster).
-With --bf16 the same run also times `shardc --precision bf16` and PyTorch under CPU autocast
-(torch.autocast("cpu", dtype=torch.bfloat16): its matrix products in bf16, the rest f32), and
-reports the four side by side: bf16 against PyTorch's bf16, and each side's bf16 against its
-own fp32.
-With --fused the same run also times `shardc --fuse-attention on` (fp32; the GPT's causal mask
-buffer becomes the fused op's causal flag) against shardc's unfused step.
-Not a test: timings on a shared machine are noisy, run it on a quiet one.
+Rows (the test GPT, tests/models/export_tiny_gpt.py, at two sizes; GELU in its erf form):
+  small: d=192, 4 layers, 3 heads, T=128, batch 16, vocabulary 4096
+  gpt2:  GPT-2 124M's shape: d=768, 12 layers, 12 heads, T=128, batch 4, vocabulary 50257
+AdamW (PyTorch's defaults, lr 1e-3); the same weights (the ONNX export's initializers) and the
+same batches on both sides. Each row times, in this order and on the same machine:
+  - shardc fp32 and shardc bf16 (`--precision bf16`): shardrun --threads T, its per-step times;
+  - PyTorch 2.x eager fp32, torch.compile fp32 and eager under CPU autocast bf16, in a virtual
+    environment of their own (--torch-venv, default .venv-bench beside the repository's .venv),
+    which holds PyPI's torch and is created on first use: PyPI's torch brings several GB of CUDA
+    libraries, so it is never part of the project's setup or tests.
+The first WARMUP steps of each run are excluded (torch.compile compiles in its first step);
+medians are reported, with the ratios PyTorch/shardc of the medians (above 1: shardc is faster),
+then shardc fp32's top kernels from a second run with --trace, and the CPU's model and vector
+flags. Not a test: timings on a shared machine are noisy, run it on a quiet one.
 """
 
 import argparse
+import collections
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = os.path.join(HERE, os.pardir, os.pardir, "tests", "models")
-sys.path.insert(0, MODELS)
-sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "tests", "e2e"))
+ROOT = os.path.abspath(os.path.join(HERE, os.pardir, os.pardir))
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import e2e_util  # noqa: E402
 import export_tiny_gpt as gpt  # noqa: E402
 import train_reference  # noqa: E402
 
 WARMUP = 3
 LR = 1e-3
+ROWS = {
+    "small": dict(VOCAB=4096, BLOCK=128, D_MODEL=192, N_LAYER=4, N_HEAD=3, BATCH=16, SEQ=128),
+    "gpt2": dict(VOCAB=50257, BLOCK=128, D_MODEL=768, N_LAYER=12, N_HEAD=12, BATCH=4, SEQ=128),
+}
+TORCH_PACKAGES = ["torch>=2.1", "numpy", "onnx"]
 
 
-def configure_model(seq=128):
-    # The test GPT reads its sizes from module constants when it is built: set the
-    # benchmark's before building it.
-    gpt.VOCAB, gpt.BLOCK, gpt.D_MODEL, gpt.N_LAYER, gpt.N_HEAD = 2048, seq, 256, 4, 4
-    gpt.BATCH, gpt.SEQ = 8, seq
+def torch_venv_python(venv):
+    """The interpreter of the benchmark's PyTorch 2.x environment, created on first use."""
+    python = os.path.join(venv, "bin", "python")
+    if os.path.exists(python) and subprocess.run(
+            [python, "-c", "import torch, onnx, numpy; assert int(torch.__version__[0]) >= 2"],
+            capture_output=True).returncode == 0:
+        return python
+    print(f"train_throughput: creating {venv} with {' '.join(TORCH_PACKAGES)} from PyPI "
+          f"(once; several GB)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    *TORCH_PACKAGES], check=True)
+    return python
 
 
-def export_model_and_data(work):
-    """Exports the benchmark GPT as configured (gpt.BATCH rows a step) into WORK/model and
-    writes 4 batches of train_reference.py's data for it into WORK/data; returns (the model's
-    directory, the data's directory, the data by input name)."""
-    model_dir = os.path.join(work, "model")
-    data_dir = os.path.join(work, "data")
+def export_row(work, config):
+    """Exports the GPT of `config` into WORK/model and writes 4 batches of data into WORK/data."""
+    for name, value in config.items():
+        setattr(gpt, name, value)
+    model_dir, data_dir = os.path.join(work, "model"), os.path.join(work, "data")
     os.makedirs(data_dir, exist_ok=True)
     gpt.export_gpt(gpt.TinyGPT, argparse.Namespace(out=model_dir, static_batch=None))
     data = train_reference.make_data("tiny_gpt", gpt, 4, gpt.BATCH, np.random.default_rng(0))
     for name, value in data.items():
         np.save(os.path.join(data_dir, name + ".npy"), value)
-    return model_dir, data_dir, data
+    return model_dir, data_dir
 
 
-def torch_step_times(model_dir, data, steps, threads, bf16=False):
-    torch.set_num_threads(threads)
-    model = gpt.TinyGPT()
-    train_reference.load_onnx_weights(model, os.path.join(model_dir, "model.onnx"))
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=LR)
-    times, losses = [], []
-    n = len(data["idx"])
-    for k in range(1, steps + 1):
-        rows = [r % n for r in range((k - 1) * gpt.BATCH, k * gpt.BATCH)]
-        idx, targets = torch.from_numpy(data["idx"][rows]), torch.from_numpy(data["targets"][rows])
-        start = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = model(idx, targets)[0]
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        times.append(time.perf_counter() - start)
-        losses.append(loss.item())
-    return times, losses
+def shardc_run(args, work, model_dir, data_dir, precision, trace=None):
+    """(step seconds, losses, shardrun's summary line) of `--steps` steps at `precision`."""
+    bundle = os.path.join(work, f"{precision}.shard")
+    subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", "train",
+                    "--precision", precision, "-o", bundle], check=True, stdout=subprocess.DEVNULL)
+    metrics = os.path.join(work, f"{precision}.jsonl")
+    cmd = [args.shardrun, bundle, "--steps", str(args.steps), "--data", data_dir, "--lr", str(LR),
+           "--threads", str(args.threads), "--metrics", metrics]
+    if trace:
+        cmd += ["--trace", trace]
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    ours = [json.loads(line) for line in open(metrics)]
+    summary = [line for line in res.stdout.splitlines() + res.stderr.splitlines()
+               if line.startswith("shardrun: trained")]
+    return ([m["step_time_ms"] / 1000.0 for m in ours], [m["loss"] for m in ours],
+            summary[0] if summary else "")
+
+
+def top_kernels(trace_path, count=8):
+    """shardc's kernels by total time in a --trace file: [(kernel, ms per step, share, calls)]."""
+    events = json.load(open(trace_path))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    total, calls = collections.Counter(), collections.Counter()
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "compute" and "kernel" in e.get("args", {}):
+            total[e["args"]["kernel"]] += e["dur"]
+            calls[e["args"]["kernel"]] += 1
+    whole = sum(total.values()) or 1
+    return [(k, us, us / whole, calls[k]) for k, us in total.most_common(count)]
+
+
+def cpu_description():
+    model, flags = platform.processor(), set()
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name") and model in ("", "x86_64"):
+            model = line.split(":", 1)[1].strip()
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+    wanted = ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_bf16",
+              "amx_tile"]
+    return model, [f for f in wanted if f in flags]
 
 
 def main():
-    p = e2e_util.argument_parser(__doc__, steps=20)
+    p = e2e_util.argument_parser(__doc__, steps=12)
     p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--bf16", action="store_true",
-                   help="also time shardc --precision bf16 and PyTorch's CPU autocast bf16")
-    p.add_argument("--fused", action="store_true",
-                   help="also time shardc --fuse-attention on (fp32)")
-    p.add_argument("--seq", type=int, default=128, help="sequence length T")
+    p.add_argument("--rows", default="small,gpt2")
+    p.add_argument("--torch-venv", default=os.path.join(ROOT, ".venv-bench"))
     args = e2e_util.parse_args(p)
-    configure_model(args.seq)
-    model_dir, data_dir, data = export_model_and_data(args.work)
-
-    runs = {}  # name -> (step times after the warm-up, losses)
-
-    def time_shardc(name, flags):
-        bundle = os.path.join(args.work, name.replace(" ", "_") + ".shard")
-        subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", "train",
-                        *flags, "-o", bundle], check=True)
-        metrics = bundle + ".jsonl"
-        subprocess.run([args.shardrun, bundle, "--steps", str(args.steps), "--data", data_dir,
-                        "--lr", str(LR), "--threads", str(args.threads), "--metrics", metrics],
-                       check=True)
-        ours = [json.loads(line) for line in open(metrics)]
-        runs[name] = ([m["step_time_ms"] / 1000.0 for m in ours][WARMUP:],
-                      [m["loss"] for m in ours])
-
-    for precision in ["fp32"] + (["bf16"] if args.bf16 else []):
-        time_shardc(f"shardc {precision}", ["--precision", precision])
-        times, losses = torch_step_times(model_dir, data, args.steps, args.threads,
-                                         bf16=precision == "bf16")
-        runs[f"PyTorch {precision}"] = (times[WARMUP:], losses)
-    if args.fused:
-        time_shardc("shardc fused", ["--fuse-attention", "on"])
-
-    tokens = gpt.BATCH * gpt.SEQ
-    tps = {name: tokens / statistics.median(times) for name, (times, _) in runs.items()}
-    print(f"GPT d=256 L=4 H=4 T={gpt.SEQ} B=8 V=2048, AdamW, {args.steps} steps "
-          f"({WARMUP} warm-up excluded), {args.threads} threads")
-    for name, (times, _) in runs.items():
-        print(f"  {name:13s}: median step {statistics.median(times) * 1e3:8.1f} ms, "
-              f"{tps[name]:8.0f} tokens/s")
-
-    def drift(a, b):
-        return max(abs(x - y) / y for x, y in zip(runs[a][1], runs[b][1]))
-
-    print(f"  ratio shardc fp32 / PyTorch fp32 (tokens/s): "
-          f"{tps['shardc fp32'] / tps['PyTorch fp32']:.3f}; max loss relative difference "
-          f"{drift('shardc fp32', 'PyTorch fp32'):.2e}")
-    if args.bf16:
-        print(f"  ratio shardc bf16 / PyTorch autocast bf16: "
-              f"{tps['shardc bf16'] / tps['PyTorch bf16']:.3f}; max loss relative difference "
-              f"{drift('shardc bf16', 'PyTorch bf16'):.2e} (the policies differ: under autocast "
-              f"the ops that read a product's bf16 result, such as GELU, run in bf16; "
-              f"shardc widens it to f32)")
-        print(f"  ratio bf16 / fp32: shardc {tps['shardc bf16'] / tps['shardc fp32']:.3f}, "
-              f"PyTorch {tps['PyTorch bf16'] / tps['PyTorch fp32']:.3f}")
-    if args.fused:
-        print(f"  ratio shardc fused / shardc fp32: {tps['shardc fused'] / tps['shardc fp32']:.3f}"
-              f"; against PyTorch fp32 {tps['shardc fused'] / tps['PyTorch fp32']:.3f}; max loss "
-              f"relative difference from the unfused step {drift('shardc fused', 'shardc fp32'):.2e}")
+    python = torch_venv_python(args.torch_venv)
+    model, flags = cpu_description()
+    print(f"CPU: {model}; flags: {' '.join(flags)}; {args.threads} threads; {args.steps} steps, "
+          f"{WARMUP} warm-up excluded; OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}", flush=True)
+    for row in args.rows.split(","):
+        config = ROWS[row]
+        work = os.path.join(args.work, row)
+        model_dir, data_dir = export_row(work, config)
+        runs, summaries = {}, {}
+        for precision in ("fp32", "bf16"):
+            times, losses, summaries[precision] = shardc_run(args, work, model_dir, data_dir,
+                                                             precision)
+            runs[f"shardc {precision}"] = (times[WARMUP:], losses)
+        out = os.path.join(work, "torch.json")
+        subprocess.run([python, os.path.join(HERE, "torch_train_steps.py"), "--config",
+                        json.dumps(config), "--model-dir", model_dir, "--data", data_dir,
+                        "--steps", str(args.steps), "--threads", str(args.threads),
+                        "--modes", "eager,compile,autocast", "--out", out], check=True)
+        theirs = json.load(open(out))
+        label = {"eager": "eager fp32", "compile": "compile fp32", "autocast": "autocast bf16"}
+        for mode, result in theirs["modes"].items():
+            runs[f"PyTorch {label[mode]}"] = (result["step_seconds"][WARMUP:], result["losses"])
+        med = {name: statistics.median(times) for name, (times, _) in runs.items()}
+        c = config
+        print(f"\n{row}: GPT d={c['D_MODEL']} L={c['N_LAYER']} H={c['N_HEAD']} T={c['SEQ']} "
+              f"B={c['BATCH']} V={c['VOCAB']}, AdamW; PyTorch {theirs['torch']}")
+        for name, m in med.items():
+            print(f"  {name:22s} median {m * 1e3:9.1f} ms/step")
+        ours32, ours16 = med["shardc fp32"], med["shardc bf16"]
+        print(f"  ratios (PyTorch median / shardc median; above 1: shardc faster):")
+        for name in ("PyTorch eager fp32", "PyTorch compile fp32"):
+            print(f"    {name} / shardc fp32: {med[name] / ours32:.3f}")
+        print(f"    PyTorch autocast bf16 / shardc bf16: {med['PyTorch autocast bf16'] / ours16:.3f}")
+        print(f"    shardc fp32 / shardc bf16: {ours32 / ours16:.3f}")
+        drift = max(abs(x - y) / abs(y) for x, y in
+                    zip(runs["shardc fp32"][1], runs["PyTorch eager fp32"][1]))
+        print(f"  loss, shardc fp32 against PyTorch eager: max relative difference {drift:.2e}")
+        for precision in ("fp32", "bf16"):
+            print(f"  shardc {precision}: {summaries[precision]}")
+        trace = os.path.join(work, "fp32.trace.json")
+        shardc_run(args, work, model_dir, data_dir, "fp32", trace=trace)
+        print("  shardc fp32 top kernels (--trace):")
+        for kernel, us, share, calls in top_kernels(trace):
+            print(f"    {kernel:20s} {us / 1e3 / args.steps:8.1f} ms/step {share * 100:5.1f}% "
+                  f"{calls // args.steps:5d} calls/step")
 
 
 if __name__ == "__main__":

@@ -146,7 +146,8 @@ public:
         tracker_(tracker), executor_(*state.executor), loop_(*state.loop), batches_(*state.batches),
         out_(out), firstStep_(loop_.step()),
         skipNonFinite_(options_.onNonFinite.value_or("stop") == "skip-step"),
-        saveOnSignal_(savesOnSignal(options_)) {}
+        saveOnSignal_(savesOnSignal(options_)),
+        onCpu_(state.device == nullptr || state.device->kind() == DeviceKind::Cpu) {}
 
   Status train() {
     std::optional<ProgressLine> progress;
@@ -451,6 +452,8 @@ private:
         if (skipNonFinite_)
           summary += "; " + std::to_string(loop_.skipped()) +
                      " step(s) skipped for a non-finite loss in all";
+        if (onCpu_)
+          summary += "; CPU kernels: " + cpuKernelPaths();
       }
       if (options_.saveDir)
         summary +=
@@ -509,6 +512,7 @@ private:
   double seconds_ = 0;
   OnnxExportResult exported_;
   std::string traceNote_; // what the summary says of --trace
+  const bool onCpu_;      // the summary names the CPU kernels' paths
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 // strides and reuse the same walker.
 #pragma once
 
+#include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/kernel.h"
 
 #include <array>
@@ -52,8 +53,10 @@ Status planElementwise(const char *kernel, std::initializer_list<const Tensor *>
 // Calls `row(outOffset, inOffsets, inStrides, count)` for every innermost row of the walk:
 // output elements [outOffset, outOffset + count) read operand k at
 // inOffsets[k] + i * inStrides[k]. Offsets are in elements.
-template <typename RowFn> void forEachRow(const StridedLoop &loop, RowFn &&row) {
-  if (loop.numel() == 0)
+// forEachRow over rows [firstRow, lastRow) of the walk only (a row: its innermost dim).
+template <typename RowFn>
+void forEachRowIn(const StridedLoop &loop, int64_t firstRow, int64_t lastRow, RowFn &&row) {
+  if (loop.numel() == 0 || firstRow >= lastRow)
     return;
   const int numOps = loop.numOperands;
   const size_t rank = loop.dims.size();
@@ -62,15 +65,22 @@ template <typename RowFn> void forEachRow(const StridedLoop &loop, RowFn &&row) 
   std::array<int64_t, kMaxLoopOperands> innerStrides{};
   for (int k = 0; k < numOps; ++k)
     innerStrides[k] = loop.strides[k].back();
+  // The odometer at row firstRow.
   std::vector<int64_t> counter(rank, 0);
-  int64_t outOffset = 0;
-  while (true) {
+  for (size_t d = rank - 1, left = static_cast<size_t>(firstRow); d-- > 0;) {
+    counter[d] = static_cast<int64_t>(left % static_cast<size_t>(loop.dims[d]));
+    left /= static_cast<size_t>(loop.dims[d]);
+    for (int k = 0; k < numOps; ++k)
+      offsets[k] += counter[d] * loop.strides[k][d];
+  }
+  int64_t outOffset = firstRow * inner;
+  for (int64_t r = firstRow;;) {
     row(outOffset, offsets.data(), innerStrides.data(), inner);
     outOffset += inner;
+    if (++r == lastRow)
+      return;
     // Advance the odometer over the outer dims.
-    size_t d = rank - 1;
-    while (d > 0) {
-      --d;
+    for (size_t d = rank - 1; d-- > 0;) {
       if (++counter[d] < loop.dims[d]) {
         for (int k = 0; k < numOps; ++k)
           offsets[k] += loop.strides[k][d];
@@ -79,17 +89,28 @@ template <typename RowFn> void forEachRow(const StridedLoop &loop, RowFn &&row) 
       for (int k = 0; k < numOps; ++k)
         offsets[k] -= loop.strides[k][d] * (loop.dims[d] - 1);
       counter[d] = 0;
-      if (d == 0)
-        return;
     }
-    if (rank == 1)
-      return;
   }
+}
+
+template <typename RowFn> void forEachRow(const StridedLoop &loop, RowFn &&row) {
+  const int64_t inner = loop.dims.back();
+  forEachRowIn(loop, 0, inner == 0 ? 0 : loop.numel() / inner, row);
+}
+
+// forEachRow with the rows split over the kernel threads, for a `row` that writes its own
+// output elements only.
+template <typename RowFn> void forEachRowInParallel(const StridedLoop &loop, RowFn &&row) {
+  const int64_t inner = loop.dims.back();
+  if (inner == 0)
+    return;
+  parallelFor(loop.numel() / inner, kElementsPerThread / inner,
+              [&](int64_t first, int64_t last) { forEachRowIn(loop, first, last, row); });
 }
 
 // Copies the elements the single-operand `loop` reads from `src` into contiguous `dst`.
 template <typename T> void copyStrided(const T *src, T *dst, const StridedLoop &loop) {
-  forEachRow(loop, [&](int64_t outOffset, const int64_t *inOffsets, const int64_t *inStrides,
+  forEachRowInParallel(loop, [&](int64_t outOffset, const int64_t *inOffsets, const int64_t *inStrides,
                        int64_t count) {
     const T *in = src + inOffsets[0];
     T *out = dst + outOffset;

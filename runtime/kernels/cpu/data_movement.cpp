@@ -4,6 +4,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/movement_checks.h"
 #include "runtime/kernels/cpu/pad_scan_checks.h"
 
@@ -32,8 +33,19 @@ Status copyKernel(KernelArgs &args) {
   const Tensor &x = args.inputs[0], &y = args.outputs[0];
   // memmove: a reshape is the one op where a planner might be tempted to reuse the input's
   // bytes, and overlapping ranges must not corrupt the result if it ever does.
-  if (x.sizeBytes() > 0)
-    std::memmove(y.data, x.data, x.sizeBytes());
+  if (x.sizeBytes() == 0 || x.data == y.data)
+    return Status::ok();
+  const int64_t bytes = static_cast<int64_t>(x.sizeBytes());
+  const auto *from = static_cast<const char *>(x.data);
+  auto *to = static_cast<char *>(y.data);
+  if (to + bytes <= from || from + bytes <= to) {
+    // Disjoint (always, as planned): split over the kernel threads.
+    parallelFor(bytes, kElementsPerThread * 4, [&](int64_t first, int64_t last) {
+      std::memcpy(to + first, from + first, static_cast<size_t>(last - first));
+    });
+  } else {
+    std::memmove(to, from, static_cast<size_t>(bytes));
+  }
   return Status::ok();
 }
 
@@ -54,33 +66,34 @@ void transposeTiled(const T *x, T *y, const StridedLoop &loop, size_t unit) {
     ys[d] = ys[d + 1] * loop.dims[d + 1];
   const int64_t rows = loop.dims[unit], cols = loop.dims[inner];
   const int64_t xCol = xs[inner], yRow = ys[unit];
-  // The other dims, walked as an odometer.
-  std::vector<int64_t> counter(rank, 0);
-  int64_t xBase = 0, yBase = 0;
-  while (true) {
-    for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+  // The work items: every band of kTile rows of every plane (a position of the other dims),
+  // split over the kernel threads. An item's plane is found from its index.
+  const int64_t bands = (rows + kTile - 1) / kTile;
+  int64_t planes = 1;
+  for (size_t d = 0; d < rank; ++d)
+    if (d != unit && d != inner)
+      planes *= loop.dims[d];
+  const int64_t grain = std::max<int64_t>(1, kElementsPerThread / (kTile * cols));
+  parallelFor(planes * bands, grain, [&](int64_t first, int64_t last) {
+    for (int64_t item = first; item < last; ++item) {
+      int64_t plane = item / bands, xBase = 0, yBase = 0;
+      for (size_t d = rank; d-- > 0;) {
+        if (d == unit || d == inner)
+          continue;
+        const int64_t at = plane % loop.dims[d];
+        plane /= loop.dims[d];
+        xBase += at * xs[d];
+        yBase += at * ys[d];
+      }
+      const int64_t r0 = item % bands * kTile, r1 = std::min(rows, r0 + kTile);
       for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-        const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+        const int64_t c1 = std::min(cols, c0 + kTile);
         for (int64_t c = c0; c < c1; ++c)
           for (int64_t r = r0; r < r1; ++r)
             y[yBase + r * yRow + c] = x[xBase + r + c * xCol];
       }
-    size_t d = rank;
-    while (d-- > 0) {
-      if (d == unit || d == inner)
-        continue;
-      if (++counter[d] < loop.dims[d]) {
-        xBase += xs[d];
-        yBase += ys[d];
-        break;
-      }
-      xBase -= xs[d] * (loop.dims[d] - 1);
-      yBase -= ys[d] * (loop.dims[d] - 1);
-      counter[d] = 0;
     }
-    if (d == static_cast<size_t>(-1))
-      return;
-  }
+  });
 }
 
 } // namespace

@@ -3,11 +3,14 @@
 // widened to f32 into a scratch row (read in place when it is f32 and of the output's shape,
 // filled once when it has a single element), each step then runs over the block as a plain loop
 // of its f32 function (elementwise_functions.h, the unfused kernels' own), and each output
-// stores its slot, rounded to its dtype as `cast` rounds. Single-threaded, like the other
-// elementwise kernels.
+// stores its slot, rounded to its dtype as `cast` rounds. The blocks are split over the kernel
+// threads (each with its own scratch rows), and each step's loop is vectorised at the CPU's
+// widest level (vector_dispatch.h): neither changes a bit of the result.
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/elementwise_functions.h"
 #include "runtime/kernels/cpu/fused_elementwise_checks.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
+#include "runtime/kernels/cpu/vector_dispatch.h"
 #include "runtime/support/half_float.h"
 
 #include <algorithm>
@@ -19,6 +22,7 @@ namespace shardc::runtime::cpu {
 namespace {
 
 constexpr int64_t kBlock = 512;
+constexpr int64_t kBlocksPerThread = kElementsPerThread / kBlock;
 
 inline float widen(float v) { return v; }
 inline float widen(BFloat16 v) { return toFloat(v); }
@@ -61,6 +65,17 @@ struct BroadcastCursor {
   std::vector<int64_t> dims, strides, coordinate;
   int64_t outerOffset = 0; // the element offset of the current row's start
 
+  // Moves to element `at` of the walk (from its start).
+  void seek(int64_t at) {
+    outerOffset = 0;
+    for (size_t d = dims.size(); d-- > 0;) {
+      coordinate[d] = at % dims[d];
+      at /= dims[d];
+      if (d + 1 < dims.size())
+        outerOffset += coordinate[d] * strides[d];
+    }
+  }
+
   // Reads the walk's next n elements into dst.
   template <typename T> void read(const T *src, int64_t n, float *dst) {
     const size_t inner = dims.size() - 1;
@@ -96,15 +111,13 @@ enum class InputKind {
 
 template <typename Fn>
 void mapUnary(const float *__restrict a, float *__restrict y, int64_t n, Fn fn) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = fn(a[i]);
+  vectorLoop(0, n, [&](int64_t i) { y[i] = fn(a[i]); });
 }
 
 template <typename Fn>
 void mapBinary(const float *__restrict a, const float *__restrict b, float *__restrict y,
                int64_t n, Fn fn) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = fn(a[i], b[i]);
+  vectorLoop(0, n, [&](int64_t i) { y[i] = fn(a[i], b[i]); });
 }
 
 // Step `op` over n elements. `square`: a pow whose exponent is the constant 2.
@@ -166,55 +179,37 @@ float singleValue(const Tensor &t) {
   return v;
 }
 
-} // namespace
+// How each input of one call is read, planned once and shared by the threads.
+struct FusedPlan {
+  std::vector<InputKind> kinds;
+  std::vector<BroadcastCursor> cursors; // at the walk's start; each thread copies them
+  std::vector<float> constants;         // the value of each Constant input
+  std::vector<bool> square;             // per step: a pow by the constant 2
+};
 
-Status fusedElementwiseKernel(KernelArgs &args) {
-  FusedProgram program;
-  SHARDC_RETURN_IF_ERROR(checkFusedElementwise(args, &program));
-  const std::vector<int64_t> &shape = args.outputs[0].shape;
-  const int64_t numel = args.outputs[0].numel();
-  if (numel == 0)
-    return Status::ok();
+// Computes output elements [first, last) (first a multiple of kBlock) block by block.
+void runBlocks(const KernelArgs &args, const FusedProgram &program, const FusedPlan &plan,
+               int64_t first, int64_t last) {
   const size_t numInputs = args.inputs.size(), numSteps = program.steps.size();
   const size_t numSlots = numInputs + numSteps;
-
-  // One row of kBlock floats per slot (an in-place input's row goes unused). Allocated per call:
-  // (N + steps) * kBlock floats, whatever the tensors' size.
+  // One row of kBlock floats per slot (an in-place input's row goes unused): (N + steps) *
+  // kBlock floats per thread, whatever the tensors' size.
   std::vector<float> scratch(numSlots * kBlock);
   auto row = [&](size_t slot) { return scratch.data() + slot * kBlock; };
-
-  std::vector<InputKind> kinds(numInputs);
-  std::vector<BroadcastCursor> cursors(numInputs);
+  std::vector<BroadcastCursor> cursors = plan.cursors;
   for (size_t k = 0; k < numInputs; ++k) {
-    const Tensor &x = args.inputs[k];
-    if (x.numel() == numel) {
-      kinds[k] = x.dtype == program::F32 ? InputKind::InPlace : InputKind::Contiguous;
-    } else if (x.numel() == 1) {
-      kinds[k] = InputKind::Constant;
-      std::fill(row(k), row(k) + kBlock, singleValue(x));
-    } else {
-      kinds[k] = InputKind::Broadcast;
-      FusedWalk walk = planFusedWalk({&x.shape}, shape);
-      BroadcastCursor &c = cursors[k];
-      c.dims = std::move(walk.dims);
-      c.strides = std::move(walk.strides[0]);
-      c.coordinate.assign(c.dims.size(), 0);
-    }
-  }
-  // A pow by the constant 2 squares (exactly what pow returns), as the pow kernel does.
-  std::vector<bool> square(numSteps, false);
-  for (size_t i = 0; i < numSteps; ++i) {
-    const FusedStep &s = program.steps[i];
-    square[i] = s.op == FusedOp::Pow && s.b < static_cast<int64_t>(numInputs) &&
-                kinds[s.b] == InputKind::Constant && row(s.b)[0] == 2.0f;
+    if (plan.kinds[k] == InputKind::Constant)
+      std::fill(row(k), row(k) + kBlock, plan.constants[k]);
+    if (plan.kinds[k] == InputKind::Broadcast)
+      cursors[k].seek(first);
   }
 
   std::vector<const float *> slots(numSlots);
-  for (int64_t start = 0; start < numel; start += kBlock) {
-    const int64_t n = std::min(kBlock, numel - start);
+  for (int64_t start = first; start < last; start += kBlock) {
+    const int64_t n = std::min(kBlock, last - start);
     for (size_t k = 0; k < numInputs; ++k) {
       const Tensor &x = args.inputs[k];
-      switch (kinds[k]) {
+      switch (plan.kinds[k]) {
       case InputKind::InPlace:
         slots[k] = x.as<float>() + start;
         break;
@@ -238,7 +233,7 @@ Status fusedElementwiseKernel(KernelArgs &args) {
     for (size_t i = 0; i < numSteps; ++i) {
       const FusedStep &s = program.steps[i];
       float *y = row(numInputs + i);
-      runStep(s.op, square[i], slots[s.a], s.b >= 0 ? slots[s.b] : nullptr, y, n);
+      runStep(s.op, plan.square[i], slots[s.a], s.b >= 0 ? slots[s.b] : nullptr, y, n);
       slots[numInputs + i] = y;
     }
     for (size_t j = 0; j < args.outputs.size(); ++j) {
@@ -252,6 +247,51 @@ Status fusedElementwiseKernel(KernelArgs &args) {
       });
     }
   }
+}
+
+} // namespace
+
+Status fusedElementwiseKernel(KernelArgs &args) {
+  FusedProgram program;
+  SHARDC_RETURN_IF_ERROR(checkFusedElementwise(args, &program));
+  const std::vector<int64_t> &shape = args.outputs[0].shape;
+  const int64_t numel = args.outputs[0].numel();
+  if (numel == 0)
+    return Status::ok();
+  const size_t numInputs = args.inputs.size(), numSteps = program.steps.size();
+
+  FusedPlan plan;
+  plan.kinds.resize(numInputs);
+  plan.cursors.resize(numInputs);
+  plan.constants.assign(numInputs, 0.0f);
+  for (size_t k = 0; k < numInputs; ++k) {
+    const Tensor &x = args.inputs[k];
+    if (x.numel() == numel) {
+      plan.kinds[k] = x.dtype == program::F32 ? InputKind::InPlace : InputKind::Contiguous;
+    } else if (x.numel() == 1) {
+      plan.kinds[k] = InputKind::Constant;
+      plan.constants[k] = singleValue(x);
+    } else {
+      plan.kinds[k] = InputKind::Broadcast;
+      FusedWalk walk = planFusedWalk({&x.shape}, shape);
+      BroadcastCursor &c = plan.cursors[k];
+      c.dims = std::move(walk.dims);
+      c.strides = std::move(walk.strides[0]);
+      c.coordinate.assign(c.dims.size(), 0);
+    }
+  }
+  // A pow by the constant 2 squares (exactly what pow returns), as the pow kernel does.
+  plan.square.assign(numSteps, false);
+  for (size_t i = 0; i < numSteps; ++i) {
+    const FusedStep &s = program.steps[i];
+    plan.square[i] = s.op == FusedOp::Pow && s.b < static_cast<int64_t>(numInputs) &&
+                     plan.kinds[s.b] == InputKind::Constant && plan.constants[s.b] == 2.0f;
+  }
+
+  const int64_t blocks = (numel + kBlock - 1) / kBlock;
+  parallelFor(blocks, kBlocksPerThread, [&](int64_t begin, int64_t end) {
+    runBlocks(args, program, plan, begin * kBlock, std::min(end * kBlock, numel));
+  });
   return Status::ok();
 }
 

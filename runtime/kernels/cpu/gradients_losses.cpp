@@ -20,9 +20,13 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
+#include "runtime/kernels/cpu/fast_exp.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/loss_operands.h"
+#include "runtime/kernels/cpu/vector_dispatch.h"
 #include "runtime/kernels/cpu/workspace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -66,7 +70,8 @@ Status readTargets(const char *kernel, const Tensor &target, const Tensor &weigh
 
 // Calls `position(n, d, t, coeff)` for every non-ignored target position, with coeff the
 // derivative of the reduced loss with respect to that position's -log_prob[n, t, d]; t is the
-// class within this block of classes, outside [0, c) where another block holds it.
+// class within this block of classes, outside [0, c) where another block holds it. The rows n
+// are split over the kernel threads: `position` writes row n's elements only.
 template <typename Fn>
 Status forEachTarget(const char *kernel, const KernelArgs &args, const Tensor &dloss,
                      const Tensor &target, const Tensor &weight, const LossSpec &spec,
@@ -83,17 +88,20 @@ Status forEachTarget(const char *kernel, const KernelArgs &args, const Tensor &d
     scalar = pg[0];
   else if (spec.reduction == LossReduction::Mean)
     scalar = static_cast<double>(pg[0]) / weightSum; // unused when weightSum is 0
-  for (int64_t n = 0; n < spec.n; ++n) {
-    for (int64_t d = 0; d < spec.d; ++d) {
-      const int64_t k = n * spec.d + d;
-      const int64_t t = classes[k];
-      if (t < 0)
-        continue;
-      const double g = spec.reduction == LossReduction::None ? pg[k] : scalar;
-      const double w = pw ? pw[t] : 1.0;
-      position(n, d, t - spec.classOffset, w * g);
+  const int64_t rowElements = std::max<int64_t>(spec.c * spec.d, 1);
+  parallelFor(spec.n, kElementsPerThread / rowElements, [&](int64_t first, int64_t last) {
+    for (int64_t n = first; n < last; ++n) {
+      for (int64_t d = 0; d < spec.d; ++d) {
+        const int64_t k = n * spec.d + d;
+        const int64_t t = classes[k];
+        if (t < 0)
+          continue;
+        const double g = spec.reduction == LossReduction::None ? pg[k] : scalar;
+        const double w = pw ? pw[t] : 1.0;
+        position(n, d, t - spec.classOffset, w * g);
+      }
     }
-  }
+  });
   return Status::ok();
 }
 
@@ -140,12 +148,19 @@ Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
   const float *lp = logProb.as<float>();
   if (dscores.sizeBytes() > 0)
     std::memset(out, 0, dscores.sizeBytes());
+  // p = exp(log_prob) in float (fast_exp.h: branch-free, so the class loop vectorises), the
+  // product with the coefficient and the target's -1 in double, rounded once.
   return forEachTarget(kernel, args, dloss, labels, weights, spec,
                        [&](int64_t n, int64_t d, int64_t t, double coeff) {
-                         for (int64_t c = 0; c < spec.c; ++c) {
-                           const int64_t at = (n * spec.c + c) * spec.d + d;
-                           const double p = std::exp(static_cast<double>(lp[at]));
-                           out[at] = static_cast<float>((p - (c == t ? 1.0 : 0.0)) * coeff);
+                         const int64_t base = n * spec.c * spec.d + d, stride = spec.d;
+                         vectorLoop(0, spec.c, [&](int64_t c) {
+                           const int64_t at = base + c * stride;
+                           out[at] = static_cast<float>(static_cast<double>(fastExp(lp[at])) * coeff);
+                         });
+                         if (t >= 0 && t < spec.c) {
+                           const int64_t at = base + t * stride;
+                           out[at] = static_cast<float>(
+                               (static_cast<double>(fastExp(lp[at])) - 1.0) * coeff);
                          }
                        });
 }

@@ -5,7 +5,9 @@
 //   log_softmax: dx = dy - exp(y) * sum(dy, axis)
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/norm_checks.h"
+#include "runtime/kernels/cpu/vector_dispatch.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -45,6 +47,30 @@ Status softmaxGradCommon(const char *kernel, KernelArgs &args, bool logOutput) {
   SHARDC_RETURN_IF_ERROR(takeSums(kernel, workspace, inner, &sums));
   const float *pdy = dy.as<float>(), *py = y.as<float>();
   float *pdx = dx.as<float>();
+  if (inner == 1) {
+    // The usual case (the last axis): rows are independent, split over the kernel threads;
+    // each row's sum is the same sequential double sum as below.
+    parallelFor(outer, kElementsPerThread / std::max<int64_t>(dim, 1), [&](int64_t first,
+                                                                           int64_t last) {
+      for (int64_t o = first; o < last; ++o) {
+        const float *dyRow = pdy + o * dim, *yRow = py + o * dim;
+        float *dxRow = pdx + o * dim;
+        double sum = 0.0;
+        if (logOutput)
+          for (int64_t j = 0; j < dim; ++j)
+            sum += static_cast<double>(dyRow[j]);
+        else
+          for (int64_t j = 0; j < dim; ++j)
+            sum += static_cast<double>(dyRow[j]) * static_cast<double>(yRow[j]);
+        const float s = static_cast<float>(sum);
+        if (logOutput)
+          vectorLoop(0, dim, [&](int64_t j) { dxRow[j] = dyRow[j] - std::exp(yRow[j]) * s; });
+        else
+          vectorLoop(0, dim, [&](int64_t j) { dxRow[j] = yRow[j] * (dyRow[j] - s); });
+      }
+    });
+    return Status::ok();
+  }
   for (int64_t o = 0; o < outer; ++o) {
     const int64_t base = o * dim * inner;
     std::fill(sums, sums + inner, 0.0);

@@ -6,8 +6,8 @@
 // is rounded to nearest-even from the f32 one; matmul stages one batch's matrices at a time. That is what a bf16 GEMM with an f32 accumulator
 // computes (products of 16-bit values are exact in f32), so the result is bit-identical to
 // casting the operands and the f32 result, which is how the compiler's precision passes define
-// it. No CPU here has native bf16 products (AVX512-BF16, OpenBLAS sbgemm), so this is the exact
-// path everywhere.
+// it. Native bf16 products (AVX512-BF16, OpenBLAS sbgemm) are not used yet, even on a CPU that
+// has them: this is the exact path everywhere (shardrun's summary names it).
 #include "runtime/kernels/cpu/blas.h"
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"

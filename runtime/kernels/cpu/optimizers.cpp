@@ -20,7 +20,9 @@
 // where torch converts the Python scalar for a tensor op.
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/optimizer_checks.h"
+#include "runtime/kernels/cpu/vector_dispatch.h"
 
 #include <cmath>
 #include <cstring>
@@ -99,16 +101,20 @@ Status adamwUpdateKernel(KernelArgs &args) {
   float *pOut = args.outputs[0].as<float>(), *mOut = args.outputs[1].as<float>(),
         *vOut = args.outputs[2].as<float>();
   const int64_t n = param.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i];
-    const float decayed = p[i] * decay;                                   // param.mul_(1 - lr*wd)
-    const float mi = std::fma(oneMinusBeta1, gi, m[i] * beta1F);          // mul_(b1).add_(g, alpha)
-    const float vi = std::fma(oneMinusBeta2 * gi, gi, v[i] * beta2F);     // mul_(b2).addcmul_(g, g)
-    const float denom = std::sqrt(vi) / bc2SqrtF + epsF;                  // (sqrt / bc2_sqrt).add_(eps)
-    pOut[i] = decayed + (negStepSize * mi) / denom;                       // addcdiv_(m, denom, -step_size)
-    mOut[i] = mi;
-    vOut[i] = vi;
-  }
+  // Element i reads and writes element i only (an output may be its input itself): the
+  // elements split over the threads and vectorise (std::fma is one instruction from AVX2 on).
+  parallelFor(n, kElementsPerThread, [&](int64_t first, int64_t last) {
+    vectorLoop(first, last, [&](int64_t i) {
+      const float gi = g[i];
+      const float decayed = p[i] * decay;                               // param.mul_(1 - lr*wd)
+      const float mi = std::fma(oneMinusBeta1, gi, m[i] * beta1F);      // mul_(b1).add_(g, alpha)
+      const float vi = std::fma(oneMinusBeta2 * gi, gi, v[i] * beta2F); // mul_(b2).addcmul_(g, g)
+      const float denom = std::sqrt(vi) / bc2SqrtF + epsF;              // (sqrt / bc2_sqrt).add_(eps)
+      pOut[i] = decayed + (negStepSize * mi) / denom;                   // addcdiv_(m, denom, -step_size)
+      mOut[i] = mi;
+      vOut[i] = vi;
+    });
+  });
   return Status::ok();
 }
 
@@ -140,20 +146,22 @@ Status sgdUpdateKernel(KernelArgs &args) {
   const float *p = param.as<float>(), *g = grad.as<float>(), *b = buffer.as<float>();
   float *pOut = args.outputs[0].as<float>(), *bOut = args.outputs[1].as<float>();
   const int64_t n = param.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    float dp = g[i];
-    if (decay)
-      dp = std::fma(weightDecayF, p[i], dp); // d_p.add(param, alpha=weight_decay)
-    if (useMomentum) {
-      // buf.mul_(momentum).add_(d_p, alpha=1 - dampening), or clone(d_p) on first use.
-      const float buf = firstStep ? dp : std::fma(bufferScale, dp, b[i] * momentumF);
-      bOut[i] = buf;
-      dp = nesterov ? std::fma(momentumF, buf, dp) : buf; // d_p.add(buf, alpha=momentum)
-    } else {
-      bOut[i] = b[i]; // no momentum: torch keeps no buffer; pass it through unchanged
-    }
-    pOut[i] = std::fma(negLr, dp, p[i]); // param.add_(d_p, alpha=-lr)
-  }
+  parallelFor(n, kElementsPerThread, [&](int64_t first, int64_t last) {
+    vectorLoop(first, last, [&](int64_t i) {
+      float dp = g[i];
+      if (decay)
+        dp = std::fma(weightDecayF, p[i], dp); // d_p.add(param, alpha=weight_decay)
+      if (useMomentum) {
+        // buf.mul_(momentum).add_(d_p, alpha=1 - dampening), or clone(d_p) on first use.
+        const float buf = firstStep ? dp : std::fma(bufferScale, dp, b[i] * momentumF);
+        bOut[i] = buf;
+        dp = nesterov ? std::fma(momentumF, buf, dp) : buf; // d_p.add(buf, alpha=momentum)
+      } else {
+        bOut[i] = b[i]; // no momentum: torch keeps no buffer; pass it through unchanged
+      }
+      pOut[i] = std::fma(negLr, dp, p[i]); // param.add_(d_p, alpha=-lr)
+    });
+  });
   return Status::ok();
 }
 

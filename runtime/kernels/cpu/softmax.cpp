@@ -5,6 +5,7 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/fast_exp.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/norm_checks.h"
 
 #include <algorithm>
@@ -153,8 +154,11 @@ Status takeSoftmaxScratch(const char *kernel, Workspace &workspace, int64_t inne
 void softmaxAlongAxis(const float *x, float *y, int64_t outer, int64_t dim, int64_t inner,
                       bool logOutput, const SoftmaxScratch &scratch) {
   if (inner == 1) {
-    for (int64_t o = 0; o < outer; ++o)
-      softmaxContiguous(x + o * dim, y + o * dim, dim, logOutput);
+    // Rows are independent: split over the kernel threads.
+    parallelFor(outer, kElementsPerThread / std::max<int64_t>(dim, 1), [&](int64_t first, int64_t last) {
+      for (int64_t o = first; o < last; ++o)
+        softmaxContiguous(x + o * dim, y + o * dim, dim, logOutput);
+    });
     return;
   }
   for (int64_t o = 0; o < outer; ++o)

@@ -5,6 +5,8 @@
 #include "runtime/kernels/cpu/elementwise_checks.h"
 #include "runtime/kernels/cpu/elementwise_functions.h"
 #include "runtime/kernels/cpu/fast_exp.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
+#include "runtime/kernels/cpu/vector_dispatch.h"
 
 #include <cmath>
 #include <type_traits>
@@ -13,12 +15,14 @@ namespace shardc::runtime::cpu {
 
 namespace {
 
+// Split over the kernel threads and vectorised at the CPU's widest level (element i reads
+// element i only; y may be x itself).
 template <typename T, typename Op> void mapElements(const Tensor &x, const Tensor &y, Op op) {
   const T *in = x.as<T>();
   T *out = y.as<T>();
-  const int64_t n = x.numel();
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = op(in[i]);
+  parallelFor(x.numel(), kElementsPerThread, [&](int64_t first, int64_t last) {
+    vectorLoop(first, last, [&](int64_t i) { out[i] = op(in[i]); });
+  });
 }
 
 // A kernel defined on f32 only.
@@ -130,7 +134,7 @@ Status geluKernel(KernelArgs &args) {
   if (approximate == "none") {
     return floatUnary("gelu", args, [](float v) {
       constexpr float kInvSqrt2 = 0.70710678118654752440f;
-      return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
+      return 0.5f * v * (1.0f + erfF32(v * kInvSqrt2));
     });
   }
   if (approximate == "tanh") {

@@ -1,0 +1,62 @@
+// Which vectorised version of the loops this CPU runs (vector_dispatch.h).
+#include "runtime/kernels/cpu/vector_dispatch.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
+#include "runtime/kernels/kernel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+namespace shardc::runtime::cpu {
+
+namespace {
+
+VectorLevel detectedLevel() {
+  static const VectorLevel level = [] {
+#ifdef SHARDC_VECTOR_DISPATCH
+    if (__builtin_cpu_supports("avx512f"))
+      return VectorLevel::Avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      return VectorLevel::Avx2;
+#endif
+    return VectorLevel::Baseline;
+  }();
+  return level;
+}
+
+std::atomic<int> levelCap{static_cast<int>(VectorLevel::Avx512)};
+
+} // namespace
+
+VectorLevel cpuVectorLevel() {
+  return std::min(detectedLevel(), static_cast<VectorLevel>(levelCap.load(std::memory_order_relaxed)));
+}
+
+void capCpuVectorLevel(VectorLevel level) {
+  levelCap.store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+const char *cpuVectorPath() {
+  switch (cpuVectorLevel()) {
+  case VectorLevel::Avx512:
+    return "avx512f";
+  case VectorLevel::Avx2:
+    return "avx2";
+  case VectorLevel::Baseline:
+    break;
+  }
+  return "baseline";
+}
+
+} // namespace shardc::runtime::cpu
+
+namespace shardc::runtime {
+
+std::string cpuKernelPaths() {
+  const int threads = cpu::cpuKernelThreads();
+  // matmul.cpp: no native 16-bit products; bf16 and f16 operands are widened into f32.
+  return std::string(cpu::cpuVectorPath()) + " loops, " + std::to_string(threads) + " thread" +
+         (threads == 1 ? "" : "s") + ", GEMMs in f32 on OpenBLAS (16-bit operands widened exactly)";
+}
+
+} // namespace shardc::runtime
