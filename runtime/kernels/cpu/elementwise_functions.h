@@ -6,7 +6,6 @@
 #pragma once
 
 #include "runtime/kernels/cpu/fast_exp.h"
-#include "runtime/kernels/cpu/fast_tanh_erf.h"
 #include "runtime/support/half_float.h"
 
 #include <cmath>
@@ -21,13 +20,10 @@ inline float absF32(float v) { return std::fabs(v); }
 inline float reluF32(float v) { return v < 0.0f ? 0.0f : v; }
 inline float sqrtF32(float v) { return std::sqrt(v); }
 inline float reciprocalF32(float v) { return 1.0f / v; }
-// fast_exp.h (within 2 ulp, branch-free): a libm call per element would keep the loop scalar.
-inline float expF32(float v) { return fastExp(v); }
+inline float expF32(float v) { return std::exp(v); }
 inline float logF32(float v) { return std::log(v); }
-// Branch-free (fast_tanh_erf.h), so that the loops vectorise: a GELU's erf or tanh dominates
-// its chain otherwise.
-inline float tanhF32(float v) { return fastTanh(v); }
-inline float erfF32(float v) { return fastErf(v); }
+inline float tanhF32(float v) { return std::tanh(v); }
+inline float erfF32(float v) { return std::erf(v); }
 inline float sinF32(float v) { return std::sin(v); }
 inline float cosF32(float v) { return std::cos(v); }
 

@@ -6,8 +6,6 @@
 // The tanh form is differentiated through the sigmoid the forward evaluates, which is the same
 // function as the tanh expression.
 #include "runtime/kernels/cpu/cpu_kernels.h"
-#include "runtime/kernels/cpu/fast_exp.h"
-#include "runtime/kernels/cpu/fast_tanh_erf.h"
 #include "runtime/kernels/cpu/grad_checks.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/vector_dispatch.h"
@@ -22,9 +20,8 @@ namespace {
 float geluErfDerivative(float v) {
   constexpr float kInvSqrt2 = 0.70710678118654752440f;
   constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-  // Branch-free (fast_tanh_erf.h, fast_exp.h), so that the loop vectorises.
-  const float cdf = 0.5f * (1.0f + fastErf(v * kInvSqrt2));
-  const float withDensity = cdf + v * fastExp(-0.5f * v * v) * kInvSqrt2Pi;
+  const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+  const float withDensity = cdf + v * std::exp(-0.5f * v * v) * kInvSqrt2Pi;
   // For |x| beyond ~14 the density term is below every float; dropping it also keeps
   // x = +-inf from producing inf * 0 = NaN (the limits of gelu' there are 1 and 0).
   const float limit = v != v ? v : cdf;
@@ -39,7 +36,7 @@ float geluTanhDerivative(float v) {
   if (!(std::fabs(v) < 40.0f))
     return v != v ? v : (v > 0 ? 1.0f : 0.0f);
   const float u2 = 2.0f * kSqrt2OverPi * (v + kCubic * v * v * v);
-  const float s = 1.0f / (1.0f + fastExp(-u2));
+  const float s = 1.0f / (1.0f + std::exp(-u2));
   return s + v * 2.0f * s * (1.0f - s) * kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
 }
 

@@ -20,7 +20,6 @@
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/dtype_dispatch.h"
-#include "runtime/kernels/cpu/fast_exp.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/loss_operands.h"
 #include "runtime/kernels/cpu/vector_dispatch.h"
@@ -148,19 +147,19 @@ Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
   const float *lp = logProb.as<float>();
   if (dscores.sizeBytes() > 0)
     std::memset(out, 0, dscores.sizeBytes());
-  // p = exp(log_prob) in float (fast_exp.h: branch-free, so the class loop vectorises), the
-  // product with the coefficient and the target's -1 in double, rounded once.
+  // p = exp(log_prob), its product with the coefficient and the target's -1 in double, rounded
+  // once.
   return forEachTarget(kernel, args, dloss, labels, weights, spec,
                        [&](int64_t n, int64_t d, int64_t t, double coeff) {
                          const int64_t base = n * spec.c * spec.d + d, stride = spec.d;
                          vectorLoop(0, spec.c, [&](int64_t c) {
                            const int64_t at = base + c * stride;
-                           out[at] = static_cast<float>(static_cast<double>(fastExp(lp[at])) * coeff);
+                           out[at] = static_cast<float>(std::exp(static_cast<double>(lp[at])) * coeff);
                          });
                          if (t >= 0 && t < spec.c) {
                            const int64_t at = base + t * stride;
                            out[at] = static_cast<float>(
-                               (static_cast<double>(fastExp(lp[at])) - 1.0) * coeff);
+                               (std::exp(static_cast<double>(lp[at])) - 1.0) * coeff);
                          }
                        });
 }

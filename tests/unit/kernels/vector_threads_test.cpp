@@ -1,9 +1,8 @@
-// The kernels' vectorised and threaded paths (vector_dispatch.h, kernel_threads.h): tanh and erf
-// against double-precision libm, parallelFor's ranges, and, for every kernel that splits its work
+// The kernels' vectorised and threaded paths (vector_dispatch.h, kernel_threads.h): parallelFor's
+// ranges and, for every kernel that splits its work
 // over threads or runs its loops at the CPU's vector level, the same bits at one thread on the
 // baseline loops as at two threads on the widest loops this CPU has. The tensors are large
 // enough (>= 2 x kElementsPerThread) for the threads to take part.
-#include "runtime/kernels/cpu/fast_tanh_erf.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/vector_dispatch.h"
 #include "runtime/kernels/fused_elementwise_code.h"
@@ -21,57 +20,6 @@ namespace shardc::runtime::testing {
 namespace {
 
 using program::F32;
-
-int64_t ulpDistance(float a, float b) {
-  if (a == b)
-    return 0;
-  int32_t ia, ib;
-  std::memcpy(&ia, &a, sizeof ia);
-  std::memcpy(&ib, &b, sizeof ib);
-  // Map the sign-magnitude bits onto a monotonic integer line.
-  const int64_t la = ia < 0 ? int64_t{INT32_MIN} - ia : ia;
-  const int64_t lb = ib < 0 ? int64_t{INT32_MIN} - ib : ib;
-  return la > lb ? la - lb : lb - la;
-}
-
-// Every 701st float in [-10, 10], by bit pattern (about 1.5 million of them).
-template <typename Fn> void forSampledFloats(Fn fn) {
-  const float top = 10.0f;
-  uint32_t last;
-  std::memcpy(&last, &top, sizeof last);
-  for (uint32_t bits = 0; bits <= last; bits += 701) {
-    float x;
-    std::memcpy(&x, &bits, sizeof x);
-    fn(x);
-    fn(-x);
-  }
-}
-
-TEST(FastTanhErf, WithinTheirUlpBoundsOfLibm) {
-  int64_t tanhWorst = 0, erfWorst = 0;
-  forSampledFloats([&](float x) {
-    tanhWorst = std::max(tanhWorst, ulpDistance(cpu::fastTanh(x), float(std::tanh(double(x)))));
-    erfWorst = std::max(erfWorst, ulpDistance(cpu::fastErf(x), float(std::erf(double(x)))));
-  });
-  EXPECT_LE(tanhWorst, 1);
-  EXPECT_LE(erfWorst, 3);
-}
-
-TEST(FastTanhErf, SpecialValues) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(cpu::fastTanh(0.0f), 0.0f);
-  EXPECT_EQ(cpu::fastErf(0.0f), 0.0f);
-  EXPECT_EQ(cpu::fastTanh(inf), 1.0f);
-  EXPECT_EQ(cpu::fastTanh(-inf), -1.0f);
-  EXPECT_EQ(cpu::fastErf(inf), 1.0f);
-  EXPECT_EQ(cpu::fastErf(-inf), -1.0f);
-  EXPECT_EQ(cpu::fastTanh(100.0f), 1.0f);
-  EXPECT_EQ(cpu::fastErf(-100.0f), -1.0f);
-  EXPECT_TRUE(std::isnan(cpu::fastTanh(nan)));
-  EXPECT_TRUE(std::isnan(cpu::fastErf(nan)));
-  EXPECT_EQ(cpu::fastErf(1e-30f), float(std::erf(1e-30))); // tiny: x * 2/sqrt(pi)
-}
 
 // Restores the kernels' thread count and vector level after a test changes them.
 struct KernelSettings {
