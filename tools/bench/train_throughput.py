@@ -76,12 +76,17 @@ def export_row(work, config):
     return model_dir, data_dir
 
 
-def shardc_run(args, work, model_dir, data_dir, precision, trace=None):
-    """(step seconds, losses, shardrun's summary line) of `--steps` steps at `precision`."""
+def shardc_compile(args, work, model_dir, precision):
+    """The training bundle of the exported model at `precision`."""
     bundle = os.path.join(work, f"{precision}.shard")
     subprocess.run([args.shardc, os.path.join(model_dir, "model.onnx"), "--mode", "train",
                     "--precision", precision, "-o", bundle], check=True, stdout=subprocess.DEVNULL)
-    metrics = os.path.join(work, f"{precision}.jsonl")
+    return bundle
+
+
+def shardc_run(args, bundle, data_dir, trace=None):
+    """(step seconds, losses, shardrun's summary line) of `--steps` steps of `bundle`."""
+    metrics = bundle + ".jsonl"
     cmd = [args.shardrun, bundle, "--steps", str(args.steps), "--data", data_dir, "--lr", str(LR),
            "--threads", str(args.threads), "--metrics", metrics]
     if trace:
@@ -95,7 +100,8 @@ def shardc_run(args, work, model_dir, data_dir, precision, trace=None):
 
 
 def top_kernels(trace_path, count=8):
-    """shardc's kernels by total time in a --trace file: [(kernel, ms per step, share, calls)]."""
+    """shardc's kernels by total time in a --trace file: [(kernel, total microseconds, share of
+    all kernels' time, calls)]."""
     events = json.load(open(trace_path))
     events = events["traceEvents"] if isinstance(events, dict) else events
     total, calls = collections.Counter(), collections.Counter()
@@ -134,10 +140,10 @@ def main():
         config = ROWS[row]
         work = os.path.join(args.work, row)
         model_dir, data_dir = export_row(work, config)
-        runs, summaries = {}, {}
+        runs, summaries, bundles = {}, {}, {}
         for precision in ("fp32", "bf16"):
-            times, losses, summaries[precision] = shardc_run(args, work, model_dir, data_dir,
-                                                             precision)
+            bundles[precision] = shardc_compile(args, work, model_dir, precision)
+            times, losses, summaries[precision] = shardc_run(args, bundles[precision], data_dir)
             runs[f"shardc {precision}"] = (times[WARMUP:], losses)
         out = os.path.join(work, "torch.json")
         subprocess.run([python, os.path.join(HERE, "torch_train_steps.py"), "--config",
@@ -166,7 +172,7 @@ def main():
         for precision in ("fp32", "bf16"):
             print(f"  shardc {precision}: {summaries[precision]}")
         trace = os.path.join(work, "fp32.trace.json")
-        shardc_run(args, work, model_dir, data_dir, "fp32", trace=trace)
+        shardc_run(args, bundles["fp32"], data_dir, trace=trace)
         print("  shardc fp32 top kernels (--trace):")
         for kernel, us, share, calls in top_kernels(trace):
             print(f"    {kernel:20s} {us / 1e3 / args.steps:8.1f} ms/step {share * 100:5.1f}% "

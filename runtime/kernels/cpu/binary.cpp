@@ -44,8 +44,8 @@ void binaryBroadcast(const StridedLoop &loop, const Tensor &a, const Tensor &b, 
   const A *pa = a.as<A>();
   const B *pb = b.as<B>();
   Out *py = y.as<Out>();
-  forEachRowInParallel(loop, [&](int64_t outOffset, const int64_t *inOffsets, const int64_t *inStrides,
-                       int64_t count) {
+  forEachRowInParallel(loop, [&](int64_t outOffset, const int64_t *inOffsets,
+                                 const int64_t *inStrides, int64_t count) {
     binaryRow(pa + inOffsets[0], inStrides[0], pb + inOffsets[1], inStrides[1], py + outOffset,
               count, op);
   });

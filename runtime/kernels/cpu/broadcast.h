@@ -110,8 +110,8 @@ template <typename RowFn> void forEachRowInParallel(const StridedLoop &loop, Row
 
 // Copies the elements the single-operand `loop` reads from `src` into contiguous `dst`.
 template <typename T> void copyStrided(const T *src, T *dst, const StridedLoop &loop) {
-  forEachRowInParallel(loop, [&](int64_t outOffset, const int64_t *inOffsets, const int64_t *inStrides,
-                       int64_t count) {
+  forEachRowInParallel(loop, [&](int64_t outOffset, const int64_t *inOffsets,
+                                 const int64_t *inStrides, int64_t count) {
     const T *in = src + inOffsets[0];
     T *out = dst + outOffset;
     const int64_t stride = inStrides[0];

@@ -8,7 +8,6 @@
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/grad_checks.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
-#include "runtime/kernels/cpu/vector_dispatch.h"
 
 #include <cmath>
 #include <string>
@@ -21,11 +20,11 @@ float geluErfDerivative(float v) {
   constexpr float kInvSqrt2 = 0.70710678118654752440f;
   constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
   const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
-  const float withDensity = cdf + v * std::exp(-0.5f * v * v) * kInvSqrt2Pi;
-  // For |x| beyond ~14 the density term is below every float; dropping it also keeps
+  // For |x| beyond ~14 the density term is below every float; skipping it also keeps
   // x = +-inf from producing inf * 0 = NaN (the limits of gelu' there are 1 and 0).
-  const float limit = v != v ? v : cdf;
-  return std::fabs(v) < 40.0f ? withDensity : limit;
+  if (!(std::fabs(v) < 40.0f))
+    return v != v ? v : cdf;
+  return cdf + v * std::exp(-0.5f * v * v) * kInvSqrt2Pi;
 }
 
 float geluTanhDerivative(float v) {
@@ -45,7 +44,8 @@ void apply(const Tensor &dy, const Tensor &x, const Tensor &dx, Derivative deriv
   const float *pdy = dy.as<float>(), *px = x.as<float>();
   float *pdx = dx.as<float>();
   parallelFor(x.numel(), kElementsPerThread, [&](int64_t first, int64_t last) {
-    vectorLoop(first, last, [&](int64_t i) { pdx[i] = pdy[i] * derivative(px[i]); });
+    for (int64_t i = first; i < last; ++i)
+      pdx[i] = pdy[i] * derivative(px[i]);
   });
 }
 
@@ -56,11 +56,11 @@ Status geluGradKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(checkGeluGrad(args, &approximate));
   const Tensor &dy = args.inputs[0], &x = args.inputs[1], &dx = args.outputs[0];
   if (approximate == "none") {
-    apply(dy, x, dx, [](float v) { return geluErfDerivative(v); });
+    apply(dy, x, dx, geluErfDerivative);
     return Status::ok();
   }
   if (approximate == "tanh") {
-    apply(dy, x, dx, [](float v) { return geluTanhDerivative(v); });
+    apply(dy, x, dx, geluTanhDerivative);
     return Status::ok();
   }
   return geluGradApproximateError(approximate);

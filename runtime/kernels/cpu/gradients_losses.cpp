@@ -22,7 +22,6 @@
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/loss_operands.h"
-#include "runtime/kernels/cpu/vector_dispatch.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -147,19 +146,12 @@ Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
   const float *lp = logProb.as<float>();
   if (dscores.sizeBytes() > 0)
     std::memset(out, 0, dscores.sizeBytes());
-  // p = exp(log_prob), its product with the coefficient and the target's -1 in double, rounded
-  // once.
   return forEachTarget(kernel, args, dloss, labels, weights, spec,
                        [&](int64_t n, int64_t d, int64_t t, double coeff) {
-                         const int64_t base = n * spec.c * spec.d + d, stride = spec.d;
-                         vectorLoop(0, spec.c, [&](int64_t c) {
-                           const int64_t at = base + c * stride;
-                           out[at] = static_cast<float>(std::exp(static_cast<double>(lp[at])) * coeff);
-                         });
-                         if (t >= 0 && t < spec.c) {
-                           const int64_t at = base + t * stride;
-                           out[at] = static_cast<float>(
-                               (std::exp(static_cast<double>(lp[at])) - 1.0) * coeff);
+                         for (int64_t c = 0; c < spec.c; ++c) {
+                           const int64_t at = (n * spec.c + c) * spec.d + d;
+                           const double p = std::exp(static_cast<double>(lp[at]));
+                           out[at] = static_cast<float>((p - (c == t ? 1.0 : 0.0)) * coeff);
                          }
                        });
 }

@@ -50,8 +50,8 @@ Status softmaxGradCommon(const char *kernel, KernelArgs &args, bool logOutput) {
   if (inner == 1) {
     // The usual case (the last axis): rows are independent, split over the kernel threads;
     // each row's sum is the same sequential double sum as below.
-    parallelFor(outer, kElementsPerThread / std::max<int64_t>(dim, 1), [&](int64_t first,
-                                                                           int64_t last) {
+    const int64_t grain = kElementsPerThread / std::max<int64_t>(dim, 1);
+    parallelFor(outer, grain, [&](int64_t first, int64_t last) {
       for (int64_t o = first; o < last; ++o) {
         const float *dyRow = pdy + o * dim, *yRow = py + o * dim;
         float *dxRow = pdx + o * dim;

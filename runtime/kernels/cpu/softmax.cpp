@@ -155,7 +155,8 @@ void softmaxAlongAxis(const float *x, float *y, int64_t outer, int64_t dim, int6
                       bool logOutput, const SoftmaxScratch &scratch) {
   if (inner == 1) {
     // Rows are independent: split over the kernel threads.
-    parallelFor(outer, kElementsPerThread / std::max<int64_t>(dim, 1), [&](int64_t first, int64_t last) {
+    const int64_t grain = kElementsPerThread / std::max<int64_t>(dim, 1);
+    parallelFor(outer, grain, [&](int64_t first, int64_t last) {
       for (int64_t o = first; o < last; ++o)
         softmaxContiguous(x + o * dim, y + o * dim, dim, logOutput);
     });

@@ -134,7 +134,7 @@ Status geluKernel(KernelArgs &args) {
   if (approximate == "none") {
     return floatUnary("gelu", args, [](float v) {
       constexpr float kInvSqrt2 = 0.70710678118654752440f;
-      return 0.5f * v * (1.0f + erfF32(v * kInvSqrt2));
+      return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
     });
   }
   if (approximate == "tanh") {

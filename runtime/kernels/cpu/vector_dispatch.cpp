@@ -29,7 +29,8 @@ std::atomic<int> levelCap{static_cast<int>(VectorLevel::Avx512)};
 } // namespace
 
 VectorLevel cpuVectorLevel() {
-  return std::min(detectedLevel(), static_cast<VectorLevel>(levelCap.load(std::memory_order_relaxed)));
+  const auto cap = static_cast<VectorLevel>(levelCap.load(std::memory_order_relaxed));
+  return std::min(detectedLevel(), cap);
 }
 
 void capCpuVectorLevel(VectorLevel level) {

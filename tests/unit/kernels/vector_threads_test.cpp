@@ -1,8 +1,8 @@
 // The kernels' vectorised and threaded paths (vector_dispatch.h, kernel_threads.h): parallelFor's
-// ranges and, for every kernel that splits its work
-// over threads or runs its loops at the CPU's vector level, the same bits at one thread on the
-// baseline loops as at two threads on the widest loops this CPU has. The tensors are large
-// enough (>= 2 x kElementsPerThread) for the threads to take part.
+// ranges and, for every kernel that splits its work over threads or runs its loops at the CPU's
+// vector level, the same bits at one thread on the baseline loops as at two threads on the
+// widest loops this CPU has. The tensors are large enough (>= 2 x kElementsPerThread) for the
+// threads to take part.
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/vector_dispatch.h"
 #include "runtime/kernels/fused_elementwise_code.h"
