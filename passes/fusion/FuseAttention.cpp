@@ -139,7 +139,9 @@ std::optional<AttentionChain> matchChain(graph::SoftmaxOp softmax) {
       !probs.getElementType().isF32() || !softmax.getOutput().hasOneUse())
     return std::nullopt;
   auto product = dyn_cast<graph::MatMulOp>(*softmax.getOutput().getUsers().begin());
-  if (!product || product.getLhs() != softmax.getOutput())
+  // Products that read an operand transposed (shardc-fold-transposes) are not the exported form.
+  if (!product || product.getLhs() != softmax.getOutput() || product.getTransLhs() ||
+      product.getTransRhs())
     return std::nullopt;
   chain.product = product;
 
@@ -152,6 +154,8 @@ std::optional<AttentionChain> matchChain(graph::SoftmaxOp softmax) {
     if (!op)
       return std::nullopt;
     if (auto matmul = dyn_cast<graph::MatMulOp>(op)) {
+      if (matmul.getTransLhs() || matmul.getTransRhs())
+        return std::nullopt;
       chain.scores = matmul;
       break;
     }

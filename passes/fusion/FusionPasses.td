@@ -72,4 +72,27 @@ def FuseElementwise : Pass<"shardc-fuse-elementwise", "mlir::func::FuncOp"> {
   }];
 }
 
+def FoldTransposes : Pass<"shardc-fold-transposes", "mlir::func::FuncOp"> {
+  let summary = "Read the operands of products transposed instead of transposing them";
+  let description = [{
+    Runs on one device's program, after the sharding, pipeline and precision passes and before
+    the elementwise fusion and plan-memory. A graph.transpose that swaps only the last two
+    dimensions and feeds a graph.matmul becomes the product's trans_lhs / trans_rhs flag (a
+    set flag is cleared); one feeding a 2-D graph.gemm toggles its trans_a / trans_b; a
+    transpose of a matmul's result read nowhere else swaps the product's operands and toggles
+    both flags ((X·Y)ᵀ = Yᵀ·Xᵀ). Transposes left unread are erased. Exact: the kernels
+    (BLAS, cuBLASLt) multiply the same values, read in another order.
+
+    Before:
+    ```mlir
+    %t = graph.transpose %a {perm = array<i64: 1, 0>} : (tensor<64x16xf32>) -> tensor<16x64xf32>
+    %g = graph.matmul %t, %dy : (tensor<16x64xf32>, tensor<64x32xf32>) -> tensor<16x32xf32>
+    ```
+    After:
+    ```mlir
+    %g = graph.matmul %a, %dy {trans_lhs} : (tensor<64x16xf32>, tensor<64x32xf32>) -> tensor<16x32xf32>
+    ```
+  }];
+}
+
 #endif

@@ -65,11 +65,8 @@ int64_t bytesOf(Value v) {
 // Multiply-adds x 2 of a matrix product or a fused attention's two (0 for other ops): what
 // recomputing it costs.
 int64_t productFlops(Operation *op) {
-  if (auto mm = dyn_cast<graph::MatMulOp>(op)) {
-    auto a = cast<RankedTensorType>(mm.getOperand(0).getType());
-    int64_t k = a.getRank() ? a.getShape().back() : 1;
-    return 2 * numel(mm.getResult()) * k;
-  }
+  if (auto mm = dyn_cast<graph::MatMulOp>(op))
+    return 2 * numel(mm.getResult()) * mm.contractedSize();
   if (auto gemm = dyn_cast<graph::GemmOp>(op)) {
     auto a = cast<RankedTensorType>(gemm.getOperand(0).getType());
     int64_t k = gemm.getTransA() ? a.getDimSize(0) : a.getDimSize(1);

@@ -19,7 +19,11 @@ Value promote(OpBuilder &b, Location l, Value v, int64_t pos) {
 
 LogicalResult MatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
   Location l = gradLoc(*this);
-  Value a = getLhs(), c = getRhs(), dy = dys[0];
+  // A transposed operand (shardc-fold-transposes) is differentiated as the product of its
+  // transpose, and its gradient transposed back.
+  Value a = getTransLhs() ? transposeLastTwo(b, l, getLhs()) : getLhs();
+  Value c = getTransRhs() ? transposeLastTwo(b, l, getRhs()) : getRhs();
+  Value dy = dys[0];
   // Work on the >= 2-D forms numpy.matmul uses, then undo the promotion.
   bool vecA = typeOf(a).getRank() == 1, vecB = typeOf(c).getRank() == 1;
   Value a2 = vecA ? promote(b, l, a, 0) : a;
@@ -47,8 +51,10 @@ LogicalResult MatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorI
   } else {
     db = b.create<MatMulOp>(l, transposeLastTwo(b, l, a2), dy2);
   }
-  g.push_back(reshapeTo(b, l, unbroadcast(b, l, da, typeOf(a2)), typeOf(a)));
-  g.push_back(reshapeTo(b, l, unbroadcast(b, l, db, typeOf(b2)), typeOf(c)));
+  Value gradA = reshapeTo(b, l, unbroadcast(b, l, da, typeOf(a2)), typeOf(a));
+  Value gradB = reshapeTo(b, l, unbroadcast(b, l, db, typeOf(b2)), typeOf(c));
+  g.push_back(getTransLhs() ? transposeLastTwo(b, l, gradA) : gradA);
+  g.push_back(getTransRhs() ? transposeLastTwo(b, l, gradB) : gradB);
   return success();
 }
 

@@ -89,8 +89,7 @@ void gemmDims(Operation *op, ProfiledOp &p, int dpAxis) {
   const auto out = shapeOf(op->getResult(0));
   const int64_t rank = static_cast<int64_t>(out.size());
   if (auto mm = dyn_cast<graph::MatMulOp>(op)) {
-    const auto a = shapeOf(mm.getOperand(0));
-    p.k = a.empty() ? 1 : static_cast<double>(a.back());
+    p.k = static_cast<double>(mm.contractedSize());
     p.m = rank >= 2 ? static_cast<double>(out[rank - 2]) : 1;
     p.n = rank >= 1 ? static_cast<double>(out[rank - 1]) : 1;
     p.batch = 1;

@@ -199,6 +199,7 @@ void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
   if (train)
     pm.nest<mlir::func::FuncOp>().addPass(shardc::createHoistLoss());
   pm.nest<mlir::func::FuncOp>().addPass(shardc::createFillLargeSplats());
+  pm.nest<mlir::func::FuncOp>().addPass(shardc::createFoldTransposes());
   // Last before the planner: every pass before it sees the ops one by one, and the planner
   // plans the fused program (the chains' intermediate values are gone).
   if (fuseElementwise)

@@ -111,13 +111,13 @@ enum class InputKind {
 
 template <typename Fn>
 void mapUnary(const float *__restrict a, float *__restrict y, int64_t n, Fn fn) {
-  vectorLoop(0, n, [&](int64_t i) { y[i] = fn(a[i]); });
+  vectorLoop(0, n, [&](int64_t i) { SHARDC_INLINE_BODY y[i] = fn(a[i]); });
 }
 
 template <typename Fn>
 void mapBinary(const float *__restrict a, const float *__restrict b, float *__restrict y,
                int64_t n, Fn fn) {
-  vectorLoop(0, n, [&](int64_t i) { y[i] = fn(a[i], b[i]); });
+  vectorLoop(0, n, [&](int64_t i) { SHARDC_INLINE_BODY y[i] = fn(a[i], b[i]); });
 }
 
 // Step `op` over n elements. `square`: a pow whose exponent is the constant 2.

@@ -22,6 +22,8 @@
 #include "runtime/kernels/cpu/dtype_dispatch.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/loss_operands.h"
+#include "runtime/kernels/cpu/vector_dispatch.h"
+#include "runtime/kernels/cpu/vector_math.h"
 #include "runtime/kernels/cpu/workspace.h"
 
 #include <algorithm>
@@ -146,13 +148,21 @@ Status softmaxCrossEntropyLossGradKernel(KernelArgs &args) {
   const float *lp = logProb.as<float>();
   if (dscores.sizeBytes() > 0)
     std::memset(out, 0, dscores.sizeBytes());
+  // exp in double, vectorised along the classes. A log-probability below -700 is taken as
+  // -700: e^-700 (1e-304) times any coefficient below 1e260 rounds to a float 0, as libm's
+  // exp(x) does there; NaN stays NaN.
   return forEachTarget(kernel, args, dloss, labels, weights, spec,
                        [&](int64_t n, int64_t d, int64_t t, double coeff) {
-                         for (int64_t c = 0; c < spec.c; ++c) {
-                           const int64_t at = (n * spec.c + c) * spec.d + d;
-                           const double p = std::exp(static_cast<double>(lp[at]));
-                           out[at] = static_cast<float>((p - (c == t ? 1.0 : 0.0)) * coeff);
-                         }
+                         const float *row = lp + n * spec.c * spec.d + d;
+                         float *rowOut = out + n * spec.c * spec.d + d;
+                         const int64_t stride = spec.d;
+                         vectorLoop(0, spec.c, [&](int64_t c) {
+                           const double x = static_cast<double>(row[c * stride]);
+                           const double clamped = x > -700.0 ? (x < 700.0 ? x : 700.0) : -700.0;
+                           const double p = x != x ? x : vectorExpDouble(clamped);
+                           rowOut[c * stride] =
+                               static_cast<float>((p - (c == t ? 1.0 : 0.0)) * coeff);
+                         });
                        });
 }
 

@@ -1,4 +1,5 @@
-// matmul (NumPy semantics) and gemm (ONNX Gemm), both on OpenBLAS sgemm.
+// matmul (NumPy semantics; an operand may be read transposed: trans_lhs, trans_rhs) and gemm
+// (ONNX Gemm), both on OpenBLAS sgemm.
 //
 // Operands and result may each be f32, bf16 or f16 (--precision bf16/fp16 stores the products'
 // operands and results in 16 bits). The product itself is always computed in f32: a 16-bit
@@ -84,12 +85,14 @@ Status takeProductStaging(Workspace &workspace, const Tensor &a, const Tensor &b
   return takeStaging("matmul", workspace, a, m * k, b, k * n, y, m * n, staging);
 }
 
-// y[m,n] = a[m,k] * b[k,n] for the matrices at element offsets aOffset, bOffset, yOffset: one
-// sgemm, on the f32 tensors themselves or on their widened copies.
+// y[m,n] = op(a)[m,k] * op(b)[k,n] for the matrices at element offsets aOffset, bOffset,
+// yOffset (op: transposed when the shape says so): one sgemm, on the f32 tensors themselves or
+// on their widened copies.
 void product(const Tensor &a, int64_t aOffset, const Tensor &b, int64_t bOffset, const Tensor &y,
-             int64_t yOffset, int64_t m, int64_t n, int64_t k, const F32Staging &staging) {
+             int64_t yOffset, const MatmulShape &shape, int64_t m, const F32Staging &staging) {
+  const int64_t n = shape.n, k = shape.k;
   float *py = y.dtype == program::F32 ? y.as<float>() + yOffset : staging.y;
-  sgemm(false, false, m, n, k, 1.0f, widened(a, aOffset, m * k, staging.a),
+  sgemm(shape.transA, shape.transB, m, n, k, 1.0f, widened(a, aOffset, m * k, staging.a),
         widened(b, bOffset, k * n, staging.b), 0.0f, py);
   narrowInto(py, y, yOffset, m * n);
 }
@@ -115,7 +118,7 @@ Status matmulKernel(KernelArgs &args) {
   SHARDC_RETURN_IF_ERROR(takeProductStaging(workspace, a, b, y, shape, &staging));
   const int64_t m = shape.m, n = shape.n, k = shape.k;
   if (shape.tall) {
-    product(a, 0, b, 0, y, 0, shape.rows(), n, k, staging);
+    product(a, 0, b, 0, y, 0, shape, shape.rows(), staging);
     return Status::ok();
   }
   // One product per batch; the broadcast walk yields the matrix index in a and b for each.
@@ -124,7 +127,7 @@ Status matmulKernel(KernelArgs &args) {
   forEachRow(loop, [&](int64_t outOffset, const int64_t *in, const int64_t *stride, int64_t count) {
     for (int64_t i = 0; i < count; ++i)
       product(a, (in[0] + i * stride[0]) * m * k, b, (in[1] + i * stride[1]) * k * n, y,
-              (outOffset + i) * m * n, m, n, k, staging);
+              (outOffset + i) * m * n, shape, m, staging);
   });
   return Status::ok();
 }

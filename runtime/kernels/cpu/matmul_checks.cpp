@@ -30,19 +30,28 @@ Status checkProductDtypes(const char *kernel, const Tensor &a, const Tensor &b, 
 
 int64_t MatmulShape::batchCount() const { return dimsProduct(batch, 0, batch.size()); }
 
-Status matmulShape(const Tensor &a, const Tensor &b, const Tensor &y, MatmulShape *shape) {
+Status matmulShape(const Tensor &a, const Tensor &b, const Tensor &y, bool transA, bool transB,
+                   MatmulShape *shape) {
   if (a.rank() == 0 || b.rank() == 0)
     return Status::error("matmul: operands must have rank >= 1, got " + a.describe() + " and " +
                          b.describe());
+  if ((transA && a.rank() < 2) || (transB && b.rank() < 2))
+    return Status::error("matmul: a transposed operand must have rank >= 2, got " +
+                         a.describe() + (transA ? " (transposed)" : "") + " and " + b.describe() +
+                         (transB ? " (transposed)" : ""));
   // NumPy promotion: a 1-D a is [1,K] and a 1-D b is [K,1]; the added dim is dropped from y.
   const bool vectorA = a.rank() == 1, vectorB = b.rank() == 1;
   MatmulShape &s = *shape;
+  s.transA = transA;
+  s.transB = transB;
   s.batchA.assign(a.shape.begin(), a.shape.end() - (vectorA ? 1 : 2));
   s.batchB.assign(b.shape.begin(), b.shape.end() - (vectorB ? 1 : 2));
-  s.m = vectorA ? 1 : a.shape[a.rank() - 2];
-  s.k = a.shape.back();
-  const int64_t kb = vectorB ? b.shape[0] : b.shape[b.rank() - 2];
-  s.n = vectorB ? 1 : b.shape.back();
+  const int64_t last = a.shape.back(), beforeLast = vectorA ? 1 : a.shape[a.rank() - 2];
+  s.m = transA ? last : beforeLast;
+  s.k = transA ? beforeLast : last;
+  const int64_t bLast = b.shape.back(), bBeforeLast = vectorB ? b.shape[0] : b.shape[b.rank() - 2];
+  const int64_t kb = transB ? bLast : bBeforeLast;
+  s.n = vectorB ? 1 : (transB ? bBeforeLast : bLast);
   if (s.k != kb)
     return Status::error("matmul: inner dimensions differ: " + a.describe() + " x " + b.describe());
   Status status = broadcastShapes(s.batchA, s.batchB, &s.batch);
@@ -56,7 +65,7 @@ Status matmulShape(const Tensor &a, const Tensor &b, const Tensor &y, MatmulShap
   SHARDC_RETURN_IF_ERROR(expectShape("matmul", "y", y, expected));
   SHARDC_RETURN_IF_ERROR(checkBlasDims("matmul", {s.m, s.n, s.k}));
   const int64_t batchCount = s.batchCount();
-  s.tall = dimsProduct(s.batchB, 0, s.batchB.size()) == 1 &&
+  s.tall = !transA && dimsProduct(s.batchB, 0, s.batchB.size()) == 1 &&
            dimsProduct(s.batchA, 0, s.batchA.size()) == batchCount &&
            s.m * batchCount <= 0x7fffffff;
   return Status::ok();
@@ -66,7 +75,12 @@ Status checkMatmul(const KernelArgs &args, MatmulShape *shape) {
   SHARDC_RETURN_IF_ERROR(checkOperands("matmul", args, Arity::exactly(2), Arity::exactly(1)));
   const Tensor &a = args.inputs[0], &b = args.inputs[1], &y = args.outputs[0];
   SHARDC_RETURN_IF_ERROR(checkProductDtypes("matmul", a, b, y));
-  return matmulShape(a, b, y, shape);
+  int64_t transA = 0, transB = 0;
+  if (hasAttr(args, "trans_lhs"))
+    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "trans_lhs", &transA));
+  if (hasAttr(args, "trans_rhs"))
+    SHARDC_RETURN_IF_ERROR(getIntAttr(args, "trans_rhs", &transB));
+  return matmulShape(a, b, y, transA != 0, transB != 0, shape);
 }
 
 Status checkGemm(const KernelArgs &args, GemmShape *shape) {

@@ -18,17 +18,22 @@ Status checkProductDtypes(const char *kernel, const Tensor &a, const Tensor &b, 
 struct MatmulShape {
   std::vector<int64_t> batchA, batchB, batch;
   int64_t m = 0, n = 0, k = 0;
-  // b is shared by every batch and a's batches are contiguous: one tall product
-  // ([batch*M, K] x [K, N]) instead of many small ones. This is the usual linear layer.
+  // trans_lhs / trans_rhs: a's matrices are stored [K, M] (b's [N, K]) and read transposed.
+  bool transA = false, transB = false;
+  // b is shared by every batch and a's batches are contiguous, untransposed rows: one tall
+  // product ([batch*M, K] x [K, N]) instead of many small ones. This is the usual linear layer.
   bool tall = false;
   int64_t batchCount() const;
   int64_t rows() const { return tall ? batchCount() * m : m; }
 };
 
-// NumPy matmul of a and b into y (1-D promotion, broadcast batch dims): the shapes, or the error.
-Status matmulShape(const Tensor &a, const Tensor &b, const Tensor &y, MatmulShape *shape);
+// NumPy matmul of a and b into y (1-D promotion, broadcast batch dims), a read transposed
+// when transA and b when transB (each then of rank >= 2): the shapes, or the error.
+Status matmulShape(const Tensor &a, const Tensor &b, const Tensor &y, bool transA, bool transB,
+                   MatmulShape *shape);
 
-// matmul's whole contract: two inputs, one output, product dtypes, shapes.
+// matmul's whole contract: two inputs, one output, product dtypes, the optional trans_lhs and
+// trans_rhs attributes (absent: 0), shapes.
 Status checkMatmul(const KernelArgs &args, MatmulShape *shape);
 
 // gemm's attributes and the 2-D shapes of op(a) [m,k], op(b) [k,n] and y [m,n].

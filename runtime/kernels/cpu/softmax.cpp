@@ -7,6 +7,7 @@
 #include "runtime/kernels/cpu/fast_exp.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/norm_checks.h"
+#include "runtime/kernels/cpu/vector_dispatch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -59,17 +60,14 @@ double sumAsDouble(const float *v, int64_t n) {
 void softmaxContiguous(const float *x, float *y, int64_t dim, bool logOutput) {
   const float m = maxWithNaN(x, dim);
   // The exponentials go to y first (vectorised loop), then are summed.
-  for (int64_t j = 0; j < dim; ++j)
-    y[j] = fastExp(x[j] - m);
+  vectorLoop(0, dim, [&](int64_t j) { y[j] = fastExp(x[j] - m); });
   const double sum = sumAsDouble(y, dim);
   if (logOutput) {
     const float logSum = static_cast<float>(std::log(sum));
-    for (int64_t j = 0; j < dim; ++j)
-      y[j] = (x[j] - m) - logSum;
+    vectorLoop(0, dim, [&](int64_t j) { y[j] = (x[j] - m) - logSum; });
   } else {
     const float s = static_cast<float>(sum);
-    for (int64_t j = 0; j < dim; ++j)
-      y[j] /= s;
+    vectorLoop(0, dim, [&](int64_t j) { y[j] /= s; });
   }
 }
 

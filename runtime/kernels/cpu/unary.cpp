@@ -21,7 +21,7 @@ template <typename T, typename Op> void mapElements(const Tensor &x, const Tenso
   const T *in = x.as<T>();
   T *out = y.as<T>();
   parallelFor(x.numel(), kElementsPerThread, [&](int64_t first, int64_t last) {
-    vectorLoop(first, last, [&](int64_t i) { out[i] = op(in[i]); });
+    vectorLoop(first, last, [&](int64_t i) { SHARDC_INLINE_BODY out[i] = op(in[i]); });
   });
 }
 

@@ -19,6 +19,15 @@ const char *cpuVectorPath();
 // Runs every later loop at most at `level` (the tests compare each level's bits).
 void capCpuVectorLevel(VectorLevel level);
 
+// The body is inlined into each loop even where the inliner's cost model would keep it a call
+// (a polynomial exp or erf is large): a call per element compiled for the baseline ISA would
+// be the scalar loop the dispatch exists to avoid. clang takes the attribute on the call.
+#if defined(__clang__)
+#define SHARDC_INLINE_BODY [[clang::always_inline]]
+#else
+#define SHARDC_INLINE_BODY
+#endif
+
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 #define SHARDC_VECTOR_DISPATCH 1
 // The loops themselves: `body(i)` inlined into a loop compiled for each target, vectorised
@@ -28,13 +37,13 @@ template <typename Body>
 __attribute__((target("avx512f"))) void loopAvx512(int64_t begin, int64_t end, Body &body) {
 #pragma omp simd
   for (int64_t i = begin; i < end; ++i)
-    body(i);
+    SHARDC_INLINE_BODY body(i);
 }
 template <typename Body>
 __attribute__((target("avx2,fma"))) void loopAvx2(int64_t begin, int64_t end, Body &body) {
 #pragma omp simd
   for (int64_t i = begin; i < end; ++i)
-    body(i);
+    SHARDC_INLINE_BODY body(i);
 }
 #endif
 
@@ -55,7 +64,7 @@ template <typename Body> void vectorLoop(int64_t begin, int64_t end, Body &&body
 #endif
 #pragma omp simd
   for (int64_t i = begin; i < end; ++i)
-    body(i);
+    SHARDC_INLINE_BODY body(i);
 }
 
 } // namespace shardc::runtime::cpu

@@ -425,6 +425,8 @@ Status matmulKernel(KernelArgs &args) {
   Product p;
   p.k = k;
   p.n = n;
+  p.transA = shape.transA;
+  p.transB = shape.transB;
   p.abType = plan.abType;
   p.yType = plan.ltYType;
   if (shape.tall) {

@@ -68,6 +68,33 @@ TEST(CudaMatmul, BatchesAndBroadcastBatchesMatchTheCpu) {
   }
 }
 
+// trans_lhs / trans_rhs (shardc-fold-transposes): stored shapes, the operand's last two
+// dimensions swapped; a tall product (b shared, a untransposed), strided batches and
+// broadcast batches.
+TEST(CudaMatmul, TransposedOperandsMatchTheCpu) {
+  SHARDC_REQUIRE_CUDA();
+  struct Case {
+    std::vector<int64_t> a, b, y; // stored shapes
+    bool transA, transB;
+  };
+  const std::vector<Case> cases = {
+      {{33, 17}, {33, 65}, {17, 65}, true, false},          // [k,m] x [k,n]
+      {{17, 33}, {65, 33}, {17, 65}, false, true},          // [m,k] x [n,k]
+      {{33, 17}, {65, 33}, {17, 65}, true, true},
+      {{2, 3, 4, 5}, {6, 5}, {2, 3, 4, 6}, false, true},    // tall, b transposed
+      {{2, 3, 5, 4}, {5, 6}, {2, 3, 4, 6}, true, false},    // a transposed: per batch
+      {{3, 7, 5}, {3, 9, 7}, {3, 5, 9}, true, true},        // strided batch
+      {{2, 1, 5, 4}, {3, 6, 5}, {2, 3, 4, 6}, true, true},  // broadcast batches
+  };
+  uint32_t seed = 40;
+  for (const Case &t : cases) {
+    KernelCase c = f32Matmul(t.a, t.b, t.y);
+    c.attrs.i("trans_lhs", t.transA).i("trans_rhs", t.transB);
+    c.seed = seed++;
+    compareWithCpu(c);
+  }
+}
+
 TEST(CudaMatmul, VectorOperandsMatchTheCpu) {
   SHARDC_REQUIRE_CUDA();
   compareWithCpu(f32Matmul({5}, {5, 6}, {6}));

@@ -202,6 +202,66 @@ TEST(MatmulGemm, SixteenBitOperandsAndResultsMatchTheF32ProductRounded) {
       }
 }
 
+// The values of `shape` (rank >= 2) stored with the last two dimensions swapped, and that
+// stored shape: what a matmul with trans_lhs / trans_rhs reads.
+std::pair<std::vector<float>, std::vector<int64_t>>
+swapLastTwo(const std::vector<float> &v, const std::vector<int64_t> &shape) {
+  const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  std::vector<int64_t> swapped = shape;
+  std::swap(swapped[swapped.size() - 2], swapped[swapped.size() - 1]);
+  std::vector<float> out(v.size());
+  for (int64_t mat = 0; mat * rows * cols < static_cast<int64_t>(v.size()); ++mat)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        out[mat * rows * cols + j * rows + i] = v[mat * rows * cols + i * cols + j];
+  return {out, swapped};
+}
+
+// trans_lhs / trans_rhs (set by shardc-fold-transposes): the operand is stored transposed and
+// the product is that of the logical operands, on every path: one tall product (only b may be
+// transposed there), per-batch products, broadcast batches, 16-bit staging.
+TEST(Matmul, TransposedOperandsGiveTheProductOfTheLogicalOperands) {
+  struct Case {
+    std::vector<int64_t> a, b, y; // logical shapes
+  };
+  const std::vector<Case> cases = {
+      {{3, 4}, {4, 5}, {3, 5}},          {{2, 3, 4}, {4, 5}, {2, 3, 5}},
+      {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}}, {{2, 1, 3, 4}, {3, 4, 5}, {2, 3, 3, 5}},
+      {{4}, {4, 5}, {5}},                {{3, 4}, {4}, {3}},
+      {{33, 65}, {65, 17}, {33, 17}},    {{3, 0}, {0, 5}, {3, 5}},
+  };
+  unsigned seed = 300;
+  for (const Case &c : cases)
+    for (int flags = 0; flags < 4; ++flags) {
+      const bool transA = flags & 1, transB = flags & 2;
+      if ((transA && c.a.size() < 2) || (transB && c.b.size() < 2))
+        continue;
+      for (DType dtype : {program::F32, program::BF16}) {
+        SCOPED_TRACE("case " + std::to_string(seed) + " trans_lhs " + std::to_string(transA) +
+                     " trans_rhs " + std::to_string(transB) + " " + dtypeName(dtype));
+        HostTensor la = stored(c.a, randomFloats(numelOf(c.a), -1, 1, seed++), dtype);
+        HostTensor lb = stored(c.b, randomFloats(numelOf(c.b), -1, 1, seed++), dtype);
+        const std::vector<float> va = asF32(la), vb = asF32(lb);
+        auto [sa, shapeA] = transA ? swapLastTwo(va, c.a) : std::make_pair(va, c.a);
+        auto [sb, shapeB] = transB ? swapLastTwo(vb, c.b) : std::make_pair(vb, c.b);
+        HostTensor a = stored(shapeA, sa, dtype), b = stored(shapeB, sb, dtype);
+        HostTensor y(program::F32, c.y);
+        Attrs attrs;
+        attrs.i("trans_lhs", transA).i("trans_rhs", transB);
+        ASSERT_KERNEL_OK(runKernel("matmul", {a, b}, {y}, attrs));
+        expectValuesNear(y.values<float>(), referenceMatmul(va, c.a, vb, c.b, c.y), 1e-5);
+        if (HasFailure())
+          return;
+      }
+    }
+  HostTensor v4(program::F32, {4}), b45(program::F32, {4, 5}), y5(program::F32, {5});
+  EXPECT_KERNEL_ERROR(runKernel("matmul", {v4, b45}, {y5}, Attrs().i("trans_lhs", 1)),
+                      "a transposed operand must have rank >= 2");
+  HostTensor a34(program::F32, {3, 4}), y35(program::F32, {3, 5});
+  EXPECT_KERNEL_ERROR(runKernel("matmul", {a34, b45}, {y35}, Attrs().i("trans_rhs", 1)),
+                      "inner dimensions differ");
+}
+
 TEST(MatmulGemm, InconsistentOperandsAreErrors) {
   HostTensor a34(program::F32, {3, 4}), b45(program::F32, {4, 5}), b35(program::F32, {3, 5});
   HostTensor y35(program::F32, {3, 5}), y53(program::F32, {5, 3}), i34(program::I32, {3, 4});

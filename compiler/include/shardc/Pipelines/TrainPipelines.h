@@ -63,6 +63,7 @@ void addGlobalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
 // place-on-mesh and the strategy's collective pass
 // (all-reduce-gradients, shard-optimizer-state or shard-parameters; none at dp=1, zero=0) when
 // `train` and `dp` are given,] [half-storage,] fold-constants, [hoist-loss,] fill-large-splats,
+// fold-transposes,
 // [fuse-elementwise when `fuseElementwise` (--fuse-elementwise),] plan-memory.
 void addLocalPasses(mlir::OpPassManager &pm, const TrainStepOptions *train,
                     const DataParallelOptions *dp, bool fuseElementwise);

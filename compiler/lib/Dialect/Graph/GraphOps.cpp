@@ -226,13 +226,37 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 // Linear algebra, normalisation, softmax
 //===-------------------------------------------------------------------------------------===//
 
+namespace {
+// An operand's shape as numpy.matmul sees it: with the last two dimensions swapped back when
+// the product reads it transposed.
+SmallVector<int64_t> untransposed(ArrayRef<int64_t> shape, bool transposed) {
+  SmallVector<int64_t> logical(shape);
+  if (transposed && logical.size() >= 2)
+    std::swap(logical[logical.size() - 2], logical[logical.size() - 1]);
+  return logical;
+}
+} // namespace
+
+SmallVector<int64_t> MatMulOp::logicalLhsShape() {
+  return untransposed(cast<RankedTensorType>(getLhs().getType()).getShape(), getTransLhs());
+}
+
+SmallVector<int64_t> MatMulOp::logicalRhsShape() {
+  return untransposed(cast<RankedTensorType>(getRhs().getType()).getShape(), getTransRhs());
+}
+
+int64_t MatMulOp::contractedSize() { return logicalLhsShape().back(); }
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &out) {
   auto a = rankedType(adaptor.getLhs()), b = rankedType(adaptor.getRhs());
   if (!a || !b)
     return emitOptionalError(loc, "operands must be ranked tensors");
+  if ((adaptor.getTransLhs() && a.getRank() < 2) || (adaptor.getTransRhs() && b.getRank() < 2))
+    return emitOptionalError(loc, "a transposed operand (trans_lhs, trans_rhs) must have rank >= 2");
   std::string why;
-  auto shape = matmulShape(a.getShape(), b.getShape(), why);
+  auto shape = matmulShape(untransposed(a.getShape(), adaptor.getTransLhs()),
+                           untransposed(b.getShape(), adaptor.getTransRhs()), why);
   if (!shape)
     return emitOptionalError(loc, why);
   out.push_back(RankedTensorType::get(*shape, a.getElementType()));

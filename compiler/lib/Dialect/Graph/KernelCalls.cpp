@@ -105,6 +105,12 @@ LogicalResult CastOp::buildKernelCall(KernelCallBuilder &call) {
 
 //===- Products, normalisation, attention --------------------------------------------===//
 
+LogicalResult MatMulOp::buildKernelCall(KernelCallBuilder &call) {
+  call.setInt("trans_lhs", getTransLhs() ? 1 : 0);
+  call.setInt("trans_rhs", getTransRhs() ? 1 : 0);
+  return success();
+}
+
 LogicalResult GemmOp::buildKernelCall(KernelCallBuilder &call) {
   if (!getC())
     call.addAbsentInput();

@@ -21,7 +21,9 @@ int factorOrNone(OpShardingRule &rule, int64_t size) {
 } // namespace
 
 std::optional<OpShardingRule> MatMulOp::getShardingRule() {
-  ArrayRef<int64_t> a = shapeOf(getLhs()), b = shapeOf(getRhs()), c = shapeOf(getResult());
+  // The rule of the untransposed product; a transposed operand's last two entries swap at the end.
+  SmallVector<int64_t> logicalA = logicalLhsShape(), logicalB = logicalRhsShape();
+  ArrayRef<int64_t> a = logicalA, b = logicalB, c = shapeOf(getResult());
   OpShardingRule rule;
   // 1-D operands are promoted (a: [1, k], b: [k, 1]) and the added dimension removed.
   int64_t k = a.back();
@@ -61,6 +63,10 @@ std::optional<OpShardingRule> MatMulOp::getShardingRule() {
     tc.push_back(fm >= 0 ? DimFactors{fm} : DimFactors{});
   if (b.size() >= 2)
     tc.push_back(fn >= 0 ? DimFactors{fn} : DimFactors{});
+  if (getTransLhs())
+    std::swap(ta[ta.size() - 2], ta[ta.size() - 1]);
+  if (getTransRhs())
+    std::swap(tb[tb.size() - 2], tb[tb.size() - 1]);
   rule.operands = {ta, tb};
   rule.results = {tc};
   rule.linear = {true, true};

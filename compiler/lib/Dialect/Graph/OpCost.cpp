@@ -88,8 +88,7 @@ uint64_t functionFlops(func::FuncOp func) {
 }
 
 uint64_t MatMulOp::getFlops() {
-  // A 1-D lhs is one row [K]: its only dimension is the contracted one.
-  return 2 * numel(getOutput().getType()) * static_cast<uint64_t>(dim(getLhs(), 1));
+  return 2 * numel(getOutput().getType()) * static_cast<uint64_t>(contractedSize());
 }
 
 uint64_t GemmOp::getFlops() {

@@ -166,13 +166,26 @@ def Graph_CastOp : Graph_Op<"cast",
 // A product's operands and result may each be f32, bf16 or f16 (shardc-half-storage); the
 // product is computed in f32 and rounded to the result's type. The inferred result type is the
 // lhs's; any of the three element types is compatible with it.
+//
+// trans_lhs / trans_rhs: the operand is stored with its last two dimensions swapped (it must
+// have rank >= 2), so the product reads it transposed instead of a transpose writing a copy.
+// shardc-fold-transposes sets them after every pass that reasons about products; the importer
+// and autodiff never do.
 def Graph_MatMulOp : Graph_Op<"matmul",
-    [Graph_CostWith<["getFlops"]>, Pure, InferTypeOpAdaptorWithIsCompatible,
-     Graph_Differentiable]> {
+    [Graph_CostWith<["getFlops"]>, Graph_KernelAttributes, Pure,
+     InferTypeOpAdaptorWithIsCompatible, Graph_Differentiable]> {
   let summary = "ONNX MatMul (numpy.matmul: 1-D promotion, broadcast batch dimensions)";
-  let arguments = (ins Graph_StorageFloatTensor:$lhs, Graph_StorageFloatTensor:$rhs);
+  let arguments = (ins Graph_StorageFloatTensor:$lhs, Graph_StorageFloatTensor:$rhs,
+                   UnitAttr:$trans_lhs, UnitAttr:$trans_rhs);
   let results = (outs Graph_StorageFloatTensor:$output);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    // The shapes numpy.matmul multiplies: the operands' with trans_lhs / trans_rhs undone.
+    ::llvm::SmallVector<int64_t> logicalLhsShape();
+    ::llvm::SmallVector<int64_t> logicalRhsShape();
+    // K, the length of the contracted dimension.
+    int64_t contractedSize();
+  }];
 }
 
 def Graph_GemmOp : Graph_Op<"gemm",
