@@ -9,7 +9,12 @@
 //     becomes matmul(x, y) {trans_lhs} (likewise the rhs; a flag already set is cleared);
 //   - gemm(transpose(x), y) of 2-D operands toggles trans_a (likewise trans_b);
 //   - transpose(matmul(x, y)) swapping the last two dimensions, the product read only there,
-//     becomes matmul(y, x) with both flags toggled: (X·Y)ᵀ = Yᵀ·Xᵀ, batch by batch.
+//     becomes matmul(y, x) with both flags toggled: (X·Y)ᵀ = Yᵀ·Xᵀ, batch by batch;
+//   - casts read once between the transpose and the product (the precision passes' casts and
+//     rounding pairs) do not stop either: a cast is elementwise, so it commutes with the
+//     transpose, and is rewritten to the other layout. A program with 16-bit storage and the
+//     same program with rounded f32 copies (--half-storage off) thus fold the same products,
+//     which keeps their results bit-identical (BLAS may round a transposed read differently).
 // A transpose left without readers is erased. Exact: the product multiplies the same values;
 // only where the kernel reads them from changes.
 //
@@ -56,13 +61,53 @@ void toggle(Operation *op, StringRef name) {
     op->setAttr(name, UnitAttr::get(op->getContext()));
 }
 
+// v's type with `shape` instead of its own.
+void reshapeType(Value v, ArrayRef<int64_t> shape) {
+  v.setType(RankedTensorType::get(shape, cast<RankedTensorType>(v.getType()).getElementType()));
+}
+
+// The casts read only by the next one from v back (v's own defining cast first); the walk
+// stops at the first value that is not a cast's output read once.
+SmallVector<graph::CastOp> singleUseCastsBefore(Value v) {
+  SmallVector<graph::CastOp> casts;
+  while (auto c = v.getDefiningOp<graph::CastOp>()) {
+    if (!c.getOutput().hasOneUse())
+      break;
+    casts.push_back(c);
+    v = c.getInput();
+  }
+  return casts;
+}
+
+// The transpose (swapping the last two dims) that operand `value` is, directly or through
+// casts each read once (a cast is elementwise: it commutes with the transpose, and the
+// precision passes put one, or a rounding pair, between a weight's transpose and its product).
+// The casts are rewritten to read the transpose's input in its layout, so that the product can
+// read their result transposed. Null when there is none.
+Value untransposedOperand(Value value) {
+  if (graph::TransposeOp t = lastTwoSwapOf(value))
+    return t.getInput();
+  SmallVector<graph::CastOp> casts = singleUseCastsBefore(value);
+  if (casts.empty())
+    return Value();
+  graph::TransposeOp t = lastTwoSwapOf(casts.back().getInput());
+  if (!t || !t.getOutput().hasOneUse())
+    return Value();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(t.getInput().getType()).getShape();
+  casts.back()->setOperand(0, t.getInput());
+  for (auto it = casts.rbegin(); it != casts.rend(); ++it)
+    reshapeType(it->getOutput(), shape);
+  t->erase();
+  return value;
+}
+
 // Folds transposes into mm's operands; whether anything changed.
 bool foldOperands(graph::MatMulOp mm) {
   bool changed = false;
   const char *flags[2] = {"trans_lhs", "trans_rhs"};
   for (unsigned i = 0; i < 2; ++i) {
-    if (graph::TransposeOp t = lastTwoSwapOf(mm->getOperand(i))) {
-      mm->setOperand(i, t.getInput());
+    if (Value read = untransposedOperand(mm->getOperand(i))) {
+      mm->setOperand(i, read);
       toggle(mm, flags[i]);
       changed = true;
     }
@@ -73,10 +118,10 @@ bool foldOperands(graph::MatMulOp mm) {
 bool foldOperands(graph::GemmOp gemm) {
   bool changed = false;
   for (unsigned i = 0; i < 2; ++i) {
-    graph::TransposeOp t = lastTwoSwapOf(gemm->getOperand(i));
-    if (!t)
+    Value read = untransposedOperand(gemm->getOperand(i));
+    if (!read)
       continue;
-    gemm->setOperand(i, t.getInput());
+    gemm->setOperand(i, read);
     if (i == 0)
       gemm.setTransA(!gemm.getTransA());
     else
@@ -86,13 +131,15 @@ bool foldOperands(graph::GemmOp gemm) {
   return changed;
 }
 
-// transpose(matmul(x, y)) -> matmul(y, x) with the flags toggled; whether it applied. The
-// product is rewritten in place (its place, location and attributes stay) and takes the
-// transpose's type.
+// transpose(matmul(x, y)) -> matmul(y, x) with the flags toggled, also through casts each read
+// once between the two; whether it applied. The product is rewritten in place (its place,
+// location and attributes stay) and takes the transposed shape, as do the casts.
 bool foldResult(graph::TransposeOp t) {
   if (!swapsLastTwo(t))
     return false;
-  auto mm = t.getInput().getDefiningOp<graph::MatMulOp>();
+  SmallVector<graph::CastOp> casts = singleUseCastsBefore(t.getInput());
+  Value product = casts.empty() ? t.getInput() : casts.back().getInput();
+  auto mm = product.getDefiningOp<graph::MatMulOp>();
   if (!mm || !mm.getOutput().hasOneUse())
     return false;
   auto rankOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getRank(); };
@@ -105,8 +152,11 @@ bool foldResult(graph::TransposeOp t) {
   mm->setOperands({rhs, lhs});
   mm.setTransLhs(!transRhs);
   mm.setTransRhs(!transLhs);
-  mm.getOutput().setType(t.getType());
-  t.getOutput().replaceAllUsesWith(mm.getOutput());
+  ArrayRef<int64_t> shape = t.getType().getShape();
+  reshapeType(mm.getOutput(), shape);
+  for (auto it = casts.rbegin(); it != casts.rend(); ++it)
+    reshapeType(it->getOutput(), shape);
+  t.getOutput().replaceAllUsesWith(t.getInput());
   t->erase();
   return true;
 }

@@ -4,32 +4,20 @@
 
 #include "runtime/support/status.h"
 
-#include <cblas.h>
-
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 
 namespace shardc::runtime::cpu {
 
-// y[M,N] = alpha * op(a) * op(b) + beta * y, row-major, for M, N >= 0 and K >= 0. BLAS wants
-// leading dimensions >= 1 even for empty matrices, and some implementations leave C untouched
-// when K == 0, so the degenerate cases are handled here.
-inline void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
-                  const float *a, const float *b, float beta, float *y) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0 || alpha == 0.0f) {
-    for (int64_t i = 0; i < m * n; ++i)
-      y[i] = beta == 0.0f ? 0.0f : beta * y[i];
-    return;
-  }
-  const int64_t lda = transA ? m : k;
-  const int64_t ldb = transB ? k : n;
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, y, static_cast<int>(n));
-}
+// y[M,N] = alpha * op(a) * op(b) + beta * y, row-major, for M, N >= 0 and K >= 0 (blas.cpp).
+// BLAS wants leading dimensions >= 1 even for empty matrices, and some implementations leave C
+// untouched when K == 0, so the degenerate cases are handled here. A product large enough is
+// split into bands of rows (or of columns, when it has few rows) run side by side on the
+// kernel pool (kernel_threads.h), each one single-threaded OpenBLAS call: OpenBLAS's own
+// threads are not used, so no second set of threads spins beside the pool's between GEMMs.
+void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+           const float *b, float beta, float *y);
 
 // BLAS takes 32-bit dims; larger matrices are reported instead of silently truncated.
 inline Status checkBlasDims(const char *kernel, std::initializer_list<int64_t> dims) {

@@ -130,7 +130,8 @@ void parallelFor(int64_t count, int64_t grain,
 void setCpuKernelThreads(int threads) {
   threads = std::max(threads, 1);
   cpu::requestedThreads.store(threads, std::memory_order_relaxed);
-  openblas_set_num_threads(threads);
+  // The GEMMs thread on this pool (blas.cpp): each OpenBLAS call runs on its caller's thread.
+  openblas_set_num_threads(1);
 }
 
 } // namespace shardc::runtime

@@ -1,6 +1,6 @@
 // The threads of the CPU kernels: one process-wide pool that elementwise, reduction and
-// data-movement kernels split large tensors over (the GEMMs thread inside OpenBLAS), sized by
-// setCpuKernelThreads (kernel.h). A kernel calls parallelFor with the number of independent
+// data-movement kernels split large tensors over, and the GEMMs their bands of rows (blas.cpp),
+// sized by setCpuKernelThreads (kernel.h). A kernel calls parallelFor with the number of independent
 // items it has and the fewest items worth a thread; small tensors run on the calling thread.
 // Every item is computed by the same code whichever thread runs it, so results do not depend on
 // the thread count.

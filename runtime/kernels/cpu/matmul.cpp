@@ -13,12 +13,14 @@
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
+#include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/matmul_checks.h"
 #include "runtime/kernels/cpu/workspace.h"
 #include "runtime/support/half_float.h"
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace shardc::runtime::cpu {
 
@@ -124,10 +126,23 @@ Status matmulKernel(KernelArgs &args) {
   // One product per batch; the broadcast walk yields the matrix index in a and b for each.
   StridedLoop loop;
   SHARDC_RETURN_IF_ERROR(planBroadcast({&shape.batchA, &shape.batchB}, shape.batch, &loop));
+  struct Offsets {
+    int64_t a, b, y;
+  };
+  std::vector<Offsets> products;
+  products.reserve(static_cast<size_t>(shape.batchCount()));
   forEachRow(loop, [&](int64_t outOffset, const int64_t *in, const int64_t *stride, int64_t count) {
     for (int64_t i = 0; i < count; ++i)
-      product(a, (in[0] + i * stride[0]) * m * k, b, (in[1] + i * stride[1]) * k * n, y,
-              (outOffset + i) * m * n, shape, m, staging);
+      products.push_back({(in[0] + i * stride[0]) * m * k, (in[1] + i * stride[1]) * k * n,
+                          (outOffset + i) * m * n});
+  });
+  const bool staged = staging.a != nullptr || staging.b != nullptr || staging.y != nullptr;
+  // f32 products (attention's batches of heads) run side by side, one per thread (each one's
+  // sgemm then runs on its thread); staged ones share one staging area, so run in turn.
+  const int64_t grain = staged ? static_cast<int64_t>(products.size()) : 1;
+  parallelFor(static_cast<int64_t>(products.size()), grain, [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p)
+      product(a, products[p].a, b, products[p].b, y, products[p].y, shape, m, staging);
   });
   return Status::ok();
 }

@@ -3,6 +3,8 @@
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/kernel.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -55,9 +57,12 @@ namespace shardc::runtime {
 
 std::string cpuKernelPaths() {
   const int threads = cpu::cpuKernelThreads();
-  // matmul.cpp: no native 16-bit products; bf16 and f16 operands are widened into f32.
+  // matmul.cpp: no native 16-bit products; bf16 and f16 operands are widened into f32. The
+  // kernels OpenBLAS runs are its choice for this CPU, or what OPENBLAS_CORETYPE names.
+  const char *core = openblas_get_corename();
   return std::string(cpu::cpuVectorPath()) + " loops, " + std::to_string(threads) + " thread" +
-         (threads == 1 ? "" : "s") + ", GEMMs in f32 on OpenBLAS (16-bit operands widened exactly)";
+         (threads == 1 ? "" : "s") + ", GEMMs in f32 on OpenBLAS (" +
+         (core != nullptr ? core : "unknown") + " kernels; 16-bit operands widened exactly)";
 }
 
 } // namespace shardc::runtime

@@ -31,7 +31,10 @@ template <int N, int I = 0> [[gnu::always_inline]] inline double polynomial(cons
 // Taylor series to r^11 (remainder below 7e-15 relative), 2^n written into the exponent.
 [[gnu::always_inline]] inline double expDouble(double x) {
   constexpr double kLog2e = 1.4426950408889634;
-  constexpr double kLn2 = 0.6931471805599453;
+  // ln 2 in two parts (Cody and Waite; fdlibm's constants): the high part's last 21 bits are
+  // zero, so n * kLn2Hi and x minus it are exact, and r keeps its bits even where |x| is large.
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;
   // Adding 1.5 * 2^52 rounds to an integer, which then sits in the low bits of the sum.
   constexpr double kShift = 6755399441055744.0;
   constexpr double kTaylor[12] = {1.0,
@@ -48,7 +51,7 @@ template <int N, int I = 0> [[gnu::always_inline]] inline double polynomial(cons
                                   1.0 / 39916800};
   const double shifted = x * kLog2e + kShift;
   const double n = shifted - kShift;
-  const double r = x - n * kLn2;
+  const double r = (x - n * kLn2Hi) - n * kLn2Lo;
   int64_t shiftedBits, shiftBits;
   std::memcpy(&shiftedBits, &shifted, sizeof shiftedBits);
   std::memcpy(&shiftBits, &kShift, sizeof shiftBits);

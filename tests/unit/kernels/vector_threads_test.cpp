@@ -210,6 +210,50 @@ TEST(VectorAndThreadPaths, SoftmaxCrossEntropyAndTheirGradients) {
   });
 }
 
+// The products split into bands of rows (or columns, for few rows) over the threads, and a
+// batch of products one per thread (blas.cpp, matmul.cpp): every element is the sum the whole
+// single-threaded call forms, so the bits are those of one thread.
+TEST(VectorAndThreadPaths, MatmulAndGemmBandsAndBatches) {
+  struct Case {
+    std::vector<int64_t> a, b, y;
+    int64_t transA, transB;
+  };
+  const std::vector<Case> cases = {
+      {{300, 200}, {200, 170}, {300, 170}, 0, 0}, // bands of rows
+      {{200, 300}, {170, 200}, {300, 170}, 1, 1}, // the same, both read transposed
+      {{20, 300}, {300, 700}, {20, 700}, 0, 0},   // few rows: bands of columns
+      {{300, 20}, {700, 300}, {20, 700}, 1, 1},
+      {{2, 150, 96}, {96, 130}, {2, 150, 130}, 0, 0},   // one tall product
+      {{6, 64, 48}, {6, 80, 48}, {6, 64, 80}, 0, 1},    // a batch: one product per thread
+      {{6, 48, 64}, {1, 48, 80}, {6, 64, 80}, 1, 0},    // broadcast b
+  };
+  unsigned seed = 90;
+  for (const Case &c : cases) {
+    const HostTensor a = HostTensor::of<float>(c.a, randomFloats(numelOf(c.a), -1, 1, seed++));
+    const HostTensor b = HostTensor::of<float>(c.b, randomFloats(numelOf(c.b), -1, 1, seed++));
+    Attrs attrs;
+    attrs.i("trans_lhs", c.transA).i("trans_rhs", c.transB);
+    expectSameBitsOnEveryPath("matmul " + std::to_string(seed), [&] {
+      std::vector<HostTensor> out;
+      out.emplace_back(F32, c.y);
+      EXPECT_KERNEL_OK(runKernel("matmul", {a, b}, {out[0]}, attrs));
+      return out;
+    });
+    if (c.a.size() != 2)
+      continue;
+    const int64_t n = c.y[1];
+    const HostTensor bias = HostTensor::of<float>({n}, randomFloats(n, -1, 1, seed++));
+    Attrs gemmAttrs;
+    gemmAttrs.f("alpha", 0.5f).f("beta", 2.0f).i("trans_a", c.transA).i("trans_b", c.transB);
+    expectSameBitsOnEveryPath("gemm " + std::to_string(seed), [&] {
+      std::vector<HostTensor> out;
+      out.emplace_back(F32, c.y);
+      EXPECT_KERNEL_OK(runKernel("gemm", {a, b, bias}, {out[0]}, gemmAttrs));
+      return out;
+    });
+  }
+}
+
 TEST(VectorAndThreadPaths, AdamwAndSgdUpdatesInPlace) {
   const int64_t n = kRows * kCols;
   const std::vector<float> p = randomFloats(n, -1, 1, 12), g = randomFloats(n, -1, 1, 13);

@@ -74,3 +74,30 @@ func.func @gemm_and_vector(%a: tensor<8x4xf32> {graph.input = "a"}, %b: tensor<6
   %z = graph.matmul %b, %v : (tensor<6x8xf32>, tensor<8xf32>) -> tensor<6xf32>
   return %y, %z : tensor<4x6xf32>, tensor<6xf32>
 }
+
+// -----
+
+// Casts read once between a transpose and the product (the rounding pair --half-storage off
+// keeps in f32, or a cast to bf16) commute with it: the casts are rewritten to the weight's own
+// layout and the product reads their result transposed, on the operand side and on the
+// result side alike.
+// CHECK-LABEL: func.func @through_casts
+// CHECK-SAME: (%[[X:.*]]: tensor<8x32xf32> {{.*}}, %[[W:.*]]: tensor<16x32xf32> {{.*}}, %[[DY:.*]]: tensor<8x16xf32> {{.*}})
+// CHECK-NOT: graph.transpose
+// CHECK: %[[R1:.*]] = graph.cast %[[W]] {to = bf16} : (tensor<16x32xf32>) -> tensor<16x32xbf16>
+// CHECK: %[[R2:.*]] = graph.cast %[[R1]] {to = f32} : (tensor<16x32xbf16>) -> tensor<16x32xf32>
+// CHECK: %[[Y:.*]] = graph.matmul %[[X]], %[[R2]] {trans_rhs} : (tensor<8x32xf32>, tensor<16x32xf32>) -> tensor<8x16xf32>
+// CHECK: %[[G:.*]] = graph.matmul %[[DY]], %[[X]] {trans_lhs} : (tensor<8x16xf32>, tensor<8x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[GB:.*]] = graph.cast %[[G]] {to = bf16} : (tensor<16x32xf32>) -> tensor<16x32xbf16>
+// CHECK: return %[[Y]], %[[GB]]
+func.func @through_casts(%x: tensor<8x32xf32> {graph.input = "x"}, %w: tensor<16x32xf32> {graph.input = "w"}, %dy: tensor<8x16xf32> {graph.input = "dy"}) -> (tensor<8x16xf32> {graph.output = "y"}, tensor<16x32xbf16> {graph.output = "dw"}) {
+  %wt = graph.transpose %w {perm = array<i64: 1, 0>} : (tensor<16x32xf32>) -> tensor<32x16xf32>
+  %r1 = graph.cast %wt {to = bf16} : (tensor<32x16xf32>) -> tensor<32x16xbf16>
+  %r2 = graph.cast %r1 {to = f32} : (tensor<32x16xbf16>) -> tensor<32x16xf32>
+  %y = graph.matmul %x, %r2 : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %xt = graph.transpose %x {perm = array<i64: 1, 0>} : (tensor<8x32xf32>) -> tensor<32x8xf32>
+  %g = graph.matmul %xt, %dy : (tensor<32x8xf32>, tensor<8x16xf32>) -> tensor<32x16xf32>
+  %gb = graph.cast %g {to = bf16} : (tensor<32x16xf32>) -> tensor<32x16xbf16>
+  %dw = graph.transpose %gb {perm = array<i64: 1, 0>} : (tensor<32x16xbf16>) -> tensor<16x32xbf16>
+  return %y, %dw : tensor<8x16xf32>, tensor<16x32xbf16>
+}
