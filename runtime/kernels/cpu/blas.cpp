@@ -1,9 +1,19 @@
 // sgemm over the kernel pool (blas.h).
 //
-// Every element of C is a sum over K that OpenBLAS's kernels form in an order set by K alone
-// (its K blocking and the micro-kernel's loop), not by M or N: a band of rows or columns
-// computed by its own call gets the bits the whole call gives it, so the result does not
-// depend on the thread count (vector_threads_test.cpp compares 1 and 2 threads bit for bit).
+// The bits of a product must depend on its values only, not on how its operands are stored
+// (shardc-fold-transposes decides that per program, and a strategy's program may fold where
+// the single-rank one does not) nor on the thread count:
+//   - A product of more than 100^3 multiply-adds runs through OpenBLAS's packed level-3
+//     driver whatever the transpositions: the operands are packed into the same panels and
+//     every element of C is summed over K in an order set by K alone (the K blocking and the
+//     micro-kernel's loop). A band of rows or columns computed by its own call therefore gets
+//     the bits the whole call gives it, as long as the band is large too (each band here is
+//     at least 2^21 multiply-adds).
+//   - Up to 100^3, OpenBLAS (0.3.21, AVX-512 cores) runs small-matrix kernels that exist per
+//     transposition and sum in their own orders. Such a product's transposed operands are
+//     first copied into their untransposed layout, so it always runs as the same
+//     untransposed call: the copies cost O(MK + KN) against the product's O(MNK).
+// vector_threads_test.cpp and matmul_test.cpp check both bit for bit.
 #include "runtime/kernels/cpu/blas.h"
 
 #include "runtime/kernels/cpu/kernel_threads.h"
@@ -11,14 +21,18 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace shardc::runtime::cpu {
 
 namespace {
 
-// Multiply-adds below which a second thread costs about what it saves (a wake-up is a few
-// microseconds; a 2-core machine does about 50 multiply-adds per nanosecond).
-constexpr double kMultiplyAddsPerThread = 1 << 20;
+// The multiply-adds of one band at least: a second thread is worth its wake-up (a few
+// microseconds; a 2-core machine does about 50 multiply-adds per nanosecond), and each band
+// stays above the small-matrix bound.
+constexpr double kMultiplyAddsPerThread = 1 << 21;
+// OpenBLAS's bound for its small-matrix kernels (sgemm_small_kernel_permit).
+constexpr double kSmallProduct = 100.0 * 100.0 * 100.0;
 // Bands are whole multiples of this many rows or columns (the micro-kernels' widest tile),
 // so no band but the last has a ragged edge.
 constexpr int64_t kBand = 16;
@@ -28,6 +42,13 @@ void call(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, y, static_cast<int>(ldy));
+}
+
+// The [cols, rows] row-major matrix `in` transposed into `out` ([rows, cols]).
+void transposeInto(const float *in, int64_t rows, int64_t cols, float *out) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[r * cols + c] = in[c * rows + r];
 }
 
 } // namespace
@@ -45,11 +66,27 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alph
   // (setCpuKernelThreads says so too, for a process that sets the count).
   static const bool singleThreaded = (openblas_set_num_threads(1), true);
   (void)singleThreaded;
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (work <= kSmallProduct && (transA || transB)) {
+    thread_local std::vector<float> untransposed;
+    untransposed.resize(static_cast<size_t>((transA ? m * k : 0) + (transB ? k * n : 0)));
+    float *next = untransposed.data();
+    if (transA) {
+      transposeInto(a, m, k, next);
+      a = next;
+      next += m * k;
+      transA = false;
+    }
+    if (transB) {
+      transposeInto(b, k, n, next);
+      b = next;
+      transB = false;
+    }
+  }
   const int64_t lda = transA ? m : k;
   const int64_t ldb = transB ? k : n;
-  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int threads = cpuKernelThreads();
-  if (threads < 2 || work < 2 * kMultiplyAddsPerThread) {
+  if (threads < 2 || work < threads * kMultiplyAddsPerThread) {
     call(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, y, n);
     return;
   }

@@ -5,7 +5,6 @@
 //   log_softmax: dx = dy - exp(y) * sum(dy, axis)
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
-#include "runtime/kernels/cpu/elementwise_functions.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/norm_checks.h"
 #include "runtime/kernels/cpu/vector_dispatch.h"
@@ -65,7 +64,7 @@ Status softmaxGradCommon(const char *kernel, KernelArgs &args, bool logOutput) {
             sum += static_cast<double>(dyRow[j]) * static_cast<double>(yRow[j]);
         const float s = static_cast<float>(sum);
         if (logOutput)
-          vectorLoop(0, dim, [&](int64_t j) { dxRow[j] = dyRow[j] - expF32(yRow[j]) * s; });
+          vectorLoop(0, dim, [&](int64_t j) { dxRow[j] = dyRow[j] - std::exp(yRow[j]) * s; });
         else
           vectorLoop(0, dim, [&](int64_t j) { dxRow[j] = yRow[j] * (dyRow[j] - s); });
       }

@@ -1,14 +1,20 @@
-// exp, tanh and erf of floats as loops can vectorise them: each is computed in double by a
-// polynomial (no libm call, no table lookup, no branch) and rounded once to float.
+// erf of floats and exp of doubles as loops can vectorise them: computed in double by
+// polynomials (no libm call, no table lookup, no branch), erf rounded once to float.
 //
-// libm's expf, tanhf and erff are calls per element that no loop vectorises; in a training
-// step they ran the erf GELU at 5 ns per element. Computed in double, the polynomials' errors
-// (below 1e-12 relative) are far under half a float ulp (6e-8), so the rounded result is the
-// correctly rounded float except for the rare arguments whose exact value lies within 1e-12 of
-// a midpoint between two floats: no result is off by more than 1 ulp, and almost all agree with
-// libm's bit for bit (tests/unit/kernels/vector_math_test.cpp counts both over every 61st
-// float). Only +, -, *, / and conversions are used, never a fused multiply-add, so the scalar
-// and every vector width give the same bits (the kernels are built with -ffp-contract=off).
+// libm's erff and exp are calls per element that no loop vectorises; in a training step they
+// ran the erf GELU at 5 ns per element and the cross-entropy gradient's exp at 4. In double,
+// erf's polynomial error (below 2e-14 relative) is far under half a float ulp (6e-8), so the
+// rounded result is the correctly rounded float except for the rare arguments whose exact
+// value lies within 1e-12 of a midpoint between two floats: none is off by more than 1 ulp
+// (tests/unit/kernels/vector_math_test.cpp sweeps every 251st float). Only +, -, *, / and
+// conversions are used, never a fused multiply-add, so the scalar loop and every vector width
+// give the same bits (the kernels are built with -ffp-contract=off).
+//
+// exp and tanh of floats stay libm's (elementwise_functions.h): computed this way they are
+// correctly rounded too, but they differ from libm's in the last bit of a few results in a
+// thousand (tanh) or a hundred thousand (exp), and GPT-2's training, which turns such
+// differences into visibly different losses, then parts from its pipeline-parallel runs by
+// more than its test's tolerance (test_pipeline_zoo.py).
 #pragma once
 
 #include <cstdint>
@@ -91,29 +97,6 @@ constexpr double kErfLarge[19] = {
 // e^x in double (relative error below 1e-14) for x in [-700, 700]; the caller clamps.
 [[gnu::always_inline]] inline double vectorExpDouble(double x) {
   return vector_math_detail::expDouble(x);
-}
-
-// e^v. Arguments are clamped to [-104, 89], beyond which the float result is 0 or +inf
-// anyway (clamping keeps the double exponent in range); NaN stays NaN.
-[[gnu::always_inline]] inline float vectorExp(float v) {
-  const float clamped = v > -104.0f ? (v < 89.0f ? v : 89.0f) : -104.0f; // NaN -> -104
-  const float e = static_cast<float>(vector_math_detail::expDouble(static_cast<double>(clamped)));
-  return v != v ? v : e;
-}
-
-// tanh(v) = 1 - 2 / (e^(2|v|) + 1) with the sign of v; below |v| = 1/16, where that loses
-// bits to cancellation, its Taylor series to v^11 (remainder below 1e-16 relative). Past
-// |v| = 9.5 the float result is 1.
-[[gnu::always_inline]] inline float vectorTanh(float v) {
-  using namespace vector_math_detail;
-  const double a0 = static_cast<double>(v < 0.0f ? -v : v);
-  const double a = a0 < 9.5 ? a0 : 9.5; // NaN -> 9.5, restored below
-  const double large = 1.0 - 2.0 / (expDouble(2.0 * a) + 1.0);
-  constexpr double kOdd[6] = {1.0,           -1.0 / 3,           2.0 / 15,
-                              -17.0 / 315,   62.0 / 2835,        -1382.0 / 155925};
-  const double small = a * polynomial(kOdd, a * a);
-  const float t = static_cast<float>(a < 0.0625 ? small : large);
-  return v != v ? v : copySign(t, v);
 }
 
 // erf(v): |v| < 1 by erf(x) = x P(x^2), [1, 4) by a polynomial in x, beyond 4 the float
