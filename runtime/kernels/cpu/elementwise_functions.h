@@ -6,7 +6,6 @@
 #pragma once
 
 #include "runtime/kernels/cpu/fast_exp.h"
-#include "runtime/kernels/cpu/vector_math.h"
 #include "runtime/support/half_float.h"
 
 #include <cmath>
@@ -24,8 +23,7 @@ inline float reciprocalF32(float v) { return 1.0f / v; }
 inline float expF32(float v) { return std::exp(v); }
 inline float logF32(float v) { return std::log(v); }
 inline float tanhF32(float v) { return std::tanh(v); }
-// Within 1 ulp of erf and vectorised, where libm's is a call per element (vector_math.h).
-[[gnu::always_inline]] inline float erfF32(float v) { return vectorErf(v); }
+inline float erfF32(float v) { return std::erf(v); }
 inline float sinF32(float v) { return std::sin(v); }
 inline float cosF32(float v) { return std::cos(v); }
 

@@ -309,6 +309,10 @@ const GradCase kCases[] = {
     {"matmul_vector_right", R"(func.func @f(%a: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<3xf32> {
        %0 = graph.matmul %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3xf32>
        return %0 : tensor<3xf32> })"},
+    // Operands read transposed (shardc-fold-transposes): batched lhs, broadcast rhs.
+    {"matmul_transposed_operands", R"(func.func @f(%a: tensor<2x4x3xf32>, %b: tensor<5x4xf32>) -> tensor<2x3x5xf32> {
+       %0 = graph.matmul %a, %b {trans_lhs, trans_rhs} : (tensor<2x4x3xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+       return %0 : tensor<2x3x5xf32> })"},
     {"gemm_transposed", R"(func.func @f(%a: tensor<4x3xf32>, %b: tensor<5x4xf32>, %c: tensor<5xf32>) -> tensor<3x5xf32> {
        %0 = graph.gemm %a, %b, %c {alpha = 0.5 : f32, beta = 2.0 : f32, trans_a = true, trans_b = true} : (tensor<4x3xf32>, tensor<5x4xf32>, tensor<5xf32>) -> tensor<3x5xf32>
        return %0 : tensor<3x5xf32> })"},
