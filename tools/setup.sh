@@ -26,7 +26,7 @@ PACKAGES=(
   clang-19 libclang-rt-19-dev lld-19
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libgtest-dev libopenblas-dev
+  libgtest-dev libopenblas-dev libdnnl-dev
   nlohmann-json3-dev libxxhash-dev libcli11-dev libfmt-dev
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-protobuf python3-venv

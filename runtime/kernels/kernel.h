@@ -111,6 +111,15 @@ bool kernelUpdatesInPlace(const std::string &name, int input, int output);
 // Number of threads a CPU kernel call may use: the GEMMs (OpenBLAS) and the elementwise,
 // reduction and data-movement kernels over large tensors (kernel_threads.h).
 void setCpuKernelThreads(int threads);
+// How the CPU kernels multiply two bf16 operands (matmul, gemm). Exact (the default): widened
+// into f32 and multiplied by sgemm, the bits of casting the operands and the result, on every
+// CPU. Native: oneDNN's bf16 kernels read them as stored and sum the same products in their
+// own order (cpu/onednn_matmul.h), faster, equal up to f32 rounding of the sums; refused, with
+// the reason, on a CPU without AVX512-BF16 or AMX, where oneDNN would only emulate them.
+enum class Bf16Products { Exact, Native };
+Status setCpuBf16Products(Bf16Products products);
+// Whether this CPU runs bf16 products natively (AVX512-BF16 or AMX, as oneDNN detects it).
+bool cpuHasNativeBf16Products();
 // Which paths the CPU kernels take on this machine, for run summaries: the vector level of the
 // elementwise loops, the kernel threads, and how the GEMMs compute (e.g. "avx512f loops, 2
 // threads, GEMMs in f32 on OpenBLAS (16-bit operands widened exactly)").

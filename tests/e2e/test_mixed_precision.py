@@ -22,6 +22,11 @@ f32 master weights), from the ONNX weights on the same batches; shardc compiles 
             (which, unlike AdamW, follows the gradient's scale)
   ir        the bf16 bundle's plan states its precision and lists bf16 buffers (the casts'
             results); the fp32 one neither
+  native    the bf16 bundle trained again with shardrun's default --bf16-products auto (the
+            runs above ask for exact products, which the storage check's bit-identity needs):
+            the summary line names native oneDNN products exactly where /proc/cpuinfo lists
+            avx512_bf16 or amx_bf16, and every loss is within 5e-3 of PyTorch's bf16 loss (on
+            other CPUs auto takes the exact path: the losses then equal the exact run's)
   fp16      --precision fp16 with dynamic loss scaling (the tiny GPT) against PyTorch under the
             same policy in float16 with GradScaler's rule (train_reference.py's LossScaler):
             from a scale of 2^30 the first steps overflow and are skipped, from 65536 with a
@@ -53,6 +58,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, MODELS)
 import e2e_util  # noqa: E402
 
+# Every run but the native check's multiplies bf16 operands exactly (cpu/matmul.cpp): the
+# bit-identity of 16-bit storage and f32 copies holds for the exact path on every CPU.
+EXACT_PRODUCTS = ("--bf16-products", "exact")
 BF16_RTOL = 5e-3
 FP32_RTOL = 1e-5
 USED_ABOVE = 1e-6
@@ -78,15 +86,48 @@ def reference(model, model_dir, out, precision, args, data=None):
 
 
 def train(args, model_dir, bundle, data, metrics, flags):
-    """Compiles with `flags` and trains; returns the losses. The metrics land in `metrics`,
-    shardrun's planned and measured peaks per rank in PEAKS[bundle]."""
+    """Compiles with `flags` and trains with exact bf16 products; returns the losses. The
+    metrics land in `metrics`, shardrun's planned and measured peaks per rank in
+    PEAKS[bundle]."""
     out, error = e2e_util.compile_and_train(args.shardc, args.shardrun, model_dir, bundle, data,
-                                            flags, args.steps, LR)
+                                            flags, args.steps, LR, EXACT_PRODUCTS)
     if error:
         raise RuntimeError(error)
     os.replace(bundle + ".jsonl", metrics)
     PEAKS[bundle] = e2e_util.memory_peaks(out)
     return losses(metrics)
+
+
+def cpu_has_native_bf16():
+    """Whether the kernel lists an instruction set that multiplies bf16 (oneDNN's test)."""
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return None
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def check_native_products(name, bundle, data, exact_losses, torch_bf16, args, results):
+    """Trains `bundle` again with --bf16-products auto: the path the summary line names, and
+    the losses against PyTorch's bf16 ones (and the exact run's, when the path is exact)."""
+    metrics = bundle + ".auto.jsonl"
+    res = e2e_util.run_tool([args.shardrun, bundle, "--steps", str(args.steps), "--data", data,
+                             "--lr", str(LR), "--metrics", metrics], 600)
+    if not res.ok:
+        results.append((False, f"{name} --bf16-products auto: {res.describe()}"))
+        return
+    summary = res.stdout + res.stderr
+    native = "bf16 x bf16 products native on oneDNN" in summary
+    exact = "no native bf16 products" in summary
+    expected = cpu_has_native_bf16()
+    auto = losses(metrics)
+    diff = worst(auto, torch_bf16)
+    path_ok = native != exact and (expected is None or native == expected)
+    results.append((path_ok and diff <= BF16_RTOL and (native or auto == exact_losses),
+                    f"{name} --bf16-products auto: {'native' if native else 'exact'} products "
+                    f"(/proc/cpuinfo: native bf16 {expected}); vs PyTorch bf16 worst "
+                    f"{diff:.2e} (<= {BF16_RTOL:g}), vs the exact run worst "
+                    f"{worst(auto, exact_losses):.2e}"))
 
 
 def loss_texts(path):
@@ -137,6 +178,8 @@ def check_model(model, style, args, results):
     check_storage(f"{model}_{style}", os.path.join(work, "bf16.shard"),
                   os.path.join(work, "bf16_f32copies.shard"), os.path.join(work, "bf16.jsonl"),
                   os.path.join(work, "bf16_f32copies.jsonl"), results)
+    check_native_products(f"{model}_{style}", os.path.join(work, "bf16.shard"), data,
+                          ours["bf16"], torch_bf16, args, results)
     bf16_diff = worst(ours["bf16"], torch_bf16)
     fp32_diff = worst(ours["fp32"], torch_fp32)
     gap_ours, gap_torch = worst(ours["bf16"], ours["fp32"]), worst(torch_bf16, torch_fp32)

@@ -39,8 +39,9 @@ Per model and style:
   remat_full --remat full on one device: every step's loss bit-identical to the 1-rank run
   remat_selective  --remat selective (each attention core): the same
   bf16_storage     (static exports) --precision bf16 on one device, against --half-storage
-             off (the same rounded values kept as f32 copies): every step's loss bit-identical
-             (test_mixed_precision.py checks both export styles of the test models)
+             off (the same rounded values kept as f32 copies): every step's loss bit-identical,
+             with exact bf16 products (shardrun --bf16-products exact; test_mixed_precision.py
+             checks both export styles of the test models, and the native products)
   bf16_dp2_zero3   (static exports) --precision bf16 --gpus 2 --strategy zero3 (bf16 weights
              gathered, each rank rounding its half's gradients, as DDP/FSDP do) against one rank
              running the batch as 2 microbatches, which rounds the same halves: within 1e-5;
@@ -874,13 +875,13 @@ class Zoo:
                 check(check_name, f"expected a one-line refusal naming '{expected}', got: "
                                   f"{err or 'a bundle'}")
 
-        def run_check(check_name, flags):
+        def run_check(check_name, flags, run_flags=()):
             bundle = os.path.join(out, f"{check_name}.shard")
             err = self.compile(path, bundle, shape_flags, *flags)
             if err is None:
                 self.plans[(name, style, check_name)] = plan_summary(bundle)
             return err or self.train(bundle, data, os.path.join(out, f"{check_name}.jsonl"),
-                                     spec.lr, spec.steps)
+                                     spec.lr, spec.steps, *run_flags)
 
         for check_name, flags in (
                 ("dp2_zero3", ["--gpus", "2", "--strategy", "zero3"]),
@@ -910,7 +911,9 @@ class Zoo:
         # float32 noise, the model's tolerance. Both run on the static export (the casts do
         # not depend on the export style; the CI run's time does).
         if style == "static":
-            bf16 = run_check("bf16", ["--precision", "bf16"])
+            # (Exact products: native bf16 ones, where the CPU has them, sum in oneDNN's order,
+            # which the f32 copies' sgemm does not.)
+            bf16 = run_check("bf16", ["--precision", "bf16"], ["--bf16-products", "exact"])
             copies = run_check("bf16_f32copies",
                                ["--precision", "bf16", "--half-storage", "off"])
             check("bf16_storage", next((r for r in (bf16, copies) if isinstance(r, str)), None)

@@ -53,13 +53,21 @@ std::optional<Failure> loadRunBundle(const Options &options, bool trainingLoop,
   return std::nullopt;
 }
 
-void setKernelThreads(const Options &options, int ranksInProcess) {
+std::optional<Failure> setCpuKernelOptions(const Options &options, int ranksInProcess) {
   if (options.threads)
     setCpuKernelThreads(*options.threads);
   else if (ranksInProcess > 1)
     // The ranks already keep the cores busy, one thread each; BLAS threads on top would
     // oversubscribe them (ranks x cores threads) and slow every rank down.
     setCpuKernelThreads(1);
+  const std::string products = options.bf16Products.value_or("auto");
+  const bool native =
+      products == "native" || (products == "auto" && shardc::runtime::cpuHasNativeBf16Products());
+  Status status = shardc::runtime::setCpuBf16Products(native ? shardc::runtime::Bf16Products::Native
+                                                             : shardc::runtime::Bf16Products::Exact);
+  if (!status.isOk())
+    return usageError("--bf16-products native: " + status.message());
+  return std::nullopt;
 }
 
 } // namespace shardrun

@@ -21,8 +21,9 @@ std::optional<Failure> loadRunBundle(const Options &options, bool trainingLoop,
                                      shardc::runtime::MemoryTracker *weightsTracker,
                                      shardc::runtime::LoadedBundle *bundle);
 
-// Sets the CPU kernels' threads: --threads, or, when several ranks run as threads of this
-// process, one each.
-void setKernelThreads(const Options &options, int ranksInProcess);
+// Sets the CPU kernels' threads (--threads, or, when several ranks run as threads of this
+// process, one each) and how they multiply bf16 operands (--bf16-products): a failure when
+// native products are asked for on a CPU without them.
+std::optional<Failure> setCpuKernelOptions(const Options &options, int ranksInProcess);
 
 } // namespace shardrun

@@ -81,7 +81,8 @@ std::optional<Failure> runInProcess(const Options &options, int expectedWorldSiz
   if (auto failure = loadRunBundle(options, trainingLoop, world == 1 ? &tracker : nullptr, &bundle))
     return failure;
 
-  setKernelThreads(options, world);
+  if (auto failure = setCpuKernelOptions(options, world))
+    return failure;
   if (!trainingLoop)
     return runOnce(options, bundle, &tracker);
   TrainingRun run;

@@ -50,7 +50,8 @@ std::optional<Failure> setUpProcess(const Options &options, int rank, int size,
     return error(mpiWorldMismatch(options.bundle, bundle->bundle.world_size(), size));
   if (auto failure = loadRunBundle(options, trainingLoop, tracker, bundle))
     return failure;
-  setKernelThreads(options, 1);
+  if (auto failure = setCpuKernelOptions(options, 1))
+    return failure;
   return prepareTraining(options, *bundle, /*hostsRank0=*/rank == 0, run);
 }
 

@@ -23,8 +23,12 @@ const char kUsage[] =
     "  BUNDLE          the bundle directory written by shardc (holds program.pb)\n"
     "  --data DIR      directory with one .npy file per graph input\n"
     "  --outputs DIR2  directory to write one .npy file per graph output (created if needed)\n"
-    "  --threads N     threads for the CPU kernels' matrix products (default: OpenBLAS's own\n"
-    "                  choice, usually one per core)\n"
+    "  --threads N     threads for the CPU kernels (default: one per core)\n"
+    "  --bf16-products auto|native|exact  how the CPU kernels multiply two bf16 operands\n"
+    "                  (--precision bf16 bundles): native on oneDNN's bf16 kernels (AVX512-BF16\n"
+    "                  or AMX; the same products summed in another order), exact (widened into\n"
+    "                  f32 for OpenBLAS: the bits of casting the operands, on every CPU), or auto\n"
+    "                  (default): native where the CPU has it, else exact\n"
     "\n"
     "Training bundles (shardc --mode train). Without --steps: one step, every input of the\n"
     "step (batch, parameters, optimizer state, step, lr) read from DIR. With --steps: the\n"
@@ -188,6 +192,8 @@ public:
     choice("--comm", "local, mpi or nccl", {"local", "mpi", "nccl"}, &options->comm);
     choice("--save-on-signal", "on or off", {"on", "off"}, &options->saveOnSignal);
     choice("--device", "cpu, cuda or auto", {"cpu", "cuda", "auto"}, &options->device);
+    choice("--bf16-products", "auto, native or exact", {"auto", "native", "exact"},
+           &options->bf16Products);
 
     positive("--threads", "a thread count", 4096, [this](long long n) {
       options_->threads = static_cast<int>(n);

@@ -58,6 +58,9 @@ struct Options {
   std::optional<std::string> comm;
   // --device cpu|cuda|auto: where the ranks' memory lives and their kernels run (default cpu).
   std::optional<std::string> device;
+  // --bf16-products auto|native|exact: how the CPU kernels multiply two bf16 operands (default
+  // auto: native where the CPU multiplies bf16, else exact).
+  std::optional<std::string> bf16Products;
   std::optional<double> commTimeout;
   // --comm-overlap on|off: asynchronous collectives on the communication thread (default on).
   std::optional<std::string> commOverlap;

@@ -1,20 +1,24 @@
 // matmul (NumPy semantics; an operand may be read transposed: trans_lhs, trans_rhs) and gemm
-// (ONNX Gemm), both on OpenBLAS sgemm.
+// (ONNX Gemm), on OpenBLAS sgemm or, for two bf16 operands where the CPU multiplies bf16
+// natively and the run asks for it, on oneDNN (onednn_matmul.h).
 //
 // Operands and result may each be f32, bf16 or f16 (--precision bf16/fp16 stores the products'
-// operands and results in 16 bits). The product itself is always computed in f32: a 16-bit
-// operand is widened (exactly) into the workspace, sgemm accumulates in f32, and a 16-bit result
-// is rounded to nearest-even from the f32 one; matmul stages one batch's matrices at a time. That is what a bf16 GEMM with an f32 accumulator
-// computes (products of 16-bit values are exact in f32), so the result is bit-identical to
-// casting the operands and the f32 result, which is how the compiler's precision passes define
-// it. Native bf16 products (AVX512-BF16, OpenBLAS sbgemm) are not used yet, even on a CPU that
-// has them: this is the exact path everywhere (shardrun's summary names it).
+// operands and results in 16 bits). The exact path computes every product in f32: a 16-bit
+// operand is widened (exactly) into the workspace, sgemm accumulates in f32, and a 16-bit
+// result is rounded to nearest-even from the f32 one; matmul stages one batch's matrices at a
+// time. That is what a bf16 GEMM with an f32 accumulator computes (products of 16-bit values
+// are exact in f32), so the result is bit-identical to casting the operands and the f32
+// result, which is how the compiler's precision passes define it. The native path reads two
+// bf16 operands in place and sums the same products in oneDNN's order; its f32 sums are then
+// rounded as the exact path's are. The workspace is the same on both paths, so a plan's memory
+// does not depend on the CPU.
 #include "runtime/kernels/cpu/blas.h"
 #include "runtime/kernels/cpu/broadcast.h"
 #include "runtime/kernels/cpu/checks.h"
 #include "runtime/kernels/cpu/cpu_kernels.h"
 #include "runtime/kernels/cpu/kernel_threads.h"
 #include "runtime/kernels/cpu/matmul_checks.h"
+#include "runtime/kernels/cpu/onednn_matmul.h"
 #include "runtime/kernels/cpu/workspace.h"
 #include "runtime/support/half_float.h"
 
@@ -87,16 +91,39 @@ Status takeProductStaging(Workspace &workspace, const Tensor &a, const Tensor &b
   return takeStaging("matmul", workspace, a, m * k, b, k * n, y, m * n, staging);
 }
 
+// Whether y = alpha * op(a) * op(b) + beta * y takes the native bf16 path.
+bool native(const Tensor &a, const Tensor &b) {
+  return a.dtype == program::BF16 && b.dtype == program::BF16 && nativeBf16ProductsEnabled();
+}
+
+// y = alpha * op(a) * op(b) + beta * y into the f32 `y`, for a and b from element offsets
+// aOffset and bOffset: natively for two bf16 operands when enabled, else one sgemm on the f32
+// tensors themselves or on their widened copies.
+Status multiply(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                const Tensor &a, int64_t aOffset, const Tensor &b, int64_t bOffset, float beta,
+                float *y, const F32Staging &staging) {
+  if (native(a, b))
+    return nativeBf16Gemm(transA, transB, m, n, k, alpha, a.as<BFloat16>() + aOffset,
+                          b.as<BFloat16>() + bOffset, beta, y);
+  sgemm(transA, transB, m, n, k, alpha, widened(a, aOffset, m * k, staging.a),
+        widened(b, bOffset, k * n, staging.b), beta, y);
+  return Status::ok();
+}
+
 // y[m,n] = op(a)[m,k] * op(b)[k,n] for the matrices at element offsets aOffset, bOffset,
-// yOffset (op: transposed when the shape says so): one sgemm, on the f32 tensors themselves or
-// on their widened copies.
-void product(const Tensor &a, int64_t aOffset, const Tensor &b, int64_t bOffset, const Tensor &y,
-             int64_t yOffset, const MatmulShape &shape, int64_t m, const F32Staging &staging) {
+// yOffset (op: transposed when the shape says so).
+Status product(const Tensor &a, int64_t aOffset, const Tensor &b, int64_t bOffset,
+               const Tensor &y, int64_t yOffset, const MatmulShape &shape, int64_t m,
+               const F32Staging &staging) {
   const int64_t n = shape.n, k = shape.k;
+  if (native(a, b) && y.dtype == program::BF16)
+    return nativeBf16Gemm(shape.transA, shape.transB, m, n, k, a.as<BFloat16>() + aOffset,
+                          b.as<BFloat16>() + bOffset, y.as<BFloat16>() + yOffset);
   float *py = y.dtype == program::F32 ? y.as<float>() + yOffset : staging.y;
-  sgemm(shape.transA, shape.transB, m, n, k, 1.0f, widened(a, aOffset, m * k, staging.a),
-        widened(b, bOffset, k * n, staging.b), 0.0f, py);
+  SHARDC_RETURN_IF_ERROR(
+      multiply(shape.transA, shape.transB, m, n, k, 1.0f, a, aOffset, b, bOffset, 0.0f, py, staging));
   narrowInto(py, y, yOffset, m * n);
+  return Status::ok();
 }
 
 } // namespace
@@ -119,10 +146,8 @@ Status matmulKernel(KernelArgs &args) {
   Workspace workspace(args);
   SHARDC_RETURN_IF_ERROR(takeProductStaging(workspace, a, b, y, shape, &staging));
   const int64_t m = shape.m, n = shape.n, k = shape.k;
-  if (shape.tall) {
-    product(a, 0, b, 0, y, 0, shape, shape.rows(), staging);
-    return Status::ok();
-  }
+  if (shape.tall)
+    return product(a, 0, b, 0, y, 0, shape, shape.rows(), staging);
   // One product per batch; the broadcast walk yields the matrix index in a and b for each.
   StridedLoop loop;
   SHARDC_RETURN_IF_ERROR(planBroadcast({&shape.batchA, &shape.batchB}, shape.batch, &loop));
@@ -136,14 +161,19 @@ Status matmulKernel(KernelArgs &args) {
       products.push_back({(in[0] + i * stride[0]) * m * k, (in[1] + i * stride[1]) * k * n,
                           (outOffset + i) * m * n});
   });
-  const bool staged = staging.a != nullptr || staging.b != nullptr || staging.y != nullptr;
-  // f32 products (attention's batches of heads) run side by side, one per thread (each one's
-  // sgemm then runs on its thread); staged ones share one staging area, so run in turn.
+  // f32 products (attention's batches of heads) and native bf16 ones run side by side, one per
+  // thread (each one's sgemm or oneDNN call then runs on its thread); staged ones share one
+  // staging area, so run in turn.
+  const bool staged = !(native(a, b) && y.dtype == program::BF16) &&
+                      (staging.a != nullptr || staging.b != nullptr || staging.y != nullptr);
   const int64_t grain = staged ? static_cast<int64_t>(products.size()) : 1;
+  std::vector<Status> failures(static_cast<size_t>(products.size()), Status::ok());
   parallelFor(static_cast<int64_t>(products.size()), grain, [&](int64_t first, int64_t last) {
     for (int64_t p = first; p < last; ++p)
-      product(a, products[p].a, b, products[p].b, y, products[p].y, shape, m, staging);
+      failures[p] = product(a, products[p].a, b, products[p].b, y, products[p].y, shape, m, staging);
   });
+  for (const Status &failure : failures)
+    SHARDC_RETURN_IF_ERROR(failure);
   return Status::ok();
 }
 
@@ -179,8 +209,8 @@ Status gemmKernel(KernelArgs &args) {
     copyStrided(c.as<float>(), py, loop);
     betaForBlas = beta;
   }
-  sgemm(shape.transA, shape.transB, m, n, k, alpha, widened(a, 0, a.numel(), staging.a),
-        widened(b, 0, b.numel(), staging.b), betaForBlas, py);
+  SHARDC_RETURN_IF_ERROR(multiply(shape.transA, shape.transB, m, n, k, alpha, a, 0, b, 0,
+                                  betaForBlas, py, staging));
   narrowInto(py, y, 0, y.numel());
   return Status::ok();
 }

@@ -1,6 +1,8 @@
 // Which vectorised version of the loops this CPU runs (vector_dispatch.h).
 #include "runtime/kernels/cpu/vector_dispatch.h"
+
 #include "runtime/kernels/cpu/kernel_threads.h"
+#include "runtime/kernels/cpu/onednn_matmul.h"
 #include "runtime/kernels/kernel.h"
 
 #include <cblas.h>
@@ -57,12 +59,20 @@ namespace shardc::runtime {
 
 std::string cpuKernelPaths() {
   const int threads = cpu::cpuKernelThreads();
-  // matmul.cpp: no native 16-bit products; bf16 and f16 operands are widened into f32. The
-  // kernels OpenBLAS runs are its choice for this CPU, or what OPENBLAS_CORETYPE names.
+  // The kernels OpenBLAS runs are its choice for this CPU, or what OPENBLAS_CORETYPE names.
+  // Products of two bf16 operands run natively on oneDNN when the run chose that (matmul.cpp);
+  // every other 16-bit operand is widened into f32.
   const char *core = openblas_get_corename();
+  const std::string bf16 =
+      cpu::nativeBf16ProductsEnabled()
+          ? "; bf16 x bf16 products native on oneDNN (" + cpu::onednnCpuIsa() + ")"
+          : std::string("; no native bf16 products (") +
+                (cpuHasNativeBf16Products() ? "not chosen" : "oneDNN: " + cpu::onednnCpuIsa()) +
+                ")";
   return std::string(cpu::cpuVectorPath()) + " loops, " + std::to_string(threads) + " thread" +
          (threads == 1 ? "" : "s") + ", GEMMs in f32 on OpenBLAS (" +
-         (core != nullptr ? core : "unknown") + " kernels; 16-bit operands widened exactly)";
+         (core != nullptr ? core : "unknown") + " kernels; 16-bit operands widened exactly)" +
+         bf16;
 }
 
 } // namespace shardc::runtime

@@ -1,6 +1,7 @@
 // The shardrun command line, end to end: a bundle and .npy inputs written here, the real
 // binary run on them, its outputs, error lines and exit codes checked.
 #include "runtime/data/npy.h"
+#include "runtime/kernels/kernel.h"
 #include "tests/unit/runtime/shardrun_runner.h"
 #include "tests/unit/runtime/test_util.h"
 
@@ -101,12 +102,30 @@ TEST(Shardrun, HelpAndUsageErrors) {
       {{"B", "--steps", "3", "--schedule", "linear"},
        "--schedule: expected constant or cosine, got 'linear'"},
       {{"B", "--steps", "3", "--lr", "fast"}, "--lr: expected a non-negative number, got 'fast'"},
+      {{"B", "--steps", "3", "--bf16-products", "fast"},
+       "--bf16-products: expected auto, native or exact, got 'fast'"},
   };
   for (const Case &c : cases) {
     RunResult r = runShardrun(scratch, c.args);
     EXPECT_EQ(r.exitCode, 2) << c.message;
     EXPECT_EQ(r.err, "shardrun: error: " + c.message + hint);
   }
+}
+
+// Native bf16 products run where the CPU has them and are refused, in one line, elsewhere.
+TEST(Shardrun, NativeBf16ProductsOnlyWhereTheCpuHasThem) {
+  Fixture f;
+  RunResult r = f.run({"--bf16-products", "native"});
+  if (cpuHasNativeBf16Products()) {
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+  } else {
+    EXPECT_EQ(r.exitCode, 2);
+    EXPECT_THAT(r.err, StartsWith("shardrun: error: --bf16-products native: native bf16 "
+                                  "products need a CPU with AVX512-BF16 or AMX; oneDNN runs "
+                                  "this one as "));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  }
+  EXPECT_EQ(f.run({"--bf16-products", "exact"}).exitCode, 0);
 }
 
 TEST(Shardrun, MissingInputFile) {
