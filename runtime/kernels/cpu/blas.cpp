@@ -85,17 +85,7 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alph
   }
   const int64_t lda = transA ? m : k;
   const int64_t ldb = transB ? k : n;
-  const int threads = cpuKernelThreads();
-  if (threads < 2 || work < threads * kMultiplyAddsPerThread) {
-    call(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, y, n);
-    return;
-  }
-  // Bands of rows of op(a) and y; a product with few rows splits its columns instead.
-  const bool byRows = m >= n || m >= kBand * threads;
-  const int64_t extent = byRows ? m : n;
-  const int64_t bands = (extent + kBand - 1) / kBand;
-  parallelFor(bands, 1, [&](int64_t first, int64_t last) {
-    const int64_t begin = first * kBand, end = std::min(extent, last * kBand);
+  forEachGemmBand(m, n, k, [&](bool byRows, int64_t begin, int64_t end) {
     if (byRows) {
       // Row r of op(a) starts at a + r * lda, or at column r (a + r) when a is transposed.
       const float *aBand = transA ? a + begin : a + begin * lda;
@@ -105,6 +95,23 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alph
       const float *bBand = transB ? b + begin * ldb : b + begin;
       call(transA, transB, m, end - begin, k, alpha, a, lda, bBand, ldb, beta, y + begin, n);
     }
+  });
+}
+
+void forEachGemmBand(int64_t m, int64_t n, int64_t k,
+                     const std::function<void(bool byRows, int64_t begin, int64_t end)> &band) {
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int threads = cpuKernelThreads();
+  if (threads < 2 || work < threads * kMultiplyAddsPerThread) {
+    band(true, 0, m);
+    return;
+  }
+  // Bands of rows of op(a) and y; a product with few rows splits its columns instead.
+  const bool byRows = m >= n || m >= kBand * threads;
+  const int64_t extent = byRows ? m : n;
+  const int64_t bands = (extent + kBand - 1) / kBand;
+  parallelFor(bands, 1, [&](int64_t first, int64_t last) {
+    band(byRows, first * kBand, std::min(extent, last * kBand));
   });
 }
 

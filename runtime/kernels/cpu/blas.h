@@ -5,6 +5,7 @@
 #include "runtime/support/status.h"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 
@@ -18,6 +19,14 @@ namespace shardc::runtime::cpu {
 // threads are not used, so no second set of threads spins beside the pool's between GEMMs.
 void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
            const float *b, float beta, float *y);
+
+// Runs the product y[M,N] (sums of K terms) as bands: band(byRows, begin, end) computes rows
+// [begin, end) of y (byRows) or its columns [begin, end). One band, (true, 0, M), on the calling
+// thread when the product is too small to be worth a second thread; else bands of whole
+// multiples of 16 rows (or columns, for a product with few rows), at least 2^21 multiply-adds
+// each, side by side on the kernel pool. sgemm and the native bf16 products share it.
+void forEachGemmBand(int64_t m, int64_t n, int64_t k,
+                     const std::function<void(bool byRows, int64_t begin, int64_t end)> &band);
 
 // BLAS takes 32-bit dims; larger matrices are reported instead of silently truncated.
 inline Status checkBlasDims(const char *kernel, std::initializer_list<int64_t> dims) {

@@ -7,7 +7,7 @@
 // more than a small product) and kept in that thread's cache.
 #include "runtime/kernels/cpu/onednn_matmul.h"
 
-#include "runtime/kernels/cpu/kernel_threads.h"
+#include "runtime/kernels/cpu/blas.h"
 #include "runtime/kernels/kernel.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -28,11 +28,6 @@ namespace shardc::runtime::cpu {
 namespace {
 
 std::atomic<bool> nativeProducts{false};
-
-// Bands of at least this many multiply-adds, whole multiples of kBand rows or columns (the
-// bounds of blas.cpp, for the same reasons).
-constexpr double kMultiplyAddsPerThread = 1 << 21;
-constexpr int64_t kBand = 16;
 
 using dnnl::memory;
 
@@ -120,18 +115,9 @@ Status runProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k, flo
                   const BFloat16 *a, const BFloat16 *b, float beta, Y *y) {
   const bool bf16Result = std::is_same_v<Y, BFloat16>;
   const int64_t lda = transA ? m : k, ldb = transB ? k : n;
-  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const int threads = cpuKernelThreads();
-  if (threads < 2 || work < threads * kMultiplyAddsPerThread)
-    return runBand({transA, transB, m, n, k, lda, ldb, n, alpha, beta, bf16Result}, a, b, y);
-  // Bands of rows of op(a) and y; a product with few rows splits its columns instead.
-  const bool byRows = m >= n || m >= kBand * threads;
-  const int64_t extent = byRows ? m : n;
-  const int64_t bands = (extent + kBand - 1) / kBand;
   std::mutex failureLock;
   Status failure = Status::ok();
-  parallelFor(bands, 1, [&](int64_t first, int64_t last) {
-    const int64_t begin = first * kBand, end = std::min(extent, last * kBand);
+  forEachGemmBand(m, n, k, [&](bool byRows, int64_t begin, int64_t end) {
     Status status = Status::ok();
     if (byRows) {
       // Row r of op(a) starts at a + r * lda, or at column r (a + r) when a is transposed.
