@@ -7,6 +7,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <functional>
+#include <string>
+
 #include "shardc/Dialect/Graph/GraphDialect.h"
 
 namespace shardc {
@@ -16,6 +19,15 @@ namespace shardc {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/training/TrainingPasses.h.inc"
+
+// An adapter parameter shardc-lora-adapters adds: A ([r, in], PEFT initialises it
+// Kaiming-uniform with fan-in `in`) or B ([out, r], zeros).
+enum class LoraParameterKind { A, B };
+using LoraParameterFn = std::function<void(const std::string &name, mlir::RankedTensorType type,
+                                           LoraParameterKind kind, int64_t fanIn)>;
+// shardc-lora-adapters telling the driver each parameter it adds, for its initial value.
+std::unique_ptr<mlir::Pass> createLoraAdapters(const LoraAdaptersOptions &options,
+                                               LoraParameterFn onParameter);
 
 } // namespace shardc
 

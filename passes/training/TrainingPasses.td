@@ -57,6 +57,59 @@ def BuildTrainStep : Pass<"shardc-build-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["shardc::graph::GraphDialect", "mlir::func::FuncDialect"];
 }
 
+def LoraAdapters : Pass<"shardc-lora-adapters", "mlir::ModuleOp"> {
+  let summary = "Add LoRA adapters beside the targeted weights and freeze the base (--lora)";
+  let description = [{
+    Runs on the imported @forward, before the training step is built. Each MatMul or Gemm
+    whose weight (read directly, through a 2-D transpose, or as Gemm's b with or without
+    trans_b) is a trained f32 parameter of a module matching `targets` (a regex matched
+    against the end of the module path, the parameter's name without ".weight", as PEFT
+    matches target modules; default q_proj|v_proj|c_attn|query|value) gets the parameters
+    MODULE.lora_A.weight [r, in] and MODULE.lora_B.weight [out, r] (PEFT's names and layouts),
+    and its result y becomes y + ((x·Aᵀ)·Bᵀ)·(alpha / r) (alpha / sqrt(r) with rslora), x
+    being the product's input. Every other parameter gets graph.not_trainable, except biases
+    (names ending in ".bias", with train-bias) and normalisation weights (modules named
+    *norm* or ln_*, with train-norm). The driver gives the adapters their initial values
+    (PEFT's: A Kaiming-uniform, B zeros, or a PEFT adapter file). Errors: no product's weight
+    matches (the module names are listed), r larger than a targeted weight's in or out.
+
+    Before:
+    ```mlir
+    func.func @forward(%x: tensor<4x8xf32> {graph.input = "x"},
+                       %w: tensor<6x8xf32> {graph.param = "attn.q_proj.weight"}) -> ... {
+      %wt = graph.transpose %w {perm = array<i64: 1, 0>} : (tensor<6x8xf32>) -> tensor<8x6xf32>
+      %y = graph.matmul %x, %wt : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+    ```
+    After (r = 2, alpha = 4):
+    ```mlir
+    func.func @forward(%x: ..., %w: tensor<6x8xf32> {graph.not_trainable = "...",
+                       graph.param = "attn.q_proj.weight"},
+                       %a: tensor<2x8xf32> {graph.param = "attn.q_proj.lora_A.weight"},
+                       %b: tensor<6x2xf32> {graph.param = "attn.q_proj.lora_B.weight"}) -> ... {
+      %y = graph.matmul %x, %wt : ...
+      %at = graph.transpose %a {perm = array<i64: 1, 0>} : (tensor<2x8xf32>) -> tensor<8x2xf32>
+      %d = graph.matmul %x, %at : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+      %bt = graph.transpose %b {perm = array<i64: 1, 0>} : (tensor<6x2xf32>) -> tensor<2x6xf32>
+      %u = graph.matmul %d, %bt : (tensor<4x2xf32>, tensor<2x6xf32>) -> tensor<4x6xf32>
+      %s = graph.constant dense<2.000000e+00> : tensor<f32>
+      %m = graph.mul %u, %s : ...
+      %z = graph.add %y, %m : ...   // replaces %y
+    ```
+  }];
+  let options = [
+    Option<"rank", "r", "int64_t", "8", "the adapters' rank">,
+    Option<"alpha", "alpha", "double", "8.0", "the scale's numerator (scale = alpha / r)">,
+    Option<"rslora", "rslora", "bool", "false", "scale = alpha / sqrt(r) (rank-stabilised)">,
+    Option<"targets", "targets", "std::string", "\"\"",
+           "regex matched against the end of each product weight's module path (default: "
+           "PEFT's usual attention targets)">,
+    Option<"trainBias", "train-bias", "bool", "false", "keep training the biases">,
+    Option<"trainNorm", "train-norm", "bool", "false",
+           "keep training the normalisation weights">,
+  ];
+  let dependentDialects = ["shardc::graph::GraphDialect", "mlir::func::FuncDialect"];
+}
+
 def HoistLoss : Pass<"shardc-hoist-loss", "mlir::func::FuncOp"> {
   let summary = "Compute the training step's loss before the optimizer updates";
   let description = [{

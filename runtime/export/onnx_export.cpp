@@ -2,6 +2,7 @@
 
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
+#include "runtime/support/lora_names.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -133,8 +134,13 @@ Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExport
                            quoteForMessage(name) + " is not an input of the program");
     auto it = initializers.find(name);
     if (it == initializers.end())
-      return Status::error(path + ": the model has no initializer " + quoteForMessage(name) +
-                           " for the trained parameter of that name");
+      return Status::error(
+          path + ": the model has no initializer " + quoteForMessage(name) +
+          " for the trained parameter of that name" +
+          (isLoraAdapterName(name)
+               ? " (a LoRA adapter: exporting a LoRA bundle, its adapters merged into the "
+                 "weights, is not supported yet; --outputs DIR writes the adapters)"
+               : ""));
     if (duplicated.count(name))
       return Status::error(path + ": initializer " + quoteForMessage(name) + " is defined twice");
     const onnx::TensorProto &tensor = graph.initializer(it->second);

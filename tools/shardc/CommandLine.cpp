@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +92,18 @@ parallelism (training; docs/cli.md):
                             masks, softmax, .V) with one fused op whose kernels keep no
                             S x Sk tensor; the backward pass recomputes the probabilities
                             (default off; docs/cli.md says which forms are fused)
+  --lora r=N,alpha=A,rslora,targets=REGEX
+                            LoRA: add adapters A [r, in] and B [out, r] beside each product
+                            weight of a module matching REGEX (matched against the end of the
+                            module path, as PEFT does; default q_proj|v_proj|c_attn|query|value;
+                            targets= comes last), y = x.W + (x.A^T.B^T) * alpha/r (alpha/sqrt(r)
+                            with rslora; PEFT's defaults r=8, alpha=8), and train the adapters
+                            only (dropout=0 only, so far)
+  --lora-init FILE          the adapters' initial values from a PEFT adapter file
+                            (adapter_model.safetensors); default PEFT's own initialisation
+                            (A Kaiming-uniform from --lora-seed N, default 0; B zeros)
+  --lora-train bias|norm|bias,norm
+                            keep training the biases and/or the normalisation weights
   --fuse-elementwise on|off
                             run each chain of elementwise ops (and the casts of 16-bit
                             storage) as one kernel that reads its inputs once and writes
@@ -183,6 +197,51 @@ std::string formatNumber(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", x);
   return text;
+}
+
+// --lora's value: KEY=VALUE pairs separated by commas (r, alpha, dropout, rslora as a bare key
+// or rslora=true|false), targets=REGEX last, since a regex may hold commas itself.
+std::optional<std::string> parseLora(const std::string &text, CompileOptions::Lora &lora) {
+  const std::string usage = "--lora '" + text + "': expected KEY=VALUE,... with keys r, alpha, "
+                            "dropout, rslora and targets (last), e.g. r=8,alpha=16,targets=q_proj|v_proj";
+  if (text.empty())
+    return usage;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    if (text.compare(begin, 8, "targets=") == 0) {
+      lora.targets = text.substr(begin + 8);
+      if (lora.targets.empty())
+        return "--lora targets= needs a regex over module names (e.g. q_proj|v_proj)";
+      return std::nullopt;
+    }
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, comma - begin);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    double number = 0;
+    if (key == "rslora" && (eq == std::string::npos || value == "true" || value == "false")) {
+      lora.rslora = value != "false";
+    } else if (eq == std::string::npos || !parseNumber(value, number)) {
+      return usage;
+    } else if (key == "r") {
+      if (number < 1 || number > 65536 || number != std::floor(number))
+        return "--lora r=" + value + ": the rank must be a whole number from 1 to 65536";
+      lora.rank = static_cast<int64_t>(number);
+    } else if (key == "alpha") {
+      if (number <= 0)
+        return "--lora alpha=" + value + ": must be positive";
+      lora.alpha = number;
+    } else if (key == "dropout") {
+      if (number != 0)
+        return "--lora dropout=" + value + ": dropout on the adapters' input is not supported "
+                                           "yet (give dropout=0)";
+    } else {
+      return usage;
+    }
+    begin = comma + 1;
+  }
+  return std::nullopt;
 }
 
 // The optimizer's options as PyTorch's AdamW and SGD validate them, and none that the chosen
@@ -391,6 +450,35 @@ public:
               fail("--fuse-attention '" + v + "': expected on or off");
             options_.fuseAttention = v == "on";
           });
+    const char *lora = "--lora needs KEY=VALUE,... (r=8,alpha=16,targets=q_proj|v_proj)";
+    value("--lora", lora, [this, lora](const std::string &v) {
+      if (std::optional<std::string> bad = parseLora(v, options_.lora))
+        fail(*bad);
+      options_.lora.enabled = true;
+    });
+    value("--lora-init", "--lora-init needs a PEFT adapter file (adapter_model.safetensors)",
+          [this](const std::string &v) {
+            if (v.empty())
+              fail("--lora-init needs a PEFT adapter file (adapter_model.safetensors)");
+            options_.lora.initFile = v;
+          });
+    value("--lora-train", "--lora-train needs bias, norm or bias,norm",
+          [this](const std::string &v) {
+            if (v != "bias" && v != "norm" && v != "bias,norm" && v != "norm,bias")
+              fail("--lora-train '" + v + "': expected bias, norm or bias,norm");
+            options_.lora.trainBias = v.find("bias") != std::string::npos;
+            options_.lora.trainNorm = v.find("norm") != std::string::npos;
+          });
+    value("--lora-seed", "--lora-seed needs an integer from 0 to 2^64-1",
+          [this](const std::string &v) {
+            char *end = nullptr;
+            errno = 0;
+            unsigned long long seed = std::strtoull(v.c_str(), &end, 10);
+            if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])) || *end != '\0' ||
+                errno == ERANGE)
+              fail("--lora-seed needs an integer from 0 to 2^64-1, got '" + v + "'");
+            options_.lora.seed = seed;
+          });
     value("--fuse-elementwise", "--fuse-elementwise needs a value (on or off)",
           [this](const std::string &v) {
             if (v != "on" && v != "off")
@@ -578,6 +666,14 @@ ParseResult parseCommandLine(int argc, char **argv, CompileOptions &options) {
   if (options.microBatches > 1 && options.mode == Mode::Forward)
     return usageError("--micro-batches " + std::to_string(options.microBatches) +
                       ": gradient accumulation applies to training (--mode train)");
+  if (!options.lora.enabled &&
+      (flags.given("--lora-init") || flags.given("--lora-train") || flags.given("--lora-seed")))
+    return usageError(std::string(flags.given("--lora-init")    ? "--lora-init"
+                                  : flags.given("--lora-train") ? "--lora-train"
+                                                                : "--lora-seed") +
+                      " applies to LoRA adapters; give --lora too");
+  if (options.lora.enabled && options.mode == Mode::Forward)
+    return usageError("--lora adds adapters to train (--mode train)");
   if (options.train.precision != "fp32" && options.mode == Mode::Forward)
     return usageError("--precision " + options.train.precision +
                       ": applies to training (--mode train) so far");

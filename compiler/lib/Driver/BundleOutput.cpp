@@ -7,6 +7,7 @@
 #include "shardc/Support/Diagnostics.h"
 
 #include "runtime/loader/bundle.h"
+#include "runtime/support/lora_names.h"
 
 #include <cstdio>
 #include <fstream>
@@ -67,7 +68,9 @@ int writeCompiledBundle(mlir::MLIRContext &ctx, const CompileOptions &opts,
   if (training && weights) {
     std::set<std::string> trained;
     for (const program::StateInit &init : bundle.programs(0).state_init())
-      trained.insert(init.name());
+      // LoRA adapters are no initializers of the model: it keeps its base weights whole.
+      if (!opts.lora.enabled || !runtime::isLoraAdapterName(init.name()))
+        trained.insert(init.name());
     bool tooLarge = false;
     if (mlir::failed(buildSourceModel(ctx, opts.model, trained, sourceOnnx, tooLarge, error))) {
       printError(error);

@@ -4,6 +4,7 @@
 #include "shardc/Driver/BundleNotes.h"
 #include "shardc/Driver/BundleOutput.h"
 #include "shardc/Driver/BundleWriter.h"
+#include "shardc/Driver/LoraSetup.h"
 #include "shardc/Driver/PlanPrediction.h"
 #include "shardc/Plan/PlanReport.h"
 #include "shardc/Cost/Cluster.h"
@@ -94,6 +95,15 @@ importModel(mlir::MLIRContext &ctx, const CompileOptions &opts, FirstErrorCollec
     if (mlir::failed(pm.run(imported->module.get()))) {
       printError(errors.hasError() ? errors.message()
                                    : opts.model + ": shardc-fuse-attention failed");
+      return mlir::failure();
+    }
+  }
+  // --lora: the adapters and the frozen base, for every strategy (after attention fusion,
+  // whose chains do not contain the projections).
+  if (opts.lora.enabled) {
+    std::string loraError;
+    if (!driver::addLoraAdapters(opts, imported->module.get(), imported->weights, loraError)) {
+      printError(loraError);
       return mlir::failure();
     }
   }

@@ -48,6 +48,19 @@ struct CompileOptions {
   // reader (the plan-memory pass's overlap-collectives).
   bool commOverlap = true;
   bool fuseAttention = false; // --fuse-attention on: shardc-fuse-attention after import
+  // --lora r=N,alpha=A,dropout=0,rslora,targets=REGEX: LoRA adapters beside the targeted
+  // weights, the rest of the model frozen (shardc-lora-adapters, after import); their initial
+  // values PEFT's (A Kaiming-uniform from --lora-seed, B zeros) or --lora-init FILE's.
+  struct Lora {
+    bool enabled = false;
+    int64_t rank = 8;
+    double alpha = 8.0; // PEFT's default lora_alpha
+    bool rslora = false;
+    std::string targets; // empty: PEFT's usual attention targets
+    bool trainBias = false, trainNorm = false; // --lora-train bias|norm|bias,norm
+    uint64_t seed = 0;                         // --lora-seed
+    std::string initFile;                      // --lora-init: a PEFT adapter_model.safetensors
+  } lora;
   // --fuse-elementwise: shardc-fuse-elementwise on every device's program (default on).
   bool fuseElementwise = true;
   std::string fsdpUnit;

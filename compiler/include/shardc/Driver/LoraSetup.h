@@ -1,0 +1,27 @@
+//===- LoraSetup.h - --lora on the imported model ---------------------------------------===//
+//
+// Runs shardc-lora-adapters on the imported @forward and gives each adapter parameter it adds
+// its initial value in the model's weights: PEFT's initialisation (A Kaiming-uniform, B
+// zeros) or the tensors of a PEFT adapter file (--lora-init).
+//
+//===-------------------------------------------------------------------------------------===//
+#ifndef SHARDC_DRIVER_LORASETUP_H
+#define SHARDC_DRIVER_LORASETUP_H
+
+#include "shardc/Parallel/CompileOptions.h"
+#include "shardc/Support/WeightStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace shardc::driver {
+
+// Adds the adapters (opts.lora) to `module` and their values to `weights`. On failure returns
+// false with a one-line `error` naming the flag, the weight or the file.
+bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightStore &weights,
+                     std::string &error);
+
+} // namespace shardc::driver
+
+#endif

@@ -1,0 +1,146 @@
+//===- LoraSetup.cpp - --lora on the imported model -------------------------------------===//
+#include "shardc/Driver/LoraSetup.h"
+
+#include "passes/training/TrainingPasses.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/support/philox.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace shardc::driver {
+
+namespace {
+
+// PEFT prefixes the module paths of the model it wraps with this in its adapter files.
+constexpr const char *kPeftPrefix = "base_model.model.";
+
+struct NewParameter {
+  std::string name;
+  mlir::RankedTensorType type;
+  LoraParameterKind kind;
+  int64_t fanIn;
+};
+
+std::vector<char> asBytes(const std::vector<float> &values) {
+  std::vector<char> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// PEFT's initial values: A ~ U(-1/sqrt(in), 1/sqrt(in)), which is kaiming_uniform_ with
+// a = sqrt(5) on a [r, in] weight, drawn from a Philox stream per parameter; B zeros.
+std::vector<float> initialValues(const NewParameter &p, uint64_t seed, uint64_t stream) {
+  std::vector<float> values(static_cast<size_t>(p.type.getNumElements()), 0.0f);
+  if (p.kind == LoraParameterKind::B)
+    return values;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(p.fanIn));
+  runtime::PhiloxStream random(seed, stream);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>((2.0 * random.uniform(i) - 1.0) * bound);
+  return values;
+}
+
+// The key of `parameter` in a PEFT file: PEFT's prefix and a module path that the exported
+// name ends with (the export may name the model's modules under a wrapper, "model.").
+const std::string *peftKeyFor(const std::string &parameter,
+                              const std::map<std::string, runtime::HostTensor> &file) {
+  const std::string *found = nullptr;
+  for (const auto &[key, tensor] : file) {
+    if (key.rfind(kPeftPrefix, 0) != 0)
+      continue;
+    const std::string path = key.substr(std::strlen(kPeftPrefix));
+    if (parameter == path || (parameter.size() > path.size() &&
+                              parameter.compare(parameter.size() - path.size(), path.size(),
+                                                path) == 0 &&
+                              parameter[parameter.size() - path.size() - 1] == '.')) {
+      if (found)
+        return nullptr; // two keys fit: ambiguous, reported by the caller
+      found = &key;
+    }
+  }
+  return found;
+}
+
+} // namespace
+
+bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightStore &weights,
+                     std::string &error) {
+  LoraAdaptersOptions options;
+  options.rank = opts.lora.rank;
+  options.alpha = opts.lora.alpha;
+  options.rslora = opts.lora.rslora;
+  options.targets = opts.lora.targets;
+  options.trainBias = opts.lora.trainBias;
+  options.trainNorm = opts.lora.trainNorm;
+  std::vector<NewParameter> added;
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(createLoraAdapters(options, [&](const std::string &name, mlir::RankedTensorType type,
+                                             LoraParameterKind kind, int64_t fanIn) {
+    added.push_back({name, type, kind, fanIn});
+  }));
+  std::string diagnostic;
+  mlir::ScopedDiagnosticHandler capture(module.getContext(), [&](mlir::Diagnostic &d) {
+    if (diagnostic.empty())
+      diagnostic = d.str();
+    return mlir::success();
+  });
+  if (mlir::failed(pm.run(module))) {
+    error = opts.model + ": " + (diagnostic.empty() ? "shardc-lora-adapters failed" : diagnostic);
+    return false;
+  }
+
+  std::map<std::string, runtime::HostTensor> file;
+  if (!opts.lora.initFile.empty()) {
+    runtime::Status status = runtime::readSafetensors(opts.lora.initFile, &file, nullptr);
+    if (!status.isOk()) {
+      error = "--lora-init " + status.message();
+      return false;
+    }
+  }
+  std::set<std::string> used;
+  for (size_t i = 0; i < added.size(); ++i) {
+    const NewParameter &p = added[i];
+    std::vector<float> values;
+    if (file.empty() && opts.lora.initFile.empty()) {
+      values = initialValues(p, opts.lora.seed, i);
+    } else {
+      const std::string *key = peftKeyFor(p.name, file);
+      if (!key) {
+        error = opts.lora.initFile + ": no single tensor " + kPeftPrefix +
+                "<module path>.lora_X.weight for adapter '" + p.name +
+                "' (the file's adapters do not match --lora targets, or two of its names fit)";
+        return false;
+      }
+      const runtime::HostTensor &tensor = file.at(*key);
+      runtime::Tensor view = const_cast<runtime::HostTensor &>(tensor).view();
+      const std::vector<int64_t> shape(p.type.getShape().begin(), p.type.getShape().end());
+      if (view.dtype != program::F32 || view.shape != shape) {
+        std::string want;
+        for (int64_t d : shape)
+          want += (want.empty() ? "" : "x") + std::to_string(d);
+        error = opts.lora.initFile + ": tensor '" + *key + "' must be f32[" + want +
+                "] for adapter '" + p.name + "' (r=" + std::to_string(opts.lora.rank) + ")";
+        return false;
+      }
+      values.assign(view.as<float>(), view.as<float>() + view.numel());
+      used.insert(*key);
+    }
+    weights.add(p.name, WeightTensor{p.type, true, asBytes(values)});
+  }
+  for (const auto &[key, tensor] : file)
+    if (!used.count(key)) {
+      error = opts.lora.initFile + ": tensor '" + key + "' is no adapter of a module --lora " +
+              "targets (targets=" + (opts.lora.targets.empty() ? "default" : opts.lora.targets) +
+              ")";
+      return false;
+    }
+  return true;
+}
+
+} // namespace shardc::driver

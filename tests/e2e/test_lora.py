@@ -1,0 +1,192 @@
+"""`shardc --lora` against PEFT, end to end.
+
+    test_lora.py --shardc PATH --shardrun PATH --work DIR
+
+For Hugging Face GPT-2 (Conv1D projections: Gemm on W [in, out]) and Llama (nn.Linear
+projections without bias: MatMul on a transposed W [out, in]), tiny configurations of the
+model zoo's, each exported in both styles (plain torch.onnx.export with the shapes baked in,
+and with dynamic_axes): PEFT (peft 0.14, LoraConfig r=8, lora_alpha=16, PEFT's default targets
+for the architecture: c_attn; q_proj and v_proj) wraps the model with both adapter matrices
+random (init_lora_weights=False, so that the adapters change the loss from the first step) and
+saves them as save_pretrained does (adapter_model.safetensors); shardc compiles the base model's
+export with --lora r=8,alpha=16,targets=... --lora-init that file, and shardrun trains 30
+AdamW steps on the batch PEFT trains on. Checks:
+
+  peft      every step's loss within 1e-5 (relative) of PEFT's (AdamW over the adapters only)
+  trained   the plan trains exactly the adapters: their element count, and no base parameter
+            (plan.json's trained elements, 2 * r * (in + out) per targeted weight)
+  default   --lora without --lora-init (PEFT's own initialisation, B zeros): step 1's loss
+            equals the base model's (the adapters start as the identity), later ones differ
+  refused   a target regex that matches nothing, r larger than a targeted weight, a file whose
+            adapters the targets do not match, and --lora-init without --lora: one error
+            line, exit 1 or 2
+
+Prints PASS/FAIL per case with the worst difference, and `N passed, M failed`.
+"""
+
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "export"))
+import e2e_util  # noqa: E402
+import shardc_export  # noqa: E402
+import test_model_zoo as zoo  # noqa: E402
+
+RANK, ALPHA, STEPS, LR, RTOL = 8, 16, 30, 1e-3, 1e-5
+MODELS = {
+    # name: (build, PEFT's default target modules for the architecture)
+    "hf_gpt2": (zoo.hf_gpt2, ["c_attn"]),
+    "hf_llama": (zoo.hf_decoder("LlamaConfig", "LlamaForCausalLM").build, ["q_proj", "v_proj"]),
+}
+
+
+def build(name):
+    torch.manual_seed(0)
+    return MODELS[name][0]()
+
+
+def export(model, batch, path, style):
+    names, args = list(batch), tuple(batch.values())
+    with torch.no_grad():
+        if style == "static":
+            torch.onnx.export(model, args, path, opset_version=17,
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False, input_names=names,
+                              output_names=["loss"])
+        else:
+            shardc_export.export(model, args, path, input_names=names, output_names=["loss"],
+                                 dynamic_axes=zoo.TOKENS_DYNAMIC)
+    if style == "static":
+        return []
+    return [flag for input_name, tensor in batch.items()
+            for flag in ("--input-shape", f"{input_name}={'x'.join(map(str, tensor.shape))}")]
+
+
+def peft_run(name, batch, adapter_dir):
+    """PEFT's LoRA on a fresh copy of the model: saves the adapters, then trains STEPS AdamW
+    steps over them; returns the losses."""
+    import peft
+    wrapper = build(name)
+    torch.manual_seed(1)
+    config = peft.LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
+                             target_modules=MODELS[name][1], init_lora_weights=False)
+    wrapper.model = peft.get_peft_model(wrapper.model, config)
+    # What save_pretrained writes (less its model card, which needs Jinja2): the adapters'
+    # state dict as safetensors and the config.
+    import safetensors.torch
+    os.makedirs(adapter_dir, exist_ok=True)
+    safetensors.torch.save_file(peft.get_peft_model_state_dict(wrapper.model),
+                                os.path.join(adapter_dir, "adapter_model.safetensors"),
+                                metadata={"format": "pt"})
+    wrapper.model.peft_config["default"].save_pretrained(adapter_dir)
+    trained = [p for p in wrapper.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=LR, weight_decay=0.01)
+    losses = []
+    args = tuple(batch.values())
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        loss = wrapper(*args)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    return losses, sum(p.numel() for p in trained)
+
+
+def compile_and_train(args, model_path, bundle, data, flags):
+    res = e2e_util.run_tool([args.shardc, model_path, "-o", bundle, *flags], 600)
+    if not res.ok:
+        return None, f"shardc {' '.join(flags)}: {res.describe()}"
+    metrics = bundle + ".jsonl"
+    res = e2e_util.run_tool([args.shardrun, bundle, "--steps", str(STEPS), "--data", data,
+                             "--lr", str(LR), "--metrics", metrics], 600)
+    if not res.ok:
+        return None, f"shardrun {bundle}: {res.describe()}"
+    return [json.loads(line)["loss"] for line in open(metrics)], None
+
+
+def check_model(args, name, style, results):
+    work = os.path.join(args.work, f"{name}_{style}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(os.path.join(work, "data"))
+    batch = zoo.token_batch()
+    for input_name, tensor in batch.items():
+        np.save(os.path.join(work, "data", e2e_util.npy_name(input_name)), tensor.numpy())
+    model_path = os.path.join(work, "model.onnx")
+    shape_flags = export(build(name), batch, model_path, style)
+    adapter_dir = os.path.join(work, "peft_adapter")
+    reference, adapter_elements = peft_run(name, batch, adapter_dir)
+    targets = "|".join(MODELS[name][1])
+    lora = ["--lora", f"r={RANK},alpha={ALPHA},targets={targets}"]
+    bundle = os.path.join(work, "lora.shard")
+    ours, error = compile_and_train(
+        args, model_path, bundle, os.path.join(work, "data"),
+        [*shape_flags, *lora, "--lora-init", os.path.join(adapter_dir, "adapter_model.safetensors")])
+    label = f"{name}_{style}"
+    if error:
+        results.append((False, f"{label} peft: {error}"))
+        return
+    diff = zoo.worst_relative(ours, reference)
+    results.append((diff <= RTOL, f"{label} peft: {STEPS} steps, worst relative loss difference "
+                                  f"{diff:.2e} (<= {RTOL:g}); first loss {ours[0]:.6f} "
+                                  f"(PEFT {reference[0]:.6f}), last {ours[-1]:.6f} "
+                                  f"(PEFT {reference[-1]:.6f})"))
+    totals = json.load(open(os.path.join(bundle, "plan.json")))["parameter_totals"]
+    results.append((totals["trained_elements"] == adapter_elements,
+                    f"{label} trained: {totals['trained_elements']} trained elements in the plan, "
+                    f"PEFT's adapters {adapter_elements}"))
+
+    # PEFT's own initialisation: B = 0, so the first step's loss is the base model's.
+    base, error = compile_and_train(args, model_path, os.path.join(work, "base.shard"),
+                                    os.path.join(work, "data"), shape_flags)
+    default, error2 = compile_and_train(args, model_path, os.path.join(work, "default.shard"),
+                                        os.path.join(work, "data"), [*shape_flags, *lora])
+    if error or error2:
+        results.append((False, f"{label} default: {error or error2}"))
+        return
+    results.append((default[0] == base[0] and default[1] != base[1],
+                    f"{label} default: first loss {default[0]:.8f} against the base model's "
+                    f"{base[0]:.8f}; second {default[1]:.8f} against {base[1]:.8f}"))
+
+
+def check_refusals(args, results):
+    work = os.path.join(args.work, "hf_gpt2_static")
+    model_path = os.path.join(work, "model.onnx")
+    adapter = os.path.join(work, "peft_adapter", "adapter_model.safetensors")
+    cases = [
+        (["--lora", "r=8,targets=no_such_module"], 1,
+         "--lora targets=no_such_module: no MatMul or Gemm weight's module matches"),
+        (["--lora", "r=100,targets=c_attn"], 1, "--lora r=100: larger than weight"),
+        (["--lora", "r=8,alpha=16,targets=c_proj", "--lora-init", adapter], 1,
+         "no single tensor base_model.model.<module path>.lora_X.weight for adapter"),
+        (["--lora-init", adapter], 2, "--lora-init applies to LoRA adapters; give --lora too"),
+        (["--lora", "r=8,dropout=0.1"], 2, "--lora dropout=0.1: dropout on the adapters' input "
+                                           "is not supported yet"),
+    ]
+    for flags, code, message in cases:
+        res = e2e_util.run_tool([args.shardc, model_path, "-o", os.path.join(work, "refused"),
+                                 *flags], 300)
+        lines = res.stderr.strip().splitlines()
+        ok = res.returncode == code and len(lines) == 1 and message in lines[0]
+        results.append((ok, f"refused {' '.join(flags)}: exit {res.returncode}: "
+                            f"{lines[0] if lines else '(no message)'}"))
+
+
+def main():
+    args = e2e_util.parse_args(e2e_util.argument_parser(__doc__))
+    results = []
+    for name in MODELS:
+        for style in ("static", "dynamic"):
+            check_model(args, name, style, results)
+    check_refusals(args, results)
+    sys.exit(e2e_util.report(results))
+
+
+if __name__ == "__main__":
+    main()
