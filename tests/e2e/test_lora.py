@@ -13,8 +13,15 @@ export with --lora r=8,alpha=16,targets=... --lora-init that file, and shardrun 
 AdamW steps on the batch PEFT trains on. Checks:
 
   peft      every step's loss within 1e-5 (relative) of PEFT's (AdamW over the adapters only)
+  saved     shardrun --save-adapters writes the trained adapters as a PEFT directory, which
+            peft.PeftModel.from_pretrained loads onto the base model: its forward loss on the
+            batch within 1e-5 of the PEFT-trained model's after the same 30 steps
   trained   the plan trains exactly the adapters: their element count, and no base parameter
             (plan.json's trained elements, 2 * r * (in + out) per targeted weight)
+  sharded   the same compile under --gpus 2 --strategy zero3, tp=2 and --gpus 4 dp=2,tp=2:
+            every step within 1e-5 of the 1-rank LoRA run, planned = measured peak memory on
+            every rank (the adapters are split on tp and their state sharded; the frozen base
+            stays whole on every rank so far)
   default   --lora without --lora-init (PEFT's own initialisation, B zeros): step 1's loss
             equals the base model's (the adapters start as the identity), later ones differ
   refused   a target regex that matches nothing, r larger than a targeted weight, a file whose
@@ -96,18 +103,33 @@ def peft_run(name, batch, adapter_dir):
         loss.backward()
         optimizer.step()
         losses.append(float(loss))
-    return losses, sum(p.numel() for p in trained)
+    with torch.no_grad():
+        final = float(wrapper(*args))
+    return losses, sum(p.numel() for p in trained), final
 
 
-def compile_and_train(args, model_path, bundle, data, flags):
+def peft_loaded_loss(name, batch, adapter_dir):
+    """The forward loss of the base model with the adapters of `adapter_dir` loaded by PEFT."""
+    import peft
+    wrapper = build(name)
+    wrapper.model = peft.PeftModel.from_pretrained(wrapper.model, adapter_dir)
+    with torch.no_grad():
+        return float(wrapper(*tuple(batch.values())))
+
+
+PEAKS = {}  # bundle -> [(planned, measured) peak bytes per rank]
+
+
+def compile_and_train(args, model_path, bundle, data, flags, run_flags=()):
     res = e2e_util.run_tool([args.shardc, model_path, "-o", bundle, *flags], 600)
     if not res.ok:
         return None, f"shardc {' '.join(flags)}: {res.describe()}"
     metrics = bundle + ".jsonl"
     res = e2e_util.run_tool([args.shardrun, bundle, "--steps", str(STEPS), "--data", data,
-                             "--lr", str(LR), "--metrics", metrics], 600)
+                             "--lr", str(LR), "--metrics", metrics, *run_flags], 600)
     if not res.ok:
         return None, f"shardrun {bundle}: {res.describe()}"
+    PEAKS[bundle] = e2e_util.memory_peaks(res.stdout + res.stderr)
     return [json.loads(line)["loss"] for line in open(metrics)], None
 
 
@@ -121,13 +143,14 @@ def check_model(args, name, style, results):
     model_path = os.path.join(work, "model.onnx")
     shape_flags = export(build(name), batch, model_path, style)
     adapter_dir = os.path.join(work, "peft_adapter")
-    reference, adapter_elements = peft_run(name, batch, adapter_dir)
+    reference, adapter_elements, reference_final = peft_run(name, batch, adapter_dir)
     targets = "|".join(MODELS[name][1])
     lora = ["--lora", f"r={RANK},alpha={ALPHA},targets={targets}"]
     bundle = os.path.join(work, "lora.shard")
     ours, error = compile_and_train(
         args, model_path, bundle, os.path.join(work, "data"),
-        [*shape_flags, *lora, "--lora-init", os.path.join(adapter_dir, "adapter_model.safetensors")])
+        [*shape_flags, *lora, "--lora-init", os.path.join(adapter_dir, "adapter_model.safetensors")],
+        ["--save-adapters", os.path.join(work, "saved_adapter")])
     label = f"{name}_{style}"
     if error:
         results.append((False, f"{label} peft: {error}"))
@@ -137,10 +160,31 @@ def check_model(args, name, style, results):
                                   f"{diff:.2e} (<= {RTOL:g}); first loss {ours[0]:.6f} "
                                   f"(PEFT {reference[0]:.6f}), last {ours[-1]:.6f} "
                                   f"(PEFT {reference[-1]:.6f})"))
+    loaded = peft_loaded_loss(name, batch, os.path.join(work, "saved_adapter"))
+    diff = abs(loaded - reference_final) / abs(reference_final)
+    results.append((diff <= RTOL, f"{label} saved: PEFT's forward loss with the saved adapters "
+                                  f"{loaded:.7f}, the PEFT-trained model's {reference_final:.7f} "
+                                  f"(relative {diff:.2e}, <= {RTOL:g})"))
     totals = json.load(open(os.path.join(bundle, "plan.json")))["parameter_totals"]
     results.append((totals["trained_elements"] == adapter_elements,
                     f"{label} trained: {totals['trained_elements']} trained elements in the plan, "
                     f"PEFT's adapters {adapter_elements}"))
+
+    init = ["--lora-init", os.path.join(adapter_dir, "adapter_model.safetensors")]
+    for gpus, strategy in (("2", "zero3"), ("2", "tp=2"), ("4", "dp=2,tp=2")):
+        sharded_bundle = os.path.join(work, f"lora_{strategy.replace(',', '_')}.shard")
+        sharded, error = compile_and_train(
+            args, model_path, sharded_bundle, os.path.join(work, "data"),
+            [*shape_flags, *lora, *init, "--gpus", gpus, "--strategy", strategy])
+        if error:
+            results.append((False, f"{label} {strategy}: {error}"))
+            continue
+        diff = zoo.worst_relative(sharded, ours)
+        peaks = PEAKS[sharded_bundle]
+        equal = bool(peaks) and all(p == m for p, m in peaks)
+        results.append((diff <= RTOL and equal,
+                        f"{label} {strategy}: vs 1 rank worst {diff:.2e} (<= {RTOL:g}); planned = "
+                        f"measured peak memory: {equal}"))
 
     # PEFT's own initialisation: B = 0, so the first step's loss is the base model's.
     base, error = compile_and_train(args, model_path, os.path.join(work, "base.shard"),

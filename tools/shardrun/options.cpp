@@ -62,6 +62,9 @@ const char kUsage[] =
     "  --outputs DIR2     optional with --steps: write the final parameters as NAME.npy\n"
     "  --export-onnx FILE write the compiled ONNX model with the trained parameters to FILE\n"
     "                     at the end (FILE.data beside it holds them if FILE would reach 2 GiB)\n"
+    "  --save-adapters DIR  a bundle compiled with shardc --lora: write its trained adapters\n"
+    "                     at the end as a PEFT adapter directory (adapter_model.safetensors,\n"
+    "                     adapter_config.json) for peft.PeftModel.from_pretrained\n"
     "\n"
     "Bundles compiled for several ranks train with --steps, one rank per thread of this process\n"
     "(backend local), or one rank per process when started by mpirun or srun (backend mpi):\n"
@@ -94,7 +97,8 @@ const char *const kLoopFlags[] = {"--tokens",       "--seed",        "--metrics"
                                   "--save-every",   "--resume",      "--lr",       "--schedule",
                                   "--warmup-steps", "--min-lr",      "--export-onnx",
                                   "--on-nonfinite", "--overwrite", "--keep-checkpoints",
-                                  "--resume-step", "--trace", "--save-on-signal"};
+                                  "--resume-step", "--trace", "--save-on-signal",
+                                  "--save-adapters"};
 
 // Thrown by an option's callback to end the parse with shardrun's own usage message (CLI11
 // passes exceptions other than its own through parse()).
@@ -185,6 +189,7 @@ public:
     text("--save", "a directory", &options->saveDir);
     text("--resume", "a checkpoint directory", &options->resumeDir);
     text("--export-onnx", "a file", &options->exportOnnx);
+    text("--save-adapters", "a directory", &options->saveAdaptersDir);
     text("--trace", "a file", &options->traceFile);
     choice("--comm-overlap", "on or off", {"on", "off"}, &options->commOverlap);
     choice("--schedule", "constant or cosine", {"constant", "cosine"}, &options->schedule);

@@ -53,6 +53,8 @@ struct Options {
   std::optional<long long> warmupSteps;
   std::optional<double> minLr;
   std::optional<std::string> exportOnnx;
+  // --save-adapters DIR: a LoRA bundle's trained adapters as a PEFT adapter directory.
+  std::optional<std::string> saveAdaptersDir;
   // Several ranks: the communication backend ("local", "mpi", "nccl") and its timeout; how long
   // the ranks wait through long work of one of them (kDefaultIoTimeoutSeconds when absent).
   std::optional<std::string> comm;

@@ -277,7 +277,8 @@ private:
     // The state is gathered when the ranks hold shards of it (every rank joins, also those that
     // write nothing); a single rank's own values serve as they are.
     const bool save = options_.saveDir && lastSaved_ != loop_.step();
-    const bool writesParams = options_.outputsDir || options_.exportOnnx;
+    const bool writesParams =
+        options_.outputsDir || options_.exportOnnx || options_.saveAdaptersDir;
     // The final update may have made the state non-finite with a finite loss: nothing of it
     // is written.
     if (save || writesParams)
@@ -302,6 +303,18 @@ private:
       if (auto failure = writeParams(names, valueOf, *options_.outputsDir))
         return Status::error(failure->message);
       paramsWritten_ = names.size();
+    }
+    if (run_.adapters) {
+      // A sharded run's gathered values, or the single rank's own.
+      const auto adapterValue = [&](const std::string &name) -> const HostTensor * {
+        if (!full)
+          return loop_.value(name);
+        auto found = full->params.find(name);
+        return found == full->params.end() ? nullptr : &found->second;
+      };
+      Status status = writePeftAdapters(*options_.saveAdaptersDir, *run_.adapters, adapterValue);
+      if (!status.isOk())
+        return Status::error("--save-adapters: " + status.message());
     }
     if (run_.exporter) {
       Status status =

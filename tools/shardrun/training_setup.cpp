@@ -167,6 +167,11 @@ std::optional<Failure> prepareTraining(const Options &options, const LoadedBundl
       if (Status status = checkRegularFileDestination(*options.traceFile); !status.isOk())
         return error("--trace: " + status.message());
   }
+  if (options.saveAdaptersDir && hostsRank0) {
+    run->adapters.emplace();
+    if (Status status = readPeftAdapterLayout(options.bundle, &*run->adapters); !status.isOk())
+      return usageError("--save-adapters: " + status.message());
+  }
   if (options.exportOnnx && hostsRank0) {
     Status status = OnnxExporter::checkDestination(*options.exportOnnx);
     if (status.isOk())

@@ -10,6 +10,7 @@
 #include "runtime/training/lr_schedule.h"
 #include "runtime/training/metrics_log.h"
 #include "tools/shardrun/options.h"
+#include "tools/shardrun/peft_adapters.h"
 
 #include <cstdint>
 #include <memory>
@@ -26,6 +27,7 @@ struct TrainingRun {
   std::optional<shardc::runtime::CheckpointContents> checkpoint;
   // Rank 0's process only.
   std::unique_ptr<shardc::runtime::OnnxExporter> exporter; // --export-onnx
+  std::optional<PeftAdapterLayout> adapters;                // --save-adapters
   shardc::runtime::MetricsLog metrics;                     // open with --metrics
   std::unique_ptr<shardc::runtime::CheckpointDirLock> saveLock; // --save DIR, held to the end
 };

@@ -38,6 +38,12 @@ std::string trainedSetSource(const CompileOptions &opts, mlir::ModuleOp module, 
     filters += " --trainable '" + opts.train.trainable + "'";
   if (!opts.train.freeze.empty())
     filters += " --freeze '" + opts.train.freeze + "'";
+  if (opts.lora.enabled)
+    return std::string("--lora: the LoRA adapters") +
+           (opts.lora.trainBias ? ", the biases" : "") +
+           (opts.lora.trainNorm ? ", the normalisation weights" : "") +
+           "; every other parameter is the frozen base" +
+           (filters.empty() ? std::string() : ", then" + filters);
   if (forward->hasAttr(graph::kTrainableRecordAttr))
     return "the model's record of trained parameters (shardc.trainable metadata)" +
            (filters.empty() ? std::string() : ", then" + filters);

@@ -1,6 +1,7 @@
 //===- BundleOutput.cpp -----------------------------------------------------------------===//
 #include "shardc/Driver/BundleOutput.h"
 
+#include "shardc/Driver/LoraSetup.h"
 #include "shardc/Driver/SourceModel.h"
 #include "shardc/Parallel/DataParallelCompile.h"
 #include "shardc/Plan/PlanSummary.h"
@@ -88,6 +89,20 @@ int writeCompiledBundle(mlir::MLIRContext &ctx, const CompileOptions &opts,
                    notes)) {
     printError(error);
     return 1;
+  }
+  if (training && opts.lora.enabled) {
+    // lora.json: the adapters' PEFT names and config, for shardrun --save-adapters.
+    std::vector<std::string> adapters;
+    for (const program::StateInit &init : bundle.programs(0).state_init())
+      if (runtime::isLoraAdapterName(init.name()))
+        adapters.push_back(init.name());
+    const std::string json = driver::loraAdapterConfigJson(opts, adapters, error);
+    const std::string path = opts.output + "/lora.json";
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    if (json.empty() || !(file << json) || !file.flush()) {
+      printError(json.empty() ? error : path + ": cannot write the LoRA adapters' config");
+      return 1;
+    }
   }
   const uint64_t peak = largestPlannedPeak(bundle.programs());
   const program::Program &p = bundle.programs(0);

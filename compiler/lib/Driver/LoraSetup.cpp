@@ -8,6 +8,8 @@
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/support/philox.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -141,6 +143,47 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
       return false;
     }
   return true;
+}
+
+std::string loraAdapterConfigJson(const CompileOptions &opts,
+                                  const std::vector<std::string> &adapterNames,
+                                  std::string &error) {
+  std::map<std::string, runtime::HostTensor> file;
+  if (!opts.lora.initFile.empty()) {
+    runtime::Status status = runtime::readSafetensors(opts.lora.initFile, &file, nullptr);
+    if (!status.isOk()) {
+      error = "--lora-init " + status.message();
+      return "";
+    }
+  }
+  nlohmann::ordered_json keys = nlohmann::ordered_json::object();
+  std::set<std::string> modules;
+  for (const std::string &name : adapterNames) {
+    const std::string *fileKey = file.empty() ? nullptr : peftKeyFor(name, file);
+    const std::string key = fileKey ? *fileKey : kPeftPrefix + name;
+    keys[name] = key;
+    // The module path PEFT sees: the key without its prefix and ".lora_X.weight".
+    const std::string path = key.substr(std::strlen(kPeftPrefix));
+    modules.insert(path.substr(0, path.size() - std::strlen(".lora_A.weight")));
+  }
+  nlohmann::ordered_json config = {
+      {"peft_type", "LORA"},
+      {"task_type", nullptr},
+      {"base_model_name_or_path", nullptr},
+      {"r", opts.lora.rank},
+      {"lora_alpha", opts.lora.alpha},
+      {"lora_dropout", 0.0},
+      {"use_rslora", opts.lora.rslora},
+      {"target_modules", std::vector<std::string>(modules.begin(), modules.end())},
+      {"bias", "none"},
+      {"fan_in_fan_out", false},
+      {"init_lora_weights", true},
+      {"inference_mode", true},
+      {"modules_to_save", nullptr}};
+  nlohmann::ordered_json out = {{"format", "shardc-lora-adapters-1"},
+                                {"peft_keys", keys},
+                                {"adapter_config", config}};
+  return out.dump(2) + "\n";
 }
 
 } // namespace shardc::driver

@@ -22,6 +22,15 @@ namespace shardc::driver {
 bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightStore &weights,
                      std::string &error);
 
+// The bundle's lora.json for the adapters `adapterNames` (the bundle's parameters named
+// MODULE.lora_A.weight / MODULE.lora_B.weight): each one's key in a PEFT adapter file (that of
+// the --lora-init file it came from, else PEFT's prefix and its own name) and the PEFT
+// LoraConfig (adapter_config.json) the adapters follow, for shardrun --save-adapters. Empty,
+// with `error`, when the init file cannot be read again.
+std::string loraAdapterConfigJson(const CompileOptions &opts,
+                                  const std::vector<std::string> &adapterNames,
+                                  std::string &error);
+
 } // namespace shardc::driver
 
 #endif
