@@ -41,9 +41,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "export"))
 import e2e_util  # noqa: E402
-import shardc_export  # noqa: E402
 import test_model_zoo as zoo  # noqa: E402
 
 RANK, ALPHA, STEPS, LR, RTOL = 8, 16, 30, 1e-3, 1e-5
@@ -60,16 +58,8 @@ def build(name):
 
 
 def export(model, batch, path, style):
-    names, args = list(batch), tuple(batch.values())
-    with torch.no_grad():
-        if style == "static":
-            torch.onnx.export(model, args, path, opset_version=17,
-                              training=torch.onnx.TrainingMode.TRAINING,
-                              do_constant_folding=False, input_names=names,
-                              output_names=["loss"])
-        else:
-            shardc_export.export(model, args, path, input_names=names, output_names=["loss"],
-                                 dynamic_axes=zoo.TOKENS_DYNAMIC)
+    """Exports as the model zoo does; returns the --input-shape flags the style needs."""
+    zoo.export_onnx(model, batch, path, style, zoo.TOKENS_DYNAMIC)
     if style == "static":
         return []
     return [flag for input_name, tensor in batch.items()

@@ -664,6 +664,22 @@ MODELS = {
 }
 
 
+def export_onnx(model, batch, path, style, dynamic):
+    """Exports `model` (forward(*batch values) -> loss) to `path` in training mode: "static",
+    plain torch.onnx.export with the shapes baked in, or "dynamic", shardc_export with
+    `dynamic` as its dynamic_axes."""
+    names, args = list(batch), tuple(batch.values())
+    with torch.no_grad():
+        if style == "static":
+            torch.onnx.export(model, args, path, opset_version=17,
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False, input_names=names,
+                              output_names=["loss"])
+        else:
+            shardc_export.export(model, args, path, input_names=names, output_names=["loss"],
+                                 dynamic_axes=dynamic)
+
+
 def worst_relative(a, b):
     return max(abs(x - y) / abs(y) for x, y in zip(a, b))
 
@@ -702,20 +718,13 @@ class Zoo:
         for input_name, tensor in batch.items():
             np.save(os.path.join(out, "data", e2e_util.npy_name(input_name)), tensor.numpy())
         path = os.path.join(out, "model.onnx")
-        names, args = list(batch), tuple(batch.values())
+        args = tuple(batch.values())
         # Exporting in training mode runs the model: plain torch.onnx.export moves BatchNorm's
         # running statistics (the file holds the moved ones); shardc_export puts them back.
         # The reference is the exported module, in the state the file holds.
         with torch.no_grad():
             loss = float(self.copy_of(name, model)(*args))
-            if style == "static":
-                torch.onnx.export(model, args, path, opset_version=17,
-                                  training=torch.onnx.TrainingMode.TRAINING,
-                                  do_constant_folding=False, input_names=names,
-                                  output_names=["loss"])
-            else:
-                shardc_export.export(model, args, path, input_names=names,
-                                     output_names=["loss"], dynamic_axes=spec.dynamic)
+        export_onnx(model, batch, path, style, spec.dynamic)
         reference = model
         if style == "static":
             self.ops[name] = collections.Counter(
