@@ -5,9 +5,10 @@
 // A = lora_A.weight [r, in] and B = lora_B.weight [out, r] (PEFT's layouts, so that adapters
 // load and save without transposes), and its result y = x·W (+ bias) becomes
 //
-//     y + ((x·Aᵀ)·Bᵀ)·scale,   scale = alpha / r (or alpha / sqrt(r) with rslora),
+//     y + ((dropout(x)·Aᵀ)·Bᵀ)·scale,   scale = alpha / r (or alpha / sqrt(r) with rslora),
 //
-// in that order, as PEFT's LoRA Linear computes it. Every other parameter of the model is
+// in that order, as PEFT's LoRA Linear computes it (dropout: a training-mode graph.dropout of
+// its own Philox stream per product, when the ratio is not 0). Every other parameter of the model is
 // frozen (graph.not_trainable), except biases and normalisation weights when asked: the
 // training step then differentiates and updates the adapters alone. The weight of a product
 // is recognised in the forms exporters write: matmul(x, W) (GPT-2's Conv1D, W [in, out]),
@@ -154,6 +155,15 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
 
     const double scale = rslora ? alpha / std::sqrt(static_cast<double>(rank))
                                 : alpha / static_cast<double>(rank);
+    if (!(dropout >= 0.0 && dropout < 1.0)) {
+      forward.emitError("--lora dropout=" + std::to_string(dropout) + ": must be in [0, 1)");
+      return signalPassFailure();
+    }
+    // The adapters' dropouts take Philox streams after the model's own.
+    int64_t nextStream = 0;
+    forward.walk([&](graph::DropoutOp op) {
+      nextStream = std::max<int64_t>(nextStream, op.getStream() + 1);
+    });
     // One adapter per weight, its parameters appended to @forward's arguments.
     std::map<unsigned, std::pair<Value, Value>> adapters;
     auto adapterOf = [&](const WeightUse &use) -> std::pair<Value, Value> {
@@ -210,7 +220,18 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
             loc(what), RankedTensorType::get({t.getDimSize(1), t.getDimSize(0)}, f32), v,
             builder.getDenseI64ArrayAttr({1, 0}));
       };
-      // (x·Aᵀ)·Bᵀ, then the scale, then the sum with the product: PEFT's order.
+      // (dropout(x)·Aᵀ)·Bᵀ, then the scale, then the sum with the product: PEFT's order.
+      if (dropout > 0.0) {
+        auto mask = RankedTensorType::get(cast<RankedTensorType>(x.getType()).getShape(),
+                                          builder.getI1Type());
+        x = builder
+                .create<graph::DropoutOp>(loc("dropout"), TypeRange{x.getType(), mask}, x,
+                                          ValueRange{},
+                                          builder.getF32FloatAttr(static_cast<float>(dropout)),
+                                          builder.getUnitAttr(),
+                                          builder.getI64IntegerAttr(nextStream++))
+                .getResult(0);
+      }
       Value down = builder.create<graph::MatMulOp>(loc("A"), x, transposed(a, "A_t"));
       Value up = builder.create<graph::MatMulOp>(loc("B"), down, transposed(b, "B_t"));
       auto scalar = RankedTensorType::get({}, f32);

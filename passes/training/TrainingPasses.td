@@ -67,7 +67,8 @@ def LoraAdapters : Pass<"shardc-lora-adapters", "mlir::ModuleOp"> {
     matches target modules; default q_proj|v_proj|c_attn|query|value) gets the parameters
     MODULE.lora_A.weight [r, in] and MODULE.lora_B.weight [out, r] (PEFT's names and layouts),
     and its result y becomes y + ((x·Aᵀ)·Bᵀ)·(alpha / r) (alpha / sqrt(r) with rslora), x
-    being the product's input. Every other parameter gets graph.not_trainable, except biases
+    being the product's input, through a training-mode graph.dropout of its own Philox stream
+    when `dropout` is not 0. Every other parameter gets graph.not_trainable, except biases
     (names ending in ".bias", with train-bias) and normalisation weights (modules named
     *norm* or ln_*, with train-norm). The driver gives the adapters their initial values
     (PEFT's: A Kaiming-uniform, B zeros, or a PEFT adapter file). Errors: no product's weight
@@ -100,6 +101,8 @@ def LoraAdapters : Pass<"shardc-lora-adapters", "mlir::ModuleOp"> {
     Option<"rank", "r", "int64_t", "8", "the adapters' rank">,
     Option<"alpha", "alpha", "double", "8.0", "the scale's numerator (scale = alpha / r)">,
     Option<"rslora", "rslora", "bool", "false", "scale = alpha / sqrt(r) (rank-stabilised)">,
+    Option<"dropout", "dropout", "double", "0.0",
+           "dropout ratio on each adapter's input (a training-mode graph.dropout per product)">,
     Option<"targets", "targets", "std::string", "\"\"",
            "regex matched against the end of each product weight's module path (default: "
            "PEFT's usual attention targets)">,

@@ -139,7 +139,8 @@ Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExport
           " for the trained parameter of that name" +
           (isLoraAdapterName(name)
                ? " (a LoRA adapter: exporting a LoRA bundle, its adapters merged into the "
-                 "weights, is not supported yet; --outputs DIR writes the adapters)"
+                 "weights, is not supported yet; --save-adapters DIR writes the adapters for "
+                 "PEFT)"
                : ""));
     if (duplicated.count(name))
       return Status::error(path + ": initializer " + quoteForMessage(name) + " is defined twice");

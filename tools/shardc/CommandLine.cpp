@@ -97,8 +97,8 @@ parallelism (training; docs/cli.md):
                             weight of a module matching REGEX (matched against the end of the
                             module path, as PEFT does; default q_proj|v_proj|c_attn|query|value;
                             targets= comes last), y = x.W + (x.A^T.B^T) * alpha/r (alpha/sqrt(r)
-                            with rslora; PEFT's defaults r=8, alpha=8), and train the adapters
-                            only (dropout=0 only, so far)
+                            with rslora; PEFT's defaults r=8, alpha=8), dropout=P on the
+                            adapters' input (default 0), and train the adapters only
   --lora-init FILE          the adapters' initial values from a PEFT adapter file
                             (adapter_model.safetensors); default PEFT's own initialisation
                             (A Kaiming-uniform from --lora-seed N, default 0; B zeros)
@@ -233,9 +233,9 @@ std::optional<std::string> parseLora(const std::string &text, CompileOptions::Lo
         return "--lora alpha=" + value + ": must be positive";
       lora.alpha = number;
     } else if (key == "dropout") {
-      if (number != 0)
-        return "--lora dropout=" + value + ": dropout on the adapters' input is not supported "
-                                           "yet (give dropout=0)";
+      if (!(number >= 0 && number < 1))
+        return "--lora dropout=" + value + ": the ratio must be in [0, 1)";
+      lora.dropout = number;
     } else {
       return usage;
     }

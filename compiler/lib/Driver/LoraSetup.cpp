@@ -77,6 +77,7 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
   options.rank = opts.lora.rank;
   options.alpha = opts.lora.alpha;
   options.rslora = opts.lora.rslora;
+  options.dropout = opts.lora.dropout;
   options.targets = opts.lora.targets;
   options.trainBias = opts.lora.trainBias;
   options.trainNorm = opts.lora.trainNorm;
@@ -172,7 +173,7 @@ std::string loraAdapterConfigJson(const CompileOptions &opts,
       {"base_model_name_or_path", nullptr},
       {"r", opts.lora.rank},
       {"lora_alpha", opts.lora.alpha},
-      {"lora_dropout", 0.0},
+      {"lora_dropout", opts.lora.dropout},
       {"use_rslora", opts.lora.rslora},
       {"target_modules", std::vector<std::string>(modules.begin(), modules.end())},
       {"bias", "none"},

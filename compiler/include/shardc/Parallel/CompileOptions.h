@@ -55,6 +55,7 @@ struct CompileOptions {
     bool enabled = false;
     int64_t rank = 8;
     double alpha = 8.0; // PEFT's default lora_alpha
+    double dropout = 0.0;
     bool rslora = false;
     std::string targets; // empty: PEFT's usual attention targets
     bool trainBias = false, trainNorm = false; // --lora-train bias|norm|bias,norm

@@ -1,6 +1,7 @@
 // RUN: shardc-opt %s -split-input-file --shardc-lora-adapters="r=2 alpha=4 targets=q_proj|c_attn" | FileCheck %s
 // RUN: shardc-opt %s -split-input-file --shardc-lora-adapters="r=2 alpha=4 rslora=true targets=q_proj|c_attn" | FileCheck %s --check-prefix=RS
 // RUN: shardc-opt %s -split-input-file --shardc-lora-adapters="r=2 alpha=4 targets=q_proj|c_attn train-bias=true" | FileCheck %s --check-prefix=BIAS
+// RUN: shardc-opt %s -split-input-file --shardc-lora-adapters="r=2 alpha=4 dropout=0.25 targets=q_proj|c_attn" | FileCheck %s --check-prefix=DROP
 // RUN: not shardc-opt %s -split-input-file --shardc-lora-adapters="targets=nothing_here" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not shardc-opt %s -split-input-file --shardc-lora-adapters="r=7 targets=q_proj" 2>&1 | FileCheck %s --check-prefix=RANK
 
@@ -28,6 +29,10 @@
 // CHECK-NOT: lora
 // RS: graph.constant dense<2.82842708> : tensor<f32>
 // BIAS: %arg2: tensor<6xf32> {graph.param = "attn.q_proj.bias"}
+// With dropout, the adapter reads its input through a training-mode dropout of its own stream.
+// DROP: %[[XD:.*]], %{{.*}} = graph.dropout %arg0 {ratio = 2.500000e-01 : f32, training}
+// DROP-NEXT: %[[AT:.*]] = graph.transpose %arg4
+// DROP-NEXT: graph.matmul %[[XD]], %[[AT]]
 // NONE: error: --lora targets=nothing_here: no MatMul or Gemm weight's module matches (modules with product weights: attn.q_proj, attn.k_proj)
 // RANK: error: --lora r=7: larger than weight 'attn.q_proj.weight' [8 in x 6 out] allows
 func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
