@@ -42,6 +42,7 @@ struct ManifestEntry {
   uint64_t rngSeed = 0;
   uint64_t rngCounter = 0;
   int64_t dataPosition = 0;
+  std::optional<uint64_t> frozenWeightsChecksum;
   ManifestFile params;
   ManifestFile optimizer;
 };
@@ -110,6 +111,8 @@ void addEntryJson(const ManifestEntry &entry, Json *object) {
   (*object)["rng_seed"] = entry.rngSeed;
   (*object)["rng_counter"] = entry.rngCounter;
   (*object)["data_position"] = entry.dataPosition;
+  if (entry.frozenWeightsChecksum)
+    (*object)["frozen_weights_xxh3_64"] = hex64(*entry.frozenWeightsChecksum);
   (*object)["files"] = {{kParamsFile.key, manifestFileJson(entry.params)},
                         {kOptimizerFile.key, manifestFileJson(entry.optimizer)}};
 }
@@ -182,6 +185,13 @@ Status parseManifestEntry(const std::string &source, const Json &object, Manifes
   SHARDC_RETURN_IF_ERROR(getUint("rng_seed", &out->rngSeed));
   SHARDC_RETURN_IF_ERROR(getUint("rng_counter", &out->rngCounter));
   SHARDC_RETURN_IF_ERROR(getInt("data_position", &out->dataPosition));
+  // Optional: manifests written before it existed, or without a bundle, have none.
+  if (const Json *frozen = member(object, "frozen_weights_xxh3_64")) {
+    uint64_t checksum = 0;
+    if (!frozen->is_string() || !parseHex64(frozen->get_ref<const std::string &>(), &checksum))
+      return Status::error(source + ": frozen_weights_xxh3_64 is not 16 hex digits");
+    out->frozenWeightsChecksum = checksum;
+  }
   const Json *files = member(object, "files");
   if (files == nullptr || !files->is_object())
     return Status::error(source + ": files is missing or not an object");
@@ -384,6 +394,7 @@ Status saveCheckpoint(const std::string &dir, const CheckpointContents &contents
   entry.rngSeed = contents.rngSeed;
   entry.rngCounter = contents.rngCounter;
   entry.dataPosition = contents.dataPosition;
+  entry.frozenWeightsChecksum = contents.frozenWeightsChecksum;
   SHARDC_RETURN_IF_ERROR(
       writeDataFile(dir, kParamsFile, contents.step, contents.params, committed, &entry.params));
   SHARDC_RETURN_IF_ERROR(writeDataFile(dir, kOptimizerFile, contents.step,
@@ -414,6 +425,7 @@ CheckpointContents scalarsOf(const ManifestEntry &entry) {
   scalars.rngSeed = entry.rngSeed;
   scalars.rngCounter = entry.rngCounter;
   scalars.dataPosition = entry.dataPosition;
+  scalars.frozenWeightsChecksum = entry.frozenWeightsChecksum;
   return scalars;
 }
 

@@ -28,6 +28,9 @@ AdamW steps on the batch PEFT trains on. Checks:
             masks)
   default   --lora without --lora-init (PEFT's own initialisation, B zeros): step 1's loss
             equals the base model's (the adapters start as the identity), later ones differ
+  resume    a checkpoint holds the adapters (and their state) only, with the frozen weights'
+            checksum: resuming it on the same bundle goes on, on a bundle of the same model
+            whose base differs in one weight it is refused in one line
   refused   a target regex that matches nothing, r larger than a targeted weight, a file whose
             adapters the targets do not match, and --lora-init without --lora: one error
             line, exit 1 or 2
@@ -208,6 +211,52 @@ def check_model(args, name, style, results):
                     f"{base[0]:.8f}; second {default[1]:.8f} against {base[1]:.8f}"))
 
 
+def check_resume(args, results):
+    """Checkpoints of a LoRA run: adapters only, and bound to the base they were trained on."""
+    import onnx
+    from onnx import numpy_helper
+    work = os.path.join(args.work, "hf_gpt2_static")
+    model_path = os.path.join(work, "model.onnx")
+    data = os.path.join(work, "data")
+    lora = ["--lora", f"r={RANK},alpha={ALPHA},targets=c_attn"]
+    bundle = os.path.join(work, "resume.shard")
+    ckpt = os.path.join(work, "resume.ckpt")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    res = e2e_util.run_tool([args.shardc, model_path, "-o", bundle, *lora], 300)
+    if res.ok:
+        res = e2e_util.run_tool([args.shardrun, bundle, "--steps", "5", "--data", data,
+                                 "--save", ckpt], 300)
+    if not res.ok:
+        results.append((False, f"resume: {res.describe()}"))
+        return
+    manifest = json.load(open(os.path.join(ckpt, "manifest.json")))
+    from safetensors.numpy import load_file
+    saved = sorted(load_file(os.path.join(ckpt, manifest["files"]["params"]["name"])))
+    same = e2e_util.run_tool([args.shardrun, bundle, "--steps", "8", "--data", data,
+                              "--resume", ckpt], 300)
+    # The same model with one frozen weight changed: same parameters, another base.
+    model = onnx.load(model_path)
+    for init in model.graph.initializer:
+        if init.name.endswith("wte.weight"):
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) + 1e-3, init.name))
+    other_path = os.path.join(work, "model_other_base.onnx")
+    onnx.save(model, other_path)
+    other = os.path.join(work, "resume_other.shard")
+    res = e2e_util.run_tool([args.shardc, other_path, "-o", other, *lora], 300)
+    refused = e2e_util.run_tool([args.shardrun, other, "--steps", "8", "--data", data,
+                                 "--resume", ckpt], 300)
+    lines = refused.stderr.strip().splitlines()
+    ok = (all(name.endswith((".lora_A.weight", ".lora_B.weight"))
+              for name in saved) and len(saved) == 4 and
+          "frozen_weights_xxh3_64" in manifest and same.ok and res.ok and
+          refused.returncode != 0 and len(lines) == 1 and
+          "the checkpoint was trained against other frozen weights" in lines[0])
+    results.append((ok, f"resume: checkpoint params {saved}; manifest frozen_weights_xxh3_64 "
+                        f"{manifest.get('frozen_weights_xxh3_64')}; same bundle resumes: "
+                        f"{same.ok}; other base: exit {refused.returncode}: "
+                        f"{lines[0] if lines else '(no message)'}"))
+
+
 def check_refusals(args, results):
     work = os.path.join(args.work, "hf_gpt2_static")
     model_path = os.path.join(work, "model.onnx")
@@ -236,6 +285,7 @@ def main():
     for name in MODELS:
         for style in ("static", "dynamic"):
             check_model(args, name, style, results)
+    check_resume(args, results)
     check_refusals(args, results)
     sys.exit(e2e_util.report(results))
 

@@ -102,8 +102,10 @@ Status setUpRank(const TrainingRun &run, int rank, Communicator *comm, MemoryTra
 }
 
 // `full`: the state with every sharded tensor gathered (TrainingLoop::consolidatedSnapshot).
-Status saveFullCheckpoint(CheckpointContents *full, const Options &options, uint64_t seed) {
+Status saveFullCheckpoint(CheckpointContents *full, const Options &options, uint64_t seed,
+                          std::optional<uint64_t> frozenWeightsChecksum) {
   full->rngSeed = seed;
+  full->frozenWeightsChecksum = frozenWeightsChecksum;
   // Batches are a pure function of the step run, so the data source resumes at the steps run
   // (dataPosition, set by the snapshot: the updates applied plus those skipped).
   return saveCheckpoint(*options.saveDir, *full,
@@ -222,7 +224,8 @@ private:
     CheckpointContents full;
     SHARDC_RETURN_IF_ERROR(loop_.consolidatedSnapshot(comm_, &full));
     if (lead_)
-      SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&full, options_, run_.seed));
+      SHARDC_RETURN_IF_ERROR(
+          saveFullCheckpoint(&full, options_, run_.seed, run_.frozenWeightsChecksum));
     // The others wait for the write here, under --io-timeout, rather than in the next step's
     // first collective under --comm-timeout, which a large checkpoint could outlast.
     SHARDC_RETURN_IF_ERROR(
@@ -297,7 +300,8 @@ private:
     const std::function<const HostTensor *(const std::string &)> valueOf =
         [&](const std::string &name) { return full ? &full->params.at(name) : loop_.value(name); };
     if (save)
-      SHARDC_RETURN_IF_ERROR(saveFullCheckpoint(&*full, options_, run_.seed));
+      SHARDC_RETURN_IF_ERROR(
+          saveFullCheckpoint(&*full, options_, run_.seed, run_.frozenWeightsChecksum));
     if (options_.outputsDir) {
       const std::vector<std::string> names = writtenParams(full);
       if (auto failure = writeParams(names, valueOf, *options_.outputsDir))

@@ -10,6 +10,9 @@
 #include "runtime/training/training_loop.h"
 #include "runtime/training/training_signature.h"
 
+#include <fmt/core.h>
+#include <xxhash.h>
+
 #include <filesystem>
 #include <map>
 #include <set>
@@ -108,6 +111,12 @@ std::optional<Failure> loadResumeCheckpoint(const Options &options, TrainingRun 
                                                     : std::nullopt);
   if (!status.isOk())
     return error(status.message());
+  if (checkpoint.frozenWeightsChecksum && run->frozenWeightsChecksum &&
+      *checkpoint.frozenWeightsChecksum != *run->frozenWeightsChecksum)
+    return error(dir + ": the checkpoint was trained against other frozen weights (XXH3-64 " +
+                 fmt::format("{:016x}", *checkpoint.frozenWeightsChecksum) + "; " + options.bundle +
+                 "'s are " + fmt::format("{:016x}", *run->frozenWeightsChecksum) +
+                 "): resume it with the bundle, and base model, it was saved from");
   if (options.seed && *options.seed != checkpoint.rngSeed)
     return error(dir + ": the checkpoint was written with --seed " +
                  std::to_string(checkpoint.rngSeed) + ", not " + std::to_string(*options.seed) +
@@ -181,6 +190,8 @@ std::optional<Failure> prepareTraining(const Options &options, const LoadedBundl
   }
 
   run->seed = options.seed.value_or(0);
+  if ((options.saveDir || options.resumeDir) && bundle.weights)
+    run->frozenWeightsChecksum = XXH3_64bits(bundle.weights->data(), bundle.weights->size());
   if (options.resumeDir)
     if (auto failure = loadResumeCheckpoint(options, run))
       return failure;
