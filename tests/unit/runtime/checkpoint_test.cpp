@@ -139,6 +139,35 @@ TEST(Checkpoint, ManifestRecordsSizesAndChecksums) {
   EXPECT_EQ(params.at("xxh3_64").get<std::string>().size(), 16u);
 }
 
+// The frozen weights' checksum is kept when given (a LoRA run's base), absent otherwise, and a
+// manifest whose value is not 16 hex digits is refused.
+TEST(Checkpoint, FrozenWeightsChecksumRoundTrip) {
+  TempDir with, without;
+  CheckpointContents saved = sampleContents(4, 1.5f);
+  saved.frozenWeightsChecksum = 0x0123456789abcdefULL;
+  ASSERT_TRUE(saveCheckpoint(with.path(), saved).isOk());
+  const std::string text = testing::readBytes(with.file("manifest.json"));
+  EXPECT_THAT(text, ::testing::HasSubstr("\"frozen_weights_xxh3_64\": \"0123456789abcdef\""));
+  CheckpointContents loaded;
+  ASSERT_TRUE(loadCheckpoint(with.path(), &loaded).isOk());
+  EXPECT_EQ(loaded.frozenWeightsChecksum, std::optional<uint64_t>(0x0123456789abcdefULL));
+  CheckpointContents scalars;
+  ASSERT_TRUE(loadCheckpointManifest(with.path(), &scalars).isOk());
+  EXPECT_EQ(scalars.frozenWeightsChecksum, loaded.frozenWeightsChecksum);
+
+  ASSERT_TRUE(saveCheckpoint(without.path(), sampleContents(4, 1.5f)).isOk());
+  EXPECT_THAT(testing::readBytes(without.file("manifest.json")),
+              ::testing::Not(::testing::HasSubstr("frozen_weights")));
+  ASSERT_TRUE(loadCheckpoint(without.path(), &loaded).isOk());
+  EXPECT_FALSE(loaded.frozenWeightsChecksum.has_value());
+
+  std::string bad = text;
+  bad.replace(bad.find("0123456789abcdef"), 16, "0123456789ABCDEF");
+  ASSERT_TRUE(writeFileAtomically(with.file("manifest.json"), bad.data(), bad.size()).isOk());
+  EXPECT_THAT(loadError(with.path()),
+              ::testing::HasSubstr("frozen_weights_xxh3_64 is not 16 hex digits"));
+}
+
 TEST(Checkpoint, LaterSaveReplacesEarlierAndCleansUp) {
   TempDir dir;
   ASSERT_TRUE(saveCheckpoint(dir.path(), sampleContents(10, 1.0f)).isOk());
