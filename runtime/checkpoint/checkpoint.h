@@ -53,8 +53,8 @@ struct CheckpointContents {
   uint64_t rngSeed = 0;     // the run's Philox seed
   uint64_t rngCounter = 0;  // any RNG position beyond (seed, step) the trainer keeps
   int64_t dataPosition = 0; // where the data source resumes (e.g. its next batch index)
-  // XXH3-64 of the frozen weights the state was trained against (the bundle's WEIGHTS region:
-  // a LoRA run's base, any run's frozen parameters and constants), when the writer recorded it
+  // A checksum of the frozen parameters the state was trained against (a LoRA run's base; the
+  // writer defines it, shardrun over their names and bytes), when the writer recorded it
   // (manifest key "frozen_weights_xxh3_64"), so that a resume against other ones is refused.
   std::optional<uint64_t> frozenWeightsChecksum;
   std::map<std::string, HostTensor> params;

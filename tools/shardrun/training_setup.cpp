@@ -103,6 +103,28 @@ LoadedBundle withFullParameterShapes(const LoadedBundle &bundle) {
   return copy;
 }
 
+// XXH3-64 over the frozen parameters, by name: each one's name and bytes, in name order. A
+// frozen parameter is whole on every rank that reads it, whatever the strategy (none shards
+// it), so a checkpoint resumes under another strategy of the same model; constants, which
+// differ between strategies, are left out.
+uint64_t frozenParametersChecksum(const LoadedBundle &bundle) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> frozen; // name -> offset, size
+  for (const program::Program &program : bundle.bundle.programs())
+    for (const program::Buffer &buffer : program.buffers())
+      if (buffer.region() == program::WEIGHTS && buffer.role() == program::ROLE_PARAMETER &&
+          !buffer.name().empty())
+        frozen.emplace(buffer.name(), std::make_pair(buffer.offset(), buffer.size_bytes()));
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const auto &[name, place] : frozen) {
+    XXH3_64bits_update(state, name.c_str(), name.size() + 1); // with its NUL: names stay apart
+    XXH3_64bits_update(state, bundle.weights->data() + place.first, place.second);
+  }
+  const uint64_t checksum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return checksum;
+}
+
 std::optional<Failure> loadResumeCheckpoint(const Options &options, TrainingRun *run) {
   const std::string &dir = *options.resumeDir;
   CheckpointContents checkpoint;
@@ -191,7 +213,7 @@ std::optional<Failure> prepareTraining(const Options &options, const LoadedBundl
 
   run->seed = options.seed.value_or(0);
   if ((options.saveDir || options.resumeDir) && bundle.weights)
-    run->frozenWeightsChecksum = XXH3_64bits(bundle.weights->data(), bundle.weights->size());
+    run->frozenWeightsChecksum = frozenParametersChecksum(bundle);
   if (options.resumeDir)
     if (auto failure = loadResumeCheckpoint(options, run))
       return failure;

@@ -28,8 +28,8 @@ struct TrainingRun {
   // Rank 0's process only.
   std::unique_ptr<shardc::runtime::OnnxExporter> exporter; // --export-onnx
   std::optional<PeftAdapterLayout> adapters;                // --save-adapters
-  // XXH3-64 of the bundle's WEIGHTS region (its frozen parameters and constants: a LoRA run's
-  // base), with --save or --resume: recorded in the checkpoints, checked on resume.
+  // XXH3-64 of the bundle's frozen parameters by name (a LoRA run's base; training_setup.cpp),
+  // with --save or --resume: recorded in the checkpoints, checked on resume.
   std::optional<uint64_t> frozenWeightsChecksum;
   shardc::runtime::MetricsLog metrics;                     // open with --metrics
   std::unique_ptr<shardc::runtime::CheckpointDirLock> saveLock; // --save DIR, held to the end
