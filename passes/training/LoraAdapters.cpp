@@ -47,12 +47,12 @@ std::string modulePathOf(StringRef weightName) {
   return weightName.ends_with(".weight") ? weightName.drop_back(7).str() : weightName.str();
 }
 
-// A product reading a parameter as its weight: the value it reads, the parameter, and whether
-// the parameter is stored [out, in] (nn.Linear) rather than [in, out].
+// A product reading a parameter as its weight: the product, the parameter, and the product's
+// in and out sizes (the parameter is stored [out, in] by nn.Linear, [in, out] by Conv1D).
 struct WeightUse {
   Operation *product;
   BlockArgument weight;
-  bool outByIn;
+  int64_t in = 0, out = 0;
 };
 
 struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
@@ -104,14 +104,15 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
       if (!type || type.getRank() != 2 || !type.getElementType().isF32())
         return false;
       use.weight = cast<BlockArgument>(operand);
-      use.outByIn = outByIn;
+      use.in = type.getDimSize(outByIn ? 1 : 0);
+      use.out = type.getDimSize(outByIn ? 0 : 1);
       return true;
     };
 
     SmallVector<WeightUse> uses;
     std::vector<std::string> products; // every product weight's module, for the error below
     forward.walk([&](Operation *op) {
-      WeightUse use{op, {}, false};
+      WeightUse use{op, {}};
       bool found = false;
       if (auto matmul = dyn_cast<graph::MatMulOp>(op))
         found = weightOf(matmul.getRhs(), false, use);
@@ -170,9 +171,7 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
       auto found = adapters.find(use.weight.getArgNumber());
       if (found != adapters.end())
         return found->second;
-      auto type = cast<RankedTensorType>(use.weight.getType());
-      const int64_t in = use.outByIn ? type.getDimSize(1) : type.getDimSize(0);
-      const int64_t out = use.outByIn ? type.getDimSize(0) : type.getDimSize(1);
+      const int64_t in = use.in, out = use.out;
       const std::string module = modulePathOf(paramName(use.weight).getValue());
       auto addParameter = [&](const std::string &name, RankedTensorType paramType,
                               LoraParameterKind kind) {
@@ -194,9 +193,7 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
     };
 
     for (const WeightUse &use : uses) {
-      auto type = cast<RankedTensorType>(use.weight.getType());
-      const int64_t in = use.outByIn ? type.getDimSize(1) : type.getDimSize(0);
-      const int64_t out = use.outByIn ? type.getDimSize(0) : type.getDimSize(1);
+      const int64_t in = use.in, out = use.out;
       if (rank > std::min(in, out)) {
         forward.emitError("--lora r=" + std::to_string(rank) + ": larger than weight '" +
                           paramName(use.weight).str() + "' [" + std::to_string(in) + " in x " +
