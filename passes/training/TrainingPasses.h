@@ -29,6 +29,18 @@ using LoraParameterFn = std::function<void(const std::string &name, mlir::Ranked
 std::unique_ptr<mlir::Pass> createLoraAdapters(const LoraAdaptersOptions &options,
                                                LoraParameterFn onParameter);
 
+// A weight shardc-quantize-base replaces: its name, its [rows = out, cols = in] size, whether
+// the parameter is stored [in, out] (transposed against the quantized layout), and the new
+// parameters' names (codes; scales, empty for bf16), for the driver to write their values.
+struct QuantizedBaseWeight {
+  std::string name, codesName, scalesName;
+  int64_t rows = 0, cols = 0;
+  bool storedInByOut = false;
+};
+using QuantizedWeightFn = std::function<void(const QuantizedBaseWeight &)>;
+std::unique_ptr<mlir::Pass> createQuantizeBase(const QuantizeBaseOptions &options,
+                                               QuantizedWeightFn onWeight);
+
 } // namespace shardc
 
 #endif

@@ -113,6 +113,50 @@ def LoraAdapters : Pass<"shardc-lora-adapters", "mlir::ModuleOp"> {
   let dependentDialects = ["shardc::graph::GraphDialect", "mlir::func::FuncDialect"];
 }
 
+def QuantizeBase : Pass<"shardc-quantize-base", "mlir::ModuleOp"> {
+  let summary = "Store the frozen base's product weights in fewer bits (--base-dtype)";
+  let description = [{
+    Runs on the imported @forward, after shardc-lora-adapters. A parameter is quantized when
+    it is a 2-D f32 parameter that is frozen (graph.not_trainable; with `all-parameters`, as
+    --mode forward has it, any parameter), every use of it is the weight of a product
+    (graph.matmul's rhs on an input of rank >= 2, directly or through a [1, 0] transpose, or
+    graph.gemm's b without trans_a, with alpha 1 and beta 1), and its module path (the name
+    without ".weight") does not match `keep` at its end (default lm_head, the output
+    projection transformers keeps in full precision). It is replaced by the parameters NAME.bf16
+    (bf16 [out, in]), NAME.int8 (i8 [out, in]) and NAME.absmax (f32 [out]), or NAME.nf4 (ui8
+    [out * in / 2]) and NAME.absmax (f32 [out * in / 64]), stored as [out, in] (nn.Linear's
+    layout; a [in, out] weight is transposed), frozen, and each of its products by a
+    graph.quantized_matmul (plus the Gemm's bias). The driver writes their values
+    (runtime/support/quantized_weights.h). Errors: nf4 on a weight whose element count is
+    not a multiple of 64; nothing to quantize.
+
+    Before:
+    ```mlir
+    func.func @forward(%x: tensor<4x128xf32> {graph.input = "x"},
+                       %w: tensor<64x128xf32> {graph.not_trainable = "...",
+                                               graph.param = "fc.weight"}) -> ... {
+      %wt = graph.transpose %w {perm = array<i64: 1, 0>} : ...
+      %y = graph.matmul %x, %wt : (tensor<4x128xf32>, tensor<128x64xf32>) -> tensor<4x64xf32>
+    ```
+    After (format nf4):
+    ```mlir
+    func.func @forward(%x: ..., %q: tensor<4096xui8> {graph.not_trainable = "...",
+                                    graph.param = "fc.weight.nf4"},
+                       %s: tensor<128xf32> {graph.not_trainable = "...",
+                                            graph.param = "fc.weight.absmax"}) -> ... {
+      %y = graph.quantized_matmul %x, %q, %s {cols = 128, format = "nf4", rows = 64} : ...
+    ```
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"nf4\"", "bf16, int8 or nf4">,
+    Option<"keep", "keep", "std::string", "\"lm_head\"",
+           "regex of module paths (matched at their end) whose weights stay f32">,
+    Option<"allParameters", "all-parameters", "bool", "false",
+           "quantize trained parameters too (--mode forward: nothing is trained)">,
+  ];
+  let dependentDialects = ["shardc::graph::GraphDialect", "mlir::func::FuncDialect"];
+}
+
 def HoistLoss : Pass<"shardc-hoist-loss", "mlir::func::FuncOp"> {
   let summary = "Compute the training step's loss before the optimizer updates";
   let description = [{

@@ -13,6 +13,8 @@ size_t dtypeSize(DType dtype) {
   case program::I64:
     return 8;
   case program::BOOL:
+  case program::I8:
+  case program::U8:
     return 1;
   case program::BF16:
   case program::F16:
@@ -36,6 +38,10 @@ const char *dtypeName(DType dtype) {
     return "bf16";
   case program::F16:
     return "f16";
+  case program::I8:
+    return "i8";
+  case program::U8:
+    return "u8";
   default:
     return "unspecified";
   }

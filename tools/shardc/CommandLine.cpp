@@ -104,6 +104,14 @@ parallelism (training; docs/cli.md):
                             (A Kaiming-uniform from --lora-seed N, default 0; B zeros)
   --lora-train bias|norm|bias,norm
                             keep training the biases and/or the normalisation weights
+  --base-dtype fp32|bf16|int8|nf4
+                            store the frozen base's product weights (with --lora, or every
+                            product weight with --mode forward) in fewer bits, dequantized
+                            inside the products: bf16, int8 (absmax per output row, as
+                            LLM.int8 without outliers) or nf4 (QLoRA's NormalFloat4, blocks of
+                            64); default fp32
+  --base-dtype-keep REGEX   module paths (matched at their end) whose weights stay f32
+                            (default lm_head)
   --fuse-elementwise on|off
                             run each chain of elementwise ops (and the casts of 16-bit
                             storage) as one kernel that reads its inputs once and writes
@@ -469,6 +477,14 @@ public:
             options_.lora.trainBias = v.find("bias") != std::string::npos;
             options_.lora.trainNorm = v.find("norm") != std::string::npos;
           });
+    value("--base-dtype", "--base-dtype needs fp32, bf16, int8 or nf4",
+          [this](const std::string &v) {
+            if (v != "fp32" && v != "bf16" && v != "int8" && v != "nf4")
+              fail("--base-dtype '" + v + "': expected fp32, bf16, int8 or nf4");
+            options_.baseDtype = v;
+          });
+    value("--base-dtype-keep", "--base-dtype-keep needs a regex over module paths",
+          [this](const std::string &v) { options_.baseDtypeKeep = v; });
     value("--lora-seed", "--lora-seed needs an integer from 0 to 2^64-1",
           [this](const std::string &v) {
             char *end = nullptr;
@@ -672,6 +688,16 @@ ParseResult parseCommandLine(int argc, char **argv, CompileOptions &options) {
                                   : flags.given("--lora-train") ? "--lora-train"
                                                                 : "--lora-seed") +
                       " applies to LoRA adapters; give --lora too");
+  if (options.baseDtype != "fp32" && options.mode == Mode::Train && !options.lora.enabled)
+    return usageError("--base-dtype " + options.baseDtype +
+                      " stores a frozen base in fewer bits: training needs --lora (the "
+                      "adapters are what trains), or use --mode forward");
+  if (options.baseDtype != "fp32" && options.train.precision != "fp32")
+    return usageError("--base-dtype " + options.baseDtype + " with --precision " +
+                      options.train.precision +
+                      ": the quantized products compute in f32 so far; use --precision fp32");
+  if (flags.given("--base-dtype-keep") && options.baseDtype == "fp32")
+    return usageError("--base-dtype-keep applies to a quantized base; give --base-dtype too");
   if (options.lora.enabled && options.mode == Mode::Forward)
     return usageError("--lora adds adapters to train (--mode train)");
   if (options.train.precision != "fp32" && options.mode == Mode::Forward)

@@ -17,6 +17,20 @@ Value promote(OpBuilder &b, Location l, Value v, int64_t pos) {
 }
 } // namespace
 
+// The weight is frozen: only the input has a gradient, dx = dy · W (or dy · Wᵀ), the same
+// dequantizing product the other way round.
+LogicalResult QuantizedMatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &g) {
+  Value dx = b.create<QuantizedMatMulOp>(gradLoc(*this), dys[0], getCodes(), getScales(),
+                                         getFormatAttr(), getRowsAttr(), getColsAttr(),
+                                         getUntransposed() ? UnitAttr() : b.getUnitAttr());
+  g.push_back(dx);
+  g.push_back(Value());
+  if (getScales())
+    g.push_back(Value());
+  return success();
+}
+
 LogicalResult MatMulOp::buildVjp(OpBuilder &b, ArrayRef<Value> dys, SmallVectorImpl<Value> &g) {
   Location l = gradLoc(*this);
   // A transposed operand (shardc-fold-transposes) is differentiated as the product of its

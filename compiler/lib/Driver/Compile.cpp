@@ -1,6 +1,7 @@
 //===- Compile.cpp ----------------------------------------------------------------------===//
 #include "shardc/Driver/Compile.h"
 
+#include "shardc/Driver/BaseQuantization.h"
 #include "shardc/Driver/BundleNotes.h"
 #include "shardc/Driver/BundleOutput.h"
 #include "shardc/Driver/BundleWriter.h"
@@ -104,6 +105,15 @@ importModel(mlir::MLIRContext &ctx, const CompileOptions &opts, FirstErrorCollec
     std::string loraError;
     if (!driver::addLoraAdapters(opts, imported->module.get(), imported->weights, loraError)) {
       printError(loraError);
+      return mlir::failure();
+    }
+  }
+  // --base-dtype: the frozen base (the LoRA pass froze it; in forward mode every weight) in
+  // fewer bits, for every strategy.
+  if (opts.baseDtype != "fp32") {
+    std::string quantizeError;
+    if (!driver::quantizeBase(opts, imported->module.get(), imported->weights, quantizeError)) {
+      printError(quantizeError);
       return mlir::failure();
     }
   }

@@ -21,6 +21,10 @@ program::DType toProgramDType(Type elementType) {
     return program::I32;
   if (elementType.isInteger(1))
     return program::BOOL;
+  if (elementType.isUnsignedInteger(8))
+    return program::U8;
+  if (elementType.isSignlessInteger(8))
+    return program::I8;
   if (elementType.isBF16())
     return program::BF16;
   if (elementType.isF16())

@@ -55,19 +55,8 @@ void transposeInto(const float *in, int64_t rows, int64_t cols, float *out) {
 
 void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
            const float *b, float beta, float *y) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0 || alpha == 0.0f) {
-    for (int64_t i = 0; i < m * n; ++i)
-      y[i] = beta == 0.0f ? 0.0f : beta * y[i];
-    return;
-  }
-  // OpenBLAS starts with a thread per core; its calls here run on the caller's thread only
-  // (setCpuKernelThreads says so too, for a process that sets the count).
-  static const bool singleThreaded = (openblas_set_num_threads(1), true);
-  (void)singleThreaded;
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (work <= kSmallProduct && (transA || transB)) {
+  if (m > 0 && n > 0 && k > 0 && alpha != 0.0f && work <= kSmallProduct && (transA || transB)) {
     thread_local std::vector<float> untransposed;
     untransposed.resize(static_cast<size_t>((transA ? m * k : 0) + (transB ? k * n : 0)));
     float *next = untransposed.data();
@@ -83,17 +72,34 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alph
       transB = false;
     }
   }
-  const int64_t lda = transA ? m : k;
-  const int64_t ldb = transB ? k : n;
+  sgemmStrided(transA, transB, m, n, k, alpha, a, transA ? m : k, b, transB ? k : n, beta, y, n);
+}
+
+void sgemmStrided(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *y,
+                  int64_t ldy) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0 || alpha == 0.0f) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        y[i * ldy + j] = beta == 0.0f ? 0.0f : beta * y[i * ldy + j];
+    return;
+  }
+  // OpenBLAS starts with a thread per core; its calls here run on the caller's thread only
+  // (setCpuKernelThreads says so too, for a process that sets the count).
+  static const bool singleThreaded = (openblas_set_num_threads(1), true);
+  (void)singleThreaded;
   forEachGemmBand(m, n, k, [&](bool byRows, int64_t begin, int64_t end) {
     if (byRows) {
       // Row r of op(a) starts at a + r * lda, or at column r (a + r) when a is transposed.
       const float *aBand = transA ? a + begin : a + begin * lda;
-      call(transA, transB, end - begin, n, k, alpha, aBand, lda, b, ldb, beta, y + begin * n, n);
+      call(transA, transB, end - begin, n, k, alpha, aBand, lda, b, ldb, beta, y + begin * ldy,
+           ldy);
     } else {
       // Column c of op(b) starts at b + c, or at row c (b + c * ldb) when b is transposed.
       const float *bBand = transB ? b + begin * ldb : b + begin;
-      call(transA, transB, m, end - begin, k, alpha, a, lda, bBand, ldb, beta, y + begin, n);
+      call(transA, transB, m, end - begin, k, alpha, a, lda, bBand, ldb, beta, y + begin, ldy);
     }
   });
 }

@@ -20,6 +20,14 @@ namespace shardc::runtime::cpu {
 void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
            const float *b, float beta, float *y);
 
+// sgemm on matrices with leading dimensions of their own (lda, ldb, ldy: the row strides of a,
+// b and y as stored), so that a product reads or writes a block of columns of a larger matrix;
+// banded over the kernel pool as sgemm is. Its transposed operands are read as they are (the
+// small-product copies that keep sgemm's bits independent of the layout are not made).
+void sgemmStrided(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *y,
+                  int64_t ldy);
+
 // Runs the product y[M,N] (sums of K terms) as bands: band(byRows, begin, end) computes rows
 // [begin, end) of y (byRows) or its columns [begin, end). One band, (true, 0, M), on the calling
 // thread when the product is too small to be worth a second thread; else bands of whole

@@ -62,6 +62,11 @@ struct CompileOptions {
     uint64_t seed = 0;                         // --lora-seed
     std::string initFile;                      // --lora-init: a PEFT adapter_model.safetensors
   } lora;
+  // --base-dtype fp32|bf16|int8|nf4: the frozen base's product weights stored in fewer bits and
+  // dequantized inside the products (shardc-quantize-base, after --lora); --base-dtype-keep
+  // REGEX: module paths whose weights stay f32 (default transformers' lm_head).
+  std::string baseDtype = "fp32";
+  std::string baseDtypeKeep = "lm_head";
   // --fuse-elementwise: shardc-fuse-elementwise on every device's program (default on).
   bool fuseElementwise = true;
   std::string fsdpUnit;

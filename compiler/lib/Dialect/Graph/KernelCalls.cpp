@@ -137,6 +137,15 @@ LogicalResult AttentionOp::buildKernelCall(KernelCallBuilder &call) {
   return success();
 }
 
+LogicalResult QuantizedMatMulOp::buildKernelCall(KernelCallBuilder &call) {
+  call.setOperands({getInput(), getCodes(), getScales()}, {getOutput()});
+  call.setString("format", getFormat());
+  call.setInt("rows", getRows());
+  call.setInt("cols", getCols());
+  call.setInt("untransposed", getUntransposed() ? 1 : 0);
+  return success();
+}
+
 LogicalResult AttentionGradOp::buildKernelCall(KernelCallBuilder &call) {
   call.setOperands({getQ(), getK(), getV(), getMask(), getOutput(), getLse(), getDout()},
                    {getDq(), getDk(), getDv()});

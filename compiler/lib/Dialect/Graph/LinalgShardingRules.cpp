@@ -74,6 +74,37 @@ std::optional<OpShardingRule> MatMulOp::getShardingRule() {
   return rule;
 }
 
+std::optional<OpShardingRule> QuantizedMatMulOp::getShardingRule() {
+  // The rows of x (its leading dims) split freely; the weight's two sizes stay whole: each
+  // device holds the whole quantized weight (its codes are not laid out per dimension: nf4's
+  // blocks run across its rows).
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  OpShardingRule rule;
+  TensorFactors tx, ty;
+  for (int64_t d : x.drop_back()) {
+    int f = factorOrNone(rule, d);
+    tx.push_back(f >= 0 ? DimFactors{f} : DimFactors{});
+    ty.push_back(tx.back());
+  }
+  const char *why = "the quantized frozen weight (--base-dtype) is stored whole on every device";
+  tx.push_back({rule.addWhole(x.back(), why)});
+  ty.push_back({rule.addWhole(shapeOf(getOutput()).back(), why)});
+  auto whole = [&](Value v) {
+    TensorFactors t;
+    for (int64_t d : shapeOf(v))
+      t.push_back({rule.addWhole(d, why)});
+    return t;
+  };
+  rule.operands = {tx, whole(getCodes())};
+  if (getScales())
+    rule.operands.push_back(whole(getScales()));
+  rule.results = {ty};
+  rule.linear = {true, false, false};
+  rule.linear.resize(rule.operands.size());
+  rule.keepsZeroPadding = true;
+  return rule;
+}
+
 std::optional<OpShardingRule> GemmOp::getShardingRule() {
   ArrayRef<int64_t> a = shapeOf(getA()), c = shapeOf(getResult());
   OpShardingRule rule;

@@ -91,6 +91,13 @@ uint64_t MatMulOp::getFlops() {
   return 2 * numel(getOutput().getType()) * static_cast<uint64_t>(contractedSize());
 }
 
+uint64_t QuantizedMatMulOp::getFlops() {
+  // The product's multiply-adds; the dequantization (one multiply per weight element and row
+  // block) is not counted.
+  return 2 * numel(getOutput().getType()) *
+         static_cast<uint64_t>(getUntransposed() ? getRows() : getCols());
+}
+
 uint64_t GemmOp::getFlops() {
   const uint64_t k = static_cast<uint64_t>(dim(getA(), getTransA() ? 2 : 1));
   const uint64_t outputs = numel(getOutput().getType());

@@ -199,6 +199,25 @@ def Graph_GemmOp : Graph_Op<"gemm",
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+// A product with a frozen weight stored in fewer bits (shardc-quantize-base, --base-dtype):
+// W [rows, cols] is held as `codes` (and `scales`) in `format`, runtime/support/
+// quantized_weights.h, and the kernel dequantizes it a block of rows at a time inside the
+// product, never as a full-precision copy of the weight. y = x · Wᵀ (x [..., cols] -> y [...,
+// rows]: nn.Linear's product), or y = x · W with `untransposed` (x [..., rows] -> y [..., cols]:
+// the gradient of its input). The weight is frozen: it has no gradient.
+def Graph_QuantizedMatMulOp : Graph_Op<"quantized_matmul",
+    [Graph_CostWith<["getFlops"]>, Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
+     Graph_Differentiable]> {
+  let summary = "x times a frozen weight dequantized inside the product (bf16, int8 or nf4)";
+  let arguments = (ins Graph_FloatTensor:$input, RankedTensorOf<[BF16, I8, UI8]>:$codes,
+                   Optional<Graph_FloatTensor>:$scales, StrAttr:$format,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$rows,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$cols, UnitAttr:$untransposed);
+  let results = (outs Graph_FloatTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Graph_KernelAttributes, Pure, InferTypeOpAdaptor,
                                                  Graph_Differentiable]> {
   let summary = "ONNX LayerNormalization over dimensions [axis, rank)";
