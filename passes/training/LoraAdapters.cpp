@@ -20,6 +20,7 @@
 #include "passes/training/TrainingPasses.h"
 
 #include "shardc/Dialect/Graph/GraphOps.h"
+#include "shardc/Dialect/Graph/ModuleUnit.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -53,6 +54,7 @@ struct WeightUse {
   Operation *product;
   BlockArgument weight;
   int64_t in = 0, out = 0;
+  bool weightInByOut = false; // the parameter is stored [in, out] (GPT-2's Conv1D)
 };
 
 struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
@@ -104,6 +106,7 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
       if (!type || type.getRank() != 2 || !type.getElementType().isF32())
         return false;
       use.weight = cast<BlockArgument>(operand);
+      use.weightInByOut = !outByIn;
       use.in = type.getDimSize(outByIn ? 1 : 0);
       use.out = type.getDimSize(outByIn ? 0 : 1);
       return true;
@@ -167,6 +170,7 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
     });
     // One adapter per weight, its parameters appended to @forward's arguments.
     std::map<unsigned, std::pair<Value, Value>> adapters;
+    SmallVector<Attribute> merges; // graph.lora_merges, one per adapted weight
     auto adapterOf = [&](const WeightUse &use) -> std::pair<Value, Value> {
       auto found = adapters.find(use.weight.getArgNumber());
       if (found != adapters.end())
@@ -189,6 +193,12 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
                              LoraParameterKind::A);
       Value b = addParameter(module + ".lora_B.weight", RankedTensorType::get({out, rank}, f32),
                              LoraParameterKind::B);
+      merges.push_back(attrs.getDictionaryAttr(
+          {attrs.getNamedAttr("weight", paramName(use.weight)),
+           attrs.getNamedAttr("lora_A", attrs.getStringAttr(module + ".lora_A.weight")),
+           attrs.getNamedAttr("lora_B", attrs.getStringAttr(module + ".lora_B.weight")),
+           attrs.getNamedAttr("scale", attrs.getF64FloatAttr(scale)),
+           attrs.getNamedAttr("weight_in_by_out", attrs.getBoolAttr(use.weightInByOut))}));
       return adapters[use.weight.getArgNumber()] = {a, b};
     };
 
@@ -206,7 +216,12 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
       Value y = product->getResult(0);
       OpBuilder builder(product->getContext());
       builder.setInsertionPointAfter(product);
-      std::string prefix = modulePathOf(paramName(use.weight).getValue()) + "/lora";
+      // Named under the product's own node, so that the adapter's ops belong to the product's
+      // repeated unit (a transformer block's recomputation and pipeline stage); the module
+      // path when the product has no name.
+      const std::string node = graph::nodeNameOf(product);
+      std::string prefix =
+          (node.empty() ? modulePathOf(paramName(use.weight).getValue()) : node) + "/lora";
       auto loc = [&](const char *what) {
         return NameLoc::get(builder.getStringAttr(prefix + "/" + what), product->getLoc());
       };
@@ -238,6 +253,7 @@ struct LoraAdaptersPass : impl::LoraAdaptersBase<LoraAdaptersPass> {
       Value sum = builder.create<graph::AddOp>(loc("add"), y.getType(), y, scaled);
       y.replaceAllUsesExcept(sum, sum.getDefiningOp());
     }
+    forward->setAttr(graph::kLoraMergesAttr, attrs.getArrayAttr(merges));
   }
 };
 

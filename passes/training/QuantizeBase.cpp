@@ -111,6 +111,7 @@ struct QuantizeBasePass : impl::QuantizeBaseBase<QuantizeBasePass> {
     const unsigned originalArgs = forward.getNumArguments();
     llvm::BitVector replaced(originalArgs);
     int quantized = 0;
+    SmallVector<Attribute> records; // graph.quantized_base
     for (unsigned i = 0; i < originalArgs; ++i) {
       auto name = forward.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
       if (!name || (!allParameters && !forward.getArgAttr(i, graph::kNotTrainableAttr)))
@@ -194,6 +195,10 @@ struct QuantizeBasePass : impl::QuantizeBaseBase<QuantizeBasePass> {
           user->erase();
       replaced.set(i);
       ++quantized;
+      records.push_back(attrs.getDictionaryAttr(
+          {attrs.getNamedAttr("weight", name),
+           attrs.getNamedAttr("format", attrs.getStringAttr(format.getValue())),
+           attrs.getNamedAttr("weight_in_by_out", attrs.getBoolAttr(weight.storedInByOut))}));
       if (onWeight)
         onWeight(weight);
     }
@@ -204,6 +209,7 @@ struct QuantizeBasePass : impl::QuantizeBaseBase<QuantizeBasePass> {
     }
     replaced.resize(forward.getNumArguments());
     forward.eraseArguments(replaced);
+    forward->setAttr(graph::kQuantizedBaseAttr, attrs.getArrayAttr(records));
   }
 };
 

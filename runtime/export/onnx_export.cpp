@@ -3,6 +3,7 @@
 #include "runtime/support/file_io.h"
 #include "runtime/support/quote.h"
 #include "runtime/support/lora_names.h"
+#include "runtime/support/quantized_weights.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -74,7 +75,8 @@ void addExternalDataEntry(onnx::TensorProto &tensor, const char *key, const std:
 OnnxExporter::OnnxExporter() = default;
 OnnxExporter::~OnnxExporter() = default;
 
-Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExporter> *out) {
+Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExporter> *out,
+                          const std::vector<LoraMergeSpec> &merges) {
   const program::Bundle &bundle = loaded.bundle;
   const std::string &dir = loaded.dir;
   if (bundle.mode() != "train")
@@ -123,8 +125,16 @@ Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExport
   // The trained parameters are the program's state_init inputs; their buffers give the shape
   // the training loop's values have.
   const program::Program &program = bundle.programs(0);
+  std::map<std::string, const LoraMergeSpec *> mergedAdapters;
+  for (const LoraMergeSpec &m : merges)
+    if (!m.loraA.empty()) {
+      mergedAdapters[m.loraA] = &m;
+      mergedAdapters[m.loraB] = &m;
+    }
   for (const program::StateInit &init : program.state_init()) {
     const std::string &name = init.name();
+    if (mergedAdapters.count(name))
+      continue; // merged into its weight below
     const program::Buffer *buffer = nullptr;
     for (const program::Binding &binding : program.inputs())
       if (binding.name() == name)
@@ -138,9 +148,8 @@ Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExport
           path + ": the model has no initializer " + quoteForMessage(name) +
           " for the trained parameter of that name" +
           (isLoraAdapterName(name)
-               ? " (a LoRA adapter: exporting a LoRA bundle, its adapters merged into the "
-                 "weights, is not supported yet; --save-adapters DIR writes the adapters for "
-                 "PEFT)"
+               ? " (a LoRA adapter: add --merge-lora to export the model with the adapters "
+                 "merged into its weights, or write them for PEFT with --save-adapters DIR)"
                : ""));
     if (duplicated.count(name))
       return Status::error(path + ": initializer " + quoteForMessage(name) + " is defined twice");
@@ -155,9 +164,59 @@ Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExport
     exporter->params_.push_back(Param{name, it->second, std::move(shape)});
     exporter->names_.push_back(name);
   }
+  // The weights the adapters merge into: f32 initializers with their values in the template.
+  for (const LoraMergeSpec &spec : merges) {
+    auto it = initializers.find(spec.weight);
+    if (it == initializers.end())
+      return Status::error(path + ": the model has no initializer " + quoteForMessage(spec.weight) +
+                           " for the LoRA adapters " + quoteForMessage(spec.loraA) +
+                           " to merge into");
+    const onnx::TensorProto &tensor = graph.initializer(it->second);
+    std::vector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
+    int64_t numel = 1;
+    for (int64_t d : dims)
+      numel *= d;
+    Merge merge{spec, it->second, dims, {}};
+    if (tensor.data_type() != onnx::TensorProto::FLOAT || dims.size() != 2)
+      return Status::error(path + ": initializer " + quoteForMessage(spec.weight) + " is " +
+                           describeOnnxType(tensor) +
+                           "; merging LoRA adapters needs a 2-D f32 weight");
+    if (tensor.raw_data().size() == static_cast<size_t>(numel) * sizeof(float)) {
+      merge.base.resize(static_cast<size_t>(numel));
+      std::memcpy(merge.base.data(), tensor.raw_data().data(), tensor.raw_data().size());
+    } else if (tensor.float_data_size() == numel) {
+      merge.base.assign(tensor.float_data().begin(), tensor.float_data().end());
+    } else {
+      return Status::error(path + ": initializer " + quoteForMessage(spec.weight) +
+                           " holds no inline values to merge the LoRA adapters into");
+    }
+    if (spec.baseDtype != "fp32") {
+      // The base the adapters were trained against: the weight as the bundle stores it, [out,
+      // in], quantized and dequantized again (the quantizer is deterministic).
+      std::optional<WeightFormat> format = weightFormatFromName(spec.baseDtype);
+      if (!format)
+        return Status::error("lora.json: unknown base_dtype " + quoteForMessage(spec.baseDtype));
+      const bool inByOut = spec.weightInByOut;
+      const int64_t rows = dims[inByOut ? 1 : 0], cols = dims[inByOut ? 0 : 1];
+      if (*format == WeightFormat::Nf4 && rows * cols % kNf4BlockSize != 0)
+        return Status::error("lora.json: weight " + quoteForMessage(spec.weight) +
+                             " cannot be nf4 (not a multiple of 64 elements)");
+      std::vector<float> outByIn(merge.base.size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          outByIn[r * cols + c] = merge.base[inByOut ? c * rows + r : r * cols + c];
+      QuantizedWeight q = quantizeWeight(*format, outByIn.data(), rows, cols);
+      dequantizeRows(*format, q.codes.data(), q.scales.data(), cols, 0, rows, outByIn.data());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          merge.base[inByOut ? c * rows + r : r * cols + c] = outByIn[r * cols + c];
+    }
+    exporter->merges_.push_back(std::move(merge));
+  }
   // The compiler strips these already; a template that still has values would only waste
-  // memory until the export.
+  // memory until the export (the merged weights' base values are held by merges_).
   exporter->clearTrainedValues();
+  exporter->clearMergedValues();
   *out = std::move(exporter);
   return Status::ok();
 }
@@ -201,6 +260,43 @@ OnnxExporter::collectValues(const std::function<const HostTensor *(const std::st
   return Status::ok();
 }
 
+Status OnnxExporter::mergedWeight(
+    const Merge &merge, const std::function<const HostTensor *(const std::string &)> &valueOf,
+    std::vector<float> *out) const {
+  *out = merge.base;
+  if (merge.spec.loraA.empty())
+    return Status::ok(); // a quantized weight without adapters: its dequantized value
+  const bool inByOut = merge.spec.weightInByOut;
+  const int64_t rows = merge.shape[inByOut ? 1 : 0], cols = merge.shape[inByOut ? 0 : 1];
+  const HostTensor *a = valueOf(merge.spec.loraA), *b = valueOf(merge.spec.loraB);
+  if (a == nullptr || b == nullptr)
+    return Status::error("no value for the LoRA adapters of " +
+                         quoteForMessage(merge.spec.weight));
+  if (a->dtype != program::F32 || b->dtype != program::F32 || a->shape.size() != 2 ||
+      b->shape.size() != 2 || a->shape[0] != b->shape[1] || a->shape[1] != cols ||
+      b->shape[0] != rows)
+    return Status::error("LoRA adapters " + a->describe() + " and " + b->describe() +
+                         " do not fit the weight " + quoteForMessage(merge.spec.weight));
+  const int64_t rank = a->shape[0];
+  const float *pa = a->as<float>(), *pb = b->as<float>();
+  const float scale = static_cast<float>(merge.spec.scale);
+  // PEFT's merge: delta = (B · A) * scale in f32, then W + delta.
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < rank; ++k)
+        sum += pb[r * rank + k] * pa[k * cols + c];
+      (*out)[inByOut ? c * rows + r : r * cols + c] += sum * scale;
+    }
+  return Status::ok();
+}
+
+void OnnxExporter::clearMergedValues() {
+  onnx::GraphProto &graph = *model_->mutable_graph();
+  for (const Merge &merge : merges_)
+    dropTensorValues(*graph.mutable_initializer(merge.initializer));
+}
+
 void OnnxExporter::clearTrainedValues() {
   onnx::GraphProto &graph = *model_->mutable_graph();
   for (const Param &param : params_)
@@ -212,6 +308,23 @@ Status OnnxExporter::write(const std::string &path,
                            const OnnxExportOptions &options, OnnxExportResult *result) {
   std::vector<const HostTensor *> values;
   SHARDC_RETURN_IF_ERROR(collectValues(valueOf, &values));
+  // The merged weights are written as trained parameters are.
+  std::vector<HostTensor> mergedValues(merges_.size());
+  for (size_t i = 0; i < merges_.size(); ++i) {
+    std::vector<float> merged;
+    SHARDC_RETURN_IF_ERROR(mergedWeight(merges_[i], valueOf, &merged));
+    mergedValues[i].dtype = program::F32;
+    mergedValues[i].shape = merges_[i].shape;
+    mergedValues[i].bytes.resize(merged.size() * sizeof(float));
+    std::memcpy(mergedValues[i].bytes.data(), merged.data(), mergedValues[i].bytes.size());
+  }
+  std::vector<int> targets;
+  for (const Param &param : params_)
+    targets.push_back(param.initializer);
+  for (size_t i = 0; i < merges_.size(); ++i) {
+    targets.push_back(merges_[i].initializer);
+    values.push_back(&mergedValues[i]);
+  }
 
   uint64_t estimate = model_->ByteSizeLong() + kPerTensorOverhead;
   for (const HostTensor *value : values)
@@ -221,7 +334,10 @@ Status OnnxExporter::write(const std::string &path,
   // Whatever happens below, the template gets its stripped state (and memory) back.
   struct RestoreTemplate {
     OnnxExporter *exporter;
-    ~RestoreTemplate() { exporter->clearTrainedValues(); }
+    ~RestoreTemplate() {
+      exporter->clearTrainedValues();
+      exporter->clearMergedValues();
+    }
   } restore{this};
 
   onnx::GraphProto &graph = *model_->mutable_graph();
@@ -229,8 +345,8 @@ Status OnnxExporter::write(const std::string &path,
   std::vector<ByteSpan> dataPieces;
   static const uint8_t kZeros[kExternalDataAlignment] = {};
   uint64_t dataOffset = 0;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    onnx::TensorProto &tensor = *graph.mutable_initializer(params_[i].initializer);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    onnx::TensorProto &tensor = *graph.mutable_initializer(targets[i]);
     const HostTensor &value = *values[i];
     dropTensorValues(tensor);
     if (!external) {
@@ -264,7 +380,7 @@ Status OnnxExporter::write(const std::string &path,
     SHARDC_RETURN_IF_ERROR(writeFileAtomically(dataPath, dataPieces));
   SHARDC_RETURN_IF_ERROR(writeFileAtomically(path, serialized.data(), serialized.size()));
   if (result != nullptr) {
-    result->tensors = params_.size();
+    result->tensors = targets.size();
     result->externalData = external ? dataPath : "";
   }
   return Status::ok();

@@ -42,6 +42,19 @@ struct OnnxExportOptions {
   uint64_t maxInlineBytes = kMaxInlineOnnxBytes;
 };
 
+// A LoRA adapter pair merged into the weight it adapts (`shardrun --export-onnx --merge-lora`;
+// the bundle's lora.json lists them): the exported weight is W + scale · B·A, W [out, in] (its
+// transpose for a weight stored [in, out]), A [r, in], B [out, r] (PEFT's merge_and_unload).
+// With a quantized base (shardc --base-dtype), W is the dequantized weight the adapters were
+// trained against, so the merged weights are full-precision f32; a quantized weight without
+// adapters (loraA empty) is written dequantized: the export computes what the step did.
+struct LoraMergeSpec {
+  std::string weight, loraA, loraB;
+  double scale = 1.0;
+  bool weightInByOut = false;
+  std::string baseDtype = "fp32"; // fp32, bf16, int8 or nf4
+};
+
 // What write() did, for the summary line.
 struct OnnxExportResult {
   size_t tensors = 0;       // trained parameters written
@@ -55,7 +68,10 @@ public:
   // Loads `bundle`'s source.onnx (its checksum must match program.pb's) and checks that every
   // trained parameter of the rank-0 program (state_init) is an f32 initializer of the model
   // with the program's shape. `bundle` must have passed validateBundleAndLoadWeights.
-  static Status open(const LoadedBundle &bundle, std::unique_ptr<OnnxExporter> *out);
+  // With `merges`, the LoRA adapters they name are merged into their weights instead of
+  // being looked for as initializers (each weight an f32 initializer with its values).
+  static Status open(const LoadedBundle &bundle, std::unique_ptr<OnnxExporter> *out,
+                     const std::vector<LoraMergeSpec> &merges = {});
 
   // Fails when `path` cannot be written: it is a directory, or its directory does not exist or
   // is not writable. Checked before training so that a typo does not cost the run.
@@ -86,7 +102,21 @@ private:
 
   std::string sourcePath_; // BUNDLE/source.onnx, for messages
   std::unique_ptr<onnx::ModelProto> model_;
+  // A merged weight: its initializer and the base value it is merged onto (f32, [out, in] or
+  // [in, out] as stored).
+  struct Merge {
+    LoraMergeSpec spec;
+    int initializer;
+    std::vector<int64_t> shape;
+    std::vector<float> base;
+  };
+  Status mergedWeight(const Merge &merge,
+                      const std::function<const HostTensor *(const std::string &)> &valueOf,
+                      std::vector<float> *out) const;
+  void clearMergedValues();
+
   std::vector<Param> params_;
+  std::vector<Merge> merges_;
   std::vector<std::string> names_;
 };
 

@@ -27,6 +27,11 @@ nibble, dequantised NF4[code] * absmax_b). Checks:
              shardc compiles the original f32 export with --lora ... --lora-init FILE
              --base-dtype D (fp32, bf16, int8, nf4; both export styles), shardrun trains 30
              steps on the same batch: every step's loss within 1e-5 (relative) of PEFT's
+  merged     shardrun --export-onnx --merge-lora (with --save-adapters) against PEFT's
+             merge_and_unload of the saved adapters on the same base: every exported parameter
+             within 1e-6 of PEFT's merged model (a quantized base exported dequantized, as the
+             step computed with it), only the adapted weights changed, the merged model's loss
+             within 1e-5 of PEFT's unmerged model's
   trained    plan.json's trained elements equal PEFT's adapters' element count
   memory     (static) plan.json's weights region: its parameter bytes shrink from the fp32
              LoRA bundle's by exactly the quantized weights' savings, the sum over them of
@@ -43,7 +48,9 @@ nibble, dequantised NF4[code] * absmax_b). Checks:
   refused    nf4 on a weight whose element count is not a multiple of 64 (nn.Linear(24, 20)):
              exit 1, one line naming the weight (int8 compiles it); --base-dtype nf4 without
              --lora in train mode: exit 2, one line naming --lora; --base-dtype fp8: exit 2,
-             one line naming --base-dtype
+             one line naming --base-dtype; shardrun --export-onnx of a LoRA bundle without
+             --merge-lora, --merge-lora without --export-onnx or on a bundle without adapters:
+             one line each
 
 Prints PASS/FAIL per case with the worst difference, and `N passed, M failed`.
 """
@@ -411,6 +418,47 @@ def weights_memory(bundle):
     return json.load(open(os.path.join(bundle, "plan.json")))["memory_per_rank"][0]["weights"]
 
 
+def check_merged(label, name, dtype, batch, merged_path, saved_dir, base, inits):
+    """shardrun --export-onnx --merge-lora against PEFT's merge_and_unload of the adapters
+    shardrun saved (--save-adapters), on the same base (the dequantized weights for a quantized
+    one): every parameter of the exported model within 1e-6 of PEFT's merged model's (max abs
+    difference / max abs: both add the f32 product B·A * scale, summed in their own orders),
+    the adapted weights (and only they) changed by the merge, and the exported model's forward
+    loss (its initializers loaded into PyTorch) within 1e-5 of PEFT's unmerged model's."""
+    import peft
+    wrapper = build(name)
+    load_into(wrapper, base)
+    wrapper.model = peft.PeftModel.from_pretrained(wrapper.model, saved_dir)
+    args = tuple(batch.values())
+    with torch.no_grad():
+        peft_loss = float(wrapper(*args))
+        wrapper.model = wrapper.model.merge_and_unload()
+    reference = {n: p.detach().numpy() for n, p in wrapper.named_parameters()}
+    exported = initializers(merged_path)
+    worst, compared, merged = 0.0, 0, []
+    for n, value in exported.items():
+        if n not in reference:
+            continue
+        compared += 1
+        scale = float(np.abs(reference[n]).max()) or 1.0
+        worst = max(worst, float(np.abs(value - reference[n]).max()) / scale)
+        if not np.array_equal(value, base.get(n, inits[n])):
+            merged.append(n)
+    fresh = build(name)
+    load_into(fresh, {n: v for n, v in exported.items() if n in reference})
+    with torch.no_grad():
+        loss = float(fresh(*args))
+    loss_diff = abs(loss - peft_loss) / abs(peft_loss)
+    targets = MODELS[name][1]
+    adapted = [n for n in merged if any(n.endswith(f".{t}.weight") for t in targets)]
+    ok = (worst <= 1e-6 and merged and len(adapted) == len(merged) and compared > 0 and
+          loss_diff <= RTOL)
+    return ok, (f"{label} merged {dtype}: {len(merged)} weights changed by the merge, all adapted "
+                f"ones: {len(adapted) == len(merged)}; {compared} parameters within {worst:.2e} of "
+                f"PEFT's merge_and_unload (<= 1e-6); the merged model's loss {loss:.7f}, PEFT's "
+                f"{peft_loss:.7f} (relative {loss_diff:.2e}, <= {RTOL:g})")
+
+
 def check_model(args, name, style, results):
     label = f"{name}_{style}"
     work = os.path.join(args.work, label)
@@ -435,8 +483,12 @@ def check_model(args, name, style, results):
                                                dequantized_weights(quantized, selected))
         init = ["--lora-init", os.path.join(adapter_dir, "adapter_model.safetensors")]
         bundle = os.path.join(work, f"{dtype}.shard")
+        saved_dir = os.path.join(work, f"saved_{dtype}")
+        merged_path = os.path.join(work, f"merged_{dtype}.onnx")
         ours, error = compile_and_train(args, model_path, bundle, data,
-                                        [*shape_flags, *lora, *init, "--base-dtype", dtype])
+                                        [*shape_flags, *lora, *init, "--base-dtype", dtype],
+                                        ["--save-adapters", saved_dir, "--export-onnx",
+                                         merged_path, "--merge-lora"])
         if error:
             results.append((False, f"{label} reference {dtype}: {error}"))
             continue
@@ -446,6 +498,8 @@ def check_model(args, name, style, results):
                                       f"loss difference {diff:.2e} (<= {RTOL:g}); first loss "
                                       f"{ours[0]:.6f} (PEFT {reference[0]:.6f}), last "
                                       f"{ours[-1]:.6f} (PEFT {reference[-1]:.6f})"))
+        results.append(check_merged(label, name, dtype, batch, merged_path, saved_dir,
+                                    dequantized_weights(quantized, selected), inits))
         totals = json.load(open(os.path.join(bundle, "plan.json")))["parameter_totals"]
         results.append((totals["trained_elements"] == adapter_elements,
                         f"{label} trained {dtype}: {totals['trained_elements']} trained elements "
@@ -637,6 +691,28 @@ def check_refusals(args, results):
             ok = ok and "--base-dtype" in lines[0]
         results.append((ok, f"refused {os.path.basename(path)} {' '.join(flags)}: exit "
                             f"{res.returncode} (expected {code}): "
+                            f"{lines[0] if lines else '(no message)'}"
+                            + (f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else "")))
+    # shardrun: --export-onnx of a LoRA bundle without --merge-lora, --merge-lora without
+    # --export-onnx, --merge-lora on a bundle without adapters.
+    gpt2_work = os.path.join(args.work, "hf_gpt2_static")
+    data = os.path.join(gpt2_work, "data")
+    plain = os.path.join(work, "plain.shard")
+    e2e_util.run_tool([args.shardc, gpt2_path, "-o", plain], 300)
+    exported = os.path.join(work, "x.onnx")
+    for bundle, flags, code, message in [
+            (os.path.join(gpt2_work, "nf4.shard"), ["--export-onnx", exported], 1,
+             "add --merge-lora to export the model with the adapters merged into its weights"),
+            (os.path.join(gpt2_work, "nf4.shard"), ["--merge-lora"], 2,
+             "--merge-lora applies to --export-onnx FILE"),
+            (plain, ["--export-onnx", exported, "--merge-lora"], 2,
+             "no lora.json: --merge-lora applies to bundles compiled with shardc --lora")]:
+        res = e2e_util.run_tool([args.shardrun, bundle, "--steps", "1", "--data", data, *flags],
+                                300)
+        lines = res.stderr.strip().splitlines()
+        ok = res.returncode == code and len(lines) == 1 and message in lines[0]
+        results.append((ok, f"refused shardrun {os.path.basename(bundle)} {' '.join(flags)}: "
+                            f"exit {res.returncode} (expected {code}): "
                             f"{lines[0] if lines else '(no message)'}"
                             + (f" (+{len(lines) - 1} more lines)" if len(lines) > 1 else "")))
     # The block size is nf4's alone: int8 quantizes the same weight per row.

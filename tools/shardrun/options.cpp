@@ -65,6 +65,10 @@ const char kUsage[] =
     "  --save-adapters DIR  a bundle compiled with shardc --lora: write its trained adapters\n"
     "                     at the end as a PEFT adapter directory (adapter_model.safetensors,\n"
     "                     adapter_config.json) for peft.PeftModel.from_pretrained\n"
+    "  --merge-lora       with --export-onnx on a bundle compiled with shardc --lora: write\n"
+    "                     the model with each adapter merged into its weight, W + scale*B.A\n"
+    "                     (PEFT's merge_and_unload; onto the dequantized weight of a\n"
+    "                     --base-dtype bundle: the merged weights are f32)\n"
     "\n"
     "Bundles compiled for several ranks train with --steps, one rank per thread of this process\n"
     "(backend local), or one rank per process when started by mpirun or srun (backend mpi):\n"
@@ -98,7 +102,7 @@ const char *const kLoopFlags[] = {"--tokens",       "--seed",        "--metrics"
                                   "--warmup-steps", "--min-lr",      "--export-onnx",
                                   "--on-nonfinite", "--overwrite", "--keep-checkpoints",
                                   "--resume-step", "--trace", "--save-on-signal",
-                                  "--save-adapters"};
+                                  "--save-adapters", "--merge-lora"};
 
 // Thrown by an option's callback to end the parse with shardrun's own usage message (CLI11
 // passes exceptions other than its own through parse()).
@@ -157,6 +161,8 @@ std::optional<Failure> checkLoopArgs(const Options &options) {
     return usageError("--save-every needs --save DIR");
   if (options.overwrite && !options.saveDir)
     return usageError("--overwrite applies to --save DIR");
+  if (options.mergeLora && !options.exportOnnx)
+    return usageError("--merge-lora applies to --export-onnx FILE");
   if (options.keepCheckpoints && !options.saveDir)
     return usageError("--keep-checkpoints applies to --save DIR");
   if (options.saveOnSignal && !options.saveDir)
@@ -180,6 +186,7 @@ public:
     app_.allow_extras();
     app_.add_flag("-h,--help", options->help);
     app_.add_flag("--overwrite", options->overwrite);
+    app_.add_flag("--merge-lora", options->mergeLora);
     bundle_ = app_.add_option("bundle", options->bundle);
 
     text("--data", "a directory", &options->dataDir);

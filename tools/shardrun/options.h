@@ -55,6 +55,7 @@ struct Options {
   std::optional<std::string> exportOnnx;
   // --save-adapters DIR: a LoRA bundle's trained adapters as a PEFT adapter directory.
   std::optional<std::string> saveAdaptersDir;
+  bool mergeLora = false; // --merge-lora: --export-onnx merges a LoRA bundle's adapters
   // Several ranks: the communication backend ("local", "mpi", "nccl") and its timeout; how long
   // the ranks wait through long work of one of them (kDefaultIoTimeoutSeconds when absent).
   std::optional<std::string> comm;

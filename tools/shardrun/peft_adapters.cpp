@@ -14,12 +14,13 @@ namespace shardrun {
 using shardc::runtime::HostTensor;
 using shardc::runtime::Status;
 
-Status readPeftAdapterLayout(const std::string &bundleDir, PeftAdapterLayout *layout) {
+Status readPeftAdapterLayout(const std::string &bundleDir, PeftAdapterLayout *layout,
+                             const std::string &flag) {
   const std::string path = shardc::runtime::joinPath(bundleDir, "lora.json");
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Status::error(bundleDir + ": no lora.json: --save-adapters applies to bundles "
-                                     "compiled with shardc --lora");
+    return Status::error(bundleDir + ": no lora.json: " + flag +
+                         " applies to bundles compiled with shardc --lora");
   std::stringstream text;
   text << in.rdbuf();
   nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
@@ -35,6 +36,35 @@ Status readPeftAdapterLayout(const std::string &bundleDir, PeftAdapterLayout *la
     layout->keys.emplace_back(name, key.get<std::string>());
   }
   layout->adapterConfigJson = json["adapter_config"].dump(2) + "\n";
+  layout->merges.clear();
+  const std::string baseDtype =
+      json.contains("base_dtype") && json["base_dtype"].is_string() ? json["base_dtype"].get<std::string>()
+                                                                     : "fp32";
+  // merge: the adapted weights; dequantize: the quantized weights no adapter merges into
+  // (written as the step computed with them).
+  for (const char *list : {"merge", "dequantize"}) {
+    if (!json.contains(list))
+      continue;
+    if (!json[list].is_array())
+      return Status::error(path + ": " + list + " is not a list");
+    const bool adapted = std::string(list) == "merge";
+    for (const nlohmann::json &m : json[list]) {
+      auto text = [&](const char *key) { return m.contains(key) && m[key].is_string(); };
+      if (!m.is_object() || !text("weight") || !text("weight_layout") ||
+          (m["weight_layout"] != "in_out" && m["weight_layout"] != "out_in") ||
+          (m.contains("base_dtype") && !text("base_dtype")) ||
+          (adapted && (!text("lora_A") || !text("lora_B") || !m.contains("scale") ||
+                       !m["scale"].is_number())))
+        return Status::error(path + ": a " + list + " entry needs weight, " +
+                             (adapted ? "lora_A, lora_B, scale, " : "") +
+                             "weight_layout (in_out or out_in) and base_dtype");
+      layout->merges.push_back(
+          {m["weight"].get<std::string>(), adapted ? m["lora_A"].get<std::string>() : "",
+           adapted ? m["lora_B"].get<std::string>() : "", adapted ? m["scale"].get<double>() : 0.0,
+           m["weight_layout"] == "in_out",
+           m.contains("base_dtype") ? m["base_dtype"].get<std::string>() : baseDtype});
+    }
+  }
   return Status::ok();
 }
 

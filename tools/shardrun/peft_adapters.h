@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/executor/host_tensor.h"
+#include "runtime/export/onnx_export.h"
 #include "runtime/support/status.h"
 
 #include <functional>
@@ -18,12 +19,15 @@ namespace shardrun {
 struct PeftAdapterLayout {
   std::vector<std::pair<std::string, std::string>> keys; // parameter name, PEFT key
   std::string adapterConfigJson;
+  // Each adapted weight and its adapters, for --export-onnx --merge-lora.
+  std::vector<shardc::runtime::LoraMergeSpec> merges;
 };
 
 // Reads BUNDLE/lora.json; an error naming the file when the bundle has none (it was not
-// compiled with --lora) or it is malformed.
+// compiled with --lora; `flag` names the option that needs it) or it is malformed.
 shardc::runtime::Status readPeftAdapterLayout(const std::string &bundleDir,
-                                              PeftAdapterLayout *layout);
+                                              PeftAdapterLayout *layout,
+                                              const std::string &flag = "--save-adapters");
 
 // Writes DIR/adapter_model.safetensors (the adapters' values under their PEFT keys, metadata
 // format=pt as PEFT writes it) and DIR/adapter_config.json, creating DIR.

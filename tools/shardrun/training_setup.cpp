@@ -204,9 +204,14 @@ std::optional<Failure> prepareTraining(const Options &options, const LoadedBundl
       return usageError("--save-adapters: " + status.message());
   }
   if (options.exportOnnx && hostsRank0) {
+    PeftAdapterLayout lora;
+    if (options.mergeLora)
+      if (Status status = readPeftAdapterLayout(options.bundle, &lora, "--merge-lora");
+          !status.isOk())
+        return usageError(status.message());
     Status status = OnnxExporter::checkDestination(*options.exportOnnx);
     if (status.isOk())
-      status = OnnxExporter::open(withFullParameterShapes(bundle), &run->exporter);
+      status = OnnxExporter::open(withFullParameterShapes(bundle), &run->exporter, lora.merges);
     if (!status.isOk())
       return error("--export-onnx: " + status.message());
   }

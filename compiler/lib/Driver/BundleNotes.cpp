@@ -60,6 +60,24 @@ std::string trainedSetSource(const CompileOptions &opts, mlir::ModuleOp module, 
 
 void addTrainedSetNotes(const CompileOptions &opts, mlir::ModuleOp module, PlanNotes &notes) {
   notes.notTrained = notTrainedNotes(opts, module);
+  notes.loraMerges.clear();
+  notes.quantizedBase.clear();
+  if (auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward"))
+    if (auto records = forward->getAttrOfType<mlir::ArrayAttr>(graph::kQuantizedBaseAttr))
+      for (auto record : records.getAsRange<mlir::DictionaryAttr>())
+        notes.quantizedBase.push_back(
+            {record.getAs<mlir::StringAttr>("weight").str(),
+             record.getAs<mlir::StringAttr>("format").str(),
+             record.getAs<mlir::BoolAttr>("weight_in_by_out").getValue()});
+  if (auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward"))
+    if (auto merges = forward->getAttrOfType<mlir::ArrayAttr>(graph::kLoraMergesAttr))
+      for (auto merge : merges.getAsRange<mlir::DictionaryAttr>())
+        notes.loraMerges.push_back(
+            {merge.getAs<mlir::StringAttr>("weight").str(),
+             merge.getAs<mlir::StringAttr>("lora_A").str(),
+             merge.getAs<mlir::StringAttr>("lora_B").str(),
+             merge.getAs<mlir::FloatAttr>("scale").getValueAsDouble(),
+             merge.getAs<mlir::BoolAttr>("weight_in_by_out").getValue()});
   notes.trainedSetSource = trainedSetSource(opts, module, &notes.trainedSetGuessed);
   if (opts.mode == Mode::Train && opts.train.precision != "fp32") {
     notes.mixedPrecision = opts.train.halfStorage;

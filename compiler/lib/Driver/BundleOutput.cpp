@@ -96,7 +96,8 @@ int writeCompiledBundle(mlir::MLIRContext &ctx, const CompileOptions &opts,
     for (const program::StateInit &init : bundle.programs(0).state_init())
       if (runtime::isLoraAdapterName(init.name()))
         adapters.push_back(init.name());
-    const std::string json = driver::loraAdapterConfigJson(opts, adapters, error);
+    const std::string json = driver::loraAdapterConfigJson(opts, adapters, notes.loraMerges,
+                                                         notes.quantizedBase, error);
     const std::string path = opts.output + "/lora.json";
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
     if (json.empty() || !(file << json) || !file.flush()) {

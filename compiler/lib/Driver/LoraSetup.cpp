@@ -148,6 +148,8 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
 
 std::string loraAdapterConfigJson(const CompileOptions &opts,
                                   const std::vector<std::string> &adapterNames,
+                                  const std::vector<PlanNotes::LoraMerge> &merges,
+                                  const std::vector<PlanNotes::QuantizedWeight> &quantized,
                                   std::string &error) {
   std::map<std::string, runtime::HostTensor> file;
   if (!opts.lora.initFile.empty()) {
@@ -181,9 +183,32 @@ std::string loraAdapterConfigJson(const CompileOptions &opts,
       {"init_lora_weights", true},
       {"inference_mode", true},
       {"modules_to_save", nullptr}};
+  std::map<std::string, std::string> formatOf;
+  for (const PlanNotes::QuantizedWeight &q : quantized)
+    formatOf[q.weight] = q.format;
+  nlohmann::ordered_json mergeList = nlohmann::ordered_json::array();
+  std::set<std::string> merged;
+  for (const PlanNotes::LoraMerge &m : merges) {
+    merged.insert(m.weight);
+    mergeList.push_back({{"weight", m.weight},
+                         {"lora_A", m.loraA},
+                         {"lora_B", m.loraB},
+                         {"scale", m.scale},
+                         {"weight_layout", m.weightInByOut ? "in_out" : "out_in"},
+                         {"base_dtype", formatOf.count(m.weight) ? formatOf[m.weight] : "fp32"}});
+  }
+  nlohmann::ordered_json dequantizeList = nlohmann::ordered_json::array();
+  for (const PlanNotes::QuantizedWeight &q : quantized)
+    if (!merged.count(q.weight))
+      dequantizeList.push_back({{"weight", q.weight},
+                                {"weight_layout", q.weightInByOut ? "in_out" : "out_in"},
+                                {"base_dtype", q.format}});
   nlohmann::ordered_json out = {{"format", "shardc-lora-adapters-1"},
                                 {"peft_keys", keys},
-                                {"adapter_config", config}};
+                                {"adapter_config", config},
+                                {"base_dtype", opts.baseDtype},
+                                {"merge", mergeList},
+                                {"dequantize", dequantizeList}};
   return out.dump(2) + "\n";
 }
 

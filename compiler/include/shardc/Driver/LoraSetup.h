@@ -9,6 +9,7 @@
 #define SHARDC_DRIVER_LORASETUP_H
 
 #include "shardc/Parallel/CompileOptions.h"
+#include "shardc/Plan/PlanNotes.h"
 #include "shardc/Support/WeightStore.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -27,8 +28,13 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
 // the --lora-init file it came from, else PEFT's prefix and its own name) and the PEFT
 // LoraConfig (adapter_config.json) the adapters follow, for shardrun --save-adapters. Empty,
 // with `error`, when the init file cannot be read again.
+// Also each adapted weight's merge (`merges`, for shardrun --export-onnx --merge-lora) with the
+// dtype its base is stored in, and the quantized weights no adapter merges into (--base-dtype:
+// the export writes the dequantized weights the step computed with).
 std::string loraAdapterConfigJson(const CompileOptions &opts,
                                   const std::vector<std::string> &adapterNames,
+                                  const std::vector<PlanNotes::LoraMerge> &merges,
+                                  const std::vector<PlanNotes::QuantizedWeight> &quantized,
                                   std::string &error);
 
 } // namespace shardc::driver

@@ -69,6 +69,21 @@ struct PlanNotes {
   bool predicted = false;
   Prediction prediction;
   std::vector<std::string> predictionLines;
+  // --lora: each adapted weight and its adapters (graph.lora_merges), written to lora.json for
+  // shardrun --export-onnx --merge-lora: W += scale * B·A ([out, in]; its transpose for a
+  // weight stored [in, out]).
+  struct LoraMerge {
+    std::string weight, loraA, loraB;
+    double scale = 1.0;
+    bool weightInByOut = false;
+  };
+  std::vector<LoraMerge> loraMerges;
+  // --base-dtype: each quantized weight (graph.quantized_base), in lora.json for the export.
+  struct QuantizedWeight {
+    std::string weight, format;
+    bool weightInByOut = false;
+  };
+  std::vector<QuantizedWeight> quantizedBase;
 };
 
 } // namespace shardc

@@ -27,6 +27,14 @@ inline constexpr llvm::StringLiteral kNotTrainableAttr = "graph.not_trainable";
 // On @forward when the model records which parameters PyTorch trains (the shardc.trainable
 // metadata): the trained set is then known, not guessed.
 inline constexpr llvm::StringLiteral kTrainableRecordAttr = "graph.trainable_record";
+// On @forward after shardc-lora-adapters: one dictionary per adapted weight, {weight, lora_A,
+// lora_B: parameter names; scale: f64; weight_in_by_out: the weight is stored [in, out]}, what
+// merging the adapters into the weights needs (shardrun --export-onnx --merge-lora).
+inline constexpr llvm::StringLiteral kLoraMergesAttr = "graph.lora_merges";
+// On @forward after shardc-quantize-base: one dictionary per quantized weight, {weight: the
+// model's parameter name, format, weight_in_by_out}, for the export of the trained model (its
+// base dequantized as the step computed with it).
+inline constexpr llvm::StringLiteral kQuantizedBaseAttr = "graph.quantized_base";
 
 // On a result of @forward (and of the training step): the new value of the parameter NAME,
 // a buffer the model updates as it runs (BatchNormalization's running statistics). The
