@@ -73,11 +73,17 @@ def export(model, batch, path, style):
             for flag in ("--input-shape", f"{input_name}={'x'.join(map(str, tensor.shape))}")]
 
 
-def peft_run(name, batch, adapter_dir):
-    """PEFT's LoRA on a fresh copy of the model: saves the adapters, then trains STEPS AdamW
-    steps over them; returns the losses."""
+def peft_run(name, batch, adapter_dir, base=None):
+    """PEFT's LoRA on a fresh copy of the model (its parameters named in `base`, {name: numpy
+    value}, replaced first): saves the adapters, then trains STEPS AdamW steps over them;
+    returns the losses, the adapters' element count and the final forward loss."""
     import peft
     wrapper = build(name)
+    if base:
+        params = dict(wrapper.named_parameters())
+        with torch.no_grad():
+            for param_name, value in base.items():
+                params[param_name].copy_(torch.from_numpy(value))
     torch.manual_seed(1)
     config = peft.LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
                              target_modules=MODELS[name][1], init_lora_weights=False)

@@ -70,16 +70,18 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import e2e_util  # noqa: E402
+import test_lora  # noqa: E402
 import test_model_zoo as zoo  # noqa: E402
 
 PROTO_DIR = os.path.join(HERE, os.pardir, os.pardir, "runtime", "program")
 
-RANK, ALPHA, STEPS, LR, RTOL = 8, 16, 30, 1e-3, 1e-5
-MODELS = {
-    # name: (build, PEFT's default target modules for the architecture)
-    "hf_gpt2": (zoo.hf_gpt2, ["c_attn"]),
-    "hf_llama": (zoo.hf_decoder("LlamaConfig", "LlamaForCausalLM").build, ["q_proj", "v_proj"]),
-}
+# test_lora.py's models (PEFT's default targets), rank, steps and tolerance; its builders,
+# exports and compile-and-train runs.
+RANK, ALPHA, STEPS, LR, RTOL = test_lora.RANK, test_lora.ALPHA, test_lora.STEPS, test_lora.LR, \
+    test_lora.RTOL
+MODELS = test_lora.MODELS
+build, export, compile_and_train = test_lora.build, test_lora.export, test_lora.compile_and_train
+PEAKS = test_lora.PEAKS  # bundle -> [(planned, measured) peak bytes per rank]
 DTYPES = ("fp32", "bf16", "int8", "nf4")
 SHARDED_DTYPES = ("int8", "nf4")
 STRATEGIES = (("2", "zero3"), ("2", "tp=2"), ("4", "dp=2,tp=2"))
@@ -152,20 +154,6 @@ def stored_bytes(dtype, out, inn):
 
 # ---------------------------------------------------------------------------------------------
 
-def build(name):
-    torch.manual_seed(0)
-    return MODELS[name][0]()
-
-
-def export(model, batch, path, style):
-    """Exports as the model zoo does; returns the --input-shape flags the style needs."""
-    zoo.export_onnx(model, batch, path, style, zoo.TOKENS_DYNAMIC)
-    if style == "static":
-        return []
-    return [flag for input_name, tensor in batch.items()
-            for flag in ("--input-shape", f"{input_name}={'x'.join(map(str, tensor.shape))}")]
-
-
 def initializers(model_path):
     import onnx
     from onnx import numpy_helper
@@ -234,33 +222,10 @@ def load_into(model, weights):
 
 
 def peft_run(name, batch, adapter_dir, base):
-    """PEFT's LoRA on a fresh copy of the model whose weights `base` ({name: value}) replace
-    its own: saves the adapters, then trains STEPS AdamW steps over them; returns the losses
-    and the adapters' element count."""
-    import peft
-    import safetensors.torch
-    wrapper = build(name)
-    load_into(wrapper, base)
-    torch.manual_seed(1)
-    config = peft.LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
-                             target_modules=MODELS[name][1], init_lora_weights=False)
-    wrapper.model = peft.get_peft_model(wrapper.model, config)
-    os.makedirs(adapter_dir, exist_ok=True)
-    safetensors.torch.save_file(peft.get_peft_model_state_dict(wrapper.model),
-                                os.path.join(adapter_dir, "adapter_model.safetensors"),
-                                metadata={"format": "pt"})
-    wrapper.model.peft_config["default"].save_pretrained(adapter_dir)
-    trained = [p for p in wrapper.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trained, lr=LR, weight_decay=0.01)
-    losses = []
-    args = tuple(batch.values())
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        loss = wrapper(*args)
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
-    return losses, sum(p.numel() for p in trained)
+    """test_lora.py's PEFT run on the model with the weights `base` ({name: value}) replacing
+    its own: the losses of STEPS AdamW steps and the adapters' element count."""
+    losses, elements, _ = test_lora.peft_run(name, batch, adapter_dir, base)
+    return losses, elements
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,22 +354,6 @@ def check_stored(label, dtype, weights, quantized, selected):
 
 
 # ---------------------------------------------------------------------------------------------
-
-PEAKS = {}  # bundle -> [(planned, measured) peak bytes per rank]
-
-
-def compile_and_train(args, model_path, bundle, data, flags, run_flags=()):
-    res = e2e_util.run_tool([args.shardc, model_path, "-o", bundle, *flags], 600)
-    if not res.ok:
-        return None, f"shardc {' '.join(flags)}: {res.describe()}"
-    metrics = bundle + ".jsonl"
-    res = e2e_util.run_tool([args.shardrun, bundle, "--steps", str(STEPS), "--data", data,
-                             "--lr", str(LR), "--metrics", metrics, *run_flags], 600)
-    if not res.ok:
-        return None, f"shardrun {bundle}: {res.describe()}"
-    PEAKS[bundle] = e2e_util.memory_peaks(res.stdout + res.stderr)
-    return [json.loads(line)["loss"] for line in open(metrics)], None
-
 
 def write_batch(work, batch):
     data = os.path.join(work, "data")

@@ -3,6 +3,8 @@
 
 #include "passes/training/TrainingPasses.h"
 
+#include "shardc/Support/Diagnostics.h"
+
 #include "mlir/Pass/PassManager.h"
 
 #include "runtime/support/quantized_weights.h"
@@ -46,14 +48,10 @@ bool quantizeBase(const CompileOptions &opts, mlir::ModuleOp module, WeightStore
   mlir::PassManager pm(module.getContext());
   pm.addPass(createQuantizeBase(
       options, [&](const QuantizedBaseWeight &w) { replaced.push_back(w); }));
-  std::string diagnostic;
-  mlir::ScopedDiagnosticHandler capture(module.getContext(), [&](mlir::Diagnostic &d) {
-    if (diagnostic.empty())
-      diagnostic = d.str();
-    return mlir::success();
-  });
+  // The pass's first error, located in the model (or the model file itself).
+  FirstErrorCollector errors(*module.getContext(), opts.model);
   if (mlir::failed(pm.run(module))) {
-    error = opts.model + ": " + (diagnostic.empty() ? "shardc-quantize-base failed" : diagnostic);
+    error = errors.hasError() ? errors.message() : opts.model + ": shardc-quantize-base failed";
     return false;
   }
   auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");

@@ -3,6 +3,8 @@
 
 #include "passes/training/TrainingPasses.h"
 
+#include "shardc/Support/Diagnostics.h"
+
 #include "mlir/Pass/PassManager.h"
 
 #include "runtime/checkpoint/safetensors.h"
@@ -87,14 +89,10 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
                                              LoraParameterKind kind, int64_t fanIn) {
     added.push_back({name, type, kind, fanIn});
   }));
-  std::string diagnostic;
-  mlir::ScopedDiagnosticHandler capture(module.getContext(), [&](mlir::Diagnostic &d) {
-    if (diagnostic.empty())
-      diagnostic = d.str();
-    return mlir::success();
-  });
+  // The pass's first error, located in the model (or the model file itself).
+  FirstErrorCollector errors(*module.getContext(), opts.model);
   if (mlir::failed(pm.run(module))) {
-    error = opts.model + ": " + (diagnostic.empty() ? "shardc-lora-adapters failed" : diagnostic);
+    error = errors.hasError() ? errors.message() : opts.model + ": shardc-lora-adapters failed";
     return false;
   }
 
