@@ -76,6 +76,12 @@ void addTrainedSetNotes(const CompileOptions &opts, mlir::ModuleOp module, PlanN
             {merge.getAs<mlir::StringAttr>("weight").str(),
              merge.getAs<mlir::StringAttr>("lora_A").str(),
              merge.getAs<mlir::StringAttr>("lora_B").str(),
+             merge.getAs<mlir::StringAttr>("peft_key_A")
+                 ? merge.getAs<mlir::StringAttr>("peft_key_A").str()
+                 : std::string(),
+             merge.getAs<mlir::StringAttr>("peft_key_B")
+                 ? merge.getAs<mlir::StringAttr>("peft_key_B").str()
+                 : std::string(),
              merge.getAs<mlir::FloatAttr>("scale").getValueAsDouble(),
              merge.getAs<mlir::BoolAttr>("weight_in_by_out").getValue()});
   notes.trainedSetSource = trainedSetSource(opts, module, &notes.trainedSetGuessed);

@@ -105,11 +105,13 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
     }
   }
   std::set<std::string> used;
+  std::map<std::string, std::string> peftKeys; // adapter parameter -> its key in PEFT's files
   for (size_t i = 0; i < added.size(); ++i) {
     const NewParameter &p = added[i];
     std::vector<float> values;
     if (file.empty() && opts.lora.initFile.empty()) {
       values = initialValues(p, opts.lora.seed, i);
+      peftKeys[p.name] = kPeftPrefix + p.name;
     } else {
       const std::string *key = peftKeyFor(p.name, file);
       if (!key) {
@@ -131,6 +133,7 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
       }
       values.assign(view.as<float>(), view.as<float>() + view.numel());
       used.insert(*key);
+      peftKeys[p.name] = *key;
     }
     weights.add(p.name, WeightTensor{p.type, true, asBytes(values)});
   }
@@ -141,6 +144,20 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
               ")";
       return false;
     }
+  // Each adapter's PEFT key beside its merge record (graph.lora_merges), for lora.json: the
+  // init file's own names, so that saved adapters load where the file's did.
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  if (auto merges = forward->getAttrOfType<mlir::ArrayAttr>(graph::kLoraMergesAttr)) {
+    mlir::Builder b(module.getContext());
+    llvm::SmallVector<mlir::Attribute> keyed;
+    for (auto merge : merges.getAsRange<mlir::DictionaryAttr>()) {
+      mlir::NamedAttrList entries(merge);
+      for (auto [parameter, key] : {std::pair{"lora_A", "peft_key_A"}, {"lora_B", "peft_key_B"}})
+        entries.set(key, b.getStringAttr(peftKeys[merge.getAs<mlir::StringAttr>(parameter).str()]));
+      keyed.push_back(entries.getDictionary(module.getContext()));
+    }
+    forward->setAttr(graph::kLoraMergesAttr, b.getArrayAttr(keyed));
+  }
   return true;
 }
 
@@ -149,19 +166,21 @@ std::string loraAdapterConfigJson(const CompileOptions &opts,
                                   const std::vector<PlanNotes::LoraMerge> &merges,
                                   const std::vector<PlanNotes::QuantizedWeight> &quantized,
                                   std::string &error) {
-  std::map<std::string, runtime::HostTensor> file;
-  if (!opts.lora.initFile.empty()) {
-    runtime::Status status = runtime::readSafetensors(opts.lora.initFile, &file, nullptr);
-    if (!status.isOk()) {
-      error = "--lora-init " + status.message();
-      return "";
-    }
+  std::map<std::string, std::string> peftKeyOf;
+  for (const PlanNotes::LoraMerge &m : merges) {
+    peftKeyOf[m.loraA] = m.peftKeyA;
+    peftKeyOf[m.loraB] = m.peftKeyB;
   }
   nlohmann::ordered_json keys = nlohmann::ordered_json::object();
   std::set<std::string> modules;
   for (const std::string &name : adapterNames) {
-    const std::string *fileKey = file.empty() ? nullptr : peftKeyFor(name, file);
-    const std::string key = fileKey ? *fileKey : kPeftPrefix + name;
+    auto found = peftKeyOf.find(name);
+    if (found == peftKeyOf.end() || found->second.empty()) {
+      error = opts.output + "/lora.json: the bundle's adapter '" + name +
+              "' has no PEFT name (no merge record of shardc-lora-adapters names it)";
+      return "";
+    }
+    const std::string &key = found->second;
     keys[name] = key;
     // The module path PEFT sees: the key without its prefix and ".lora_X.weight".
     const std::string path = key.substr(std::strlen(kPeftPrefix));

@@ -25,9 +25,9 @@ bool addLoraAdapters(const CompileOptions &opts, mlir::ModuleOp module, WeightSt
 
 // The bundle's lora.json for the adapters `adapterNames` (the bundle's parameters named
 // MODULE.lora_A.weight / MODULE.lora_B.weight): each one's key in a PEFT adapter file (that of
-// the --lora-init file it came from, else PEFT's prefix and its own name) and the PEFT
-// LoraConfig (adapter_config.json) the adapters follow, for shardrun --save-adapters. Empty,
-// with `error`, when the init file cannot be read again.
+// the --lora-init file it came from, else PEFT's prefix and its own name, as addLoraAdapters
+// recorded it in the merges) and the PEFT LoraConfig (adapter_config.json) the adapters
+// follow, for shardrun --save-adapters. Empty, with `error`, for an adapter without a record.
 // Also each adapted weight's merge (`merges`, for shardrun --export-onnx --merge-lora) with the
 // dtype its base is stored in, and the quantized weights no adapter merges into (--base-dtype:
 // the export writes the dequantized weights the step computed with).

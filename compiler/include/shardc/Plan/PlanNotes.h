@@ -74,6 +74,7 @@ struct PlanNotes {
   // weight stored [in, out]).
   struct LoraMerge {
     std::string weight, loraA, loraB;
+    std::string peftKeyA, peftKeyB; // the adapters' names in PEFT's files
     double scale = 1.0;
     bool weightInByOut = false;
   };

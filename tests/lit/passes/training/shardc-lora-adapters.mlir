@@ -14,6 +14,8 @@
 // CHECK-SAME: %arg3: tensor<6x8xf32> {graph.not_trainable = "frozen base of the LoRA adapters (--lora)", graph.param = "attn.k_proj.weight"}
 // CHECK-SAME: %arg4: tensor<2x8xf32> {graph.param = "attn.q_proj.lora_A.weight"}
 // CHECK-SAME: %arg5: tensor<6x2xf32> {graph.param = "attn.q_proj.lora_B.weight"}
+// What merging the adapters into the weight needs (an [out, in] weight here):
+// CHECK-SAME: attributes {graph.lora_merges = [{lora_A = "attn.q_proj.lora_A.weight", lora_B = "attn.q_proj.lora_B.weight", scale = 2.000000e+00 : f64, weight = "attn.q_proj.weight", weight_in_by_out = false}]}
 // CHECK: %[[WT:.*]] = graph.transpose %arg1
 // CHECK-NEXT: %[[Y:.*]] = graph.matmul %arg0, %[[WT]] : (tensor<2x4x8xf32>, tensor<8x6xf32>) -> tensor<2x4x6xf32>
 // CHECK-NEXT: %[[AT:.*]] = graph.transpose %arg4 {perm = array<i64: 1, 0>} : (tensor<2x8xf32>) -> tensor<8x2xf32>
@@ -54,6 +56,7 @@ func.func @forward(%x: tensor<2x4x8xf32> {graph.input = "x"},
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: %arg3: tensor<2x8xf32> {graph.param = "h.0.attn.c_attn.lora_A.weight"}
 // CHECK-SAME: %arg4: tensor<12x2xf32> {graph.param = "h.0.attn.c_attn.lora_B.weight"}
+// CHECK-SAME: graph.lora_merges = [{{.*}}weight = "h.0.attn.c_attn.weight", weight_in_by_out = true}]
 // CHECK: %[[G:.*]] = graph.gemm %arg0, %arg1, %arg2
 // CHECK: %[[D:.*]] = graph.matmul %arg0, %{{.*}} : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
 // CHECK: %[[U:.*]] = graph.matmul %[[D]], %{{.*}} : (tensor<4x2xf32>, tensor<2x12xf32>) -> tensor<4x12xf32>

@@ -14,6 +14,8 @@
 // CHECK-SAME: %arg5: tensor<128xf32> {graph.not_trainable = "frozen base, stored as nf4 (--base-dtype)", graph.param = "attn.q_proj.weight.absmax"}
 // CHECK-SAME: %arg6: tensor<4096xui8> {{.*}}graph.param = "mlp.c_fc.weight.nf4"}
 // CHECK-SAME: %arg7: tensor<128xf32> {{.*}}graph.param = "mlp.c_fc.weight.absmax"}
+// Each quantized weight under its model name and layout (for the export, dequantized):
+// CHECK-SAME: attributes {graph.quantized_base = [{format = "nf4", weight = "attn.q_proj.weight", weight_in_by_out = false}, {format = "nf4", weight = "mlp.c_fc.weight", weight_in_by_out = true}]}
 // CHECK-NEXT: %[[Q:.*]] = graph.quantized_matmul %arg0, %arg4, %arg5 {cols = 128 : i64, format = "nf4", rows = 64 : i64} : (tensor<2x4x128xf32>, tensor<4096xui8>, tensor<128xf32>) -> tensor<2x4x64xf32>
 // CHECK-NEXT: %[[F:.*]] = graph.reshape %arg0
 // CHECK-NEXT: %[[C:.*]] = graph.quantized_matmul %[[F]], %arg6, %arg7 {cols = 128 : i64, format = "nf4", rows = 64 : i64} : (tensor<8x128xf32>, tensor<4096xui8>, tensor<128xf32>) -> tensor<8x64xf32>
