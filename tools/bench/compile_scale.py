@@ -14,7 +14,7 @@ is kept in WORK/model and reused by a later run with the same model sizes.
 
 `--export-width W` plans models too large to create in PyTorch (48 layers of d=8192 hold 39B
 parameters, 155 GB in fp32): the GPT is exported at width W with the same heads, layers,
-vocabulary and sequence, and the export is then widened to --d-model: every initializer's
+vocabulary and sequence, and the export is then widened to --d-model: every parameter's
 dimensions W, 3W and 4W become d, 3d and 4d (with no data: planning reads none), the split
 sizes of the fused QKV projection W become d, and the attention's 1/sqrt(W/heads) constant
 becomes 1/sqrt(d/heads). Every other size in the graph is computed from shapes (x.size()), so
@@ -46,7 +46,9 @@ def widen(path, small, big, heads, param_names):
     sizes = {small: big, 3 * small: 3 * big, 4 * small: 4 * big}
     offset, params = 0, 0
     for init in proto.graph.initializer:
-        dims = [sizes.get(d, d) for d in init.dims]
+        # Parameters only: a buffer's sizes come from elsewhere (the causal mask's from the
+        # sequence, which may happen to be 3 or 4 times the export width).
+        dims = [sizes.get(d, d) for d in init.dims] if init.name in param_names else list(init.dims)
         del init.dims[:]
         init.dims.extend(dims)
         for field in ("raw_data", "float_data", "int64_data", "int32_data", "double_data"):

@@ -48,9 +48,8 @@ def exported(work, name):
     path = os.path.join(out, "model.onnx")
     if os.path.exists(path):
         return path
-    # Exported at head size 3 (PyTorch traces it in seconds), widened to d. widen() scales
-    # every dimension that is 1, 3 or 4 times the export width: none of the sequence's (512)
-    # or the vocabulary's may be one.
+    # Exported at head size 3 (PyTorch traces it in seconds), widened to d (compile_scale's
+    # widen scales the parameters' dimensions that are 1, 3 or 4 times the export width).
     args = argparse.Namespace(vocab=VOCAB, seq=SEQ, export_width=3 * shape["heads"], **shape)
     t0 = time.time()
     compile_scale.export(args, out)
