@@ -32,7 +32,8 @@ nibble, dequantised NF4[code] * absmax_b). Checks:
              within 1e-6 of PEFT's merged model (a quantized base exported dequantized, as the
              step computed with it), only the adapted weights changed, the merged model's loss
              within 1e-5 of PEFT's unmerged model's
-  trained    plan.json's trained elements equal PEFT's adapters' element count
+  trained    plan.json's trained elements equal PEFT's adapters' element count; plan.txt's
+             trained set lists the quantized weights, each with its format
   memory     (static) plan.json's weights region: its parameter bytes shrink from the fp32
              LoRA bundle's by exactly the quantized weights' savings, the sum over them of
              4 * numel - stored (nf4: numel / 2 + 4 * numel / 64; int8: numel + 4 * out;
@@ -460,6 +461,14 @@ def check_model(args, name, style, results):
             results.append((True, f"{label} quantized {dtype}: SKIP (no protoc)"))
         else:
             results.append(check_stored(label, dtype, weights, quantized, selected))
+        if dtype != "fp32":
+            plan = open(os.path.join(bundle, "plan.txt")).read()
+            line = next((l for l in plan.splitlines() if "stored in fewer bits" in l), "")
+            listed = {l.strip().split(": ")[0] for l in plan.splitlines()
+                      if l.startswith("    ") and l.strip().endswith(f": {dtype}")}
+            ok = line.endswith(f"{len(quantized)} weights as {dtype}") and listed == set(quantized)
+            results.append((ok, f"{label} plan {dtype}: plan.txt says '{line.strip()}' and lists "
+                                f"{len(listed)} weights (the quantized set: {listed == set(quantized)})"))
     if style != "static":
         return
 

@@ -363,11 +363,24 @@ void formatPrediction(const PlanNotes &notes, std::ostringstream &os) {
 // How the trained set was chosen, and the initializers the step keeps frozen although the
 // export made them look like parameters, and why.
 void formatTrainedSet(const PlanNotes &notes, std::ostringstream &os) {
-  if (notes.trainedSetSource.empty() && notes.notTrained.empty())
+  if (notes.trainedSetSource.empty() && notes.notTrained.empty() && notes.quantizedBase.empty())
     return;
   os << "== Trained set\n";
   if (!notes.trainedSetSource.empty())
     os << "  source: " << notes.trainedSetSource << "\n";
+  if (!notes.quantizedBase.empty()) {
+    // --base-dtype: which frozen weights are stored in fewer bits (their bytes are in the
+    // memory section's weights region).
+    std::map<std::string, size_t> perFormat;
+    for (const PlanNotes::QuantizedWeight &q : notes.quantizedBase)
+      ++perFormat[q.format];
+    os << "  stored in fewer bits (--base-dtype; dequantized inside their products):";
+    for (const auto &[format, count] : perFormat)
+      os << " " << count << " weight" << (count == 1 ? "" : "s") << " as " << format;
+    os << "\n";
+    for (const PlanNotes::QuantizedWeight &q : notes.quantizedBase)
+      os << "    " << q.weight << ": " << q.format << "\n";
+  }
   if (!notes.doubtfulTrained.empty()) {
     os << "  trained, but holding values no random initialisation gives (--freeze them if "
           "PyTorch keeps them fixed):\n";
