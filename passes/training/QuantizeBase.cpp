@@ -110,7 +110,7 @@ struct QuantizeBasePass : impl::QuantizeBaseBase<QuantizeBasePass> {
     Builder attrs(&getContext());
     const unsigned originalArgs = forward.getNumArguments();
     llvm::BitVector replaced(originalArgs);
-    int quantized = 0;
+    int quantized = 0, keptByRegex = 0;
     SmallVector<Attribute> records; // graph.quantized_base
     for (unsigned i = 0; i < originalArgs; ++i) {
       auto name = forward.getArgAttrOfType<StringAttr>(i, graph::kParamAttr);
@@ -122,9 +122,11 @@ struct QuantizeBasePass : impl::QuantizeBaseBase<QuantizeBasePass> {
         continue;
       StringRef module = name.getValue();
       module.consume_back(".weight");
-      if (!keep.empty() && kept.match(module))
-        continue;
       std::optional<SmallVector<WeightRead>> reads = productReads(param);
+      if (reads && !keep.empty() && kept.match(module)) {
+        ++keptByRegex;
+        continue;
+      }
       if (!reads)
         continue;
       // The first reader fixes the stored layout: W is what that product multiplies x by,
@@ -204,7 +206,14 @@ struct QuantizeBasePass : impl::QuantizeBaseBase<QuantizeBasePass> {
     }
     if (quantized == 0) {
       forward.emitError(flag + ": no " + (allParameters ? "" : "frozen ") +
-                        "2-D weight read only by products (MatMul, Gemm) to store in fewer bits");
+                        "2-D weight read only by products (MatMul, Gemm) to store in fewer bits" +
+                        (keptByRegex == 0 ? std::string()
+                         : keptByRegex == 1
+                             ? " (the one such weight matches --base-dtype-keep " +
+                                   keep.getValue() + ")"
+                             : " (all " + std::to_string(keptByRegex) +
+                                   " such weights match --base-dtype-keep " + keep.getValue() +
+                                   ")"));
       return signalPassFailure();
     }
     replaced.resize(forward.getNumArguments());

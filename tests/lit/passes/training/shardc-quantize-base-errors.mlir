@@ -1,12 +1,14 @@
 // RUN: not shardc-opt %s -split-input-file --shardc-quantize-base="format=nf4 all-parameters=true" 2>&1 | FileCheck %s --check-prefix=BLOCK
 // RUN: not shardc-opt %s -split-input-file --shardc-quantize-base="format=int8" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not shardc-opt %s -split-input-file --shardc-quantize-base="format=fp8" 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not shardc-opt %s -split-input-file --shardc-quantize-base="format=int8 all-parameters=true keep=small" 2>&1 | FileCheck %s --check-prefix=KEPT
 
 // nf4 blocks are 64 elements: a [10, 3] weight cannot be stored in them (with all-parameters,
 // as --mode forward quantizes). Without it, nothing here is frozen: nothing to quantize.
 // BLOCK: error: --base-dtype nf4: weight 'small.weight' has 30 elements, not a multiple of the block size 64
 // NONE: error: --base-dtype int8: no frozen 2-D weight read only by products (MatMul, Gemm) to store in fewer bits
 // FORMAT: error: --base-dtype fp8: the format must be bf16, int8 or nf4
+// KEPT: error: --base-dtype int8: no 2-D weight read only by products (MatMul, Gemm) to store in fewer bits (the one such weight matches --base-dtype-keep small)
 func.func @forward(%x: tensor<4x3xf32> {graph.input = "x"},
                    %w: tensor<10x3xf32> {graph.param = "small.weight"})
     -> (tensor<4x10xf32> {graph.output = "y"}) {
