@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -125,12 +126,10 @@ Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExport
   // The trained parameters are the program's state_init inputs; their buffers give the shape
   // the training loop's values have.
   const program::Program &program = bundle.programs(0);
-  std::map<std::string, const LoraMergeSpec *> mergedAdapters;
+  std::set<std::string> mergedAdapters;
   for (const LoraMergeSpec &m : merges)
-    if (!m.loraA.empty()) {
-      mergedAdapters[m.loraA] = &m;
-      mergedAdapters[m.loraB] = &m;
-    }
+    if (!m.loraA.empty())
+      mergedAdapters.insert({m.loraA, m.loraB});
   for (const program::StateInit &init : program.state_init()) {
     const std::string &name = init.name();
     if (mergedAdapters.count(name))
@@ -201,15 +200,11 @@ Status OnnxExporter::open(const LoadedBundle &loaded, std::unique_ptr<OnnxExport
       if (*format == WeightFormat::Nf4 && rows * cols % kNf4BlockSize != 0)
         return Status::error("lora.json: weight " + quoteForMessage(spec.weight) +
                              " cannot be nf4 (not a multiple of 64 elements)");
-      std::vector<float> outByIn(merge.base.size());
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
-          outByIn[r * cols + c] = merge.base[inByOut ? c * rows + r : r * cols + c];
+      std::vector<float> outByIn =
+          inByOut ? transposedMatrix(merge.base.data(), cols, rows) : merge.base;
       QuantizedWeight q = quantizeWeight(*format, outByIn.data(), rows, cols);
       dequantizeRows(*format, q.codes.data(), q.scales.data(), cols, 0, rows, outByIn.data());
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
-          merge.base[inByOut ? c * rows + r : r * cols + c] = outByIn[r * cols + c];
+      merge.base = inByOut ? transposedMatrix(outByIn.data(), rows, cols) : std::move(outByIn);
     }
     exporter->merges_.push_back(std::move(merge));
   }
@@ -262,8 +257,11 @@ OnnxExporter::collectValues(const std::function<const HostTensor *(const std::st
 
 Status OnnxExporter::mergedWeight(
     const Merge &merge, const std::function<const HostTensor *(const std::string &)> &valueOf,
-    std::vector<float> *out) const {
-  *out = merge.base;
+    HostTensor *out) const {
+  out->dtype = program::F32;
+  out->shape = merge.shape;
+  out->bytes.resize(merge.base.size() * sizeof(float));
+  std::memcpy(out->bytes.data(), merge.base.data(), out->bytes.size());
   if (merge.spec.loraA.empty())
     return Status::ok(); // a quantized weight without adapters: its dequantized value
   const bool inByOut = merge.spec.weightInByOut;
@@ -280,13 +278,14 @@ Status OnnxExporter::mergedWeight(
   const int64_t rank = a->shape[0];
   const float *pa = a->as<float>(), *pb = b->as<float>();
   const float scale = static_cast<float>(merge.spec.scale);
+  float *merged = out->as<float>();
   // PEFT's merge: delta = (B · A) * scale in f32, then W + delta.
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       float sum = 0.0f;
       for (int64_t k = 0; k < rank; ++k)
         sum += pb[r * rank + k] * pa[k * cols + c];
-      (*out)[inByOut ? c * rows + r : r * cols + c] += sum * scale;
+      merged[inByOut ? c * rows + r : r * cols + c] += sum * scale;
     }
   return Status::ok();
 }
@@ -310,14 +309,8 @@ Status OnnxExporter::write(const std::string &path,
   SHARDC_RETURN_IF_ERROR(collectValues(valueOf, &values));
   // The merged weights are written as trained parameters are.
   std::vector<HostTensor> mergedValues(merges_.size());
-  for (size_t i = 0; i < merges_.size(); ++i) {
-    std::vector<float> merged;
-    SHARDC_RETURN_IF_ERROR(mergedWeight(merges_[i], valueOf, &merged));
-    mergedValues[i].dtype = program::F32;
-    mergedValues[i].shape = merges_[i].shape;
-    mergedValues[i].bytes.resize(merged.size() * sizeof(float));
-    std::memcpy(mergedValues[i].bytes.data(), merged.data(), mergedValues[i].bytes.size());
-  }
+  for (size_t i = 0; i < merges_.size(); ++i)
+    SHARDC_RETURN_IF_ERROR(mergedWeight(merges_[i], valueOf, &mergedValues[i]));
   std::vector<int> targets;
   for (const Param &param : params_)
     targets.push_back(param.initializer);

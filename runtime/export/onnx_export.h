@@ -112,7 +112,7 @@ private:
   };
   Status mergedWeight(const Merge &merge,
                       const std::function<const HostTensor *(const std::string &)> &valueOf,
-                      std::vector<float> *out) const;
+                      HostTensor *out) const;
   void clearMergedValues();
 
   std::vector<Param> params_;

@@ -103,6 +103,14 @@ int64_t quantizedScaleCount(WeightFormat format, int64_t rows, int64_t cols) {
   return 0;
 }
 
+std::vector<float> transposedMatrix(const float *m, int64_t rows, int64_t cols) {
+  std::vector<float> t(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      t[c * rows + r] = m[r * cols + c];
+  return t;
+}
+
 QuantizedWeight quantizeWeight(WeightFormat format, const float *w, int64_t rows, int64_t cols) {
   QuantizedWeight q;
   q.codes.assign(static_cast<size_t>(quantizedCodeBytes(format, rows, cols)), 0);

@@ -49,6 +49,10 @@ struct QuantizedWeight {
 int64_t quantizedCodeBytes(WeightFormat format, int64_t rows, int64_t cols);
 int64_t quantizedScaleCount(WeightFormat format, int64_t rows, int64_t cols);
 
+// The [rows, cols] row-major matrix `m` transposed: [cols, rows]. A weight stored [in, out]
+// (a GPT-2 Conv1D's) becomes the formats' [out, in] so, and back.
+std::vector<float> transposedMatrix(const float *m, int64_t rows, int64_t cols);
+
 // Quantizes the [rows, cols] row-major f32 weight `w` (nf4: rows * cols a multiple of 64).
 QuantizedWeight quantizeWeight(WeightFormat format, const float *w, int64_t rows, int64_t cols);
 

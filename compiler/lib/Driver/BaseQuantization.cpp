@@ -18,15 +18,10 @@ namespace {
 // The weight [rows, cols] from its parameter's bytes, transposed when the model stores it
 // [cols, rows].
 std::vector<float> weightRows(const WeightTensor &tensor, const QuantizedBaseWeight &w) {
-  std::vector<float> stored(static_cast<size_t>(w.rows * w.cols));
-  std::memcpy(stored.data(), tensor.bytes.data(), stored.size() * sizeof(float));
-  if (!w.storedInByOut)
-    return stored;
-  std::vector<float> rows(stored.size());
-  for (int64_t c = 0; c < w.cols; ++c)
-    for (int64_t r = 0; r < w.rows; ++r)
-      rows[r * w.cols + c] = stored[c * w.rows + r];
-  return rows;
+  const float *stored = reinterpret_cast<const float *>(tensor.bytes.data());
+  if (w.storedInByOut)
+    return runtime::transposedMatrix(stored, w.cols, w.rows);
+  return std::vector<float>(stored, stored + w.rows * w.cols);
 }
 
 std::vector<char> bytesOf(const void *data, size_t size) {
