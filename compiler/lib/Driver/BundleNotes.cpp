@@ -60,30 +60,29 @@ std::string trainedSetSource(const CompileOptions &opts, mlir::ModuleOp module, 
 
 void addTrainedSetNotes(const CompileOptions &opts, mlir::ModuleOp module, PlanNotes &notes) {
   notes.notTrained = notTrainedNotes(opts, module);
+  // The records shardc-lora-adapters and shardc-quantize-base left on @forward.
   notes.loraMerges.clear();
   notes.quantizedBase.clear();
-  if (auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward"))
-    if (auto records = forward->getAttrOfType<mlir::ArrayAttr>(graph::kQuantizedBaseAttr))
-      for (auto record : records.getAsRange<mlir::DictionaryAttr>())
-        notes.quantizedBase.push_back(
-            {record.getAs<mlir::StringAttr>("weight").str(),
-             record.getAs<mlir::StringAttr>("format").str(),
-             record.getAs<mlir::BoolAttr>("weight_in_by_out").getValue()});
-  if (auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward"))
-    if (auto merges = forward->getAttrOfType<mlir::ArrayAttr>(graph::kLoraMergesAttr))
-      for (auto merge : merges.getAsRange<mlir::DictionaryAttr>())
-        notes.loraMerges.push_back(
-            {merge.getAs<mlir::StringAttr>("weight").str(),
-             merge.getAs<mlir::StringAttr>("lora_A").str(),
-             merge.getAs<mlir::StringAttr>("lora_B").str(),
-             merge.getAs<mlir::StringAttr>("peft_key_A")
-                 ? merge.getAs<mlir::StringAttr>("peft_key_A").str()
-                 : std::string(),
-             merge.getAs<mlir::StringAttr>("peft_key_B")
-                 ? merge.getAs<mlir::StringAttr>("peft_key_B").str()
-                 : std::string(),
-             merge.getAs<mlir::FloatAttr>("scale").getValueAsDouble(),
-             merge.getAs<mlir::BoolAttr>("weight_in_by_out").getValue()});
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  auto records = [&](llvm::StringRef attr) {
+    auto list = forward ? forward->getAttrOfType<mlir::ArrayAttr>(attr) : mlir::ArrayAttr();
+    return (list ? list : mlir::ArrayAttr::get(module.getContext(), {}))
+        .getAsRange<mlir::DictionaryAttr>();
+  };
+  auto text = [](mlir::DictionaryAttr record, llvm::StringRef key) {
+    auto value = record.getAs<mlir::StringAttr>(key);
+    return value ? value.str() : std::string();
+  };
+  auto inByOut = [](mlir::DictionaryAttr record) {
+    return record.getAs<mlir::BoolAttr>("weight_in_by_out").getValue();
+  };
+  for (mlir::DictionaryAttr q : records(graph::kQuantizedBaseAttr))
+    notes.quantizedBase.push_back({text(q, "weight"), text(q, "format"), inByOut(q)});
+  for (mlir::DictionaryAttr m : records(graph::kLoraMergesAttr))
+    notes.loraMerges.push_back({text(m, "weight"), text(m, "lora_A"), text(m, "lora_B"),
+                                text(m, "peft_key_A"), text(m, "peft_key_B"),
+                                m.getAs<mlir::FloatAttr>("scale").getValueAsDouble(),
+                                inByOut(m)});
   notes.trainedSetSource = trainedSetSource(opts, module, &notes.trainedSetGuessed);
   if (opts.mode == Mode::Train && opts.train.precision != "fp32") {
     notes.mixedPrecision = opts.train.halfStorage;
