@@ -37,9 +37,6 @@ Status readPeftAdapterLayout(const std::string &bundleDir, PeftAdapterLayout *la
   }
   layout->adapterConfigJson = json["adapter_config"].dump(2) + "\n";
   layout->merges.clear();
-  const std::string baseDtype =
-      json.contains("base_dtype") && json["base_dtype"].is_string() ? json["base_dtype"].get<std::string>()
-                                                                     : "fp32";
   // merge: the adapted weights; dequantize: the quantized weights no adapter merges into
   // (written as the step computed with them).
   for (const char *list : {"merge", "dequantize"}) {
@@ -52,7 +49,7 @@ Status readPeftAdapterLayout(const std::string &bundleDir, PeftAdapterLayout *la
       auto text = [&](const char *key) { return m.contains(key) && m[key].is_string(); };
       if (!m.is_object() || !text("weight") || !text("weight_layout") ||
           (m["weight_layout"] != "in_out" && m["weight_layout"] != "out_in") ||
-          (m.contains("base_dtype") && !text("base_dtype")) ||
+          !text("base_dtype") ||
           (adapted && (!text("lora_A") || !text("lora_B") || !m.contains("scale") ||
                        !m["scale"].is_number())))
         return Status::error(path + ": a " + list + " entry needs weight, " +
@@ -62,7 +59,7 @@ Status readPeftAdapterLayout(const std::string &bundleDir, PeftAdapterLayout *la
           {m["weight"].get<std::string>(), adapted ? m["lora_A"].get<std::string>() : "",
            adapted ? m["lora_B"].get<std::string>() : "", adapted ? m["scale"].get<double>() : 0.0,
            m["weight_layout"] == "in_out",
-           m.contains("base_dtype") ? m["base_dtype"].get<std::string>() : baseDtype});
+           m["base_dtype"].get<std::string>()});
     }
   }
   return Status::ok();

@@ -223,7 +223,6 @@ std::string loraAdapterConfigJson(const CompileOptions &opts,
   nlohmann::ordered_json out = {{"format", "shardc-lora-adapters-1"},
                                 {"peft_keys", keys},
                                 {"adapter_config", config},
-                                {"base_dtype", opts.baseDtype},
                                 {"merge", mergeList},
                                 {"dequantize", dequantizeList}};
   return out.dump(2) + "\n";
