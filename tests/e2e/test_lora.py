@@ -136,6 +136,18 @@ def compile_and_train(args, model_path, bundle, data, flags, run_flags=()):
     return [json.loads(line)["loss"] for line in open(metrics)], None
 
 
+def sharded_result(label, sharded, error, bundle, one_rank):
+    """(ok, message) of a sharded run's losses (or its error) against the 1-rank run's: every
+    step within RTOL, and planned = measured peak memory on every rank."""
+    if error:
+        return False, f"{label}: {error}"
+    diff = zoo.worst_relative(sharded, one_rank)
+    peaks = PEAKS[bundle]
+    equal = bool(peaks) and all(p == m for p, m in peaks)
+    return (diff <= RTOL and equal, f"{label}: vs 1 rank worst {diff:.2e} (<= {RTOL:g}); planned "
+                                    f"= measured peak memory: {equal}")
+
+
 def check_model(args, name, style, results):
     work = os.path.join(args.work, f"{name}_{style}")
     shutil.rmtree(work, ignore_errors=True)
@@ -179,15 +191,7 @@ def check_model(args, name, style, results):
         sharded, error = compile_and_train(
             args, model_path, sharded_bundle, os.path.join(work, "data"),
             [*shape_flags, *lora, *init, "--gpus", gpus, "--strategy", strategy])
-        if error:
-            results.append((False, f"{label} {strategy}: {error}"))
-            continue
-        diff = zoo.worst_relative(sharded, ours)
-        peaks = PEAKS[sharded_bundle]
-        equal = bool(peaks) and all(p == m for p, m in peaks)
-        results.append((diff <= RTOL and equal,
-                        f"{label} {strategy}: vs 1 rank worst {diff:.2e} (<= {RTOL:g}); planned = "
-                        f"measured peak memory: {equal}"))
+        results.append(sharded_result(f"{label} {strategy}", sharded, error, sharded_bundle, ours))
 
     dropout_lora = ["--lora", f"r={RANK},alpha={ALPHA},dropout=0.1,targets={targets}", *init]
     dropped, error = compile_and_train(args, model_path, os.path.join(work, "dropout.shard"),

@@ -82,7 +82,6 @@ RANK, ALPHA, STEPS, LR, RTOL = test_lora.RANK, test_lora.ALPHA, test_lora.STEPS,
     test_lora.RTOL
 MODELS = test_lora.MODELS
 build, export, compile_and_train = test_lora.build, test_lora.export, test_lora.compile_and_train
-PEAKS = test_lora.PEAKS  # bundle -> [(planned, measured) peak bytes per rank]
 DTYPES = ("fp32", "bf16", "int8", "nf4")
 SHARDED_DTYPES = ("int8", "nf4")
 STRATEGIES = (("2", "zero3"), ("2", "tp=2"), ("4", "dp=2,tp=2"))
@@ -500,15 +499,8 @@ def check_model(args, name, style, results):
                 args, model_path, bundle, data,
                 [*shape_flags, *lora, *init, "--base-dtype", dtype, "--gpus", gpus,
                  "--strategy", strategy])
-            if error:
-                results.append((False, f"{label} sharded {dtype} {strategy}: {error}"))
-                continue
-            diff = zoo.worst_relative(sharded, ours)
-            peaks = PEAKS[bundle]
-            equal = bool(peaks) and all(p == m for p, m in peaks)
-            results.append((diff <= RTOL and equal,
-                            f"{label} sharded {dtype} {strategy}: vs 1 rank worst {diff:.2e} "
-                            f"(<= {RTOL:g}); planned = measured peak memory: {equal} {peaks}"))
+            results.append(test_lora.sharded_result(f"{label} sharded {dtype} {strategy}",
+                                                    sharded, error, bundle, ours))
 
 
 def check_keep(args, results):
